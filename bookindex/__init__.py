@@ -1,0 +1,3 @@
+"""bookindex: question answering over long structured documents."""
+
+__version__ = "0.1.0"

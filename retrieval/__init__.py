@@ -1,0 +1,1 @@
+"""bookindex: retrieval layer."""
