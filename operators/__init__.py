@@ -1,1 +1,19 @@
-"""bookindex: operators layer."""
+"""BookRAG's operator library (Table 3): formulators, selectors, reasoners, synthesizers.
+
+`OPERATORS` maps the operator names used in plans to their classes.
+"""
+
+from operators.base import LinkedEntity, Operator, State
+from operators.context import IndexContext, IndexView
+from operators.formulator import Decompose, Extract
+from operators.reasoner import GraphReasoning, SkylineRanker, TextReasoning
+from operators.selector import FilterModal, FilterRange, SelectByEntity, SelectBySection
+from operators.synthesizer import Map, Reduce
+
+OPERATORS: dict[str, type[Operator]] = {cls.name: cls for cls in (
+    Extract, Decompose, FilterModal, FilterRange, SelectByEntity, SelectBySection,
+    GraphReasoning, TextReasoning, SkylineRanker, Map, Reduce)}
+
+__all__ = ["OPERATORS", "IndexContext", "IndexView", "LinkedEntity", "Operator", "State", "Extract",
+           "Decompose", "FilterModal", "FilterRange", "SelectByEntity", "SelectBySection",
+           "GraphReasoning", "TextReasoning", "SkylineRanker", "Map", "Reduce"]

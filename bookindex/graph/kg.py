@@ -22,6 +22,7 @@ class KnowledgeGraph:
                  relations: list[Relation] | None = None) -> None:
         self.entities: dict[str, Entity] = dict(entities or {})
         self.relations: list[Relation] = list(relations or [])
+        self.meta: dict[str, Any] = {}  # transient build data (e.g. entity vectors); not serialized
         self._nx: nx.Graph | None = None
         self._node_index: dict[str, set[str]] | None = None
 

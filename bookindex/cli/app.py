@@ -1,0 +1,188 @@
+"""`bookindex` CLI: global flags, foundation commands, and the registry of feature modules."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+import bookindex
+from bookindex.cli.context import CLIState, get_settings, set_current
+from bookindex.errors import BookIndexError, ConfigError
+
+# Feature modules: each exposes `register(app)`. Add one line per feature; a module that does not
+# exist yet is skipped (an import error *inside* an existing module is not hidden).
+FEATURE_MODULES = (
+    "bookindex.cli.library",
+    "bookindex.cli.ask",
+    "bookindex.cli.stats",
+)
+
+app = typer.Typer(name="bookindex", no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_enable=False,
+                  help="Question answering over long structured documents.")
+config_app = typer.Typer(no_args_is_help=True, help="Inspect the configuration.")
+llm_app = typer.Typer(no_args_is_help=True, help="Check the configured LLM.")
+app.add_typer(config_app, name="config")
+app.add_typer(llm_app, name="llm")
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"bookindex {bookindex.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    config: Optional[Path] = typer.Option(None, "--config", metavar="PATH",
+                                          help="TOML config file (default: ./bookindex.toml)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the LLM disk cache."),
+    set_: Optional[list[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
+                                             help="Override a setting, e.g. --set llm.model=gpt-4o."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    state = CLIState(config_path=config)
+    for item in set_ or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set llm.provider=openai")
+        state.overrides[key.strip()] = value
+        state.override_sources[key.strip()] = f"--set {key.strip()}"
+    if no_cache:
+        state.overrides["cache.enabled"] = False
+        state.override_sources["cache.enabled"] = "--no-cache"
+    ctx.obj = state
+    set_current(state)
+
+
+# ------------------------------------------------------------------------------------ config
+@config_app.command("show")
+def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """Print the effective configuration (secrets masked) and where each value came from."""
+    import json
+
+    from bookindex.config import cache_dir, masked_settings
+
+    settings = get_settings()
+    data = masked_settings(settings)
+    if as_json:
+        sources = {f"{sec}.{key}": settings.source_of(f"{sec}.{key}")
+                   for sec, values in data.items() for key in values}
+        console.print_json(json.dumps({"config_file": settings.config_file, "settings": data,
+                                       "sources": {k: v for k, v in sources.items() if v != "default"}}))
+        return
+    table = Table(title=f"bookindex configuration (file: {settings.config_file or 'none'})")
+    table.add_column("key", overflow="fold")
+    table.add_column("value", overflow="fold")
+    table.add_column("source", style="dim", overflow="fold")
+    for section, values in data.items():
+        for key, value in values.items():
+            dotted = f"{section}.{key}"
+            table.add_row(dotted, escape(repr(value) if isinstance(value, str) else str(value)),
+                          escape(settings.source_of(dotted)))
+    console.print(table)
+    console.print(f"cache directory: {cache_dir(settings)}")
+    for section in ("llm", "vlm", "embedding", "reranker"):
+        env_name = getattr(settings, section).api_key_env
+        if env_name and getattr(settings, section).provider in ("openai", "endpoint"):
+            state = "set (value hidden)" if os.environ.get(env_name) else "not set"
+            console.print(f"{section} API key: ${env_name} {state}")
+
+
+# --------------------------------------------------------------------------------------- llm
+class _CapitalAnswer(BaseModel):
+    """The schema of the `llm test` round trip."""
+
+    country: str = Field(description="the country asked about")
+    capital: str = Field(description="its capital city")
+
+
+@llm_app.command("test")
+def llm_test(section: str = typer.Option("llm", "--section", help="llm or vlm."),
+             use_cache: bool = typer.Option(False, "--cache", help="Allow a cached answer.")) -> None:
+    """One schema-validated round trip to the configured LLM: model, latency, tokens."""
+    from bookindex.llm import get_llm
+
+    if section not in ("llm", "vlm"):
+        raise ConfigError(f"--section {section!r}: use llm or vlm")
+    client = get_llm(get_settings(), section=section)
+    load = getattr(client.provider, "load", None)
+    if load is not None and client.available:  # in-process model: report loading separately
+        start = time.perf_counter()
+        load()
+        console.print(f"model load: {time.perf_counter() - start:.2f} s")
+    start = time.perf_counter()
+    answer = client.complete("What is the capital of France? Give the country and its capital.",
+                             schema=_CapitalAnswer, stage="llm-test", max_tokens=128,
+                             cache=use_cache)
+    latency = time.perf_counter() - start
+    usage = client.ledger.snapshot()["total"]
+    console.print(f"provider: {client.provider.name}")
+    console.print(f"model: {client.model}")
+    console.print(f"answer: {answer.model_dump_json()}")
+    console.print(f"latency: {latency:.2f} s")
+    console.print(f"tokens: prompt {usage['prompt_tokens']}, completion {usage['completion_tokens']}"
+                  f" (calls {usage['calls']}, cache hits {usage['cache_hits']})")
+
+
+# ------------------------------------------------------------------------------------- embed
+@app.command("embed")
+def embed(text: str = typer.Argument(..., help="Text to embed.")) -> None:
+    """Embed TEXT with the configured embedder and print the vector's dimension and norm."""
+    import numpy as np
+
+    from bookindex.embedding import get_embedder
+
+    embedder = get_embedder(get_settings())
+    start = time.perf_counter()
+    vec = embedder.encode([text])[0]
+    console.print(f"model: {embedder.name}")
+    console.print(f"dimension: {vec.shape[0]}")
+    console.print(f"norm: {float(np.linalg.norm(vec)):.6f}")
+    console.print(f"first values: {np.round(vec[:5], 4).tolist()}")
+    console.print(f"latency: {time.perf_counter() - start:.3f} s")
+
+
+# ---------------------------------------------------------------------------------- features
+def _register_features(target: typer.Typer) -> None:
+    for name in FEATURE_MODULES:
+        try:
+            module: Any = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # feature not written yet
+            raise
+        module.register(target)
+
+
+_register_features(app)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: a BookIndexError becomes one red line on stderr and exit code 2."""
+    try:
+        app(args=argv, prog_name="bookindex")
+    except BookIndexError as exc:
+        set_current(None)
+        message = " ".join(str(exc).split())
+        err_console.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""`bookindex ask | plan | run-plan`: questions, their operator plans, and edited plans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from bookindex.errors import InputError
+
+METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid, chunks, tree."
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _library(index_dir: Path) -> Any:
+    from bookindex.api import open_library
+    from bookindex.cli.context import get_settings
+
+    return open_library(index_dir, get_settings())
+
+
+def _document(lib: Any, doc: Optional[str], question: str) -> Any:
+    if doc is not None:
+        return lib.get(doc), None
+    if len(lib.stored) == 1:
+        return lib.documents[0], None
+    target, ranking = lib.route(question)
+    return target, ranking
+
+
+def _check(question: str) -> None:
+    if not question.strip():
+        raise InputError('the question is empty: bookindex ask DIR "What is ...?"')
+
+
+def render_explain(answer: Any) -> Any:
+    """Plan + trace as a rich tree: what each operator received, kept, and why."""
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    root = Tree(f"[bold]{escape(answer.question)}[/bold]  →  [cyan]{answer.query_type}[/cyan]"
+                + (f"  ({escape(json.dumps(answer.plan.planner))})" if answer.plan is not None else ""))
+    for rec in answer.trace:
+        _trace_node(root, rec)
+    ev = root.add("[bold]evidence[/bold]")
+    for e in answer.evidence:
+        ev.add(f"{e.rank}. p.{e.page} {e.type} [dim]{escape(e.node_id)}[/dim] "
+               f"{escape(json.dumps(e.scores))} — {escape(e.snippet[:90])}")
+    return root
+
+
+_SHOW = ("mentions", "mention_source", "linked", "sub_questions", "synthesis", "source", "sections",
+         "text_guard_sections", "section_scores", "skipped", "fallback", "fallback_to", "types", "pages",
+         "section", "warning", "subgraph", "seeds", "top_entities", "criteria", "layers", "mode",
+         "pool", "scored", "reranked", "count")
+
+
+def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    head = f"[bold green]{rec.get('op')}[/bold green] [dim]{rec.get('ms', 0):.1f} ms[/dim]"
+    if rec.get("params"):
+        head += f"  params={escape(json.dumps(rec['params']))}"
+    if rec.get("llm") and any(rec["llm"].values()):
+        head += f"  [magenta]LLM {rec['llm']}[/magenta]"
+    node = parent.add(head)
+    if isinstance(rec.get("inputs"), dict):
+        node.add(f"received: {rec['inputs'].get('candidates')} candidate nodes")
+    for key in _SHOW:
+        if key in rec and not (key == "sub_questions" and rec.get("op") == "ForEach"):
+            style = "red" if key in ("fallback", "skipped", "warning") else "white"
+            node.add(f"[{style}]{key}: {escape(json.dumps(rec[key], ensure_ascii=False)[:300])}[/{style}]")
+    if "outputs" in rec:
+        node.add(f"kept: {escape(json.dumps(rec['outputs'], ensure_ascii=False)[:400])}")
+    for b in rec.get("branches", []):
+        _trace_node(node, b)
+    if rec.get("op") == "ForEach":
+        for sq in rec.get("sub_questions", []):
+            sub = node.add(f"[bold]sub-question:[/bold] {escape(sq['question'])}")
+            for r in sq["trace"]:
+                _trace_node(sub, r)
+
+
+def _print_answer(answer: Any, as_json: bool, explain: bool) -> None:
+    if as_json:
+        print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        return
+    con = _console()
+    from rich.markup import escape
+
+    if explain:
+        con.print(render_explain(answer))
+        con.print()
+    con.print(f"[bold]{escape(answer.doc.get('name', ''))}[/bold] · {answer.query_type} · {answer.method}")
+    con.print(escape(answer.answer))
+    con.print()
+    for e in answer.evidence:
+        mark = "*" if e.rank in answer.citations else " "
+        con.print(f"{mark}[{e.rank}] p.{e.page} {e.type:<7} {escape(e.section[:40]):<40} {escape(e.snippet[:80])}")
+    usage = answer.usage.get("llm", {}).get("total", {})
+    con.print(f"[dim]{answer.usage.get('ms', 0):.0f} ms · LLM calls {usage.get('calls', 0)} · "
+              f"tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}[/dim]")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("ask")
+    def ask_cmd(
+        index_dir: Path = typer.Argument(..., help="Library folder."),
+        question: str = typer.Argument(..., help="The question."),
+        doc: Optional[str] = typer.Option(None, "--doc", help="Document id or file name (default: routed)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        explain: bool = typer.Option(False, "--explain", help="Show the plan and its trace as a tree."),
+        save_plan: Optional[Path] = typer.Option(None, "--save-plan", help="Write the plan as JSON."),
+        method: str = typer.Option("bookindex", "--method", help=METHOD_HELP),
+        k: Optional[int] = typer.Option(None, "--k", help="Evidence count for baseline methods."),
+    ) -> None:
+        """Answer QUESTION from the indexed documents, with cited evidence."""
+        from retrieval import METHODS
+
+        _check(question)
+        if method not in METHODS:
+            raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
+        lib = _library(index_dir)
+        target, ranking = _document(lib, doc, question)
+        answer = target.ask(question, method=method, k=k)
+        if ranking:
+            answer.trace.insert(0, {"op": "Route", "kind": "library", "outputs": ranking})
+        if save_plan is not None:
+            if answer.plan is None:
+                raise InputError(f"--save-plan: method {method!r} has no plan")
+            answer.plan.save(save_plan)
+        _print_answer(answer, as_json, explain)
+
+    @app.command("plan")
+    def plan_cmd(
+        index_dir: Path = typer.Argument(..., help="Library folder."),
+        question: str = typer.Argument(..., help="The question."),
+        doc: Optional[str] = typer.Option(None, "--doc", help="Document id or file name."),
+        as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    ) -> None:
+        """Classify QUESTION and print its operator plan; nothing is retrieved."""
+        _check(question)
+        lib = _library(index_dir)
+        target, _ = _document(lib, doc, question)
+        p = target.plan(question)
+        if as_json:
+            print(p.to_json())
+            return
+        from rich.markup import escape
+        from rich.tree import Tree
+
+        root = Tree(f"[bold]{escape(p.question)}[/bold] → [cyan]{p.query_type}[/cyan] "
+                    f"[dim]{escape(json.dumps(p.planner))}[/dim]")
+
+        def add(parent: Any, step: Any) -> None:
+            n = parent.add(f"[green]{step.op}[/green] {escape(json.dumps(step.params)) if step.params else ''}")
+            for s in step.steps or []:
+                add(n, s)
+            if step.fallback is not None:
+                add(n.add("[dim]fallback when nothing is linked[/dim]"), step.fallback)
+
+        for s in p.steps:
+            add(root, s)
+        _console().print(root)
+
+    @app.command("run-plan")
+    def run_plan_cmd(
+        index_dir: Path = typer.Argument(..., help="Library folder."),
+        plan_file: Path = typer.Argument(..., help="A plan saved with --save-plan (possibly edited)."),
+        doc: Optional[str] = typer.Option(None, "--doc", help="Document id or file name."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        explain: bool = typer.Option(False, "--explain", help="Show the plan and its trace as a tree."),
+    ) -> None:
+        """Execute an (edited) operator plan."""
+        from retrieval import Plan
+
+        p = Plan.load(plan_file)
+        lib = _library(index_dir)
+        target, _ = _document(lib, doc, p.question)
+        _print_answer(target.run(p), as_json, explain)

@@ -1,0 +1,318 @@
+"""`bookindex index | list | remove | tree | show`: build and inspect a document library."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+
+from bookindex.errors import BookIndexError, InputError
+
+PARSERS = ("auto", "pymupdf", "mineru", "markdown", "text")
+DOC_EXT = {".pdf", ".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".json"}
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _settings(ctx: typer.Context | None) -> Any:
+    """Settings from the global flags (--config, --set, --no-cache) via the CLI state."""
+    from bookindex.cli.context import get_settings
+
+    return get_settings(ctx)
+
+
+def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
+    """Files to index: files as given; folders searched recursively for PDFs, Markdown, text
+    and MinerU JSON (one JSON per MinerU output, and a PDF and its MinerU output only once)."""
+    from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
+
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise InputError(f"{missing[0]}: no such file or folder")
+    out: list[Path] = []
+    for p in paths:
+        if p.is_file():
+            out.append(p)
+            continue
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in DOC_EXT
+                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        by_dir: dict[tuple[Path, str], list[Path]] = {}
+        for f in files:
+            if f.suffix.lower() == ".json":
+                if is_mineru_json(f):
+                    by_dir.setdefault((f.parent, output_base(f)), []).append(f)
+        rank = {"middle_v4": 0, "middle_v1": 0, "content_list_v2": 1, "content_list_v1": 2}
+        chosen_json = {key: sorted(js, key=lambda j: rank.get(detect_format(load_json(j)) or "", 9))[0]
+                       for key, js in by_dir.items()}
+        pdf_keys = {(f.parent, f.stem) for f in files if f.suffix.lower() == ".pdf"}
+        for f in files:
+            ext = f.suffix.lower()
+            if ext == ".json":
+                key = (f.parent, output_base(f))
+                if chosen_json.get(key) != f:
+                    continue
+                if not prefer_mineru and (f.parent, key[1]) in pdf_keys:
+                    continue  # the PDF itself is indexed
+                out.append(f)
+            elif ext == ".pdf":
+                if prefer_mineru and (f.parent, f.stem) in {k for k in chosen_json}:
+                    continue
+                out.append(f)
+            else:
+                out.append(f)
+    if not out:
+        raise InputError(f"nothing to index in {', '.join(map(str, paths))} (supported: PDF, MinerU JSON, Markdown, text)")
+    return out
+
+
+class _Progress:
+    """tqdm bars fed by construction events: embedding nodes; PDF parsing draws its own pages/s bar."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.info: dict[str, Any] = {}
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        self.info[event] = info
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        if event == "parsed":
+            c = _console()
+            rate = info["pages"] / info["seconds"] if info["seconds"] > 0 else float("inf")
+            c.print(f"  parsed {_n(info['pages'], 'page')}, {_n(info['blocks'], 'block')} in {info['seconds']:.2f} s "
+                    f"({rate:.1f} pages/s)")
+            for w in info.get("warnings", [])[:5]:
+                c.print(f"  [yellow]warning:[/] {escape(str(w))}")
+            if len(info.get("warnings", [])) > 5:
+                c.print(f"  [yellow]... {len(info['warnings']) - 5} more warnings (see build.json)[/]")
+        elif event == "embed_start":
+            self.bar = tqdm(total=info["total"], unit="node", desc="  embed", file=sys.stderr, leave=False)
+        elif event == "embed_advance" and self.bar is not None:
+            self.bar.update(info["n"])
+        elif event == "embed_done" and self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        elif event == "graph_start":
+            _console().print("  building the knowledge graph ...")
+
+
+def index_cmd(
+    ctx: typer.Context,
+    paths: list[Path] = typer.Argument(..., help="Files or folders: PDF, MinerU JSON, Markdown, text."),
+    index_dir: Path = typer.Option(..., "-i", "--index", help="Library folder (created if missing)."),
+    parser: str = typer.Option("auto", "--parser", help="auto | pymupdf | mineru | markdown | text"),
+    no_outline: bool = typer.Option(False, "--no-outline", help="Ignore PDF bookmarks; detect headings by rules/LLM."),
+    no_graph: bool = typer.Option(False, "--no-graph", help="Skip knowledge-graph construction."),
+    no_tables: bool = typer.Option(False, "--no-tables", help="Skip table detection (faster)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+) -> None:
+    """Index documents into a library folder (re-indexing an unchanged file is a no-op)."""
+    from bookindex.library import Library
+
+    if parser not in PARSERS:
+        raise InputError(f"--parser {parser!r}: choose one of {', '.join(PARSERS)}")
+    files = expand_inputs(list(paths), prefer_mineru=parser == "mineru")
+    lib_root = index_dir.expanduser().resolve()
+    files = [f for f in files if lib_root not in f.resolve().parents]  # never index the library itself
+    if not files:
+        raise InputError(f"nothing to index outside the library folder {lib_root}")
+    lib = Library.open(index_dir, _settings(ctx))
+    opts: dict[str, Any] = {"parser": parser}
+    if no_outline:
+        opts["use_outline"] = False
+    if no_graph:
+        opts["graph"] = False
+    if no_tables:
+        opts["tables"] = False
+    c = _console()
+    counts: Counter[str] = Counter()
+    total_pages = 0
+    t_all = time.perf_counter()
+    for k, f in enumerate(files, 1):
+        if not quiet:
+            c.print(f"[bold]\\[{k}/{len(files)}][/] {escape(str(f))}")
+        prog = _Progress(not quiet)
+        t0 = time.perf_counter()
+        try:
+            doc = lib.add(f, on_event=prog, progress=not quiet, **opts)
+        except BookIndexError as e:
+            counts["failed"] += 1
+            c.print(f"[bold red]error:[/] {escape(str(e))}")
+            continue
+        counts[doc.status] += 1
+        m = doc.manifest
+        if doc.status != "unchanged":
+            total_pages += int(m.get("pages") or 0)
+        if not quiet:
+            if doc.status == "unchanged":
+                c.print(f"  unchanged: {escape(doc.name)} ({doc.doc_id}) is already indexed with these options")
+            else:
+                c.print(f"  [green]{doc.status}[/] {escape(doc.name)} -> {doc.doc_id}: {_n(m['pages'], 'page')}, "
+                        f"{_n(m['blocks'], 'block')}, {_n(m['sections'], 'section')}, {_n(m['nodes'], 'node')}, "
+                        f"graph {'yes' if m['graph'] else 'no'} "
+                        f"({time.perf_counter() - t0:.1f} s)")
+    secs = time.perf_counter() - t_all
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    c.print(f"{summary}; {_n(total_pages, 'page')} in {secs:.1f} s -> {escape(str(lib.root))}")
+    if counts["failed"]:
+        raise typer.Exit(2)
+
+
+def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
+             as_json: bool = typer.Option(False, "--json", help="Manifests as JSON.")) -> None:
+    """List the documents of a library."""
+    lib = _open_existing(index_dir)
+    docs = lib.documents
+    if as_json:
+        typer.echo(json.dumps([d.manifest for d in docs], indent=2, ensure_ascii=False))
+        return
+    if not docs:
+        typer.echo(f"no documents in {lib.root}")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{lib.root} ({len(docs)} documents)")
+    for col in ("id", "name", "pages", "parser", "sections", "nodes", "graph", "created"):
+        t.add_column(col, justify="right" if col in ("pages", "sections", "nodes") else "left")
+    for d in docs:
+        m = d.manifest
+        t.add_row(d.doc_id, d.name, str(m.get("pages")), str(m.get("parser")), str(m.get("sections")),
+                  str(m.get("nodes")), "yes" if m.get("graph") else "no", str(m.get("created", ""))[:19])
+    Console(width=max(100, _term_width())).print(t)
+
+
+def remove_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
+               doc: str = typer.Argument(..., help="Document id or file name.")) -> None:
+    """Remove a document from a library."""
+    lib = _open_existing(index_dir)
+    d = lib.remove(doc)
+    typer.echo(f"removed {d.name} ({d.doc_id})")
+
+
+def tree_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
+             doc: Optional[str] = typer.Option(None, "--doc", help="Document id or file name (default: all)."),
+             depth: Optional[int] = typer.Option(None, "--depth", min=0, help="Deepest section level shown."),
+             as_json: bool = typer.Option(False, "--json", help="Nested JSON tree (a list of trees without --doc)."),
+             leaves: bool = typer.Option(False, "--leaves", help="Also list text/table/image nodes.")) -> None:
+    """Print the table of contents: node types, pages and child counts."""
+    lib = _open_existing(index_dir)
+    docs = [lib.get(doc)] if doc else lib.documents
+    if as_json:
+        out = [d.tree.to_nested(depth=depth) for d in docs]
+        typer.echo(json.dumps(out[0] if doc else out, indent=2, ensure_ascii=False))
+        return
+    if not docs:
+        typer.echo(f"no documents in {lib.root}")
+        return
+    for d in docs:
+        for line in render_toc(d.tree, depth=depth, leaves=leaves):
+            typer.echo(line)
+
+
+def render_toc(tree: Any, depth: int | None = None, leaves: bool = False) -> list[str]:
+    """Indented table of contents, one line per section (and leaf with `leaves`)."""
+    root = tree.root
+    lines = [f"{tree.name} ({tree.doc_id})  [document, {_pages(root)}, {_kids(tree, root)}]"]
+
+    def visit(nid: str, indent: int) -> None:
+        n = tree.nodes[nid]
+        if n.type == "section":
+            if depth is not None and n.level > depth:
+                return
+            lines.append(f"{'  ' * indent}{n.title}  [section L{n.level}, {_pages(n)}, {_kids(tree, n)}]")
+            for c in n.children:
+                visit(c, indent + 1)
+        elif leaves:
+            lines.append(f"{'  ' * indent}- {n.type}, {_pages(n)}: {n.label}")
+
+    for c in root.children:
+        visit(c, 1)
+    return lines
+
+
+def _n(k: int, word: str) -> str:
+    return f"{k} {word}" if k == 1 else f"{k} {word}s"
+
+
+def _pages(n: Any) -> str:
+    a, b = n.page_idx + 1, n.page_end_idx + 1
+    return f"p. {a}" if a == b else f"pp. {a}-{b}"
+
+
+def _kids(tree: Any, n: Any) -> str:
+    if not n.children:
+        return "0 children"
+    c = Counter(tree.nodes[k].type for k in n.children)
+    parts = ", ".join(f"{v} {t}" for t, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{len(n.children)} {'child' if len(n.children) == 1 else 'children'}: {parts}"
+
+
+def show_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
+             node_id: str = typer.Argument(..., help="Node id (as printed by `tree --json` or search)."),
+             as_json: bool = typer.Option(False, "--json", help="The node as JSON.")) -> None:
+    """Print one node: text, page, bbox and its parent path."""
+    lib = _open_existing(index_dir)
+    d = lib.doc_of_node(node_id)
+    tree = d.tree
+    if node_id not in tree.nodes:
+        raise InputError(f"{d.name}: no node {node_id!r}")
+    n = tree.nodes[node_id]
+    path = [p.title for p in tree.parent_path(n)]
+    if as_json:
+        from dataclasses import asdict
+
+        typer.echo(json.dumps({**asdict(n), "doc_id": d.doc_id, "document": d.name, "parent_path": path},
+                              indent=2, ensure_ascii=False, default=str))
+        return
+    typer.echo(f"{n.id}  [{n.type}, level {n.level}]  in {d.name}")
+    typer.echo(f"page: {_pages(n)} (page_idx {n.page_idx}..{n.page_end_idx})")
+    typer.echo("bbox: " + (", ".join(f"{x:.1f}" for x in n.bbox) if n.bbox else "none"))
+    typer.echo("path: " + " > ".join(path))
+    if n.children:
+        typer.echo(f"children: {_kids(tree, n)}")
+    for key in ("caption", "footnote", "image_path", "language"):
+        if n.meta.get(key):
+            v = n.meta[key]
+            if key == "image_path":
+                v = str(d.image_file(n.id))
+            typer.echo(f"{key}: {v}")
+    typer.echo("")
+    typer.echo(n.title if n.type == "section" else n.text)
+
+
+def _open_existing(index_dir: Path) -> Any:
+    from bookindex.library import CATALOG, Library
+
+    if not (index_dir / CATALOG).is_file():
+        raise InputError(f"{index_dir}: no bookindex library here (index documents with "
+                         f"`bookindex index PATH -i {index_dir}`)")
+    return Library.open(index_dir)
+
+
+def _term_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def register(app: typer.Typer) -> None:
+    """Add the library commands to the bookindex CLI."""
+    app.command("index")(index_cmd)
+    app.command("list")(list_cmd)
+    app.command("remove")(remove_cmd)
+    app.command("tree")(tree_cmd)
+    app.command("show")(show_cmd)

@@ -1,0 +1,213 @@
+"""The BookIndex construction pipeline for one document: parse → tree T → node vectors → graph G.
+
+Everything is written into `doc_dir`, which the library creates as a temporary folder and renames
+into place only when this returns, so a failure at any stage leaves the library untouched.
+Stages report through an optional `on_event(event, info)` callback (the CLI draws progress bars
+from it); the per-stage timings and the LLM ledger go to build.json.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from bookindex.errors import BookIndexError, InputError
+from bookindex.model import DocumentTree
+
+TREE_FILE = "tree.json"
+BUILD_FILE = "build.json"
+VECTOR_DIR = "vectors.lance"
+NODE_TABLE = "nodes"
+EMBED_BATCH = 64
+MAX_EMBED_CHARS = 2000
+
+Events = Callable[[str, dict[str, Any]], None]
+
+
+def _noop(event: str, info: dict[str, Any]) -> None:
+    return None
+
+
+def node_texts(tree: DocumentTree) -> tuple[list[str], list[str]]:
+    """(node ids, texts) of every node with content: sections by their path title, leaves by content.
+
+    A section's vector uses its ancestors' titles too ("2 Usage > 2.1 Options"), which lets a
+    query match the section that a short heading alone would not describe.
+    """
+    ids: list[str] = []
+    texts: list[str] = []
+    for n in tree.walk():
+        if n.type == "document":
+            continue
+        if n.type == "section":
+            path = [p.title for p in tree.parent_path(n) if p.type == "section"] + [n.title]
+            text = " > ".join(t for t in path if t)
+        else:
+            text = n.content
+        text = " ".join(text.split())[:MAX_EMBED_CHARS]
+        if text:
+            ids.append(n.id)
+            texts.append(text)
+    return ids, texts
+
+
+def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Events = _noop) -> dict[str, Any]:
+    """Encode node texts in batches and store them in a LanceDB table inside doc_dir."""
+    import lancedb
+    import pyarrow as pa
+
+    ids, texts = node_texts(tree)
+    on_event("embed_start", {"total": len(texts)})
+    t0 = time.perf_counter()
+    chunks: list[np.ndarray] = []
+    for k in range(0, len(texts), EMBED_BATCH):
+        batch = texts[k:k + EMBED_BATCH]
+        chunks.append(np.asarray(embedder.encode(batch, progress=False), dtype=np.float32))
+        on_event("embed_advance", {"n": len(batch)})
+    dim = int(getattr(embedder, "dim", 0) or (chunks[0].shape[1] if chunks else 0))
+    vecs = np.vstack(chunks) if chunks else np.zeros((0, dim), dtype=np.float32)
+    if vecs.shape != (len(ids), dim):
+        raise BookIndexError(f"embedder returned shape {vecs.shape}, expected ({len(ids)}, {dim})")
+    nodes = [tree.nodes[i] for i in ids]
+    schema = pa.schema([
+        ("node_id", pa.string()), ("doc_id", pa.string()), ("type", pa.string()),
+        ("level", pa.int32()), ("page_idx", pa.int32()), ("page_end_idx", pa.int32()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+    table = pa.table({
+        "node_id": ids,
+        "doc_id": [tree.doc_id] * len(ids),
+        "type": [n.type for n in nodes],
+        "level": [n.level for n in nodes],
+        "page_idx": [n.page_idx for n in nodes],
+        "page_end_idx": [n.page_end_idx for n in nodes],
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), type=pa.float32()), dim),
+    }, schema=schema)
+    db = lancedb.connect(str(doc_dir / VECTOR_DIR))
+    db.create_table(NODE_TABLE, data=table)  # a fresh folder: no "overwrite" (it logs a warning)
+    secs = time.perf_counter() - t0
+    on_event("embed_done", {"n": len(ids), "seconds": secs})
+    return {"nodes": len(ids), "dim": dim, "seconds": round(secs, 3),
+            "model": getattr(embedder, "model_name", None) or getattr(embedder, "name", None)}
+
+
+def read_node_vectors(doc_dir: Path) -> tuple[list[str], np.ndarray]:
+    """(node ids, matrix) from a stored document's LanceDB table, in tree order."""
+    import lancedb
+
+    path = doc_dir / VECTOR_DIR
+    if not path.exists():
+        return [], np.zeros((0, 0), dtype=np.float32)
+    tbl = lancedb.connect(str(path)).open_table(NODE_TABLE).to_arrow()
+    ids = tbl.column("node_id").to_pylist()
+    col = tbl.column("vector").combine_chunks()
+    dim = col.type.list_size
+    mat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dim)
+    return ids, mat
+
+
+def _relativize_images(tree: DocumentTree, doc_dir: Path) -> None:
+    """Image paths inside the (temporary) doc dir become relative, so the rename keeps them valid."""
+    root = doc_dir.resolve()
+    for n in tree.nodes.values():
+        p = n.meta.get("image_path")
+        if isinstance(p, str) and p:
+            try:
+                n.meta["image_path"] = Path(p).resolve().relative_to(root).as_posix()
+            except ValueError:
+                pass
+
+
+def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, settings: Any, llm: Any = None,
+                   embedder: Any = None, reranker: Any = None, on_event: Events = _noop,
+                   progress: bool = False) -> dict[str, Any]:
+    """Run every stage for one file into `doc_dir`; return the build report (also build.json)."""
+    from parsing.dispatch import parse_file, to_tree
+
+    timings: dict[str, float] = {}
+    report: dict[str, Any] = {"doc_id": doc_id, "name": name, "source": str(path)}
+    t0 = time.perf_counter()
+    on_event("parse_start", {"name": name})
+    try:
+        parsed = parse_file(path, settings, llm=llm, image_dir=doc_dir / "images", progress=progress,
+                            work_dir=doc_dir / "mineru-out")
+    except BookIndexError:
+        raise
+    except MemoryError:
+        raise InputError(f"{path}: out of memory while parsing") from None
+    except Exception as e:  # parsers' library errors (corrupt files): name the file and the cause
+        raise InputError(f"{path}: cannot parse ({type(e).__name__}: {e})") from None
+    timings["parse_s"] = time.perf_counter() - t0
+    if parsed.page_count == 0 or not parsed.blocks:
+        raise InputError(f"{path}: no content found ({parsed.page_count} pages, 0 blocks)")
+    on_event("parsed", {"pages": parsed.page_count, "blocks": len(parsed.blocks), "seconds": timings["parse_s"],
+                        "warnings": list(parsed.warnings)})
+
+    t1 = time.perf_counter()
+    tree = to_tree(parsed, doc_id, name, settings, llm)
+    _relativize_images(tree, doc_dir)
+    timings["tree_s"] = time.perf_counter() - t1
+    (doc_dir / TREE_FILE).write_text(json.dumps(tree.to_dict(), ensure_ascii=False), encoding="utf-8")
+    on_event("tree", {"nodes": len(tree), "sections": len(tree.sections())})
+    shutil_rm(doc_dir / "mineru-out")
+
+    if embedder is not None:
+        report["embedding"] = embed_nodes(tree, embedder, doc_dir, on_event)
+        timings["embed_s"] = report["embedding"]["seconds"]
+
+    report["graph"] = {"built": False}
+    if settings.graph.enabled:
+        t2 = time.perf_counter()
+        on_event("graph_start", {})
+        try:
+            from bookindex.graph.build import build_graph
+            from bookindex.graph.store import save_graph
+        except ImportError as e:
+            raise BookIndexError(f"{name}: graph construction is not available ({e}); "
+                                 "index with --no-graph") from None
+        graph, graph_report = build_graph(tree, settings=settings, llm=llm, embedder=embedder,
+                                          reranker=reranker, progress=progress)
+        save_graph(graph, doc_dir, embedder=embedder)
+        timings["graph_s"] = time.perf_counter() - t2
+        report["graph"] = {"built": True, **graph_report}
+        on_event("graph_done", {"seconds": timings["graph_s"]})
+
+    pages = parsed.page_count
+    report.update({
+        "pages": pages, "blocks": len(parsed.blocks), "nodes": len(tree),
+        "sections": len(tree.sections()), "parser": parsed.parser,
+        "warnings": list(parsed.warnings),
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+        "pages_per_s": round(pages / timings["parse_s"], 2) if timings["parse_s"] > 0 else None,
+    })
+    if llm is not None and hasattr(llm, "ledger"):
+        try:
+            report["llm"] = llm.ledger.snapshot()
+        except Exception:  # a ledger problem must not fail an otherwise finished build
+            report["llm"] = None
+    (doc_dir / BUILD_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    return report
+
+
+def shutil_rm(p: Path) -> None:
+    import shutil
+
+    if p.exists():
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def load_tree(doc_dir: Path) -> DocumentTree:
+    from bookindex.errors import IndexFormatError
+
+    f = doc_dir / TREE_FILE
+    try:
+        return DocumentTree.from_dict(json.loads(f.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise IndexFormatError(f"{doc_dir}: {TREE_FILE} is missing; re-index the document") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise IndexFormatError(f"{f}: unreadable tree ({e}); re-index the document") from None
+

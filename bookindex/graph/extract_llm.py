@@ -1,0 +1,287 @@
+"""The LLM extractor: entities and relations per tree node, several nodes per call.
+
+Nodes are packed in document order into batches of about `settings.graph.batch_tokens` tokens
+of node text (default 1,500), so a book costs roughly one call per 1,500 tokens rather than one
+per paragraph. Each call returns schema-validated JSON keyed by the short node labels used in
+the prompt (N1, N2, ...). Calls run through the project client's `map` (bounded concurrency,
+ledger stage "extract", on-disk cache, so an interrupted build resumes without repeating calls).
+
+A node whose output is malformed (the call failed validation), missing, or empty although the
+node has real content is retried once, in a call of its own (a malformed answer fails its whole
+batch, so the retry isolates the culprit); if it fails again
+it is returned with `error` set, which the build report lists. It never aborts the build.
+Image nodes go to the configured VLM when one is available, else their caption/footnote/OCR
+text is extracted like text. Table/equation/image structure is added by `add_structure`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import BaseModel, Field, field_validator
+
+from bookindex.graph.extraction import (
+    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
+)
+from bookindex.model import Node
+
+STAGE = "extract"
+MIN_WORDS_FOR_CONTENT = 12   # shorter nodes may legitimately yield no entity
+MAX_NODE_CHARS = 12000       # one oversized node is cut to this many characters
+
+
+class EntityOut(BaseModel):
+    name: str
+    type: str = "concept"
+    description: str = ""
+
+
+class RelationOut(BaseModel):
+    source: str
+    target: str
+    description: str = ""
+    keywords: list[str] = Field(default_factory=list)
+    weight: float = 1.0
+
+    @field_validator("keywords", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [k.strip() for k in v.split(",") if k.strip()]
+        return v or []
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _weight(cls, v: Any) -> Any:
+        try:
+            return min(max(float(v), 0.1), 10.0)
+        except (TypeError, ValueError):
+            return 1.0
+
+
+class NodeOut(BaseModel):
+    node: str
+    entities: list[EntityOut] = Field(default_factory=list)
+    relations: list[RelationOut] = Field(default_factory=list)
+
+
+class BatchOut(BaseModel):
+    nodes: list[NodeOut] = Field(default_factory=list)
+
+
+_PROMPT = """Extract a knowledge graph from the document fragments below.
+For EACH fragment (labelled N1, N2, ...) list:
+- entities: the important named things and technical concepts it mentions
+  (name as written, short type such as person, organization, product, function, data type,
+  standard, method, metric, location, date, concept; a one-sentence description from the text);
+- relations: pairs of those entities that the fragment relates (source and target are entity
+  names from the same fragment; a short description; 1-3 keywords; weight 1-10 for strength).
+Keep it focused: at most 10 entities and 10 relations per fragment, descriptions under 20 words.
+Skip generic words (e.g. "example", "section", "value").
+Answer with JSON only, in this shape:
+{{"nodes": [{{"node": "N1", "entities": [{{"name": "...", "type": "...", "description": "..."}}],
+  "relations": [{{"source": "...", "target": "...", "description": "...", "keywords": ["..."], "weight": 5}}]}}]}}
+Include every fragment label, with empty lists when a fragment has nothing worth extracting.
+
+Document: {doc}
+{fragments}"""
+
+_IMAGE_PROMPT = """This image is from the document "{doc}" (page {page}). Caption/context: {context}
+List the entities it shows (objects, labels, quantities, concepts) and how they relate.
+Answer with JSON only: {{"node": "N1", "entities": [{{"name": "...", "type": "...", "description": "..."}}],
+"relations": [{{"source": "...", "target": "...", "description": "...", "keywords": ["..."], "weight": 5}}]}}"""
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (4 characters a token), enough for batching."""
+    return len(text) // 4 + 1
+
+
+def pack(items: list[tuple[Node, str]], budget: int) -> list[list[tuple[Node, str]]]:
+    """Greedy document-order batches of at most `budget` tokens (an oversized node goes alone)."""
+    batches: list[list[tuple[Node, str]]] = []
+    cur: list[tuple[Node, str]] = []
+    used = 0
+    for node, text in items:
+        t = estimate_tokens(text)
+        if cur and used + t > budget:
+            batches.append(cur)
+            cur, used = [], 0
+        cur.append((node, text))
+        used += t
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _fragment(label: str, node: Node, text: str, tree_title: str = "") -> str:
+    kind = {"section": "section heading", "equation": "equation"}.get(node.type, node.type)
+    return f"--- {label} ({kind}, page {node.page_idx + 1}) ---\n{text[:MAX_NODE_CHARS]}"
+
+
+def _to_extraction(node: Node, out: NodeOut) -> NodeExtraction:
+    ents: dict[str, RawEntity] = {}
+    for e in out.entities:
+        name = clean_name(e.name)
+        if name and name_key(name) not in ents:
+            ents[name_key(name)] = RawEntity(name=name, type=(clean_name(e.type) or "concept").lower(),
+                                             description=" ".join(e.description.split()))
+    rels: list[RawRelation] = []
+    for r in out.relations:
+        s, t = clean_name(r.source), clean_name(r.target)
+        if not s or not t or name_key(s) == name_key(t):
+            continue
+        for n in (s, t):  # an endpoint the model forgot to list is still an entity of the node
+            ents.setdefault(name_key(n), RawEntity(name=n))
+        rels.append(RawRelation(ents[name_key(s)].name, ents[name_key(t)].name,
+                                " ".join(r.description.split()),
+                                [k for k in r.keywords if k][:5], r.weight))
+    return NodeExtraction(node.id, list(ents.values()), rels)
+
+
+def _has_content(text: str) -> bool:
+    return len(text.split()) >= MIN_WORDS_FOR_CONTENT
+
+
+def _map(llm: Any, calls: list[dict[str, Any]], concurrency: int) -> list[Any]:
+    """Run `llm.complete(**kw)` for each call, in order; a failure is returned, not raised."""
+    if not calls:
+        return []
+    fn = getattr(llm, "map", None)
+    if fn is not None and "return_exceptions" in inspect.signature(fn).parameters:
+        return list(fn(calls, return_exceptions=True))
+
+    def one(kw: dict[str, Any]) -> Any:
+        try:
+            return llm.complete(**kw)
+        except Exception as exc:  # recorded per node by the caller
+            return exc
+
+    if fn is not None:
+        # A map without return_exceptions: wrap each call so one failure cannot sink the batch.
+        try:
+            return list(fn(calls))
+        except Exception:
+            pass
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return list(pool.map(one, calls))
+
+
+class LLMExtractor:
+    """Batched, schema-validated LLM extraction (text, tables, equations) plus VLM for images."""
+
+    name = "llm"
+
+    def __init__(self, llm: Any, *, batch_tokens: int = 1500, doc_name: str = "",
+                 vlm: Any = None, concurrency: int = 4, max_tokens: int | None = None) -> None:
+        self.llm = llm
+        self.vlm = vlm if vlm is not None and getattr(vlm, "available", False) else None
+        self.batch_tokens = batch_tokens
+        self.doc_name = doc_name
+        self.concurrency = concurrency
+        self.max_tokens = max_tokens
+        self.calls = 0
+        self.retried: list[str] = []
+
+    def _call(self, batch: list[tuple[Node, str]]) -> dict[str, Any]:
+        frags = "\n\n".join(_fragment(f"N{i + 1}", n, t) for i, (n, t) in enumerate(batch))
+        kw: dict[str, Any] = {"messages": [{"role": "user", "content": _PROMPT.format(doc=self.doc_name, fragments=frags)}],
+                              "schema": BatchOut, "stage": STAGE}
+        if self.max_tokens:
+            kw["max_tokens"] = self.max_tokens
+        return kw
+
+    def _image_call(self, node: Node) -> dict[str, Any] | None:
+        path = node.meta.get("image_path")
+        if not path or not Path(path).is_file():
+            return None
+        from bookindex.llm import user_message
+
+        text = _IMAGE_PROMPT.format(doc=self.doc_name, page=node.page_idx + 1,
+                                    context=" ".join(node_text(node).split())[:500] or "none")
+        return {"messages": [user_message(text, images=[path])], "schema": NodeOut, "stage": "extract_image"}
+
+    def _round(self, items: list[tuple[Node, str]], progress: bool,
+               budget: int | None = None) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
+        """One pass over `items`: extractions by node id, and errors by node id."""
+        batches = pack(items, budget or self.batch_tokens)
+        calls = [self._call(b) for b in batches]
+        self.calls += len(calls)
+        if progress:
+            from tqdm import tqdm
+            tqdm.write(f"extract: {len(items)} nodes in {len(calls)} LLM calls")
+        results = _map(self.llm, calls, self.concurrency)
+        good: dict[str, NodeExtraction] = {}
+        bad: dict[str, str] = {}
+        for batch, res in zip(batches, results):
+            if isinstance(res, BaseException):
+                for n, _ in batch:
+                    bad[n.id] = f"malformed: {type(res).__name__}: {str(res)[:200]}"
+                continue
+            if isinstance(res, str):  # a client that ignored the schema
+                try:
+                    res = BatchOut.model_validate_json(res)
+                except Exception as exc:
+                    for n, _ in batch:
+                        bad[n.id] = f"malformed: {str(exc)[:200]}"
+                    continue
+            by_label = {o.node.strip().upper(): o for o in res.nodes}
+            for i, (n, text) in enumerate(batch):
+                out = by_label.get(f"N{i + 1}")
+                if out is None and len(batch) == 1 and len(res.nodes) == 1:
+                    out = res.nodes[0]
+                if out is None:
+                    bad[n.id] = "missing from the model's answer"
+                    continue
+                ex = _to_extraction(n, out)
+                if not ex.entities and _has_content(text):
+                    bad[n.id] = "empty extraction for a node with content"
+                    continue
+                good[n.id] = ex
+        return good, bad
+
+    def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]:
+        nodes = list(nodes)
+        done: dict[str, NodeExtraction] = {}
+        items: list[tuple[Node, str]] = []
+        image_calls: list[tuple[Node, dict[str, Any]]] = []
+        for n in nodes:
+            text = node_text(n).strip()
+            if n.type == "image" and self.vlm is not None:
+                call = self._image_call(n)
+                if call is not None:
+                    image_calls.append((n, call))
+                    continue
+            if not text:
+                done[n.id] = NodeExtraction(n.id)
+                continue
+            items.append((n, text))
+        if image_calls:
+            self.calls += len(image_calls)
+            for (n, _), res in zip(image_calls, _map(self.vlm, [c for _, c in image_calls], self.concurrency)):
+                if isinstance(res, NodeOut):
+                    done[n.id] = _to_extraction(n, res)
+                else:  # VLM failed: fall back to the image's text
+                    text = node_text(n).strip()
+                    if text:
+                        items.append((n, text))
+                    else:
+                        done[n.id] = NodeExtraction(n.id)
+        good, bad = self._round(items, progress)
+        if bad:  # retry each failed node once, alone, so one bad node cannot sink its batch-mates
+            self.retried = list(bad)
+            by_id = {n.id: (n, t) for n, t in items}
+            good2, bad2 = self._round([by_id[i] for i in bad], progress, budget=1)
+            good.update(good2)
+            bad = bad2
+        done.update(good)
+        out: list[NodeExtraction] = []
+        for n in nodes:
+            if n.id in bad:
+                out.append(add_structure(n, NodeExtraction(n.id, error=bad[n.id])))
+            else:
+                out.append(add_structure(n, done.get(n.id, NodeExtraction(n.id))))
+        return out

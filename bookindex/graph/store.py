@@ -1,0 +1,133 @@
+"""The knowledge graph on disk, next to the document's tree.
+
+Layout inside a document directory:
+- `graph.json`   entities and relations (format 1) - what `load_graph` reads; one JSON parse,
+  so opening a 300-page document's graph stays well under a second;
+- `graph.lance/` a LanceDB database with table `entities` (id, name, type, description,
+  aliases, node_ids, vector) for vector search over entities, and table `relations`
+  (source, target, description, keywords, weight, node_ids) alongside.
+Both are written to temporary names first and then renamed, so a crash never leaves a
+half-written graph behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bookindex.errors import IndexFormatError
+from bookindex.graph.kg import KnowledgeGraph
+
+GRAPH_FILE = "graph.json"
+LANCE_DIR = "graph.lance"
+FORMAT = 1
+
+
+def _vectors_for(graph: KnowledgeGraph, embedder: Any) -> np.ndarray | None:
+    """One vector per entity (in `graph.entities` order): reuse build vectors, encode the rest."""
+    ids = list(graph.entities)
+    known: dict[str, np.ndarray] = {}
+    pre = graph.meta.get("vectors")
+    if pre is not None:
+        for eid, v in zip(pre[0], pre[1]):
+            known[eid] = v
+    missing = [eid for eid in ids if eid not in known]
+    if missing:
+        if embedder is None:
+            return None
+        enc = np.asarray(embedder.encode([graph.entities[e].name for e in missing]), dtype=np.float32)
+        known.update(zip(missing, enc))
+    if not ids:
+        return None
+    return np.stack([known[e] for e in ids]).astype(np.float32)
+
+
+def _write_lance(graph: KnowledgeGraph, path: Path, vectors: np.ndarray | None) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    ents = list(graph.entities.values())
+    cols: dict[str, Any] = {
+        "id": pa.array([e.id for e in ents], pa.string()),
+        "name": pa.array([e.name for e in ents], pa.string()),
+        "type": pa.array([e.type for e in ents], pa.string()),
+        "description": pa.array([e.description for e in ents], pa.string()),
+        "aliases": pa.array([list(e.aliases) for e in ents], pa.list_(pa.string())),
+        "node_ids": pa.array([list(e.node_ids) for e in ents], pa.list_(pa.string())),
+    }
+    if vectors is not None and len(vectors):
+        flat = pa.array(vectors.reshape(-1), pa.float32())
+        cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
+    rels = graph.relations
+    rel_tab = pa.table({
+        "source": pa.array([r.source for r in rels], pa.string()),
+        "target": pa.array([r.target for r in rels], pa.string()),
+        "description": pa.array([r.description for r in rels], pa.string()),
+        "keywords": pa.array([list(r.keywords) for r in rels], pa.list_(pa.string())),
+        "weight": pa.array([float(r.weight) for r in rels], pa.float32()),
+        "node_ids": pa.array([list(r.node_ids) for r in rels], pa.list_(pa.string())),
+    })
+    db = lancedb.connect(str(path))
+    db.create_table("entities", pa.table(cols), mode="overwrite")
+    db.create_table("relations", rel_tab, mode="overwrite")
+
+
+def save_graph(graph: KnowledgeGraph, doc_dir: str | Path, embedder: Any = None) -> None:
+    """Write `graph.json` and the LanceDB entity/relation tables into `doc_dir`, atomically."""
+    doc_dir = Path(doc_dir)
+    doc_dir.mkdir(parents=True, exist_ok=True)
+    vectors = _vectors_for(graph, embedder)
+    tmp_lance = doc_dir / (LANCE_DIR + ".tmp")
+    shutil.rmtree(tmp_lance, ignore_errors=True)
+    _write_lance(graph, tmp_lance, vectors)
+    data = {"format": FORMAT, **graph.to_dict()}
+    tmp_json = doc_dir / (GRAPH_FILE + ".tmp")
+    with open(tmp_json, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
+    final_lance = doc_dir / LANCE_DIR
+    old = doc_dir / (LANCE_DIR + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final_lance.exists():
+        os.replace(final_lance, old)
+    os.replace(tmp_lance, final_lance)
+    os.replace(tmp_json, doc_dir / GRAPH_FILE)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
+    """The document's graph; an empty graph when it was indexed without one (--no-graph)."""
+    path = Path(doc_dir) / GRAPH_FILE
+    if not path.exists():
+        return KnowledgeGraph()
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != FORMAT:
+            raise IndexFormatError(f"{path}: graph format {data.get('format')!r}, expected {FORMAT}; "
+                                   "re-index the document")
+        return KnowledgeGraph.from_dict(data)
+    except IndexFormatError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexFormatError(f"{path}: unreadable graph ({exc}); re-index the document") from exc
+
+
+def load_entity_vectors(doc_dir: str | Path) -> tuple[list[str], np.ndarray]:
+    """(entity ids, float32 matrix) from the LanceDB entity table; empty when none were stored."""
+    path = Path(doc_dir) / LANCE_DIR
+    if not path.exists():
+        return [], np.zeros((0, 0), np.float32)
+    import lancedb
+
+    tab = lancedb.connect(str(path)).open_table("entities").to_arrow()
+    ids = tab.column("id").to_pylist()
+    if "vector" not in tab.column_names or not ids:
+        return [], np.zeros((0, 0), np.float32)
+    col = tab.column("vector").combine_chunks()
+    mat = col.values.to_numpy(zero_copy_only=False).reshape(len(ids), -1).astype(np.float32)
+    return ids, mat

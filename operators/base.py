@@ -1,0 +1,131 @@
+"""Operator plumbing: the retrieval state, the trace record, and the `Operator` base class.
+
+Every operator of BookRAG's library (Table 3) is a small class with pydantic `Params` and a
+`run(state) -> state`. The base class times the call, counts LLM calls and tokens from the
+client's ledger, and records what went in and what came out, so `--explain` can show why each
+node was kept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from operators.context import IndexContext
+
+
+@dataclass
+class LinkedEntity:
+    """A query entity and the graph entities it was linked to (name, alias or embedding match)."""
+
+    mention: str
+    entity_ids: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    how: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mention": self.mention, "entity_ids": self.entity_ids,
+                "scores": [round(s, 4) for s in self.scores], "how": self.how}
+
+
+@dataclass
+class State:
+    """What flows between operators.
+
+    `candidates` is the current node set N_s (None = the whole document, nothing selected yet);
+    `scores` holds one score dimension per reasoner ("graph" = S_G, "text" = S_T); `ranked` is
+    the ordered retrieval set N_R with its combined score. `partials` collects Map outputs and
+    `answer`/`structural` the Reduce result.
+    """
+
+    question: str
+    query_type: str = "single-hop"
+    entities: list[LinkedEntity] = field(default_factory=list)
+    sub_questions: list[str] = field(default_factory=list)
+    synthesis: str = ""
+    candidates: list[str] | None = None
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    ranked: list[tuple[str, float]] = field(default_factory=list)
+    operation: str = ""
+    partials: list[dict[str, Any]] = field(default_factory=list)
+    answer: str = ""
+    citations: list[int] = field(default_factory=list)
+    structural: dict[str, Any] | None = None
+    sub_results: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def entity_ids(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for le in self.entities:
+            for e in le.entity_ids:
+                seen.setdefault(e, None)
+        return list(seen)
+
+    def fork(self, question: str) -> "State":
+        """A fresh state for a sub-question (multi-hop plans run the single-hop plan per part)."""
+        return State(question=question, query_type="single-hop")
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _ledger_total(llm: Any) -> dict[str, float]:
+    try:
+        tot = llm.ledger.snapshot().get("total", {})
+        return {k: float(tot.get(k, 0) or 0) for k in ("calls", "prompt_tokens", "completion_tokens")}
+    except AttributeError:
+        return {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}
+
+
+def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -> list[list[Any]]:
+    items = scores.items() if isinstance(scores, dict) else scores
+    return [[k, round(float(v), 4)] for k, v in sorted(items, key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+class Operator:
+    """Base class. Subclasses set `name`, `kind`, `Params` and implement `apply`."""
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = ""  # formulator | selector | reasoner | synthesizer
+    Params: ClassVar[type[Params]] = Params
+
+    def __init__(self, ctx: IndexContext, params: dict[str, Any] | Params | None = None) -> None:
+        self.ctx = ctx
+        self.params = params if isinstance(params, Params) else self.Params(**(params or {}))
+        self.record: dict[str, Any] = {}
+
+    def apply(self, state: State) -> State:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def note(self, **kv: Any) -> None:
+        """Add details to this operator's trace record (why nodes were kept, fallbacks taken)."""
+        self.record.update(kv)
+
+    def run(self, state: State) -> State:
+        before = _ledger_total(self.ctx.llm) if self.ctx.llm is not None else None
+        n_in = None if state.candidates is None else len(state.candidates)
+        t0 = time.perf_counter()
+        self.record = {}
+        state = self.apply(state)
+        ms = (time.perf_counter() - t0) * 1000
+        rec: dict[str, Any] = {"op": self.name, "kind": self.kind,
+                               "params": self.params.model_dump(mode="json"),
+                               "inputs": {"question": state.question,
+                                          "candidates": "all" if n_in is None else n_in},
+                               "ms": round(ms, 2)}
+        if before is not None:
+            after = _ledger_total(self.ctx.llm)
+            rec["llm"] = {k: int(after[k] - before[k]) for k in after}
+        rec.update(self.record)
+        state.trace.append(rec)
+        return state
+
+    @staticmethod
+    def llm_failed(exc: Exception) -> str:
+        return f"LLM failed ({type(exc).__name__}: {str(exc)[:160]}); used the no-LLM path"

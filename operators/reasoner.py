@@ -1,0 +1,222 @@
+"""Reasoner operators (BookRAG §5.2, eqs. 6–7, 14): score the selected nodes and keep the skyline.
+
+Graph_Reasoning: personalized PageRank on the subgraph G' of the selected nodes, seeded by the
+query entities (I_G), mapped to tree nodes through the GT-links (S_G = I_G × M).
+Text_Reasoning: S_T, the relevance of each node's text to the query.
+Skyline_Ranker: the Pareto frontier over (S_G, S_T) — no fixed top-k.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import networkx as nx
+import numpy as np
+
+from bookindex.model import LEAF_TYPES
+from operators.base import Operator, Params, State, top_items
+from operators.selector import leaves_of
+from operators.textscore import context_text, hybrid_scores
+
+
+def personalized_pagerank(g: nx.Graph, seeds: dict[str, float], alpha: float = 0.85,
+                          max_iter: int = 100, tol: float = 1e-8) -> dict[str, float]:
+    """PPR by power iteration on a weighted undirected graph (dangling mass returns to the seeds)."""
+    nodes = list(g.nodes)
+    if not nodes:
+        return {}
+    index = {n: i for i, n in enumerate(nodes)}
+    p = np.zeros(len(nodes))
+    for s, w in seeds.items():
+        if s in index:
+            p[index[s]] += w
+    if p.sum() <= 0:
+        return {}
+    p /= p.sum()
+    import scipy.sparse as sp
+    rows, cols, vals = [], [], []
+    for u, v, d in g.edges(data=True):
+        w = float(d.get("weight", 1.0))
+        rows += [index[u], index[v]]
+        cols += [index[v], index[u]]
+        vals += [w, w]
+    a = sp.csr_matrix((vals, (rows, cols)), shape=(len(nodes), len(nodes)))
+    deg = np.asarray(a.sum(axis=1)).ravel()
+    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
+    t = sp.diags(inv) @ a  # row-stochastic where deg > 0
+    x = p.copy()
+    dangling = deg == 0
+    for _ in range(max_iter):
+        x_new = alpha * (t.T @ x) + (alpha * x[dangling].sum() + (1 - alpha)) * p
+        if np.abs(x_new - x).sum() < tol:
+            x = x_new
+            break
+        x = x_new
+    return {n: float(x[i]) for i, n in enumerate(nodes)}
+
+
+class GraphReasoning(Operator):
+    """Eqs. (6)–(7): I_G = PageRank(G', e) on the selected subgraph, S_G = I_G × M."""
+
+    name = "Graph_Reasoning"
+    kind = "reasoner"
+
+    class Params(Params):
+        alpha: float = 0.85
+        entity_ids: list[str] | None = None  # override the seeds
+
+    def apply(self, state: State) -> State:
+        graph, tree = self.ctx.graph, self.ctx.tree
+        cand = set(state.candidates) if state.candidates is not None else set(tree.nodes)
+        seeds_all = [e for e in (self.params.entity_ids or state.entity_ids) if e in graph.entities]
+        if not seeds_all or not graph.entities:
+            state.scores["graph"] = {}
+            self.note(skipped="no query entities to seed PageRank")
+            return state
+        sub_ents = {e.id for nid in cand for e in graph.entities_of(nid)}
+        sub_ents.update(seeds_all)
+        g = graph.nx.subgraph(sub_ents)
+        seeds = {e: 1.0 / (1 + i) for i, e in enumerate(seeds_all)}
+        ig = personalized_pagerank(g, seeds, alpha=self.params.alpha)
+        sg: dict[str, float] = {}
+        for eid, score in ig.items():
+            if score <= 0:
+                continue
+            for nid in graph.entities[eid].node_ids:
+                if nid in cand and nid in tree.nodes:
+                    sg[nid] = sg.get(nid, 0.0) + score
+        mx = max(sg.values(), default=0.0)
+        state.scores["graph"] = {k: v / mx for k, v in sg.items()} if mx > 0 else {}
+        self.note(subgraph={"entities": g.number_of_nodes(), "relations": g.number_of_edges()},
+                  seeds=list(seeds), top_entities=top_items(ig, 8),
+                  outputs=top_items(state.scores["graph"], 10))
+        return state
+
+
+class TextReasoning(Operator):
+    """S_T: hybrid BM25 + dense relevance of each selected leaf (with its section titles), refined
+    by the configured reranker on the best `rerank_top` when it is a distinct model."""
+
+    name = "Text_Reasoning"
+    kind = "reasoner"
+
+    class Params(Params):
+        rerank: Literal["auto", "always", "never"] = "auto"
+        rerank_top: int = 30
+        lexical_weight: float = 0.5
+        page_weight: float = 0.3
+
+    def apply(self, state: State) -> State:
+        tree = self.ctx.tree
+        p = self.params
+        allscores = hybrid_scores(self.ctx, state.question, lexical_weight=p.lexical_weight,
+                                  page_weight=p.page_weight)
+        ids = leaves_of(tree, state.candidates)
+        st = {i: allscores[i] for i in ids if i in allscores}
+        provider = getattr(getattr(self.ctx.settings, "reranker", None), "provider", "embedding")
+        use = p.rerank == "always" or (p.rerank == "auto" and provider != "embedding")
+        if use and self.ctx.reranker is not None and st:
+            top = [k for k, _ in sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))[: p.rerank_top]]
+            try:
+                rr = self.ctx.rerank(state.question, [context_text(tree, i, 1500) for i in top]) or []
+                arr = np.asarray(rr, dtype=np.float64)
+                if arr.size:
+                    lo, hi = float(arr.min()), float(arr.max())
+                    norm = (arr - lo) / (hi - lo) if hi > lo else np.ones_like(arr)
+                    for k, v in zip(top, norm):
+                        st[k] = 0.5 * st[k] + 0.5 * float(v) + 0.5  # reranked nodes stay above the rest
+                    self.note(reranked=len(top))
+            except Exception as exc:  # noqa: BLE001 - a failing reranker leaves the hybrid scores
+                self.note(fallback=f"reranker failed ({type(exc).__name__}); kept hybrid scores")
+        mx = max(st.values(), default=0.0)
+        state.scores["text"] = {k: v / mx for k, v in st.items()} if mx > 0 else st
+        self.note(scored=len(st), outputs=top_items(state.scores["text"], 10))
+        return state
+
+
+def pareto_front(points: dict[str, tuple[float, ...]]) -> list[str]:
+    """Ids not dominated by any other point (≥ in every dimension and > in one)."""
+    ids = list(points)
+    if not ids:
+        return []
+    m = np.array([points[i] for i in ids], dtype=np.float64)
+    keep = []
+    for k in range(len(ids)):
+        ge = np.all(m >= m[k], axis=1)
+        gt = np.any(m > m[k], axis=1)
+        if not np.any(ge & gt):
+            keep.append(ids[k])
+    return keep
+
+
+class SkylineRanker(Operator):
+    """Eq. (14): N_R = the skyline (Pareto frontier) of the selected nodes over the criteria.
+
+    Layers are peeled until `min_pages` distinct pages are covered (a lone frontier point is a
+    thin answer), never beyond `max_results`. The result is ordered by the weighted combined
+    score, ties by id; with `diversify_pages` the best node of each page comes first.
+    With a single non-empty criterion (a reasoner ablated) it is a plain ranking, as in the paper.
+    """
+
+    name = "Skyline_Ranker"
+    kind = "reasoner"
+
+    class Params(Params):
+        criteria: list[str] = ["graph", "text"]
+        weights: dict[str, float] = {"graph": 0.3, "text": 0.7}
+        max_results: int = 10
+        min_pages: int = 5
+        diversify_pages: bool = True
+        page_decay: float = 0.6
+        leaves_only: bool = True
+
+    def apply(self, state: State) -> State:
+        tree = self.ctx.tree
+        p = self.params
+        dims = [c for c in p.criteria if state.scores.get(c)]
+        pool: set[str] = set()
+        for c in dims:
+            pool.update(state.scores[c])
+        if state.candidates is not None:
+            pool &= set(state.candidates)
+        if p.leaves_only:
+            pool = {i for i in pool if tree.nodes[i].type in LEAF_TYPES}
+        pool = {i for i in pool if any(state.scores[c].get(i, 0.0) > 0 for c in dims)}
+        wsum = sum(p.weights.get(c, 1.0) for c in dims) or 1.0
+        combined = {i: sum(p.weights.get(c, 1.0) * state.scores[c].get(i, 0.0) for c in dims) / wsum for i in pool}
+        by_combined = sorted(pool, key=lambda i: (-combined[i], i))
+        layers: list[list[str]] = []
+        kept: list[str] = []
+        if len(dims) >= 2:
+            # only the best few hundred per criterion can reach the first layers
+            shortlist: set[str] = set(by_combined[:300])
+            for c in dims:
+                shortlist.update(sorted(pool, key=lambda i: (-state.scores[c].get(i, 0.0), i))[:100])
+            rest = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in shortlist}
+            while rest and len(kept) < p.max_results:
+                front = sorted(pareto_front(rest), key=lambda i: (-combined[i], i))
+                layers.append(front)
+                kept.extend(front)
+                for i in front:
+                    rest.pop(i)
+                if len({tree.nodes[i].page_idx for i in kept}) >= p.min_pages:
+                    break
+            kept = sorted(kept, key=lambda i: (-combined[i], i))
+        else:
+            kept = by_combined[: p.max_results * 4]
+        if p.diversify_pages:  # the k-th node of a page counts page_decay^k of its score
+            seen: dict[int, int] = {}
+            adj: dict[str, float] = {}
+            for i in kept:
+                pg = tree.nodes[i].page_idx
+                adj[i] = combined[i] * (p.page_decay ** seen.get(pg, 0))
+                seen[pg] = seen.get(pg, 0) + 1
+            kept = sorted(kept, key=lambda i: (-adj[i], i))
+        kept = kept[: p.max_results]
+        state.ranked = [(i, combined[i]) for i in kept]
+        state.candidates = kept
+        self.note(criteria=dims, layers=[len(x) for x in layers], pool=len(pool),
+                  mode="skyline" if len(dims) >= 2 else "single-criterion ranking",
+                  outputs=[[i, round(s, 4), {c: round(state.scores[c].get(i, 0.0), 4) for c in dims}]
+                           for i, s in state.ranked])
+        return state

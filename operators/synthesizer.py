@@ -1,0 +1,157 @@
+"""Synthesizer operators (BookRAG §5.3, eq. 15): Map partial answers, Reduce to the final answer.
+
+With an LLM, answers are grounded: only the numbered evidence, cited as [1], [2]…, and "not
+answerable from the document" when the evidence lacks it. Without an LLM (or when a call
+fails) answers are extractive — the best sentences of the top evidence, cited the same way —
+and structural COUNT/LIST results are computed exactly from the tree, with or without an LLM.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from bookindex.model import DocumentTree
+from operators import prompts
+from operators.base import Operator, Params, State
+from operators.textscore import tokenize
+
+NOT_ANSWERABLE = "not answerable from the document"
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
+
+
+def format_evidence(tree: DocumentTree, ids: list[str], numbers: list[int] | None = None,
+                    chars: int = 1200) -> str:
+    """Evidence as numbered passages; `numbers` keeps citation numbers global across sub-questions."""
+    out = []
+    for k, nid in zip(numbers or range(1, len(ids) + 1), ids):
+        n = tree.nodes[nid]
+        sec = tree.section_of(n)
+        where = f"p. {n.page_idx + 1}" + (f", {sec.title[:80]}" if sec.type == "section" else "")
+        out.append(f"[{k}] ({where}; {n.type}) {' '.join(n.content.split())[:chars]}")
+    return "\n\n".join(out)
+
+
+def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: int = 2,
+                   max_nodes: int = 3, numbers: list[int] | None = None) -> tuple[str, list[int]]:
+    """Extractive answer: the sentences of the top evidence sharing most query terms, cited [k]."""
+    q = set(tokenize(question))
+    cands: list[tuple[float, int, int, str]] = []
+    for k, nid in zip(numbers or range(1, len(ids) + 1), ids[:max_nodes]):
+        text = " ".join(tree.nodes[nid].content.split()) if tree.nodes[nid].type != "table" else tree.nodes[nid].content
+        for j, s in enumerate(x.strip() for x in _SENT.split(text)):
+            if len(s) < 3:
+                continue
+            toks = tokenize(s)
+            overlap = len(q & set(toks))
+            score = overlap / math.sqrt(len(toks) + 1) + 0.15 / k  # earlier evidence breaks ties
+            cands.append((score, k, j, s[:600]))
+    if not cands:
+        return NOT_ANSWERABLE, []
+    cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+    top = cands[0][0]
+    picked = sorted([c for c in cands[:n_sent] if c[0] >= 0.6 * top], key=lambda c: (c[1], c[2]))
+    cites = sorted({c[1] for c in picked})
+    return " ".join(f"{c[3]} [{c[1]}]" for c in picked), cites
+
+
+def cited_numbers(text: str) -> list[int]:
+    return sorted({int(x) for x in re.findall(r"\[(\d+)\]", text)})
+
+
+class Map(Operator):
+    """Partial answers: one per sub-question (multi-hop) or per group of filtered evidence (global)."""
+
+    name = "Map"
+    kind = "synthesizer"
+
+    class Params(Params):
+        group_size: int = 8
+        max_groups: int = 6
+        use_llm: bool = True
+
+    def apply(self, state: State) -> State:
+        tree = self.ctx.tree
+        groups: list[tuple[str, list[str]]] = []
+        if state.sub_results:
+            groups = [(r["question"], [i for i, _ in r["ranked"]]) for r in state.sub_results]
+        else:
+            ids = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+            g = self.params.group_size
+            groups = [(state.question, ids[k:k + g]) for k in range(0, len(ids), g)][: self.params.max_groups]
+            if not state.ranked:  # global plans: the filtered nodes, in document order, are the evidence
+                state.ranked = [(i, 1.0) for _, grp in groups for i in grp]
+        use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
+        state.partials = []
+        number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}
+        for question, ids in groups:
+            part: dict[str, Any] = {"question": question, "evidence": ids}
+            nums = [number[i] for i in ids] if all(i in number for i in ids) else None
+            if use_llm and ids:
+                try:
+                    res = self.ctx.llm.complete(prompts.MAP.format(query=question, evidence=format_evidence(tree, ids, nums)),
+                                                schema=prompts.Partial, stage="map")
+                    part.update(answer=res.answer, source="llm")
+                except Exception as exc:  # noqa: BLE001
+                    self.note(fallback=self.llm_failed(exc))
+                    use_llm = False
+            if "answer" not in part:
+                text, cites = best_sentences(tree, question, ids, numbers=nums) if ids else (NOT_ANSWERABLE, [])
+                part.update(answer=text, source="extractive", cites=cites)
+            state.partials.append(part)
+        self.note(outputs=[{"question": p["question"], "evidence": len(p["evidence"]), "source": p["source"]}
+                           for p in state.partials])
+        return state
+
+
+class Reduce(Operator):
+    """The final answer: grounded generation over evidence or partials; COUNT/LIST from the tree."""
+
+    name = "Reduce"
+    kind = "synthesizer"
+
+    class Params(Params):
+        operation: Literal["ANSWER", "COUNT", "LIST", "SUMMARIZE", "ANALYZE"] = "ANSWER"
+        use_llm: bool = True
+        max_evidence: int = 10
+
+    def apply(self, state: State) -> State:
+        tree = self.ctx.tree
+        op = self.params.operation
+        state.operation = op
+        if op in ("COUNT", "LIST"):
+            items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+            listing = [{"node_id": i, "type": tree.nodes[i].type, "page": tree.nodes[i].page_idx + 1,
+                        "label": tree.nodes[i].label} for i in items]
+            state.structural = {"operation": op, "count": len(items), "items": listing}
+            if op == "COUNT":
+                kinds = sorted({x["type"] for x in listing})
+                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters)" if kinds else "")
+            else:
+                state.answer = "\n".join(f"- {x['label']} (p. {x['page']})" for x in listing) or "none"
+            self.note(outputs={"count": len(items)}, source="tree")
+            return state
+        ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
+            [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]
+        if self.params.use_llm and self.ctx.llm_available:
+            try:
+                if state.partials and (state.sub_results or op in ("SUMMARIZE", "ANALYZE")):
+                    parts = "\n".join(f"- {p['question']}: {p['answer']}" for p in state.partials)
+                    prompt = prompts.REDUCE.format(query=state.synthesis or state.question, partials=parts)
+                else:
+                    prompt = prompts.ANSWER.format(query=state.question, evidence=format_evidence(tree, ev))
+                res = self.ctx.llm.complete(prompt, schema=prompts.Grounded, stage="answer")
+                state.answer = res.answer.strip() or NOT_ANSWERABLE
+                state.citations = cited_numbers(state.answer)
+                self.note(source="llm", outputs={"citations": state.citations})
+                return state
+            except Exception as exc:  # noqa: BLE001
+                self.note(fallback=self.llm_failed(exc))
+        if state.partials and state.sub_results:
+            state.answer = " ".join(p["answer"] for p in state.partials if p["answer"] != NOT_ANSWERABLE) or NOT_ANSWERABLE
+            state.citations = cited_numbers(state.answer)
+        else:
+            state.answer, state.citations = best_sentences(tree, state.question, ev)
+        self.note(source="extractive", outputs={"citations": state.citations})
+        return state

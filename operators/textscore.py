@@ -1,0 +1,152 @@
+"""Text relevance of tree nodes to a query: BM25 + dense, both over content with section context.
+
+This is the S_T signal of Text_Reasoning and the no-LLM scent of Select_by_Section. Each leaf is
+indexed with the titles of its enclosing sections (a paragraph under "4.2 Tree Construction" is
+about tree construction even when it never says so), and its score is blended with the best
+score on its page, because answers and their page-level evidence cluster on one page.
+The index is built once per document and cached on the context.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import bm25s
+import numpy as np
+
+from bookindex.model import LEAF_TYPES, DocumentTree
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b|\b\d\b")
+STOPWORDS = frozenset("""a an and are as at be but by for if in into is it no not of on or such that the their
+then there these they this to was will with what which who whom whose when where why how does do did
+can could would should may might shall has have had been being its our your you we i me my he she his
+her them than so very just also about above after again all any both each few more most other some own
+same too only from up down out over under further once here those am were please tell give show list
+document according""".split())
+
+
+def light_stem(tok: str) -> str:
+    """A tiny suffix stripper (plural, -ing, -ed): enough to match 'tables'/'table', 'plotting'/'plot'."""
+    if len(tok) <= 3 or tok.isdigit():
+        return tok
+    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
+        if tok.endswith(suf) and len(tok) - len(suf) >= 3:
+            if suf == "s" and tok.endswith(("ss", "us", "is")):
+                return tok
+            return tok[: len(tok) - len(suf)] + rep
+    return tok
+
+
+def tokenize(text: str) -> list[str]:
+    return [light_stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+def context_text(tree: DocumentTree, node_id: str, max_chars: int = 3000) -> str:
+    """Node content prefixed by the titles of its two nearest enclosing sections."""
+    node = tree.nodes[node_id]
+    titles = [p.title for p in tree.parent_path(node) if p.type == "section" and p.title][-2:]
+    return "\n".join(titles + [node.content])[:max_chars]
+
+
+@dataclass
+class TextIndex:
+    """BM25 over leaves (with section context) plus row alignment to the stored node vectors."""
+
+    ids: list[str]
+    pos: dict[str, int]
+    pages: np.ndarray
+    bm25: bm25s.BM25 | None
+    vec_rows: np.ndarray | None  # for each leaf, its row in the node matrix (-1 when missing)
+    vectors: np.ndarray | None
+
+    @classmethod
+    def build(cls, ctx) -> "TextIndex":
+        tree = ctx.tree
+        leaves = [n for n in tree.walk() if n.type in LEAF_TYPES and n.content.strip()]
+        ids = [n.id for n in leaves]
+        corpus = [tokenize(context_text(tree, i)) or ["_empty_"] for i in ids]
+        bm25 = None
+        if ids:
+            bm25 = bm25s.BM25(k1=1.2, b=0.75)
+            bm25.index(corpus, show_progress=False)
+        vids, mat = ctx.node_matrix()
+        rows = None
+        if mat is not None and len(vids):
+            where = {v: r for r, v in enumerate(vids)}
+            rows = np.array([where.get(i, -1) for i in ids], dtype=np.int64)
+        return cls(ids=ids, pos={i: k for k, i in enumerate(ids)},
+                   pages=np.array([tree.nodes[i].page_idx for i in ids], dtype=np.int64),
+                   bm25=bm25, vec_rows=rows, vectors=mat)
+
+    def lexical(self, query: str) -> np.ndarray:
+        toks = tokenize(query)
+        if self.bm25 is None or not toks:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self.bm25.get_scores(toks), dtype=np.float32)
+
+    def dense(self, qvec: np.ndarray | None) -> np.ndarray | None:
+        if qvec is None or self.vectors is None or self.vec_rows is None:
+            return None
+        sims = self.vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+        out = np.where(self.vec_rows >= 0, sims[np.clip(self.vec_rows, 0, None)], 0.0)
+        return out.astype(np.float32)
+
+
+def get_text_index(ctx) -> TextIndex:
+    if "text_index" not in ctx.cache:
+        ctx.cache["text_index"] = TextIndex.build(ctx)
+    return ctx.cache["text_index"]
+
+
+def prefetch_vectors(ctx, texts: list[str]) -> None:
+    """Encode the uncached texts in one call (one model call costs about as much as one text)."""
+    todo = list(dict.fromkeys(t for t in texts if ("qvec", t) not in ctx.cache))
+    if not todo:
+        return
+    vecs = ctx.embed(todo)
+    for i, t in enumerate(todo):
+        ctx.cache[("qvec", t)] = None if vecs is None else vecs[i]
+
+
+def query_vector(ctx, query: str) -> np.ndarray | None:
+    key = ("qvec", query)
+    if key not in ctx.cache:
+        vec = ctx.embed([query])
+        ctx.cache[key] = None if vec is None else vec[0]
+    return ctx.cache[key]
+
+
+def _norm_max(x: np.ndarray) -> np.ndarray:
+    m = float(x.max()) if x.size else 0.0
+    return x / m if m > 0 else np.zeros_like(x)
+
+
+def _norm_dense(x: np.ndarray) -> np.ndarray:
+    """Cosine → [0, 1] relative to the document: the median leaf is 0, the best leaf is 1."""
+    if not x.size:
+        return x
+    lo, hi = float(np.median(x)), float(x.max())
+    return np.clip((x - lo) / (hi - lo), 0.0, 1.0) if hi > lo else np.zeros_like(x)
+
+
+def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.5, page_weight: float = 0.3) -> dict[str, float]:
+    """S_T for every non-empty leaf: blended BM25 + dense, smoothed by the best score on its page.
+
+    Scores are computed over the whole document (so a score means the same thing whatever the
+    selection) and lie in [0, 1]. Without an embedder the dense half is dropped.
+    """
+    idx = get_text_index(ctx)
+    if not idx.ids:
+        return {}
+    lex = _norm_max(idx.lexical(query))
+    den = idx.dense(query_vector(ctx, query))
+    if den is None:
+        s = lex
+    else:
+        s = lexical_weight * lex + (1 - lexical_weight) * _norm_dense(den)
+    if page_weight > 0 and idx.pages.size:
+        best = np.zeros(int(idx.pages.max()) + 1, dtype=np.float32)
+        np.maximum.at(best, idx.pages, s)
+        s = (1 - page_weight) * s + page_weight * best[idx.pages]
+    return {i: float(v) for i, v in zip(idx.ids, s)}

@@ -1,0 +1,130 @@
+"""Choose a parser for a path and turn its output into a section tree.
+
+`parse_file` picks by `settings.parsing.parser` or, for "auto", by content: the `%PDF-`
+signature (never the extension alone), MinerU JSON by shape, Markdown and text by extension.
+`to_tree` runs section filtering (outline / rules / LLM) unless the parser already knows the
+final heading levels, then assembles the tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bookindex.errors import BookIndexError, InputError
+from bookindex.model import DocumentTree, build_tree
+from parsing.base import ParsedDocument
+
+MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
+TEXT_EXT = {".txt", ".text", ".rst", ".asc", ".adoc"}
+PDF_EXT = {".pdf"}
+JSON_EXT = {".json"}
+SUPPORTED = "PDF, MinerU JSON (content_list / middle.json, or their folder), Markdown, plain text"
+
+
+def sniff(path: Path) -> str:
+    """The kind of input at `path`: pdf, mineru, markdown or text. Raises InputError otherwise."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    if path.is_dir():
+        from parsing.mineru import find_outputs
+
+        if find_outputs(path):
+            return "mineru"
+        raise InputError(f"{path}: is a folder without MinerU output; pass files, or let "
+                         "`bookindex index` expand the folder")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1024)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
+    ext = path.suffix.lower()
+    if head.lstrip(b"\x00\t\r\n ").startswith(b"%PDF-") or b"%PDF-" in head:
+        return "pdf"
+    if ext in PDF_EXT:
+        if not head:
+            raise InputError(f"{path}: empty file, not a PDF")
+        shown = head[:16].decode("latin-1").encode("unicode_escape").decode()
+        raise InputError(f"{path}: not a PDF (no %PDF- header; starts with {shown!r})")
+    if ext in JSON_EXT:
+        from parsing.mineru import detect_format, load_json
+
+        if detect_format(load_json(path)) is None:
+            raise InputError(f"{path}: JSON, but not MinerU output (content_list.json, "
+                             "content_list_v2.json or middle.json)")
+        return "mineru"
+    if ext in MARKDOWN_EXT:
+        return "markdown"
+    if ext in TEXT_EXT or ext == "":
+        if b"\x00" in head:
+            raise InputError(f"{path}: binary data, not a text file")
+        return "text"
+    raise InputError(f"{path}: unsupported file type {ext!r}; supported: {SUPPORTED}")
+
+
+def parse_file(path: str | Path, settings: Any, llm: Any = None, image_dir: str | Path | None = None,
+               progress: bool = False, work_dir: str | Path | None = None) -> ParsedDocument:
+    """Parse one document with the configured parser (or the one its content calls for)."""
+    path = Path(path)
+    kind = sniff(path)
+    want = settings.parsing.parser
+    ps = settings.parsing
+    if want == "auto":
+        want = {"pdf": "pymupdf", "mineru": "mineru", "markdown": "markdown", "text": "text"}[kind]
+    if want == "pymupdf":
+        if kind != "pdf":
+            raise InputError(f"{path}: --parser pymupdf needs a PDF, this is {kind}")
+        try:
+            from parsing.pdf import parse_pdf
+        except ImportError as e:
+            raise BookIndexError(f"{path}: the PDF parser is not available ({e})") from None
+        return parse_pdf(path, tables=ps.tables, images=ps.images, ocr=ps.ocr,
+                         image_dir=image_dir, progress=progress)
+    if want == "mineru":
+        from parsing.mineru import parse_mineru, run_mineru
+
+        if kind == "pdf":
+            if work_dir is not None:
+                return run_mineru(path, work_dir=work_dir, image_dir=image_dir, progress=progress)
+            import shutil
+            import tempfile
+
+            tmp = tempfile.mkdtemp(prefix="bookindex-mineru-")
+            try:
+                return run_mineru(path, work_dir=tmp, image_dir=image_dir, progress=progress)
+            finally:
+                if image_dir is not None:  # images were copied out; otherwise blocks point into tmp
+                    shutil.rmtree(tmp, ignore_errors=True)
+        if kind != "mineru":
+            raise InputError(f"{path}: --parser mineru reads MinerU JSON or runs MinerU on a PDF; this is {kind}")
+        return parse_mineru(path, image_dir=image_dir, progress=progress)
+    if want in ("markdown", "text"):
+        if kind in ("pdf", "mineru"):
+            raise InputError(f"{path}: --parser {want} needs a text file, this is {kind}")
+        from parsing.markdown import parse_markdown, parse_text
+
+        fn = parse_markdown if want == "markdown" else parse_text
+        return fn(path, image_dir=image_dir, progress=progress)
+    raise InputError(f"{path}: unknown parser {want!r}")
+
+
+def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Any, llm: Any = None) -> DocumentTree:
+    """Section filtering (unless levels are final), then the tree (BookRAG §4.2.2)."""
+    if parsed.levels_final:
+        blocks = parsed.blocks
+    else:
+        try:
+            from parsing.sections import assign_levels
+        except ImportError as e:
+            raise BookIndexError(f"{name}: section filtering (parsing.sections) is not available ({e})") from None
+        use_llm = llm if (settings.parsing.llm_sections and llm is not None and getattr(llm, "available", False)) else None
+        blocks = assign_levels(parsed, use_outline=settings.parsing.use_outline, llm=use_llm)
+    meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": list(parsed.warnings),
+            "page_sizes": [list(s) for s in parsed.page_sizes]}
+    for k in ("mineru_format", "format"):
+        if k in parsed.meta:
+            meta[k] = parsed.meta[k]
+    return build_tree(doc_id, name, blocks, meta)
+
+
+__all__ = ["parse_file", "to_tree", "sniff", "SUPPORTED"]

@@ -1,0 +1,363 @@
+"""The `pymupdf` parser: PDF → blocks in reading order (BookRAG §4.2.1, layout parsing).
+
+One pass over the pages (streamed: only the current page's objects are alive) turns spans
+into lines and lines into groups, finds tables on pages with ruling lines and raster images,
+and orders everything by an XY-cut that handles column layouts. A second pass over the light
+blocks removes running headers/footers (margin text repeated across pages), types blocks
+(title candidates, text, list, code, equation) against the document's body font size and
+attaches "Table n"/"Figure n" captions. The outline is read but not applied: that is section
+filtering's job (parsing.sections.assign_levels).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bookindex.model import Block
+from parsing.base import OutlineEntry, ParsedDocument
+from parsing.numbering import parse_numbering
+from parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
+from parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
+from parsing.pdf_open import import_pymupdf, open_pdf
+from parsing.pdf_order import reading_order
+from parsing.pdf_tables import TableItem, find_tables, looks_tabular
+
+MARGIN_FRAC = 0.085  # top/bottom share of the page where running headers and footers live
+_CAPTION_TABLE = re.compile(r"^\s*(table|tab\.)\s*[0-9IVXA-Z]+[\d.\-]*\s*[:.\-–—]?", re.I)
+_CAPTION_FIG = re.compile(r"^\s*(figure|fig\.|chart|plate|exhibit)\s*[0-9IVXA-Z]+[\d.\-]*\s*[:.\-–—]?", re.I)
+_PAGE_NUM = re.compile(r"^\s*(?:page\s+)?[-–]?\s*(?:\d{1,4}|[ivxlc]{1,6})\s*[-–]?\s*(?:(?:of|/)\s*\d{1,4})?\s*$", re.I)
+
+
+def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr: bool = True,
+              image_dir: str | Path | None = None, progress: bool = False) -> ParsedDocument:
+    """Parse a PDF into blocks in reading order; raises InputError for unusable files."""
+    pymupdf = import_pymupdf()
+    path = Path(path)
+    doc = open_pdf(path)
+    flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_MEDIABOX_CLIP
+    warnings: list[str] = []
+    blocks: list[Block] = []
+    page_sizes: list[tuple[float, float]] = []
+    img_dir = Path(image_dir) if image_dir is not None else None
+    stats = Counter()
+    try:
+        outline = read_outline(doc)
+        n = doc.page_count
+        it: Any = range(n)
+        if progress:
+            from tqdm import tqdm
+
+            it = tqdm(it, total=n, unit="page", desc=f"parse {path.name}")
+        for pno in it:
+            page = doc.load_page(pno)
+            page_sizes.append((float(page.rect.width), float(page.rect.height)))
+            try:
+                blocks.extend(_parse_page(doc, page, pno, flags, tables=tables, images=images, ocr=ocr,
+                                          img_dir=img_dir, stem=path.stem, warnings=warnings, stats=stats))
+            except Exception as exc:  # one broken page must not lose the whole document
+                warnings.append(f"{path.name}: page {pno + 1}: could not be parsed ({exc})")
+            del page
+        meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
+                "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"]}
+    finally:
+        doc.close()
+    blocks = _remove_furniture(blocks, len(page_sizes))
+    body = _body_size(blocks)
+    blocks = _classify(blocks, body)
+    meta["body_font_size"] = body
+    return ParsedDocument(blocks=blocks, page_count=len(page_sizes), parser="pymupdf", outline=outline,
+                          page_sizes=page_sizes, warnings=warnings, meta=meta)
+
+
+def read_outline(doc: Any) -> list[OutlineEntry]:
+    """The PDF bookmarks as OutlineEntry (0-based pages); not applied here."""
+    try:
+        toc = doc.get_toc(simple=True)
+    except Exception:
+        return []
+    out = []
+    for lvl, title, page in toc:
+        out.append(OutlineEntry(level=int(lvl), title=" ".join(str(title).split()),
+                                page_idx=int(page) - 1 if page and page > 0 else None))
+    return out
+
+
+# -- one page -----------------------------------------------------------------------------
+
+def _parse_page(doc: Any, page: Any, pno: int, flags: int, *, tables: bool, images: bool, ocr: bool,
+                img_dir: Path | None, stem: str, warnings: list[str], stats: Counter) -> list[Block]:
+    W, H = float(page.rect.width), float(page.rect.height)
+    d = page.get_text("dict", flags=flags)
+    mu_blocks = page_lines(d)
+    del d
+    nchars = sum(len(ln.text) for blk in mu_blocks for ln in blk)
+    imgs = page_images(page, with_xrefs=img_dir is not None) if (images or nchars < 10) else []
+    scan_imgs: list[ImageItem] = []
+    if nchars < 10:
+        cover = sum((i.bbox[2] - i.bbox[0]) * (i.bbox[3] - i.bbox[1]) for i in imgs) / max(1.0, W * H)
+        if cover >= 0.3:
+            scanned = None
+            if ocr:
+                scanned = ocr_page_dict(page, flags)
+            if scanned is not None:
+                warnings.append(f"page {pno + 1}: no text layer (scanned); text recognized with tesseract OCR")
+                mu_blocks = page_lines(scanned)
+                stats["ocr_pages"] += 1
+                imgs = [i for i in imgs if (i.bbox[2] - i.bbox[0]) * (i.bbox[3] - i.bbox[1]) < 0.5 * W * H] if images else []
+            else:
+                why = "OCR disabled" if not ocr else ("tesseract not installed" if tessdata_dir() is None else "OCR failed")
+                warnings.append(f"page {pno + 1}: no text layer (scanned) and {why}; kept as an image")
+                scan_imgs = [i for i in imgs if (i.bbox[2] - i.bbox[0]) * (i.bbox[3] - i.bbox[1]) >= 0.3 * W * H]
+                if not images:
+                    imgs = scan_imgs
+    elif not images:
+        imgs = []
+
+    tabs: list[TableItem] = []
+    if tables:
+        tabular = looks_tabular(page)
+        if tabular:
+            stats["table_pages"] += 1
+            tabs = find_tables(page, *tabular)
+
+    items: list[Any] = []
+    for lines in mu_blocks:
+        if tabs:
+            lines = [ln for ln in lines if not _inside_any(ln.bbox, [t.bbox for t in tabs])]
+        body: list[Line] = []
+        for ln in lines:
+            cy = (ln.bbox[1] + ln.bbox[3]) / 2
+            if cy < MARGIN_FRAC * H or cy > (1 - MARGIN_FRAC) * H:
+                items.append(Group([ln], kind="margin", key=_furniture_key(ln.text) + ("|top" if cy < H / 2 else "|bottom")))
+            else:
+                body.append(ln)
+        if body:
+            items.extend(Group(g) for g in split_groups(body))
+    if imgs:
+        # text drawn over an image (labels inside figures) stays text; images never overlap tables
+        imgs = [i for i in imgs if not _inside_any(i.bbox, [t.bbox for t in tabs])]
+    items.extend(tabs)
+    items.extend(imgs)
+    ordered = reading_order(items, _bbox_of)
+
+    out: list[Block] = []
+    n_img = 0
+    for item in ordered:
+        if isinstance(item, Group):
+            out.append(_group_block(item, pno, W))
+        elif isinstance(item, TableItem):
+            md = item.markdown()
+            out.append(Block(type="table", content=md, page_idx=pno, bbox=_r(item.bbox),
+                             extra={"markdown": md, "html": item.html(), "caption": ""}))
+        else:
+            n_img += 1
+            path = save_image(doc, page, item, img_dir, stem, n_img) if img_dir is not None else None
+            extra: dict[str, Any] = {"caption": "", "image_path": path}
+            if item in scan_imgs:
+                extra["scanned_page"] = True
+            out.append(Block(type="image", content="", page_idx=pno, bbox=_r(item.bbox), extra=extra))
+    _attach_captions(out)
+    return out
+
+
+def _bbox_of(item: Any) -> tuple[float, float, float, float]:
+    return item.bbox
+
+
+def _r(b: tuple) -> tuple[float, float, float, float]:
+    return (round(b[0], 2), round(b[1], 2), round(b[2], 2), round(b[3], 2))
+
+
+def _inside_any(b: tuple, boxes: list[tuple]) -> bool:
+    cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+    return any(x0 - 1 <= cx <= x1 + 1 and y0 - 1 <= cy <= y1 + 1 for x0, y0, x1, y1 in boxes)
+
+
+def _furniture_key(text: str) -> str:
+    t = " ".join(text.lower().split())
+    if _PAGE_NUM.match(t):
+        return "#pagenum"
+    return re.sub(r"\d+", "#", t)
+
+
+def _group_block(g: Group, pno: int, page_w: float) -> Block:
+    lines = g.lines
+    weights = [max(1, len(ln.text)) for ln in lines]
+    total = sum(weights)
+    size_w: Counter = Counter()
+    font_w: Counter = Counter()
+    for ln, w in zip(lines, weights):
+        size_w[ln.size] += w
+        font_w[(ln.font, ln.flags)] += w
+    size = size_w.most_common(1)[0][0]
+    (font, fl), _ = font_w.most_common(1)[0]
+    mono = sum(w for ln, w in zip(lines, weights) if ln.mono) >= 0.9 * total
+    math = sum(ln.math * w for ln, w in zip(lines, weights)) / total
+    if mono:
+        x0 = min(ln.bbox[0] for ln in lines)
+        cw = max(1.0, 0.6 * size)
+        content = "\n".join(" " * max(0, round((ln.bbox[0] - x0) / cw)) + ln.text.rstrip() for ln in lines)
+        content = _dedent(content)
+    else:
+        content = join_lines([ln.text for ln in lines])
+    features = {"font_size": size, "bold": all(ln.bold for ln in lines), "font_name": font, "flags": fl,
+                "mono": mono, "math": round(math, 2), "lines": len(lines),
+                "italic": all(ln.italic for ln in lines), "max_size": max(ln.size for ln in lines)}
+    if len(lines) == 1 and lines[0].run_in:
+        features["run_in"] = True
+    extra: dict[str, Any] = {}
+    if g.kind == "margin":
+        extra["_furniture_key"] = g.key
+    return Block(type="text", content=content, page_idx=pno, bbox=_r(g.bbox), features=features, extra=extra)
+
+
+def _dedent(text: str) -> str:
+    lines = text.split("\n")
+    pad = min((len(x) - len(x.lstrip(" ")) for x in lines if x.strip()), default=0)
+    return "\n".join(x[pad:] for x in lines)
+
+
+def _attach_captions(blocks: list[Block]) -> None:
+    """Give each table/image the nearest "Table n"/"Figure n" block on its page; drop that block."""
+    used: set[int] = set()
+    for i, b in enumerate(blocks):
+        if b.type not in ("table", "image") or b.bbox is None:
+            continue
+        pat = _CAPTION_TABLE if b.type == "table" else _CAPTION_FIG
+        best, best_d = None, 1e9
+        for j, c in enumerate(blocks):
+            if j in used or c.type != "text" or c.bbox is None or not pat.match(c.content):
+                continue
+            if "_furniture_key" in c.extra:
+                continue
+            ox = min(b.bbox[2], c.bbox[2]) - max(b.bbox[0], c.bbox[0])
+            if ox <= 0:
+                continue
+            if c.bbox[1] >= b.bbox[3] - 2:
+                dist = c.bbox[1] - b.bbox[3]
+                dist *= 1.0 if b.type == "image" else 1.3  # tables: captions usually above
+            elif c.bbox[3] <= b.bbox[1] + 2:
+                dist = b.bbox[1] - c.bbox[3]
+                dist *= 1.3 if b.type == "image" else 1.0
+            else:
+                continue
+            if dist < best_d and dist <= 72:
+                best, best_d = j, dist
+        if best is not None:
+            used.add(best)
+            b.extra["caption"] = blocks[best].content
+            if b.type == "image":
+                b.content = blocks[best].content
+    for j in sorted(used, reverse=True):
+        del blocks[j]
+
+
+# -- whole document -----------------------------------------------------------------------
+
+def _remove_furniture(blocks: list[Block], n_pages: int) -> list[Block]:
+    """Drop margin text that repeats across pages (running headers/footers) and page numbers."""
+    pages_of: dict[str, set[int]] = {}
+    for b in blocks:
+        k = b.extra.get("_furniture_key")
+        if k is not None:
+            pages_of.setdefault(k, set()).add(b.page_idx)
+    need = 2 if n_pages <= 6 else 3
+    furniture = {k for k, pg in pages_of.items() if len(pg) >= need or k.startswith("#pagenum")}
+    out = []
+    for b in blocks:
+        k = b.extra.pop("_furniture_key", None)
+        if k is not None and k in furniture:
+            continue
+        if k is not None:
+            b.extra["margin"] = True
+        out.append(b)
+    return out
+
+
+def _body_size(blocks: list[Block]) -> float:
+    c: Counter = Counter()
+    for b in blocks:
+        if b.type == "text" and b.features and not b.features.get("mono"):
+            c[round(float(b.features.get("font_size", 0)) * 2) / 2] += len(b.content)
+    return float(c.most_common(1)[0][0]) if c else 10.0
+
+
+def _classify(blocks: list[Block], body: float) -> list[Block]:
+    """Type text blocks: title candidates, lists, code, equations; merge 'Part I' + its title."""
+    for b in blocks:
+        if b.type != "text" or not b.features:
+            continue
+        f = b.features
+        if f.get("mono"):
+            b.type = "code"
+        elif is_title_candidate(b.content, f, body):
+            b.type = "title"
+        elif f.get("math", 0) >= 0.5 and len(b.content) < 300:
+            b.type = "equation"
+        elif BULLET_RE.match(b.content):
+            b.type = "list"
+    return _merge_labels(_merge_lists(blocks))
+
+
+_SENTENCE_END = re.compile(r"[,;]\s*$")
+_LABEL_ONLY = re.compile(r"^\s*(part|chapter|appendix|book)\s+([0-9]+|[IVXLC]+|[A-Z])\s*[.:]?\s*$", re.I)
+
+
+def is_title_candidate(text: str, f: dict, body: float) -> bool:
+    """Layout cues for a heading: short, own block, larger or bold font; no caption/sentence."""
+    t = text.strip()
+    if not t or len(t) > 200 or f.get("lines", 1) > 3 or not re.search(r"[^\W\d_]", t):
+        return False
+    if _CAPTION_TABLE.match(t) or _CAPTION_FIG.match(t) or _SENTENCE_END.search(t):
+        return False
+    if t.endswith(".") and len(t.split()) > 10:
+        return False
+    if BULLET_RE.match(t) and not parse_numbering(t):
+        return False
+    size = float(f.get("font_size", 0))
+    bigger = size >= body * 1.12 and size - body >= 0.8
+    return bigger or bool(f.get("bold")) or bool(_LABEL_ONLY.match(t) and size >= body)
+
+
+def _merge_lists(blocks: list[Block]) -> list[Block]:
+    """Consecutive list items on a page with the same indent become one list block."""
+    out: list[Block] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (b.type == "list" and prev is not None and prev.type in ("list", "text") and prev.page_idx == b.page_idx
+                and prev.bbox and b.bbox and abs(prev.bbox[0] - b.bbox[0]) < 3
+                and 0 <= b.bbox[1] - prev.bbox[3] < 2.5 * float(b.features.get("font_size", 10))
+                and (prev.type == "list")):
+            prev.content = prev.content + "\n" + b.content
+            prev.bbox = (min(prev.bbox[0], b.bbox[0]), prev.bbox[1], max(prev.bbox[2], b.bbox[2]), b.bbox[3])
+            prev.features["lines"] = prev.features.get("lines", 1) + b.features.get("lines", 1)
+            continue
+        out.append(b)
+    return out
+
+
+def _merge_labels(blocks: list[Block]) -> list[Block]:
+    """'Part I' / 'Chapter 3' set on its own line above the chapter title: one heading."""
+    out: list[Block] = []
+    skip = False
+    for i, b in enumerate(blocks):
+        if skip:
+            skip = False
+            continue
+        nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+        if (b.type == "title" and _LABEL_ONLY.match(b.content) and nxt is not None and nxt.type == "title"
+                and nxt.page_idx == b.page_idx):
+            merged = Block(type="title", content=f"{b.content.strip()} {nxt.content.strip()}", page_idx=b.page_idx,
+                           bbox=(min(b.bbox[0], nxt.bbox[0]), b.bbox[1], max(b.bbox[2], nxt.bbox[2]), nxt.bbox[3])
+                           if b.bbox and nxt.bbox else b.bbox,
+                           features=dict(max((b, nxt), key=lambda x: x.features.get("font_size", 0)).features),
+                           extra={**b.extra, **nxt.extra})
+            merged.features["bold"] = bool(b.features.get("bold")) and bool(nxt.features.get("bold"))
+            out.append(merged)
+            skip = True
+            continue
+        out.append(b)
+    return out

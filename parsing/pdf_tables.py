@@ -1,0 +1,165 @@
+"""Tables: a cheap "does this page look tabular?" test, then PyMuPDF's find_tables().
+
+find_tables() costs tens of milliseconds a page, so it only runs where the vector graphics
+contain ruling lines (a grid, or at least three long horizontal rules as in booktabs
+tables). It is always called with use_layout=False: no ONNX model (see pdf_open).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+BBox = tuple[float, float, float, float]
+
+
+@dataclass
+class TableItem:
+    bbox: BBox
+    rows: list[list[str]]
+
+    def markdown(self) -> str:
+        rows = self.rows
+        ncol = max(len(r) for r in rows)
+        norm = [[_md_cell(c) for c in r] + [""] * (ncol - len(r)) for r in rows]
+        out = ["| " + " | ".join(norm[0]) + " |", "|" + "---|" * ncol]
+        out += ["| " + " | ".join(r) + " |" for r in norm[1:]]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        parts = ["<table>"]
+        for i, r in enumerate(self.rows):
+            tag = "th" if i == 0 else "td"
+            parts.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in r) + "</tr>")
+        parts.append("</table>")
+        return "".join(parts)
+
+
+def _md_cell(c: str) -> str:
+    return " ".join(c.split()).replace("|", "\\|")
+
+
+def ruling_stats(page: Any, margin: float = 0.07) -> tuple[int, int, int, tuple | None]:
+    """Distinct rule positions outside the page margins: (horizontal y's, vertical x's, max
+    number of horizontal rules sharing one x-extent, bbox of all rules). Collinear segments
+    count once, and the rules under running headers / above footers are ignored."""
+    H = float(page.rect.height)
+    lo, hi = margin * H, (1 - margin) * H
+    hy: dict[int, list[tuple[float, float]]] = {}
+    vx: set[int] = set()
+    box = [1e9, 1e9, -1e9, -1e9]
+    try:
+        drawings = page.get_drawings()
+    except Exception:
+        return 0, 0, 0, None
+    for d in drawings:
+        for item in d.get("items", ()):
+            kind = item[0]
+            if kind == "l":
+                p1, p2 = item[1], item[2]
+                x0, x1, y0, y1 = min(p1.x, p2.x), max(p1.x, p2.x), min(p1.y, p2.y), max(p1.y, p2.y)
+                segs = [(x0, y0, x1, y1)]
+            elif kind == "re":
+                r = item[1]
+                if abs(r.width) > 20 and abs(r.height) > 8:  # cell/frame: its four sides
+                    segs = [(r.x0, r.y0, r.x1, r.y0), (r.x0, r.y1, r.x1, r.y1), (r.x0, r.y0, r.x0, r.y1), (r.x1, r.y0, r.x1, r.y1)]
+                else:
+                    segs = [(r.x0, r.y0, r.x1, r.y1)]
+            else:
+                continue
+            for x0, y0, x1, y1 in segs:
+                dx, dy = x1 - x0, y1 - y0
+                if dy < 2.5 and dx > 20 and lo < y0 < hi:
+                    hy.setdefault(round(y0), []).append((x0, x1))
+                elif dx < 2.5 and dy > 8 and lo < y1 and y0 < hi:
+                    vx.add(round(x0))
+                else:
+                    continue
+                box = [min(box[0], x0), min(box[1], y0), max(box[2], x1), max(box[3], y1)]
+    extents: dict[tuple[int, int], int] = {}
+    for segs in hy.values():
+        key = (round(min(a for a, _ in segs) / 4), round(max(b for _, b in segs) / 4))
+        extents[key] = extents.get(key, 0) + 1
+    return len(hy), len(vx), max(extents.values(), default=0), (tuple(box) if box[0] < 1e9 else None)
+
+
+def looks_tabular(page: Any) -> tuple[str, tuple] | None:
+    """('lines', clip) for ruled grids (at least 2x2 cells), ('hlines', clip) for tables with
+    horizontal rules only (booktabs: top, mid and bottom rule of one width), else None.
+    A single framed box (two rules each way) is not a table."""
+    h, v, aligned, box = ruling_stats(page)
+    if box is None:
+        return None
+    if h >= 3 and v >= 3:
+        # no clip here: clipping the edge and character sets made find_tables() merge running
+        # text into phantom tables on the gnuplot manual
+        return "lines", None
+    if aligned >= 3 and v < 2:
+        # column boundaries come from the text, so keep it between the rules
+        return "hlines", (box[0] - 2, box[1] - 2, box[2] + 2, box[3] + 2)
+    return None
+
+
+def find_tables(page: Any, mode: str, clip: tuple | None = None) -> list[TableItem]:
+    """Run find_tables() in the given mode (only inside `clip`) and keep tables with content."""
+    kwargs: dict[str, Any] = {"use_layout": False}
+    if clip is not None:
+        kwargs["clip"] = clip
+    if mode == "hlines":
+        kwargs.update(horizontal_strategy="lines", vertical_strategy="text")
+    try:
+        found = page.find_tables(**kwargs)
+    except TypeError:  # PyMuPDF < 2 has no use_layout
+        kwargs.pop("use_layout")
+        found = page.find_tables(**kwargs)
+    except Exception:
+        return []
+    out = []
+    words = None
+    for tab in found.tables:
+        try:
+            if words is None:
+                words = page.get_text("words")
+            rows = _cell_texts(tab, words)
+        except Exception:
+            continue
+        rows = [r for r in rows if any(r)]
+        if rows:  # the text strategy leaves empty columns between wide gaps
+            ncol = max(len(r) for r in rows)
+            rows = [r + [""] * (ncol - len(r)) for r in rows]
+            keep = [c for c in range(ncol) if any(r[c] for r in rows)]
+            rows = [[r[c] for c in keep] for r in rows]
+        if len(rows) < 2 or max(len(r) for r in rows) < 2:
+            continue
+        cells = [c for r in rows for c in r]
+        filled = sum(1 for c in cells if c)
+        if filled < 4 or filled < 0.4 * len(cells):
+            continue  # plot frames, boxed notes: mostly empty "cells"
+        if mode == "hlines" and max(len(r) for r in rows) > 12:
+            continue
+        if sum(len(c) for c in cells if c) / max(1, filled) > 80:
+            continue  # cells full of running prose: a text box, not a table
+        out.append(TableItem(bbox=tuple(tab.bbox), rows=rows))
+    return out
+
+
+def _cell_texts(tab: Any, words: list[tuple]) -> list[list[str]]:
+    """Cell text from page words by their centres (Table.extract() splits '2.5' into '25 .')."""
+    grid = [list(row.cells) for row in tab.rows]
+    cells: dict[tuple[int, int], list[tuple]] = {}
+    flat = [(r, c, box) for r, row in enumerate(grid) for c, box in enumerate(row) if box is not None]
+    for w in words:
+        cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+        for r, c, (x0, y0, x1, y1) in flat:
+            if x0 <= cx <= x1 and y0 <= cy <= y1:
+                cells.setdefault((r, c), []).append(w)
+                break
+    rows = []
+    for r, row in enumerate(grid):
+        out_row = []
+        for c, _box in enumerate(row):
+            ws = sorted(cells.get((r, c), []), key=lambda w: (round(w[3]), w[0]))
+            out_row.append(" ".join(w[4] for w in ws))
+        rows.append(out_row)
+    return rows

@@ -1,0 +1,257 @@
+"""Section filtering (BookRAG §4.2.2): which title candidates are real sections, at which level.
+
+Three sources, best first: the PDF outline (bookmarks) matched to blocks by page ±1 and fuzzy
+text; otherwise layout rules (font-size rank, bold, numbering depth, and filters for
+table-of-contents pages, margins, index letters, cover pages, minor run-in headings); and,
+when an LLM is available, the paper's batched LLM pass over the candidates, which sees the
+rule levels as hints and the higher-level sections found so far (parsing.sections_llm).
+Title blocks left with level None are demoted to text by build_tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import replace
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from bookindex.model import Block
+from parsing.base import OutlineEntry, ParsedDocument
+from parsing.numbering import norm_title, parse_numbering
+
+_LEADER = re.compile(r"(?:\.\s*){4,}\s*\S{0,6}\s*$|\s\d{1,4}\s*$")
+_TOC_HEAD = re.compile(r"^\s*(table of )?contents\s*$|^\s*inhaltsverzeichnis\s*$|^\s*sommaire\s*$", re.I)
+OUTLINE_MATCH = 85.0
+
+
+def assign_levels(parsed: ParsedDocument, *, use_outline: bool = True, llm: Any = None) -> list[Block]:
+    """Return copies of the blocks with `level` set on real headings (others keep level None)."""
+    blocks = [replace(b, features=dict(b.features), extra=dict(b.extra)) for b in parsed.blocks]
+    if parsed.levels_final:
+        return blocks
+    for b in blocks:
+        if b.type == "title":
+            b.level = None
+    if use_outline and parsed.outline:
+        return apply_outline(blocks, parsed.outline)
+    cands = filter_candidates(blocks, parsed.page_count)
+    rule_levels(blocks, cands)
+    if llm is not None and getattr(llm, "available", False):
+        from parsing.sections_llm import llm_levels
+
+        llm_levels(blocks, cands, llm)
+    return blocks
+
+
+# -- outline ------------------------------------------------------------------------------
+
+def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Block]:
+    """Levels from the bookmarks: each entry claims the best-matching block on its page ±1.
+
+    An entry that matches no block still opens its section: a title block is inserted before
+    the first block of its page, so the tree keeps the author's structure.
+    """
+    by_page: dict[int, list[int]] = defaultdict(list)
+    for i, b in enumerate(blocks):
+        if b.type in ("title", "text") and len(b.content) <= 250:
+            by_page[b.page_idx].append(i)
+    norms = {i: norm_title(blocks[i].content) for ids in by_page.values() for i in ids}
+    claimed: dict[int, OutlineEntry] = {}
+    missing: list[OutlineEntry] = []
+    last = -1
+    for e in outline:
+        if e.page_idx is None:
+            continue
+        want = norm_title(e.title)
+        best, best_key = None, None
+        for p in (e.page_idx, e.page_idx + 1, e.page_idx - 1):
+            for i in by_page.get(p, ()):
+                if i in claimed:
+                    continue
+                s = 100.0 if norms[i] == want else fuzz.ratio(norms[i], want)
+                if s < OUTLINE_MATCH and blocks[i].type == "title" and want and len(want) >= 4:
+                    s = max(s, fuzz.partial_ratio(norms[i], want) - 5 if len(norms[i]) >= len(want) - 2 else 0)
+                if s < OUTLINE_MATCH:
+                    continue
+                key = (s, blocks[i].type == "title", i > last, p == e.page_idx)
+                if best_key is None or key > best_key:
+                    best, best_key = i, key
+        if best is None:
+            missing.append(e)
+            continue
+        claimed[best] = e
+        last = best
+    for i, b in enumerate(blocks):
+        if i in claimed:
+            b.type = "title"
+            b.level = claimed[i].level
+            b.extra["outline_title"] = claimed[i].title
+        elif b.type == "title":
+            b.level = None
+    if missing:
+        blocks = _insert_missing(blocks, missing)
+    return blocks
+
+
+def _insert_missing(blocks: list[Block], missing: list[OutlineEntry]) -> list[Block]:
+    first_on_page: dict[int, int] = {}
+    for i, b in enumerate(blocks):
+        first_on_page.setdefault(b.page_idx, i)
+    inserts: dict[int, list[Block]] = defaultdict(list)
+    for e in missing:
+        pos = first_on_page.get(e.page_idx) if e.page_idx is not None else None
+        if pos is None:
+            later = [i for p, i in first_on_page.items() if e.page_idx is not None and p > e.page_idx]
+            pos = min(later) if later else len(blocks)
+        inserts[pos].append(Block(type="title", content=e.title, page_idx=e.page_idx or 0, level=e.level,
+                                  extra={"from_outline": True}))
+    out: list[Block] = []
+    for i, b in enumerate(blocks):
+        out.extend(inserts.get(i, ()))
+        out.append(b)
+    out.extend(inserts.get(len(blocks), ()))
+    return out
+
+
+# -- candidates ---------------------------------------------------------------------------
+
+def toc_pages(blocks: list[Block]) -> set[int]:
+    """Pages of a printed table of contents: many lines ending in leaders/page numbers."""
+    per_page: dict[int, list[Block]] = defaultdict(list)
+    for b in blocks:
+        if b.type in ("title", "text", "list"):
+            per_page[b.page_idx].append(b)
+    out = set()
+    weak = set()
+    for p, bs in per_page.items():
+        lines = [ln for b in bs for ln in _lines_of(b)]
+        hits = sum(1 for ln in lines if _LEADER.search(ln) and re.search(r"[A-Za-z]", ln))
+        dots = sum(1 for ln in lines if re.search(r"(?:\.\s*){4,}", ln))
+        if (dots >= 3 and dots >= 0.3 * len(lines)) or (hits >= 5 and hits >= 0.6 * len(lines)):
+            out.add(p)
+        elif any(_TOC_HEAD.match(b.content) for b in bs) and hits >= 3:
+            out.add(p)
+        elif hits >= 2 and hits >= 0.6 * len(lines):
+            weak.add(p)
+    # the last page of a contents listing may hold only a few entries
+    grown = True
+    while grown:
+        grown = False
+        for p in sorted(weak - out):
+            if p - 1 in out or p + 1 in out:
+                out.add(p)
+                grown = True
+    return out
+
+
+def _lines_of(b: Block) -> list[str]:
+    # blocks join wrapped lines; leaders separate entries well enough for counting
+    parts = re.split(r"(?<=\d)\s+(?=[A-Z0-9])", b.content) if re.search(r"(?:\.\s*){4,}", b.content) else [b.content]
+    return [p for p in parts if p.strip()]
+
+
+def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
+    """Indices of title blocks that can be headings; demote TOC entries, margins, index letters."""
+    tocs = toc_pages(blocks)
+    # A cover page holds little running text; a paper's first page holds a lot and is content.
+    first_text = sum(len(b.content) for b in blocks if b.page_idx == 0 and b.type in ("text", "list"))
+    cover = page_count > 10 and first_text < 500
+    sizes = [float(b.features.get("font_size", 0)) for b in blocks if b.type == "title"]
+    top = max(sizes, default=0.0)
+    title_only_first = top > 0 and all(b.page_idx == 0 for b in blocks
+                                       if b.type == "title" and float(b.features.get("font_size", 0)) >= top - 0.3)
+    out = []
+    for i, b in enumerate(blocks):
+        if b.type != "title":
+            continue
+        t = b.content.strip()
+        n = norm_title(t)
+        reason = None
+        if b.page_idx in tocs:
+            reason = "toc page"
+        elif b.extra.get("margin"):
+            reason = "page margin"
+        elif len(re.sub(r"[^A-Za-z]", "", n)) <= 1:
+            reason = "index letter or number"
+        elif cover and b.page_idx == 0:
+            reason = "cover page"
+        elif b.page_idx == 0 and title_only_first and float(b.features.get("font_size", 0)) >= top - 0.3:
+            reason = "document title"
+        elif _LEADER.search(t) and re.search(r"(?:\.\s*){4,}", t):
+            reason = "toc entry"
+        if reason:
+            b.extra["not_heading"] = reason
+            continue
+        out.append(i)
+    return out
+
+
+# -- rules --------------------------------------------------------------------------------
+
+def _style(b: Block) -> tuple[float, bool, bool]:
+    """(size, bold, display): a run-in heading ranks below a display heading of the same font."""
+    return (round(float(b.features.get("font_size", 0.0)) * 2) / 2, bool(b.features.get("bold")),
+            not b.features.get("run_in"))
+
+
+def rule_levels(blocks: list[Block], cands: list[int]) -> None:
+    """Font-size rank (bold before regular at equal size), corrected by dotted numbering."""
+    if not cands:
+        return
+    styles = Counter(_style(blocks[i]) for i in cands)
+    # Merge sizes within 0.6pt (the same style rendered at slightly different sizes).
+    canon: dict[tuple, tuple] = {}
+    for st in sorted(styles, key=lambda s: -styles[s]):
+        for c in list(set(canon.values())):
+            if c[1:] == st[1:] and abs(c[0] - st[0]) <= 0.6:
+                canon[st] = c
+                break
+        else:
+            canon[st] = st
+    # Numbering: depth-d dotted labels tell which style is level d.
+    num_depth: dict[tuple, Counter] = defaultdict(Counter)
+    for i in cands:
+        nb = parse_numbering(blocks[i].content)
+        if nb and nb.kind == "dotted" and nb.depth >= 1:
+            num_depth[canon[_style(blocks[i])]][nb.depth] += 1
+    numbered = sum(sum(c.values()) for c in num_depth.values()) >= 3 and any(
+        d >= 2 for c in num_depth.values() for d in c)
+    ranked = sorted(set(canon.values()), key=lambda s: (-s[0], not s[1], not s[2]))
+    level_of: dict[tuple, int | None] = {}
+    if numbered:
+        for st, c in num_depth.items():
+            d, cnt = c.most_common(1)[0]
+            if cnt >= 2 or sum(c.values()) == 1:
+                level_of[st] = d
+        known = sorted(level_of.items(), key=lambda kv: (-kv[0][0], not kv[0][1], not kv[0][2]))
+        smallest = min(known, key=lambda kv: kv[0])[0] if known else None
+        for st in ranked:
+            if st in level_of:
+                continue
+            # Unnumbered style: same level as the numbered style of equal or nearest larger size;
+            # smaller than every numbered style → a minor run-in heading, not a section.
+            if smallest is not None and st < smallest:
+                level_of[st] = None
+                continue
+            above = [lv for s, lv in known if s >= st]
+            level_of[st] = max(above) if above else 1
+    else:
+        for r, st in enumerate(ranked):
+            level_of[st] = r + 1
+    for i in cands:
+        b = blocks[i]
+        lv = level_of.get(canon[_style(b)])
+        b.level = lv
+        b.extra["rule_level"] = lv
+    _close_gaps(blocks, cands)
+
+
+def _close_gaps(blocks: list[Block], cands: list[int]) -> None:
+    """Renumber used levels 1..k so no level is skipped document-wide."""
+    used = sorted({blocks[i].level for i in cands if blocks[i].level is not None})
+    remap = {lv: k + 1 for k, lv in enumerate(used)}
+    for i in cands:
+        if blocks[i].level is not None:
+            blocks[i].level = remap[blocks[i].level]

@@ -1,0 +1,114 @@
+"""Aggregate per-question records into per-method summaries, Markdown tables and a plot.
+
+A record is one (question, method) pair: `recall`/`hit` map k to a value (None when the
+question is excluded from recall), plus `nodes`, `chars`, `seconds`, optional answer `score`
+and `f1`, and `groups` (e.g. evidence source, document type) for breakdowns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def summarize(records: Sequence[dict[str, Any]], rows: Sequence[str], ks: Sequence[int],
+              answer_metrics: Callable[[list[dict[str, Any]]], dict[str, float]] | None = None
+              ) -> dict[str, dict[str, Any]]:
+    """Per-row means: R@k and hit@k over questions with gold evidence, context size, time."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        recs = [r for r in records if r["method"] == row]
+        scored = [r for r in recs if r.get("recall") is not None]
+        s: dict[str, Any] = {
+            "questions": len(recs),
+            "recall_questions": len(scored),
+            "errors": sum(1 for r in recs if r.get("error")),
+            "recall": {k: _mean([r["recall"][k] for r in scored]) for k in ks},
+            "hit": {k: _mean([r["hit"][k] for r in scored]) for k in ks},
+            "nodes": _mean([r["nodes"] for r in recs]),
+            "chars": _mean([r["chars"] for r in recs]),
+            "seconds": _mean([r["seconds"] for r in recs]),
+        }
+        answered = [r for r in recs if r.get("score") is not None]
+        if answered and answer_metrics is not None:
+            s["answers"] = answer_metrics(answered)
+        out[row] = s
+    return out
+
+
+def breakdown(records: Sequence[dict[str, Any]], rows: Sequence[str], group: str, k: int) -> dict[str, Any]:
+    """R@k per row for each value of `groups[group]` (a question may belong to several)."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("recall") is None:
+            continue
+        g = r.get("groups", {}).get(group)
+        for v in (g if isinstance(g, list) else [g]) or ["(none)"]:
+            values[v or "(none)"][r["method"]].append(r["recall"][k])
+    cols = sorted(values)
+    return {"k": k, "columns": cols,
+            "n": {c: max((len(values[c][m]) for m in rows), default=0) for c in cols},
+            "rows": {m: {c: _mean(values[c][m]) for c in cols} for m in rows}}
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def markdown_main(summary: dict[str, dict[str, Any]], ks: Sequence[int], hit_k: int,
+                  extra: Sequence[tuple[str, str]] = ()) -> str:
+    """Methods in rows: R@k columns, hit@hit_k, nodes/chars per question, seconds, errors.
+
+    `extra` adds (header, answers-key) columns from the answer metrics when present."""
+    head = ["method", "n"] + [f"R@{k}" for k in ks] + [f"hit@{hit_k}", "nodes/q", "chars/q", "s/q"]
+    head += [h for h, _ in extra] + ["errors"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row, s in summary.items():
+        cells = [row, str(s["recall_questions"])] + [_f(s["recall"][k]) for k in ks]
+        cells += [_f(s["hit"].get(hit_k)), _f(s["nodes"], 1), _f(s["chars"], 0), _f(s["seconds"], 2)]
+        ans = s.get("answers", {})
+        cells += [_f(ans.get(key)) for _, key in extra]
+        cells.append(str(s["errors"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_breakdown(b: dict[str, Any], title: str) -> str:
+    cols = b["columns"]
+    head = [title] + [f"{c} (n={b['n'][c]})" for c in cols]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row, vals in b["rows"].items():
+        lines.append("| " + " | ".join([row] + [_f(vals[c]) for c in cols]) + " |")
+    return "\n".join(lines)
+
+
+def plot_recall(summary: dict[str, dict[str, Any]], ks: Sequence[int], path: Path, title: str) -> Path:
+    """Line plot of recall@k per method (matplotlib, Agg backend: no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2), dpi=120)
+    for row, s in summary.items():
+        ys = [s["recall"][k] for k in ks]
+        if all(y is None for y in ys):
+            continue
+        ax.plot(list(ks), [y if y is not None else float("nan") for y in ys], marker="o", label=row)
+    ax.set_xlabel("k (retrieved nodes)")
+    ax.set_ylabel("evidence recall@k")
+    ax.set_xticks(list(ks))
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

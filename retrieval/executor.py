@@ -1,0 +1,99 @@
+"""Structured execution (BookRAG §5.3): run a plan's steps over the retrieval state, with traces.
+
+Composite steps: `Parallel` runs its branches over the same candidates (they write separate
+score dimensions); `ForEach` runs its steps once per sub-question from Decompose and merges the
+sub-results round-robin into one evidence ranking. A step whose operator reports
+`fallback_needed` runs its `fallback` step.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from operators import OPERATORS
+from operators.base import State
+from operators.context import IndexContext
+from retrieval.plans import Plan, Step
+
+
+def execute(plan: Plan, ctx: IndexContext) -> State:
+    state = State(question=plan.question, query_type=plan.query_type)
+    _run_steps(plan.steps, state, ctx)
+    return state
+
+
+def _run_steps(steps: list[Step], state: State, ctx: IndexContext) -> None:
+    for step in steps:
+        _run_step(step, state, ctx)
+
+
+def _run_step(step: Step, state: State, ctx: IndexContext) -> None:
+    if step.op == "Parallel":
+        t0 = time.perf_counter()
+        outer, state.trace = state.trace, []
+        for branch in step.steps or []:
+            _run_step(branch, state, ctx)
+        branches, state.trace = state.trace, outer
+        state.trace.append({"op": "Parallel", "kind": "composite", "ms": _ms(t0), "branches": branches})
+        return
+    if step.op == "ForEach":
+        _for_each(step, state, ctx)
+        return
+    op = OPERATORS[step.op](ctx, step.params)
+    op.run(state)
+    if getattr(op, "fallback_needed", False) and step.fallback is not None:
+        state.trace[-1]["fallback_to"] = step.fallback.op
+        _run_step(step.fallback, state, ctx)
+
+
+def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
+    t0 = time.perf_counter()
+    subs = state.sub_questions or [state.question]
+    state.sub_results = []
+    for q in subs:
+        sub = state.fork(q)
+        _run_steps(step.steps or [], sub, ctx)
+        state.sub_results.append({"question": q, "ranked": list(sub.ranked),
+                                  "entities": [le.to_dict() for le in sub.entities], "trace": sub.trace})
+    state.ranked = merge_round_robin([r["ranked"] for r in state.sub_results],
+                                     int(ctx.retrieval_setting("max_evidence", 10)))
+    state.candidates = [i for i, _ in state.ranked]
+    # each sub-result keeps only the evidence that made it into the merged list (so citations are global)
+    kept = set(state.candidates)
+    for r in state.sub_results:
+        r["ranked"] = [(i, s) for i, s in r["ranked"] if i in kept]
+    state.trace.append({"op": "ForEach", "kind": "composite", "ms": _ms(t0),
+                        "sub_questions": [{"question": r["question"], "trace": r["trace"],
+                                           "kept": [i for i, _ in r["ranked"]]} for r in state.sub_results],
+                        "outputs": [[i, round(s, 4)] for i, s in state.ranked]})
+
+
+def merge_round_robin(rankings: list[list[tuple[str, float]]], cap: int) -> list[tuple[str, float]]:
+    """Interleave rankings (best of each first), dropping duplicates, up to `cap` items."""
+    out: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    k = 0
+    while len(out) < cap and any(k < len(r) for r in rankings):
+        for r in rankings:
+            if k < len(r) and r[k][0] not in seen and len(out) < cap:
+                out.append(r[k])
+                seen.add(r[k][0])
+        k += 1
+    return out
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 2)
+
+
+def flatten_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """All operator records, composites expanded (for counting and tests)."""
+    out: list[dict[str, Any]] = []
+    for rec in trace:
+        out.append(rec)
+        out += flatten_trace(rec.get("branches", []))
+        for sq in rec.get("sub_questions", []) if isinstance(rec.get("sub_questions"), list) else []:
+            if isinstance(sq, dict):
+                out += flatten_trace(sq.get("trace", []))
+    return out

@@ -1,0 +1,232 @@
+"""Agent-based planning (BookRAG §5.2): classify the question, then build its operator plan.
+
+Classification uses the paper's prompt (Figure 10) with an LLM and rules without one. Plans follow
+eqs. (9)–(12):
+  single-hop: Extract → Select_by_Entity [fallback Select_by_Section] → (Graph ∥ Text) → Skyline → Reduce
+  multi-hop:  Decompose → ForEach(single-hop without Reduce) → Map → Reduce
+  global:     Π(Filter_Modal | Filter_Range) → Map → Reduce(COUNT | LIST | SUMMARIZE | ANALYZE)
+Ablation flags in `settings.retrieval` (planning, selector, graph_reasoning, text_reasoning)
+shape the plan, so ablations are configuration, not code paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from operators import prompts
+from operators.context import IndexContext
+from operators.formulator import Extract, decompose
+from operators.selector import unit_of
+from retrieval.plans import Plan, Step
+
+_STRUCT = r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?|tables?|equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)|code (?:listings?|blocks?|examples?)|pages?)"
+_GLOBAL = [
+    re.compile(rf"\bhow many\s+(?:\w+\s+){{0,3}}{_STRUCT}\b", re.I),
+    re.compile(rf"\b(?:number|count|total)\s+of\s+(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),
+    re.compile(r"\b(?:list|enumerate|name)\s+(?:all|every|each)\b", re.I),
+    re.compile(rf"\b(?:count|list)\s+(?:the\s+)?(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),
+    re.compile(r"\bwhat are all\b", re.I),
+    re.compile(rf"\b{_STRUCT}\b.*\b(?:pages?\s+\d+\s*(?:-|–|to|through)\s*\d+|first\s+\d+\s+pages|last\s+\d+\s+pages)", re.I),
+    re.compile(r"\b(?:summari[sz]e|give an overview of|overview of)\b", re.I),
+]
+_MULTI = [
+    re.compile(r"\bdifference(?:s)?\s+(?:between|in)\b", re.I),
+    re.compile(r"\b(?:compare|compared|comparing|comparison|versus|vs\.?)\b", re.I),
+    re.compile(r"\bdiffer(?:s)?\s+from\b", re.I),
+    re.compile(r"\bwhich\b.*\b(?:greater|higher|larger|bigger|smaller|lower|more|less|fewer)\b.*\bor\b", re.I),
+    re.compile(r"\b(?:greater|higher|larger|bigger|smaller|lower|more|fewer|less)\s+than\b", re.I),
+]
+
+
+def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str, str]:
+    """(query_type, reason) without an LLM."""
+    for rx in _GLOBAL:
+        m = rx.search(question)
+        if m:
+            return "global", f"matched {m.group(0)!r}"
+    for rx in _MULTI:
+        m = rx.search(question)
+        if m:
+            return "multi-hop", f"matched {m.group(0)!r}"
+    if ctx is not None and ctx.graph.entities and re.search(r"\b(?:and|both|or)\b", question, re.I):
+        ext = Extract(ctx, {"use_llm": False})
+        linked = [le for le in (ext.link(m) for m in ext_mentions(question)) if le.entity_ids]
+        if len(linked) >= 2:
+            units = unit_of(ctx, ctx.retrieval_setting("select_depth", 2))
+            secs = [{units.get(n) for e in le.entity_ids for n in ctx.graph.nodes_of(e)} for le in linked[:2]]
+            if secs[0] and secs[1] and not (secs[0] & secs[1]):
+                return "multi-hop", f"two linked entities in separate sections: {linked[0].mention!r}, {linked[1].mention!r}"
+    return "single-hop", "no aggregation or comparison cue"
+
+
+def ext_mentions(question: str) -> list[str]:
+    from operators.formulator import noun_chunk_mentions
+    return noun_chunk_mentions(question)
+
+
+def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
+    if ctx.llm_available:
+        try:
+            res = ctx.llm.complete(prompts.CLASSIFY.format(query=question), schema=prompts.Classification,
+                                   stage="classify")
+            cat = {"simple": "single-hop", "complex": "multi-hop"}.get(res.category, res.category)
+            return cat, {"classifier": "llm"}
+        except Exception as exc:  # noqa: BLE001 - fall back to rules, and say so
+            qt, why = classify_rules(question, ctx)
+            return qt, {"classifier": "rules", "reason": why,
+                        "fallback": f"LLM failed ({type(exc).__name__}); classified by rules"}
+    qt, why = classify_rules(question, ctx)
+    return qt, {"classifier": "rules", "reason": why}
+
+
+# -- plan builders ------------------------------------------------------------------------
+
+def _flags(ctx: IndexContext) -> dict[str, Any]:
+    g = ctx.retrieval_setting
+    return {"selector": g("selector", True), "graph": g("graph_reasoning", True),
+            "text": g("text_reasoning", True), "depth": g("select_depth", 2),
+            "cap": g("max_evidence", 10), "alpha": g("ppr_alpha", 0.85)}
+
+
+def retrieval_steps(ctx: IndexContext) -> list[Step]:
+    """Eq. (9) + the reasoning part of eq. (10), without the final Reduce."""
+    f = _flags(ctx)
+    steps = [Step(op="Extract")]
+    if f["selector"]:
+        steps.append(Step(op="Select_by_Entity", params={"depth": f["depth"]},
+                          fallback=Step(op="Select_by_Section", params={"depth": f["depth"]})))
+    branches = []
+    if f["graph"]:
+        branches.append(Step(op="Graph_Reasoning", params={"alpha": f["alpha"]}))
+    if f["text"]:
+        branches.append(Step(op="Text_Reasoning"))
+    if not branches:  # both reasoners off: keep text so the plan still ranks something
+        branches.append(Step(op="Text_Reasoning"))
+    steps.append(Step(op="Parallel", steps=branches) if len(branches) > 1 else branches[0])
+    steps.append(Step(op="Skyline_Ranker", params={"criteria": [b.op.split("_")[0].lower() for b in branches],
+                                                   "max_results": f["cap"]}))
+    return steps
+
+
+def single_hop_plan(question: str, ctx: IndexContext) -> list[Step]:
+    return retrieval_steps(ctx) + [Step(op="Reduce", params={"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]})]
+
+
+def multi_hop_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
+    dec = Step(op="Decompose")
+    holder = Extract(ctx)  # only to collect a fallback note from decompose()
+    subs, synth, how = decompose(ctx, question, True, holder)
+    if holder.record.get("fallback"):
+        notes["decompose_fallback"] = holder.record["fallback"]
+    dec.params = {"sub_questions": subs, "synthesis": synth}
+    notes["decomposer"] = how
+    return [dec, Step(op="ForEach", steps=retrieval_steps(ctx)), Step(op="Map"),
+            Step(op="Reduce", params={"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]})]
+
+
+_MODAL_WORDS = [
+    (re.compile(r"\b(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?)\b", re.I), "image"),
+    (re.compile(r"\btables?\b", re.I), "table"),
+    (re.compile(r"\b(?:equations?|formulas?)\b", re.I), "equation"),
+    (re.compile(r"\bcode (?:listings?|blocks?|examples?)\b", re.I), "code"),
+]
+
+
+def global_spec_rules(question: str) -> tuple[prompts.GlobalSpec, list[str]]:
+    """Filters and operation without an LLM: page ranges, section references, modal nouns.
+
+    Returns the spec in the paper's filter vocabulary plus extra modal types it lacks
+    (equation, code)."""
+    q = question
+    filters: list[prompts.FilterSpec] = []
+    m = (re.search(r"\bpages?\s+(\d+)\s*(?:-|–|to|through|and)\s*(?:page\s+)?(\d+)", q, re.I)
+         or re.search(r"\bfrom page\s+(\d+)\s+to\s+(?:page\s+)?(\d+)", q, re.I))
+    if m:
+        filters.append(prompts.FilterSpec(filter_type="page", filter_value=f"{m.group(1)}-{m.group(2)}"))
+    else:
+        m = re.search(r"\b(first|last)\s+(\d+|\w+)\s+pages\b", q, re.I)
+        words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+        n = 0
+        if m:
+            n = int(m.group(2)) if m.group(2).isdigit() else words.get(m.group(2).lower(), 0)
+        if n:
+            filters.append(prompts.FilterSpec(filter_type="page", filter_value=f"{m.group(1).lower()} {n}"))
+        else:
+            m = re.search(r"\bon page\s+(\d+)\b", q, re.I)
+            if m:
+                filters.append(prompts.FilterSpec(filter_type="page", filter_value=m.group(1)))
+    m = (re.search(r"\b(?:in|within|of|from)\s+(?:the\s+)?(?:section|chapter|appendix)\s+((?:\d+\.)*\d+|[A-Z])\b", q, re.I)
+         or re.search(r"\b(?:in|within|of|from)\s+(?:the\s+)?[\"“'‘]([^\"”'’]+)[\"”'’]\s*(?:section|chapter)?", q, re.I)
+         or re.search(r"\b(?:in|within|of|from)\s+the\s+((?:[A-Z][\w-]*\s?){1,5})\s+(?:section|chapter)\b", q))
+    if m:
+        filters.append(prompts.FilterSpec(filter_type="section", filter_value=m.group(1).strip()))
+    target = next((t for rx, t in _MODAL_WORDS if rx.search(q)), None)
+    extra: list[str] = []
+    if target in ("image", "table"):
+        filters.append(prompts.FilterSpec(filter_type=target))
+    elif target is not None:
+        extra.append(target)
+    elif re.search(r"\b(?:sections?|chapters?|subsections?|appendi(?:x|ces))\b", q, re.I) and \
+            re.search(r"\b(?:how many|count|number of|list)\b", q, re.I):
+        filters.append(prompts.FilterSpec(filter_type="section"))
+    if re.search(r"\b(?:how many|count|number of|total)\b", q, re.I):
+        op = "COUNT"
+    elif re.search(r"\b(?:list|enumerate|what are all|which|name all)\b", q, re.I):
+        op = "LIST"
+    elif re.search(r"\b(?:summari[sz]e|summary|overview)\b", q, re.I):
+        op = "SUMMARIZE"
+    else:
+        op = "ANALYZE"
+    return prompts.GlobalSpec(filters=filters, operation=op), extra
+
+
+def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
+    spec, extra = None, []
+    if ctx.llm_available:
+        try:
+            spec = ctx.llm.complete(prompts.FILTERS.format(query=question), schema=prompts.GlobalSpec, stage="filters")
+            notes["filters"] = "llm"
+        except Exception as exc:  # noqa: BLE001
+            notes["filters_fallback"] = f"LLM failed ({type(exc).__name__}); filters from rules"
+    if spec is None:
+        spec, extra = global_spec_rules(question)
+        notes["filters"] = "rules"
+    steps: list[Step] = []
+    chapters = re.search(r"\bchapters?\b", question, re.I) is not None
+    for f in spec.filters:
+        if f.filter_type == "page" and f.filter_value:
+            steps.append(Step(op="Filter_Range", params={"range_type": "page", "value": f.filter_value}))
+        elif f.filter_type == "section" and f.filter_value:
+            steps.append(Step(op="Filter_Range", params={"range_type": "section", "value": f.filter_value}))
+        elif f.filter_type == "section":
+            params: dict[str, Any] = {"modal_types": ["section"]}
+            if chapters:
+                params["section_level"] = 1
+            steps.append(Step(op="Filter_Modal", params=params))
+        elif f.filter_type in ("image", "table"):
+            steps.append(Step(op="Filter_Modal", params={"modal_types": [f.filter_type]}))
+    if extra:
+        steps.append(Step(op="Filter_Modal", params={"modal_types": extra}))
+    if not steps:  # nothing structural to filter on: the whole document, grouped
+        steps.append(Step(op="Filter_Modal", params={"modal_types": ["text", "list", "table", "image", "equation", "code"]}))
+    return steps + [Step(op="Map"), Step(op="Reduce", params={"operation": spec.operation})]
+
+
+def make_plan(question: str, ctx: IndexContext) -> Plan:
+    """Eq. (8): P = Agent_Plan(q, c, O). With planning disabled: the static single-hop plan."""
+    notes: dict[str, Any] = {}
+    if not ctx.retrieval_setting("planning", True):
+        notes = {"classifier": "none", "reason": "planning disabled: static standard plan"}
+        return Plan(question=question, query_type="single-hop", steps=single_hop_plan(question, ctx), planner=notes)
+    qt, notes = classify(question, ctx)
+    if qt == "global":
+        steps = global_plan(question, ctx, notes)
+    elif qt == "multi-hop":
+        steps = multi_hop_plan(question, ctx, notes)
+        if len(steps[0].params.get("sub_questions", [])) < 2:
+            notes["note"] = "decomposition found one part: single-hop plan"
+            qt, steps = "single-hop", single_hop_plan(question, ctx)
+    else:
+        steps = single_hop_plan(question, ctx)
+    return Plan(question=question, query_type=qt, steps=steps, planner=notes)

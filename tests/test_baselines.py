@@ -1,0 +1,186 @@
+"""Baselines over an in-memory tree with a deterministic fake embedder (issue 6)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+
+from bookindex.errors import InputError, LLMUnavailable
+from bookindex.model import Block, build_tree
+from retrieval.baselines import METHODS, clear_cache, run_baseline
+from retrieval.baselines.index import build_chunks, get_index
+
+
+class FakeEmbedder:
+    """Hashed bag of words: texts sharing words get a high cosine."""
+
+    dim = 64
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, texts, progress=False):
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        n = np.linalg.norm(out, axis=1, keepdims=True)
+        n[n == 0] = 1
+        return out / n
+
+
+class FakeDoc:
+    def __init__(self, tree, vectors=None):
+        self.tree = tree
+        self._vectors = vectors
+        self.vector_calls = 0
+
+    def node_vectors(self):
+        self.vector_calls += 1
+        return self._vectors if self._vectors is not None else ([], np.zeros((0, 64), dtype=np.float32))
+
+
+class FakeLLM:
+    available = True
+
+    def __init__(self, choices):
+        self.choices = list(choices)
+        self.prompts = []
+
+    def complete(self, messages, schema=None, stage=""):
+        self.prompts.append(messages[0]["content"])
+        return schema(choice=self.choices.pop(0))
+
+
+class NoLLM:
+    available = False
+
+    def complete(self, *a, **kw):
+        raise LLMUnavailable("no llm")
+
+
+def _tree():
+    blocks = [
+        Block("title", "1 Installation", 0, level=1, bbox=(10, 10, 100, 20)),
+        Block("text", "Install the package with pip on Linux and macOS.", 0, bbox=(10, 30, 200, 50)),
+        Block("text", "Windows users run the installer wizard.", 1),
+        Block("title", "2 Configuration", 2, level=1),
+        Block("title", "2.1 Colors", 2, level=2),
+        Block("text", "Set the palette colors for plots: red green blue.", 2),
+        Block("table", "| option | default |\n| color | red |", 3),
+        Block("title", "2.2 Fonts", 4, level=2),
+        Block("text", "Fonts are configured with the font option and a size.", 4),
+        Block("image", "", 5),  # no content: never a candidate
+        Block("text", "Zebra crossings appear nowhere else in this manual.", 6),
+    ]
+    return build_tree("t", "manual", blocks)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def test_bm25_finds_the_matching_block_with_page_and_bbox():
+    doc = FakeDoc(_tree())
+    ev = run_baseline("bm25", doc, "How do I install with pip?", k=3)
+    assert ev[0].node_id == "t-00001"
+    assert ev[0].page == 1 and ev[0].bbox == (10, 30, 200, 50)
+    assert ev[0].section == "1 Installation"
+    assert [e.rank for e in ev] == list(range(1, len(ev) + 1))
+    assert all(e.scores["bm25"] > 0 for e in ev)  # only matching blocks
+    assert run_baseline("bm25", doc, "the of and", k=3) == []  # stopwords only: nothing
+
+
+def test_dense_uses_stored_vectors_and_encodes_only_missing():
+    tree = _tree()
+    emb = FakeEmbedder()
+    leaves = [n for n in tree.leaves() if n.content.strip()]
+    stored_ids = [n.id for n in leaves[:-1]]
+    stored = emb.encode([tree.nodes[i].content for i in stored_ids])
+    emb.calls = 0
+    doc = FakeDoc(tree, (stored_ids + [tree.root_id], np.vstack([stored, np.ones((1, 64), np.float32)])))
+    ev = run_baseline("dense", doc, "palette colors for plots", k=2, embedder=emb)
+    assert ev[0].node_id == "t-00005"
+    # one encode for the missing leaf, one for the question
+    assert emb.calls == 2
+    run_baseline("dense", doc, "fonts size", k=2, embedder=emb)
+    assert doc.vector_calls == 1 and emb.calls == 3  # cached: only the question is encoded
+
+
+def test_hybrid_fuses_both_rankings():
+    doc = FakeDoc(_tree())
+    ev = run_baseline("hybrid", doc, "font option size", k=4, embedder=FakeEmbedder())
+    assert ev[0].node_id == "t-00008"
+    for e in ev:  # every fused score is the RRF sum of the ranks it came with
+        want = sum(1 / (60 + e.scores[r]) for r in ("bm25_rank", "dense_rank") if r in e.scores)
+        assert e.scores["rrf"] == pytest.approx(want)
+    assert [e.scores["rrf"] for e in ev] == sorted((e.scores["rrf"] for e in ev), reverse=True)
+    assert ev[0].scores["bm25_rank"] == 1
+    assert len(ev) == 4 and len({e.node_id for e in ev}) == 4
+
+
+def test_chunks_map_to_first_node_and_page():
+    tree = _tree()
+    idx = get_index(FakeDoc(tree))
+    chunks = build_chunks(idx, size=12)
+    assert len(chunks) > 2
+    # every chunk starts in the leaf it names, and consecutive chunks cover the text in order
+    for ch in chunks:
+        first = tree.nodes[ch.node_id]
+        assert ch.text.split()[0].strip("|") in first.content or ch.text[:5] in first.content
+        assert ch.node_ids[0] == ch.node_id
+    assert sum(len(c.node_ids) for c in chunks) >= len(idx.leaves)
+    ev = run_baseline("chunks", FakeDoc(tree), "zebra crossings", k=2, embedder=FakeEmbedder())
+    assert ev[0].scores["chunk_chars"] > 0 and "chunk_index" in ev[0].scores
+    assert ev[0].page_idx == tree.nodes[ev[0].node_id].page_idx
+
+
+def test_chunk_spanning_pages_contributes_first_node_page():
+    tree = _tree()
+    idx = get_index(FakeDoc(tree))
+    big = build_chunks(idx, size=500)
+    assert len(big) == 1 and big[0].node_id == "t-00001"
+    ev = run_baseline("chunks", FakeDoc(tree), "anything", k=3, embedder=FakeEmbedder())
+    assert len(ev) == 1 and ev[0].page == 1
+
+
+def test_tree_greedy_descends_to_the_matching_section():
+    ev = run_baseline("tree", FakeDoc(_tree()), "fonts font option size", k=2, embedder=FakeEmbedder(), llm=NoLLM())
+    assert ev[0].node_id == "t-00008"
+    assert ev[0].scores["tree_depth"] == 2  # Configuration > Fonts
+    # Fonts holds one leaf; the second comes from widening to Configuration
+    assert ev[1].section.startswith("2.")
+
+
+def test_tree_follows_the_llm_choice():
+    llm = FakeLLM([2, 1])  # "2 Configuration", then "2.1 Colors"
+    ev = run_baseline("tree", FakeDoc(_tree()), "fonts", k=1, embedder=FakeEmbedder(), llm=llm)
+    assert ev[0].section == "2.1 Colors"
+    assert "1. 1 Installation (pages 1-2)" in llm.prompts[0]
+    assert len(llm.prompts) == 2
+
+
+def test_errors_and_method_list():
+    assert set(METHODS) == {"bm25", "dense", "hybrid", "chunks", "tree"}  # bm25-pages is calibration only
+    with pytest.raises(InputError):
+        run_baseline("magic", FakeDoc(_tree()), "q", k=3)
+    with pytest.raises(InputError):
+        run_baseline("dense", FakeDoc(_tree()), "q", k=3)  # no embedder, no settings
+
+
+def test_bm25_pages_ranks_whole_pages_and_scores_exactly_that_page():
+    from retrieval.evaluation import page_recall_at_k
+
+    tree = _tree()
+    ev = run_baseline("bm25-pages", FakeDoc(tree), "palette colors red table default", k=2)
+    # page 3 holds the palette text and its heading; page 4 the table
+    assert [e.page for e in ev] == [3, 4]
+    assert all(e.scores["page_unit"] == 1.0 for e in ev)
+    assert page_recall_at_k(ev, [3, 4], [1, 2], tree=tree)[2].recall == 1.0

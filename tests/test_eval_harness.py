@@ -1,0 +1,256 @@
+"""End-to-end of the MMLongBench harness on a 3-page fixture PDF with two questions (issue 6).
+
+The PDF is built with reportlab at test time. `FakeLibrary` parses it with PyMuPDF text
+blocks so the harness is tested on its own; `test_harness_with_real_library` runs the same
+flow through bookindex.library when that module is present.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bookindex.config import load_settings
+from bookindex.model import Block, build_tree
+from retrieval.baselines import clear_cache
+from retrieval.evaluation.mmlongbench_run import run
+
+PAGES = [
+    ("1 Installation", "Install the zebra toolkit with the package manager. The installer asks for a licence key."),
+    ("2 Colours", "The palette uses crimson, teal and amber. Crimson marks errors in every plot."),
+    ("3 Fonts", "Fonts default to DejaVu Sans at eleven points. Change the size with the font option."),
+]
+QUESTIONS = [
+    {"qid": "t-1", "doc_id": "fixture.pdf", "doc_type": "Guidebook", "question": "Which colour marks errors in a plot?",
+     "answer": "crimson", "answer_format": "Str", "evidence_pages": "[2]", "evidence_sources": "['Pure-text (Plain-text)']"},
+    {"qid": "t-2", "doc_id": "fixture.pdf", "doc_type": "Guidebook", "question": "What is the default font size?",
+     "answer": "11", "answer_format": "Int", "evidence_pages": "[3]", "evidence_sources": "['Table']"},
+    {"qid": "t-3", "doc_id": "fixture.pdf", "doc_type": "Guidebook", "question": "Who wrote the toolkit?",
+     "answer": "Not answerable", "answer_format": "None", "evidence_pages": "[]", "evidence_sources": "[]"},
+]
+
+
+def _make_pdf(path: Path) -> None:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(path), pagesize=A4)
+    for title, body in PAGES:
+        c.setFont("Helvetica-Bold", 18)
+        c.drawString(72, 760, title)
+        c.setFont("Helvetica", 11)
+        c.drawString(72, 730, body)
+        c.showPage()
+    c.save()
+
+
+@pytest.fixture()
+def split(tmp_path):
+    d = tmp_path / "mini-split"
+    (d / "documents").mkdir(parents=True)
+    _make_pdf(d / "documents" / "fixture.pdf")
+    (d / "questions.json").write_text(json.dumps(QUESTIONS))
+    clear_cache()
+    yield d
+    clear_cache()
+
+
+class FakeEmbedder:
+    dim = 64
+
+    def encode(self, texts, progress=False):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        n = np.linalg.norm(out, axis=1, keepdims=True)
+        n[n == 0] = 1
+        return out / n
+
+
+class FakeDoc:
+    def __init__(self, name, tree):
+        self.name, self.tree, self.doc_id = name, tree, tree.doc_id
+        self.status = "added"
+
+    def node_vectors(self):
+        return [], np.zeros((0, 64), dtype=np.float32)
+
+
+class FakeLibrary:
+    """Counts adds; parses with PyMuPDF blocks (bold 18 pt lines become level-1 headings)."""
+
+    def __init__(self):
+        self.documents: list[FakeDoc] = []
+        self.adds = 0
+
+    def _existing(self, path):
+        for d in self.documents:
+            if d.name == Path(path).name:
+                d.status = "unchanged"
+                return d
+        return None
+
+    def add(self, path, **options):
+        import pymupdf
+
+        if self._existing(path):
+            return self._existing(path)
+        self.adds += 1
+        blocks = []
+        with pymupdf.open(path) as pdf:
+            for pno, page in enumerate(pdf):
+                for b in page.get_text("dict")["blocks"]:
+                    for line in b.get("lines", []):
+                        text = "".join(s["text"] for s in line["spans"]).strip()
+                        size = max(s["size"] for s in line["spans"])
+                        if text:
+                            is_head = size > 14
+                            blocks.append(Block("title" if is_head else "text", text, pno, bbox=tuple(line["bbox"]),
+                                                level=1 if is_head else None))
+        doc = FakeDoc(Path(path).name, build_tree("fx", Path(path).name, blocks))
+        self.documents.append(doc)
+        return doc
+
+
+def test_harness_end_to_end_and_reuse(split, tmp_path):
+    settings = load_settings(env={})
+    lib = FakeLibrary()
+    out = tmp_path / "out"
+    res = run(split, ["bm25", "dense", "hybrid", "chunks", "tree"], [1, 3], library=lib, settings=settings,
+              embedder=FakeEmbedder(), llm=None, out_dir=out, progress=False, command="pytest")
+    # no LLM: only the two answerable questions are asked, once per method
+    assert len(res.records) == 2 * 5
+    assert lib.adds == 1
+    bm = res.summary["bm25"]
+    assert bm["recall_questions"] == 2 and bm["errors"] == 0
+    assert bm["recall"][1] == 1.0  # both answers are unique words on their gold page
+    for rec in res.records:
+        assert rec["nodes"] >= 1 and rec["chars"] > 0
+        assert set(rec["recall"]) == {1, 3}
+    # the chunk baseline has one chunk starting on page 1, so it can only find page-1 evidence
+    assert res.summary["chunks"]["recall"][3] == 0.0
+    data = json.loads((out / "mmlongbench.json").read_text())
+    assert len(data["records"]) == 10 and data["meta"]["indexed"] == 1
+    md = (out / "mmlongbench.md").read_text()
+    assert "| bm25 | 2 | 1.000" in md and "text (n=1)" in md and "table (n=1)" in md
+    assert (out / "mmlongbench_recall.png").stat().st_size > 1000
+    # a second run reuses the indexed document
+    res2 = run(split, ["bm25"], [1], library=lib, settings=settings, llm=None, embedder=FakeEmbedder(),
+               progress=False)
+    assert lib.adds == 1 and res2.meta["reused"] == 1
+
+
+class FakeLLM:
+    """Answers from the passages' text and extracts the first word; enough for plumbing."""
+
+    available = True
+
+    def complete(self, messages, schema=None, stage=""):
+        text = messages[0]["content"]
+        if schema is None:
+            if "crimson" in text.lower() and "colour" in text.lower():
+                return "Crimson, as the passage says."
+            if "eleven" in text:
+                return "11 points"
+            return "Not answerable"
+        resp = text.split("Response:", 1)[1].strip()
+        ans = "Not answerable" if resp.startswith("Not answerable") else resp.split(",")[0].split()[0]
+        return schema(answer=ans)
+
+
+def test_harness_scores_answers_with_an_llm(split):
+    settings = load_settings(env={})
+    res = run(split, ["bm25"], [1, 3], library=FakeLibrary(), settings=settings, llm=FakeLLM(),
+              embedder=FakeEmbedder(), progress=False)
+    recs = {r["qid"]: r for r in res.records}
+    assert len(recs) == 3  # with an LLM the unanswerable question is asked too
+    assert recs["t-1"]["score"] == 1.0 and recs["t-2"]["score"] == 1.0 and recs["t-3"]["score"] == 1.0
+    assert recs["t-3"]["recall"] is None
+    assert res.summary["bm25"]["answers"]["accuracy"] == 1.0
+    assert res.summary["bm25"]["answers"]["f1"] == 1.0
+    assert "| acc | F1 |" in res.markdown.replace("F1 | errors", "F1 |")
+
+
+@pytest.mark.realmodel
+def test_harness_with_real_library(split, tmp_path):
+    """The same flow through the real library (PyMuPDF parser, MiniLM embeddings), twice."""
+    settings = load_settings(env={}, overrides={"graph.enabled": False})
+    out = tmp_path / "out"
+    res = run(split, ["bm25", "dense", "hybrid", "chunks", "tree"], [1, 3], index_dir=tmp_path / "lib",
+              settings=settings, progress=False, out_dir=out)
+    assert res.meta["indexed"] == 1
+    for row in ("bm25", "dense", "hybrid", "tree"):
+        assert res.summary[row]["errors"] == 0
+        assert res.summary[row]["recall"][3] == 1.0, row
+    res2 = run(split, ["bm25"], [1, 3], index_dir=tmp_path / "lib", settings=settings, progress=False)
+    assert res2.meta["reused"] == 1 and res2.summary["bm25"]["recall"][3] == 1.0
+
+
+# -- Qasper ---------------------------------------------------------------------------------
+PAPER = {
+    "title": "Zebra Parsing", "abstract": "We parse zebras with stripes.",
+    "full_text": {"section_name": ["Introduction", "Method ::: Data"],
+                  "paragraphs": [["Zebras are striped animals of the African savanna plains.", "- a dash line"],
+                                 ["We collected 512 zebra photographs from three national parks."]]},
+    "figures_and_tables": {"caption": ["Table 1: Counts of zebra photographs per park."], "file": ["t1.png"]},
+    "qas": {"question": ["How many photographs were collected?"], "question_id": ["q1"],
+            "answers": [{"answer": [
+                {"unanswerable": False, "extractive_spans": ["512"], "yes_no": None, "free_form_answer": "",
+                 "evidence": ["We collected 512 zebra photographs from three national parks.",
+                              "FLOAT SELECTED: Table 1: Counts of zebra photographs per park."]}]}]},
+}
+
+
+class MarkdownFakeLibrary(FakeLibrary):
+    def add(self, path, **options):
+        if self._existing(path):
+            return self._existing(path)
+        self.adds += 1
+        blocks = []
+        for line in Path(path).read_text().split("\n\n"):
+            line = line.strip()
+            m = re.match(r"^(#+) (.*)", line)
+            if m:
+                blocks.append(Block("title", m.group(2), 0, level=len(m.group(1))))
+            elif line:
+                blocks.append(Block("text", line.replace("\\-", "-"), 0))
+        doc = FakeDoc(Path(path).name, build_tree("qp", Path(path).name, blocks))
+        self.documents.append(doc)
+        return doc
+
+
+def test_qasper_markdown_and_recall(tmp_path):
+    from retrieval.evaluation.qasper_run import paper_to_markdown, run
+
+    md = paper_to_markdown({"id": "p1", **PAPER})
+    assert "## Method\n\n### Data" in md and "\\- a dash line" in md
+    assert "## Figures and tables\n\nTable 1: Counts" in md
+    d = tmp_path / "qasper-mini"
+    d.mkdir()
+    (d / "papers.json").write_text(json.dumps({"p1": PAPER}))
+    clear_cache()
+    res = run(d, ["bm25"], [1, 2], library=MarkdownFakeLibrary(), settings=load_settings(env={}), llm=None,
+              embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
+    rec = res.records[0]
+    assert rec["recall"] == {1: 0.5, 2: 1.0}  # paragraph first, then the caption
+    assert (tmp_path / "out" / "qasper.md").is_file()
+
+
+def test_a_document_that_fails_to_index_fails_only_its_questions(split, tmp_path):
+    from bookindex.errors import InputError
+
+    class BrokenLibrary(FakeLibrary):
+        def add(self, path, **options):
+            raise InputError(f"{path}: not a PDF")
+
+    res = run(split, ["bm25"], [1], library=BrokenLibrary(), settings=load_settings(env={}), llm=None,
+              embedder=FakeEmbedder(), progress=False)
+    assert res.summary["bm25"]["errors"] == 2 and res.summary["bm25"]["recall"][1] == 0.0
+    assert "fixture.pdf" in res.meta["index_failures"]
+    assert "failed to index: fixture.pdf" in res.markdown
