@@ -124,6 +124,16 @@ class IndexContext:
             embedder = _provider("bookindex.embedding", "get_embedder", settings)
         if reranker is None and settings is not None:
             reranker = _provider("bookindex.reranker", "get_reranker", settings)
+        dim = getattr(embedder, "dim", None)
+        if node_vecs is not None and dim and node_vecs.shape[1] != int(dim):
+            from bookindex.errors import IndexFormatError
+            built = (getattr(doc, "manifest", {}) or {}).get("embedding", {}) or {}
+            raise IndexFormatError(
+                f"{getattr(doc, 'dir', doc)}: node vectors were built with embedding model "
+                f"{built.get('model', '?')!r} (dim {node_vecs.shape[1]}), but the configured embedder "
+                f"{getattr(embedder, 'name', '?')!r} has dim {dim}; re-index the document or configure that model")
+        if ent_vecs is not None and dim and ent_vecs.shape[1] != int(dim):
+            ent_ids, ent_vecs = None, None  # entity linking then uses names and aliases only
         return cls(tree=tree, graph=graph, settings=settings, llm=llm, embedder=embedder,
                    reranker=reranker, node_ids=node_ids, node_vectors=node_vecs,
                    entity_ids=ent_ids, entity_vectors=ent_vecs)

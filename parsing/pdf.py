@@ -23,7 +23,7 @@ from parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image
 from parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
 from parsing.pdf_open import import_pymupdf, open_pdf
 from parsing.pdf_order import reading_order
-from parsing.pdf_tables import TableItem, find_tables, looks_tabular
+from parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
 
 MARGIN_FRAC = 0.085  # top/bottom share of the page where running headers and footers live
 _CAPTION_TABLE = re.compile(r"^\s*(table|tab\.)\s*[0-9IVXA-Z]+[\d.\-]*\s*[:.\-–—]?", re.I)
@@ -119,6 +119,9 @@ def _parse_page(doc: Any, page: Any, pno: int, flags: int, *, tables: bool, imag
     tabs: list[TableItem] = []
     if tables:
         tabular = looks_tabular(page)
+        if tabular is None:  # no rules: a borderless table shows as text in aligned columns
+            region = aligned_columns([ln for blk in mu_blocks for ln in blk if not ln.mono])
+            tabular = ("text", region) if region else None
         if tabular:
             stats["table_pages"] += 1
             tabs = find_tables(page, *tabular)
@@ -295,14 +298,48 @@ def _classify(blocks: list[Block], body: float) -> list[Block]:
             b.type = "code"
         elif is_title_candidate(b.content, f, body):
             b.type = "title"
-        elif f.get("math", 0) >= 0.5 and len(b.content) < 300:
+        elif f.get("math", 0) >= 0.5 and len(b.content) < 300 and not _LEADERS.search(b.content):
             b.type = "equation"
         elif BULLET_RE.match(b.content):
             b.type = "list"
-    return _merge_labels(_merge_lists(blocks))
+    return _merge_labels(_merge_lists(_merge_equations(blocks)))
+
+
+_LEADERS = re.compile(r"(?:\.\s*){4,}")
+
+
+def _near(a: Block, b: Block, gap: float) -> bool:
+    if a.page_idx != b.page_idx or a.bbox is None or b.bbox is None:
+        return False
+    dy = max(a.bbox[1], b.bbox[1]) - min(a.bbox[3], b.bbox[3])
+    return dy <= gap
+
+
+def _merge_equations(blocks: list[Block]) -> list[Block]:
+    """A display formula comes out as fragments (fraction parts, big operators, indices): join
+    adjacent equation fragments, and short text fragments next to them, into one block."""
+    out: list[Block] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        frag = b.type == "equation" or (b.type == "text" and len(b.content.strip()) <= 6)
+        if prev is not None and prev.type == "equation" and frag and _near(prev, b, 1.2 * float(b.features.get("font_size", 10) or 10)):
+            prev.content = f"{prev.content} {b.content}".strip()
+            prev.bbox = (min(prev.bbox[0], b.bbox[0]), min(prev.bbox[1], b.bbox[1]),
+                         max(prev.bbox[2], b.bbox[2]), max(prev.bbox[3], b.bbox[3]))
+            continue
+        if (b.type == "equation" and prev is not None and prev.type == "text" and len(prev.content.strip()) <= 6
+                and _near(prev, b, 1.2 * float(b.features.get("font_size", 10) or 10))):
+            b.content = f"{prev.content} {b.content}".strip()
+            b.bbox = (min(prev.bbox[0], b.bbox[0]), min(prev.bbox[1], b.bbox[1]),
+                      max(prev.bbox[2], b.bbox[2]), max(prev.bbox[3], b.bbox[3]))
+            out[-1] = b
+            continue
+        out.append(b)
+    return out
 
 
 _SENTENCE_END = re.compile(r"[,;]\s*$")
+_XREF = re.compile(r"\((?:p|pp|page|pages)\.?\s*\d+\)", re.I)
 _LABEL_ONLY = re.compile(r"^\s*(part|chapter|appendix|book)\s+([0-9]+|[IVXLC]+|[A-Z])\s*[.:]?\s*$", re.I)
 
 
@@ -313,6 +350,8 @@ def is_title_candidate(text: str, f: dict, body: float) -> bool:
         return False
     if _CAPTION_TABLE.match(t) or _CAPTION_FIG.match(t) or _SENTENCE_END.search(t):
         return False
+    if _XREF.search(t) or t[0] in "([{,;:)":
+        return False  # a bold cross-reference line ("see set style (p. 154).") or a continuation
     if t.endswith(".") and len(t.split()) > 10:
         return False
     if BULLET_RE.match(t) and not parse_numbering(t):

@@ -49,6 +49,7 @@ class Line:
     math: float  # fraction of characters set in a math font
     italic: bool = False
     run_in: bool = False  # a bold lead-in set on the first line of a paragraph, apart from it
+    xs: tuple[float, ...] = ()  # left edges of the pieces mupdf found on this baseline (table cells)
 
     @property
     def height(self) -> float:
@@ -155,9 +156,24 @@ def page_lines(page_dict: dict) -> list[list[Line]]:
     return out
 
 
+def _rows_then_x(lines: list[Line]) -> list[Line]:
+    """Order lines top to bottom, and left to right within a row of vertically overlapping
+    lines (a bold run-in word may sit a point lower than the text after it)."""
+    rows: list[list[Line]] = []
+    for ln in sorted(lines, key=lambda x: (x.bbox[1] + x.bbox[3]) / 2):
+        if rows:
+            r = rows[-1][-1]
+            overlap = min(r.bbox[3], ln.bbox[3]) - max(r.bbox[1], ln.bbox[1])
+            if overlap > 0.6 * min(r.height, ln.height):
+                rows[-1].append(ln)
+                continue
+        rows.append([ln])
+    return [ln for row in rows for ln in sorted(row, key=lambda x: x.bbox[0])]
+
+
 def _merge_same_baseline(lines: list[Line]) -> list[Line]:
     """mupdf splits a line at wide gaps (justified text, inline code); rejoin them."""
-    lines = sorted(lines, key=lambda ln: (round(ln.bbox[1]), ln.bbox[0]))
+    lines = _rows_then_x(lines)
     merged: list[Line] = []
     for k, ln in enumerate(lines):
         if merged:
@@ -178,7 +194,7 @@ def _merge_same_baseline(lines: list[Line]) -> list[Line]:
                     font=prev.font if len(prev.text) >= len(ln.text) else ln.font,
                     flags=prev.flags, bold=prev.bold and ln.bold, mono=prev.mono and ln.mono,
                     math=(prev.math * len(prev.text) + ln.math * len(ln.text)) / max(1, len(prev.text) + len(ln.text)),
-                    italic=prev.italic and ln.italic)
+                    italic=prev.italic and ln.italic, xs=(prev.xs or (prev.bbox[0],)) + (ln.bbox[0],))
                 continue
         merged.append(ln)
     return merged

@@ -25,12 +25,12 @@ def reading_order(items: Sequence[T], bbox_of: Callable[[T], BBox]) -> list[T]:
 
 def _order(items: list[T], bb: Callable[[T], BBox], depth: int) -> list[T]:
     if len(items) <= 1 or depth > 40:
-        return sorted(items, key=lambda it: (bb(it)[1], bb(it)[0]))
+        return _rows(items, bb)
     bands = _split_h(items, bb)
     if len(bands) == 1:
         cols = _split_v(items, bb)
         if len(cols) == 1:
-            return sorted(items, key=lambda it: (round(bb(it)[1]), bb(it)[0]))
+            return _rows(items, bb)
         return [x for c in cols for x in _order(c, bb, depth + 1)]
     out: list[T] = []
     i = 0
@@ -46,6 +46,19 @@ def _order(items: list[T], bb: Callable[[T], BBox], depth: int) -> list[T]:
         out.extend(_order(left, bb, depth + 1))
         out.extend(_order(right, bb, depth + 1))
         i = j
+    return out
+
+
+def _rows(items: list[T], bb: Callable[[T], BBox], tol: float = 3.0) -> list[T]:
+    """Top to bottom; items whose tops are within `tol` points form a row read left to right."""
+    out: list[T] = []
+    row: list[T] = []
+    for it in sorted(items, key=lambda x: bb(x)[1]):
+        if row and bb(it)[1] - bb(row[0])[1] > tol:
+            out.extend(sorted(row, key=lambda x: (round(bb(x)[0]), bb(x)[2])))
+            row = []
+        row.append(it)
+    out.extend(sorted(row, key=lambda x: (round(bb(x)[0]), bb(x)[2])))
     return out
 
 

@@ -101,6 +101,35 @@ def looks_tabular(page: Any) -> tuple[str, tuple] | None:
     return None
 
 
+def aligned_columns(lines: list, min_rows: int = 4, min_cols: int = 3) -> tuple | None:
+    """Region of a borderless table: at least `min_rows` text rows that each start pieces at
+    the same `min_cols` or more x positions (two-column prose has only two). `lines` are the
+    page's pdf_lines.Line objects; returns the region's bbox or None."""
+    rows: dict[int, list] = {}
+    for ln in lines:
+        rows.setdefault(round((ln.bbox[1] + ln.bbox[3]) / 4), []).append(ln)
+    cand = []
+    for key in sorted(rows):
+        xs = sorted({round(x / 3) for ln in rows[key] for x in (ln.xs or (ln.bbox[0],))})
+        if len(xs) >= min_cols:
+            cand.append((key, frozenset(xs), rows[key]))
+    if len(cand) < min_rows:
+        return None
+    counts: dict[int, int] = {}
+    for _, xs, _ in cand:
+        for x in xs:
+            counts[x] = counts.get(x, 0) + 1
+    common = {x for x, c in counts.items() if c >= max(min_rows, 0.6 * len(cand))}
+    if len(common) < min_cols:
+        return None
+    good = [lns for _, xs, lns in cand if len(xs & common) >= min_cols]
+    if len(good) < min_rows:
+        return None
+    boxes = [ln.bbox for lns in good for ln in lns]
+    return (min(b[0] for b in boxes) - 2, min(b[1] for b in boxes) - 2,
+            max(b[2] for b in boxes) + 2, max(b[3] for b in boxes) + 2)
+
+
 def find_tables(page: Any, mode: str, clip: tuple | None = None) -> list[TableItem]:
     """Run find_tables() in the given mode (only inside `clip`) and keep tables with content."""
     kwargs: dict[str, Any] = {"use_layout": False}
@@ -108,6 +137,8 @@ def find_tables(page: Any, mode: str, clip: tuple | None = None) -> list[TableIt
         kwargs["clip"] = clip
     if mode == "hlines":
         kwargs.update(horizontal_strategy="lines", vertical_strategy="text")
+    elif mode == "text":
+        kwargs.update(horizontal_strategy="text", vertical_strategy="text")
     try:
         found = page.find_tables(**kwargs)
     except TypeError:  # PyMuPDF < 2 has no use_layout
@@ -115,15 +146,17 @@ def find_tables(page: Any, mode: str, clip: tuple | None = None) -> list[TableIt
         found = page.find_tables(**kwargs)
     except Exception:
         return []
-    out = []
+    raw: list[tuple[tuple, list[list[str]]]] = []
     words = None
     for tab in found.tables:
         try:
             if words is None:
                 words = page.get_text("words")
-            rows = _cell_texts(tab, words)
+            raw.append((tuple(tab.bbox), _cell_texts(tab, words)))
         except Exception:
             continue
+    out = []
+    for bbox, rows in _join_row_tables(raw):
         rows = [r for r in rows if any(r)]
         if rows:  # the text strategy leaves empty columns between wide gaps
             ncol = max(len(r) for r in rows)
@@ -136,11 +169,26 @@ def find_tables(page: Any, mode: str, clip: tuple | None = None) -> list[TableIt
         filled = sum(1 for c in cells if c)
         if filled < 4 or filled < 0.4 * len(cells):
             continue  # plot frames, boxed notes: mostly empty "cells"
-        if mode == "hlines" and max(len(r) for r in rows) > 12:
+        if mode in ("hlines", "text") and max(len(r) for r in rows) > 12:
             continue
         if sum(len(c) for c in cells if c) / max(1, filled) > 80:
             continue  # cells full of running prose: a text box, not a table
-        out.append(TableItem(bbox=tuple(tab.bbox), rows=rows))
+        out.append(TableItem(bbox=bbox, rows=rows))
+    return out
+
+
+def _join_row_tables(raw: list[tuple[tuple, list[list[str]]]]) -> list[tuple[tuple, list[list[str]]]]:
+    """Shaded-row tables (financial statements) come out as one 'table' per row: join tables
+    of the same width stacked closely above each other."""
+    out: list[tuple[tuple, list[list[str]]]] = []
+    for bbox, rows in sorted(raw, key=lambda t: t[0][1]):
+        if out:
+            pb, prow = out[-1]
+            same_width = abs(pb[0] - bbox[0]) < 3 and abs(pb[2] - bbox[2]) < 3
+            if same_width and 0 <= bbox[1] - pb[3] < 30 and (len(prow) == 1 or len(rows) == 1):
+                out[-1] = ((pb[0], pb[1], max(pb[2], bbox[2]), bbox[3]), prow + rows)
+                continue
+        out.append((bbox, rows))
     return out
 
 
@@ -149,12 +197,22 @@ def _cell_texts(tab: Any, words: list[tuple]) -> list[list[str]]:
     grid = [list(row.cells) for row in tab.rows]
     cells: dict[tuple[int, int], list[tuple]] = {}
     flat = [(r, c, box) for r, row in enumerate(grid) for c, box in enumerate(row) if box is not None]
+    tx0 = min((b[0] for _, _, b in flat), default=0)
+    tx1 = max((b[2] for _, _, b in flat), default=0)
     for w in words:
         cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+        near, near_d = None, 40.0  # a word running past the outer column edge still belongs to it
         for r, c, (x0, y0, x1, y1) in flat:
-            if x0 <= cx <= x1 and y0 <= cy <= y1:
-                cells.setdefault((r, c), []).append(w)
+            if not (y0 <= cy <= y1):
+                continue
+            if x0 <= cx <= x1:
+                near, near_d = (r, c), -1
                 break
+            d = x0 - cx if cx < x0 else cx - x1
+            if d < near_d and (x1 >= tx1 - 1 or x0 <= tx0 + 1) and w[0] < x1 + 40 and w[2] > x0 - 40:
+                near, near_d = (r, c), d
+        if near is not None:
+            cells.setdefault(near, []).append(w)
     rows = []
     for r, row in enumerate(grid):
         out_row = []

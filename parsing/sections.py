@@ -118,10 +118,13 @@ def _insert_missing(blocks: list[Block], missing: list[OutlineEntry]) -> list[Bl
 # -- candidates ---------------------------------------------------------------------------
 
 def toc_pages(blocks: list[Block]) -> set[int]:
-    """Pages of a printed table of contents: many lines ending in leaders/page numbers."""
+    """Pages of a printed table of contents: many lines ending in leaders/page numbers, in the
+    front of the document (an index at the back looks the same but has real headings)."""
+    last = max((b.page_idx for b in blocks), default=0)
+    front = max(12, int(0.25 * (last + 1)))
     per_page: dict[int, list[Block]] = defaultdict(list)
     for b in blocks:
-        if b.type in ("title", "text", "list"):
+        if b.type in ("title", "text", "list", "equation") and b.page_idx < front:
             per_page[b.page_idx].append(b)
     out = set()
     weak = set()
@@ -155,12 +158,17 @@ def _lines_of(b: Block) -> list[str]:
 def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
     """Indices of title blocks that can be headings; demote TOC entries, margins, index letters."""
     tocs = toc_pages(blocks)
+    sizes_w: Counter = Counter()
+    for b in blocks:
+        if b.type == "text" and b.features.get("font_size"):
+            sizes_w[round(float(b.features["font_size"]) * 2) / 2] += len(b.content)
+    body = sizes_w.most_common(1)[0][0] if sizes_w else 10.0
     # A cover page holds little running text; a paper's first page holds a lot and is content.
     first_text = sum(len(b.content) for b in blocks if b.page_idx == 0 and b.type in ("text", "list"))
     cover = page_count > 10 and first_text < 500
     sizes = [float(b.features.get("font_size", 0)) for b in blocks if b.type == "title"]
     top = max(sizes, default=0.0)
-    title_only_first = top > 0 and all(b.page_idx == 0 for b in blocks
+    title_only_first = top > 0 and page_count >= 3 and all(b.page_idx == 0 for b in blocks
                                        if b.type == "title" and float(b.features.get("font_size", 0)) >= top - 0.3)
     out = []
     for i, b in enumerate(blocks):
@@ -171,8 +179,8 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
         reason = None
         if b.page_idx in tocs:
             reason = "toc page"
-        elif b.extra.get("margin"):
-            reason = "page margin"
+        elif b.extra.get("margin") and float(b.features.get("font_size", 0)) < 1.12 * body:
+            reason = "page margin"  # small text in the header/footer zone; a large title there stays
         elif len(re.sub(r"[^A-Za-z]", "", n)) <= 1:
             reason = "index letter or number"
         elif cover and b.page_idx == 0:

@@ -101,38 +101,35 @@ def bench_offline(pdfs: list[Path], embedder: Any) -> list[dict[str, Any]]:
             g, rep = graph_from_extractions(tree, ex, settings=s, embedder=embedder)
             t_er, c_er = time.perf_counter() - t1, time.process_time() - c1
             st = graph_stats(g)
+            if er == "gradient":
+                row["gradient_samples"] = rep["er_samples"][:10]
             row[er] = {"seconds": round(t_ex + t_er, 2), "cpu_seconds": round(c_ex + c_er, 2), "s_per_100p": round(100 * (t_ex + t_er) / max(pages, 1), 2),
                        "entities": st["entities"], "relations": st["relations"], "density": st["density"],
                        "components": st["components"], "lcc_diameter": st["lcc_diameter"],
                        "er_merges": rep["er_merges"], "er_stats": rep["er_stats"]}
-        row["gradient_samples"] = rep_samples(tree, ex, embedder)
         rows.append(row)
         gr, exa = row["gradient"], row["exact"]
-        print(f"{pdf.name[:40]:40s} {pages:4d}p  {gr['s_per_100p']:6.1f}s/100p  ents {gr['entities']:6d} vs {exa['entities']:6d}"
+        print(f"{pdf.name[:40]:40s} {pages:4d}p  {gr['s_per_100p']:6.1f}s/100p (cpu {100 * gr['cpu_seconds'] / pages:.1f})  ents {gr['entities']:6d} vs {exa['entities']:6d}"
               f"  dens {gr['density']:.2e} vs {exa['density']:.2e}  comps {gr['components']} vs {exa['components']}"
               f"  diam {gr['lcc_diameter']} vs {exa['lcc_diameter']}", flush=True)
     return rows
 
 
-def rep_samples(tree: DocumentTree, ex: Any, embedder: Any) -> list[dict[str, str]]:
-    s = get_settings(er="gradient", extractor="offline")
-    _, rep = graph_from_extractions(tree, ex, settings=s, embedder=embedder)
-    return rep["er_samples"][:10]
-
-
-def bench_llm(pdf: Path, pages: int, embedder: Any) -> dict[str, Any]:
+def bench_llm(pdf: Path, pages: int, embedder: Any, first: int = 0) -> dict[str, Any]:
     from bookindex.llm import get_llm
     s = get_settings(extractor="llm")
     llm = get_llm(s)
     if not llm.available:
         return {"skipped": "no LLM configured (set BOOKINDEX_LLM__PROVIDER / MODEL)"}
     tree = load_tree(pdf)
-    nodes = [n for n in extraction_nodes(tree) if n.page_idx < pages]
+    nodes = [n for n in extraction_nodes(tree) if first <= n.page_idx < first + pages]
     t0 = time.perf_counter()
     g, rep = build_graph(tree, settings=s, llm=llm, embedder=embedder, nodes=nodes)
     secs = time.perf_counter() - t0
     tot = (rep.get("llm") or {}).get("total", {})
-    return {"doc": pdf.name, "pages": pages, "nodes": len(nodes), "calls": rep["llm_calls"],
+    text_tokens = sum(len(n.content) // 4 + 1 for n in nodes)
+    return {"doc": pdf.name, "pages": pages, "first_page": first + 1, "nodes": len(nodes),
+            "node_text_tokens_est": text_tokens, "calls": rep["llm_calls"],
             "prompt_tokens_per_page": round(tot.get("prompt_tokens", 0) / pages, 1),
             "completion_tokens_per_page": round(tot.get("completion_tokens", 0) / pages, 1),
             "seconds_per_page": round(secs / pages, 2), "entities": len(g.entities),
@@ -141,26 +138,27 @@ def bench_llm(pdf: Path, pages: int, embedder: Any) -> dict[str, Any]:
 
 
 def markdown(rows: list[dict[str, Any]], llm_row: dict[str, Any] | None) -> str:
-    out = ["| document | pages | s/100p | entities grad / exact | Δ | relations grad / exact | density grad / exact | Δ | components grad / exact | LCC diam grad / exact |",
+    out = ["| document | pages | s/100p (CPU s/100p) | entities grad / exact | Δ | relations grad / exact | density grad / exact | Δ | components grad / exact | LCC diam grad / exact |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         g, e = r["gradient"], r["exact"]
         de = (g["entities"] / e["entities"] - 1) * 100 if e["entities"] else 0
         dd = (g["density"] / e["density"] - 1) * 100 if e["density"] else 0
-        out.append(f"| {r['doc'][:40]} | {r['pages']} | {g['s_per_100p']} | {g['entities']} / {e['entities']} | {de:+.1f}% | "
+        out.append(f"| {r['doc'][:40]} | {r['pages']} | {g['s_per_100p']} ({100 * g['cpu_seconds'] / max(r['pages'], 1):.1f}) | {g['entities']} / {e['entities']} | {de:+.1f}% | "
                    f"{g['relations']} / {e['relations']} | {g['density']:.2e} / {e['density']:.2e} | {dd:+.1f}% | "
                    f"{g['components']} / {e['components']} | {g['lcc_diameter']} / {e['lcc_diameter']} |")
     if rows:
         pages = sum(r["pages"] for r in rows)
         secs = sum(r["gradient"]["seconds"] for r in rows)
+        cpu = sum(r["gradient"]["cpu_seconds"] for r in rows)
         ent_ratio = np.mean([r["gradient"]["entities"] / max(r["exact"]["entities"], 1) for r in rows])
         den_ratio = np.mean([r["gradient"]["density"] / max(r["exact"]["density"], 1e-12) for r in rows])
-        out.append(f"| **all ({len(rows)} docs)** | {pages} | {100 * secs / pages:.1f} | mean ratio {ent_ratio:.3f} | "
+        out.append(f"| **all ({len(rows)} docs)** | {pages} | {100 * secs / pages:.1f} ({100 * cpu / pages:.1f}) | mean ratio {ent_ratio:.3f} | "
                    f"{(ent_ratio - 1) * 100:+.1f}% | | mean ratio {den_ratio:.3f} | {(den_ratio - 1) * 100:+.1f}% | | |")
     if llm_row and "skipped" not in llm_row:
         out += ["", "| LLM mode | pages | calls | prompt tok/page | completion tok/page | s/page | entities | relations | failed nodes |",
                 "|---|---|---|---|---|---|---|---|---|",
-                f"| {llm_row['doc']} ({llm_row['model']}) | {llm_row['pages']} | {llm_row['calls']} | {llm_row['prompt_tokens_per_page']} | "
+                f"| {llm_row['doc']} p{llm_row['first_page']}+ ({llm_row['model']}) | {llm_row['pages']} | {llm_row['calls']} | {llm_row['prompt_tokens_per_page']} | "
                 f"{llm_row['completion_tokens_per_page']} | {llm_row['seconds_per_page']} | {llm_row['entities']} | "
                 f"{llm_row['relations']} | {llm_row['nodes_failed']} |"]
     elif llm_row:
@@ -176,6 +174,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated PDF file names")
     ap.add_argument("--llm-pages", type=int, default=0, help="LLM mode over this many pages (0 = skip)")
     ap.add_argument("--llm-doc", default="libtasn1.pdf")
+    ap.add_argument("--llm-first-page", type=int, default=0, help="0-based first page of the LLM sample")
+    ap.add_argument("--skip-offline", action="store_true", help="only the LLM mode")
     args = ap.parse_args()
     pdfs = sorted((args.data / "handbooks").glob("*.pdf")) + sorted((args.data / "mmlongbench-dev" / "documents").glob("*.pdf"))
     if args.only:
@@ -183,14 +183,14 @@ def main() -> None:
         pdfs = [p for p in pdfs if p.name in want]
     if args.limit:
         pdfs = pdfs[:args.limit]
-    if not pdfs:
+    if not pdfs and not args.skip_offline:
         sys.exit(f"no PDFs under {args.data}/handbooks or {args.data}/mmlongbench-dev/documents")
     embedder = get_embedder(get_settings())
-    rows = bench_offline(pdfs, embedder)
+    rows = [] if args.skip_offline else bench_offline(pdfs, embedder)
     llm_row = None
     if args.llm_pages:
         pdf = next((p for p in sorted(args.data.rglob(args.llm_doc))), None)
-        llm_row = bench_llm(pdf, args.llm_pages, embedder) if pdf else {"skipped": f"{args.llm_doc} not found"}
+        llm_row = bench_llm(pdf, args.llm_pages, embedder, args.llm_first_page) if pdf else {"skipped": f"{args.llm_doc} not found"}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_graph.json").write_text(json.dumps({"offline": rows, "llm": llm_row}, indent=1))
     md = markdown(rows, llm_row)

@@ -104,7 +104,7 @@ def _markdown(rows: list[dict], totals: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="+", help="PDF files or folders (searched recursively)")
-    ap.add_argument("--out", default="bench_out/parse", help="folder for bench_parse.json / .md")
+    ap.add_argument("--out", default="bench-out/parse", help="folder for bench_parse.json / .md")
     ap.add_argument("--no-tables-pass", action="store_true", help="skip the second parse with table detection")
     ap.add_argument("--examples", type=int, default=10, help="false positives/negatives listed per PDF")
     ap.add_argument("--repeat", type=int, default=2, help="parse each PDF N times per setting, report the fastest")

@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index-dir", type=Path, default=None, help="library folder (reused between runs)")
     ap.add_argument("--out", type=Path, default=Path("results/mmlongbench"), help="output folder")
     ap.add_argument("--config", default=None, help="bookindex.toml to load settings from")
+    ap.add_argument("--index-without-llm", action="store_true",
+                    help="build the index with the no-LLM pipeline; use the configured LLM only to answer")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     try:
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(args.config)
         res = run(args.data_dir, _csv(args.method), [int(k) for k in _csv(args.k)], _csv(args.ablation),
                   limit=args.limit, index_dir=args.index_dir, out_dir=args.out, settings=settings,
-                  progress=not args.no_progress,
+                  progress=not args.no_progress, index_without_llm=args.index_without_llm,
                   command="python scripts/eval_mmlongbench.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     except BookIndexError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index-dir", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=Path("results/qasper"))
     ap.add_argument("--config", default=None)
+    ap.add_argument("--index-without-llm", action="store_true",
+                    help="build the index with the no-LLM pipeline; use the configured LLM only to answer")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     try:
@@ -41,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
         res = run(args.data_dir, _csv(args.method), [int(k) for k in _csv(args.k)], _csv(args.ablation),
                   limit=args.limit, index_dir=args.index_dir, out_dir=args.out,
-                  settings=load_settings(args.config), progress=not args.no_progress,
+                  settings=load_settings(args.config), progress=not args.no_progress, index_without_llm=args.index_without_llm,
                   command="python scripts/eval_qasper.py " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     except BookIndexError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+export PIP_ROOT_USER_ACTION=ignore
 PIP=("$PY" -m pip install --disable-pip-version-check -q)
 
 dev=0

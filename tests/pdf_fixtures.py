@@ -254,3 +254,45 @@ def matches_expected(shape: list, expected: list) -> bool:
         elif got[0] != want[0] or not str(got[1]).startswith(want[1]):
             return False
     return True
+
+
+def build_borderless_table(path: Path) -> Path:
+    """A paragraph, then a 3-column table without any rules (aligned columns only)."""
+    c = _canvas(path)
+    y = _para(c, H - 90, "Options of the command are listed below. " + LOREM)
+    rows = [["Option", "Default", "Meaning"], ["--fast", "off", "skip tables"], ["--depth", "3", "tree depth"],
+            ["--out", "stdout", "where to write"], ["--quiet", "off", "no progress"]]
+    for r, row in enumerate(rows):
+        c.setFont("Times-Bold" if r == 0 else BODY_FONT, BODY_SIZE)
+        for k, cell in enumerate(row):
+            c.drawString(LEFT + 20 + 130 * k, y - 16 * r, cell)
+    _para(c, y - 16 * len(rows) - 14, "After the options the text continues.")
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_run_in(path: Path) -> Path:
+    """Run-in headings: a bold word opening a paragraph on the same baseline, then body text."""
+    c = _canvas(path)
+    y = H - 90
+    c.setFont("Helvetica-Bold", 14)
+    c.drawString(LEFT, y, "Functions")
+    y -= 30
+    for head, body in [("Column", "The column function returns the value of a column in the data file."),
+                       ("Valid", "The valid function tells whether a column holds a number.")]:
+        c.setFont("Times-Bold", BODY_SIZE)
+        c.drawString(LEFT, y, head)
+        c.setFont(BODY_FONT, BODY_SIZE)
+        c.drawString(LEFT + 50, y, body)
+        c.drawString(LEFT, y - 12.5, "It is used inside using specifiers of plot commands only.")
+        y -= 40
+    c.setFont(BODY_FONT, BODY_SIZE)
+    c.drawString(LEFT, y, "Bold words such as")
+    c.setFont("Times-Bold", BODY_SIZE)
+    c.drawString(LEFT + 80, y, "notice")
+    c.setFont(BODY_FONT, BODY_SIZE)
+    c.drawString(LEFT + 110, y, "inside a sentence are not headings.")
+    c.showPage()
+    c.save()
+    return path

@@ -205,3 +205,34 @@ def test_build_graph_er_modes_with_fake_embedder() -> None:
             assert rep["er_stats"]["gradient_merges"] == 1 and rep["er_merges"] == 3
             assert kg.meta["vectors"][1].shape == (3, 4)
     assert counts == {"none": 6, "exact": 4, "gradient": 3}
+
+
+def test_graph_stats_and_stats_command_helpers(tmp_path) -> None:
+    import json
+
+    from bookindex.cli.stats import doc_stats, library_stats
+    from bookindex.graph.stats import approx_diameter, graph_stats
+    from bookindex.model import Block, build_tree
+
+    ents = {c: Entity(c, c.upper(), node_ids=["n"]) for c in "abcdefg"}
+    rels = [Relation("a", "b"), Relation("b", "c"), Relation("c", "d"), Relation("e", "f")]
+    kg = KnowledgeGraph(ents, rels)
+    st = graph_stats(kg)
+    assert (st["entities"], st["relations"], st["components"], st["lcc_size"], st["lcc_diameter"]) == (7, 4, 3, 4, 3)
+    assert st["density"] == pytest.approx(2 * 4 / (7 * 6))
+    import networkx as nx
+    assert approx_diameter(nx.path_graph(1500)) == 1499  # double sweep is exact on a path
+
+    tree = build_tree("d", "x.pdf", [Block("title", "1 A", 0, level=1), Block("text", "t", 0),
+                                     Block("table", "| a |", 1)])
+    (tmp_path / "build.json").write_text(json.dumps({"pages": 2, "graph": {"built": True, "er": "gradient",
+                                                     "er_merges": 5, "nodes_failed": 1},
+                                                     "llm": {"stages": {"extract": {"calls": 3}}, "total": {"calls": 3}}}))
+    doc = SimpleNamespace(doc_id="d", name="x.pdf", dir=tmp_path, tree=tree, graph=kg, manifest={})
+    s = doc_stats(doc)
+    for key in ("nodes", "entities", "relations", "density", "components", "lcc_diameter", "er_merges", "llm"):
+        assert key in s
+    assert s["nodes"] == {"document": 1, "section": 1, "text": 1, "table": 1} and s["er_merges"] == 5
+    lib = library_stats([s, s])
+    assert lib["entities"] == 14 and lib["components"] == 6 and lib["llm"]["total"]["calls"] == 6
+    assert lib["nodes"]["text"] == 2 and lib["er_merges"] == 10

@@ -13,8 +13,8 @@ pytest.importorskip("pymupdf")
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pdf_fixtures import (  # noqa: E402
-    EXPECTED_TREE, HEADER, HEADINGS, build_encrypted, build_handbook, build_scanned, build_truncated,
-    build_zero_pages, matches_expected, tree_shape,
+    EXPECTED_TREE, HEADER, HEADINGS, build_borderless_table, build_encrypted, build_handbook, build_run_in,
+    build_scanned, build_truncated, build_zero_pages, matches_expected, tree_shape,
 )
 
 from bookindex.errors import InputError  # noqa: E402
@@ -105,9 +105,19 @@ def test_table_block(parsed) -> None:
     assert t.extra["html"].startswith("<table><tr><th>Run</th><th>Pages</th><th>Seconds</th></tr>")
     assert "<td>gamma</td><td>50</td><td>0.4</td>" in t.extra["html"]
     assert t.extra["caption"] == "Table 1: Parsing speed of three runs"
+    assert doc.meta["table_pages"] == 1  # the two-column page is not taken for a borderless table
     assert not any(b.type == "text" and b.content.startswith("Table 1") for b in doc.blocks)
     # cell text does not leak into text blocks
     assert not any(b.type == "text" and "gamma" in b.content for b in doc.blocks)
+
+
+def test_borderless_table_from_aligned_columns(tmp_path: Path) -> None:
+    doc = parse_pdf(build_borderless_table(tmp_path / "borderless.pdf"))
+    assert [b.type for b in doc.blocks] == ["text", "table", "text"]
+    assert doc.blocks[1].extra["markdown"] == (
+        "| Option | Default | Meaning |\n|---|---|---|\n| --fast | off | skip tables |\n| --depth | 3 | tree depth |\n"
+        "| --out | stdout | where to write |\n| --quiet | off | no progress |")
+    assert doc.meta["table_pages"] == 1
 
 
 def test_no_tables_when_disabled(pdfs: dict[str, Path]) -> None:
@@ -150,6 +160,16 @@ def test_code_and_features(parsed) -> None:
     body = next(b for b in doc.blocks if b.content.startswith("Welcome"))
     assert body.type == "text" and body.features["bold"] is False and body.features["font_size"] == 10.0
     assert body.bbox[0] == pytest.approx(72, abs=0.5)
+
+
+def test_run_in_headings(tmp_path: Path) -> None:
+    doc = parse_pdf(build_run_in(tmp_path / "runin.pdf"))
+    got = [(b.type, b.content[:30], bool(b.features.get("run_in"))) for b in doc.blocks]
+    assert got == [("title", "Functions", False), ("title", "Column", True),
+                   ("text", "The column function returns th", False), ("title", "Valid", True),
+                   ("text", "The valid function tells wheth", False), ("text", "Bold words such as notice insi", False)]
+    tree = _tree(doc, use_outline=False)
+    assert [(s.title, s.level) for s in tree.sections()] == [("Functions", 1), ("Column", 2), ("Valid", 2)]
 
 
 def test_bold_from_font_names() -> None:

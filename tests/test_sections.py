@@ -83,13 +83,23 @@ def test_run_in_heading_ranks_below_display_heading_of_same_font() -> None:
 def test_filters_toc_cover_margin_and_index_letters() -> None:
     toc = [Block(type="text", content=f"{k} Chapter number {k} . . . . . . . . . {k * 7}", page_idx=1) for k in range(1, 7)]
     blocks = ([T("Big Cover Title", 0, 24, True), T("Contents", 1, 18, True)] + toc
-              + [T("1 Real chapter", 2, 18, True), P(page=2), T("A", 19, 14, True), T("Running head", 5, 18, True)])
+              + [T("1 Real chapter", 2, 18, True), P(page=2), T("A", 19, 14, True), T("Running head", 5, 10, True)])
     blocks[-1].extra["margin"] = True
     out = assign_levels(doc(blocks, pages=20))
     assert toc_pages(out) == {1}
     assert levels(out) == [("Big Cover Title", None), ("Contents", None), ("1 Real chapter", 1), ("A", None),
                            ("Running head", None)]
     assert out[0].extra["not_heading"] == "cover page"
+
+
+def test_paper_first_page_keeps_its_sections_but_not_the_document_title() -> None:
+    long_text = P("Abstract text that runs on for a while. " * 20)
+    blocks = [T("A Paper Title", 0, 17, True), long_text, T("1. Introduction", 0, 14, True), P(),
+              T("2. Method", 2, 14, True), T("2.1. Data", 2, 12, True), P(page=2), T("3. Results", 4, 14, True)]
+    out = assign_levels(doc(blocks, pages=12))
+    assert levels(out) == [("A Paper Title", None), ("1. Introduction", 1), ("2. Method", 1), ("2.1. Data", 2),
+                           ("3. Results", 1)]
+    assert out[0].extra["not_heading"] == "document title"
 
 
 def test_levels_final_is_kept() -> None:

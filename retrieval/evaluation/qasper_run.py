@@ -22,6 +22,7 @@ from retrieval.evaluation.mmlongbench_run import (
     RunResult,
     default_index_dir,
     evidence_text,
+    llm_label,
     machine_info,
     make_rows,
     open_documents,
@@ -165,7 +166,7 @@ def answer_metrics(recs: list[dict[str, Any]]) -> dict[str, float]:
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
         limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
         settings: Any = None, library: Any = None, llm: Any = None, embedder: Any = None,
-        progress: bool = True, command: str | None = None) -> RunResult:
+        progress: bool = True, command: str | None = None, index_without_llm: bool = False) -> RunResult:
     t_start = time.perf_counter()
     data_dir = Path(data_dir)
     ks = sorted({int(k) for k in ks})
@@ -194,7 +195,9 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     if library is None:
         from bookindex.library import Library
 
-        library = Library.open(index_dir / "library", settings, embedder=embedder, llm=llm)
+        index_settings = settings.with_overrides({"llm.provider": "none"}) if index_without_llm else settings
+        library = Library.open(index_dir / "library", index_settings, embedder=embedder,
+                               llm=None if index_without_llm else llm)
     t_idx = time.perf_counter()
     docs, timing = open_documents(library, index_dir / "markdown", [q["doc"] for q in questions], progress)
     index_seconds = time.perf_counter() - t_idx
@@ -205,7 +208,7 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     meta = {
         "split": data_dir.name, "command": command or " ".join(sys.argv),
         "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": machine_info(),
-        "llm": f"{settings.llm.provider} {settings.llm.model}".strip() if use_llm else "none (retrieval only)",
+        "llm": llm_label(llm, settings) if use_llm else "none (retrieval only)",
         "papers": len(docs), "questions": len(questions),
         "with_evidence": sum(1 for q in questions if any(q["evidence"])),
         "index_seconds": index_seconds, "index_timing": timing, "ks": ks, "rows": names,
