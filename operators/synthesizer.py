@@ -15,7 +15,7 @@ from typing import Any, Literal
 from bookindex.model import DocumentTree
 from operators import prompts
 from operators.base import Operator, Params, State
-from operators.textscore import tokenize
+from operators.textscore import hybrid_scores, tokenize
 
 NOT_ANSWERABLE = "not answerable from the document"
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
@@ -80,8 +80,10 @@ class Map(Operator):
             ids = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
             g = self.params.group_size
             groups = [(state.question, ids[k:k + g]) for k in range(0, len(ids), g)][: self.params.max_groups]
-            if not state.ranked:  # global plans: the filtered nodes, in document order, are the evidence
-                state.ranked = [(i, 1.0) for _, grp in groups for i in grp]
+            if not state.ranked:  # global plans: the filtered nodes, most relevant to the question first
+                rel = hybrid_scores(self.ctx, state.question)
+                pool = [i for _, grp in groups for i in grp]
+                state.ranked = sorted(((i, rel.get(i, 0.0)) for i in pool), key=lambda t: (-t[1], pool.index(t[0])))
         use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
         state.partials = []
         number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}

@@ -52,9 +52,11 @@ class Answer:
 def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: dict[str, Any]) -> Answer:
     """Evidence in rank order: the skyline ranking (or the filtered nodes for global plans)."""
     tree = ctx.tree
+    cap = int(ctx.retrieval_setting("max_evidence", 10))
     ids = [i for i, _ in state.ranked]
     if not ids and state.candidates:
-        ids = [i for i in state.candidates if tree.nodes[i].type != "document"][:max(10, len(state.candidates))]
+        ids = [i for i in state.candidates if tree.nodes[i].type != "document"]
+    ids = ids[:cap]  # structural COUNT/LIST results keep every item in `structural`
     score_of = dict(state.ranked)
     evidence = []
     for rank, nid in enumerate(ids, 1):

@@ -113,6 +113,10 @@ def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
     path = Path(doc_dir) / GRAPH_FILE
     if not path.exists():
         return KnowledgeGraph()
+    import gc
+
+    gc_was = gc.isenabled()
+    gc.disable()  # tens of thousands of small objects: collection passes would dominate
     try:
         data = _loads(path.read_bytes())
         if data.get("format") != FORMAT:
@@ -123,6 +127,9 @@ def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
         raise
     except (ValueError, KeyError, TypeError, OSError) as exc:
         raise IndexFormatError(f"{path}: unreadable graph ({exc}); re-index the document") from exc
+    finally:
+        if gc_was:
+            gc.enable()
 
 
 def load_entity_vectors(doc_dir: str | Path) -> tuple[list[str], np.ndarray]:
