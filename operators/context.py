@@ -8,6 +8,7 @@ cached, so a document opened once answers many questions quickly.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,7 +53,14 @@ class IndexContext:
     entity_ids: list[str] | None = None
     entity_vectors: np.ndarray | None = None
     vlm: Any | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def graph_from_llm(self) -> bool:
+        """Whether G was extracted by an LLM (the manifest records the build's LLM; None = offline)."""
+        opts = self.manifest.get("options", {}) if isinstance(self.manifest, dict) else {}
+        return bool(opts.get("llm")) and bool(self.graph.entities)
 
     # -- vectors ---------------------------------------------------------------------
     def node_matrix(self) -> tuple[list[str], np.ndarray | None]:
@@ -77,9 +85,19 @@ class IndexContext:
         return self.cache["entity_matrix"]
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
+        """Encode query-time texts. A handful of short texts runs on one torch thread: intra-op
+        parallelism buys nothing at that size and thrashes on a busy machine (0.5 s → 15 ms)."""
         if self.embedder is None:
             return None
-        return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        torch = sys.modules.get("torch")
+        if torch is None or len(texts) > 16:
+            return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        prev = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+        finally:
+            torch.set_num_threads(prev)
 
     def rerank(self, query: str, passages: list[str]) -> list[float] | None:
         if self.reranker is None:
@@ -135,7 +153,8 @@ class IndexContext:
         if ent_vecs is not None and dim and ent_vecs.shape[1] != int(dim):
             ent_ids, ent_vecs = None, None  # entity linking then uses names and aliases only
         return cls(tree=tree, graph=graph, settings=settings, llm=llm, embedder=embedder,
-                   reranker=reranker, node_ids=node_ids, node_vectors=node_vecs,
+                   reranker=reranker, manifest=dict(getattr(doc, "manifest", {}) or {}),
+                   node_ids=node_ids, node_vectors=node_vecs,
                    entity_ids=ent_ids, entity_vectors=ent_vecs)
 
 

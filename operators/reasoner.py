@@ -8,10 +8,11 @@ Skyline_Ranker: the Pareto frontier over (S_G, S_T) — no fixed top-k.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
 from bookindex.model import LEAF_TYPES
 from operators.base import Operator, Params, State, top_items
@@ -19,10 +20,28 @@ from operators.selector import leaves_of
 from operators.textscore import context_text, hybrid_scores
 
 
-def personalized_pagerank(g: nx.Graph, seeds: dict[str, float], alpha: float = 0.85,
-                          max_iter: int = 100, tol: float = 1e-8) -> dict[str, float]:
-    """PPR by power iteration on a weighted undirected graph (dangling mass returns to the seeds)."""
+def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:
+    """Symmetric weighted adjacency of `g` (node list, index, CSR matrix)."""
     nodes = list(g.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    rows, cols, vals = [], [], []
+    for u, v, d in g.edges(data=True):
+        w = float(d.get("weight", 1.0))
+        rows += [index[u], index[v]]
+        cols += [index[v], index[u]]
+        vals += [w, w]
+    return nodes, index, sp.csr_matrix((vals, (rows, cols)), shape=(len(nodes), len(nodes)))
+
+
+def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: dict[Any, float],
+                          alpha: float = 0.85, max_iter: int = 100, tol: float = 1e-8) -> dict[Any, float]:
+    """PPR by power iteration on a weighted undirected graph (dangling mass returns to the seeds).
+
+    `g` is a networkx graph or a prepared (node list, CSR adjacency) pair."""
+    if isinstance(g, nx.Graph):
+        nodes, _, a = adjacency(g)
+    else:
+        nodes, a = g
     if not nodes:
         return {}
     index = {n: i for i, n in enumerate(nodes)}
@@ -33,14 +52,6 @@ def personalized_pagerank(g: nx.Graph, seeds: dict[str, float], alpha: float = 0
     if p.sum() <= 0:
         return {}
     p /= p.sum()
-    import scipy.sparse as sp
-    rows, cols, vals = [], [], []
-    for u, v, d in g.edges(data=True):
-        w = float(d.get("weight", 1.0))
-        rows += [index[u], index[v]]
-        cols += [index[v], index[u]]
-        vals += [w, w]
-    a = sp.csr_matrix((vals, (rows, cols)), shape=(len(nodes), len(nodes)))
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
     t = sp.diags(inv) @ a  # row-stochastic where deg > 0
@@ -75,9 +86,14 @@ class GraphReasoning(Operator):
             return state
         sub_ents = {e.id for nid in cand for e in graph.entities_of(nid)}
         sub_ents.update(seeds_all)
-        g = graph.nx.subgraph(sub_ents)
+        if "graph_adjacency" not in self.ctx.cache:  # the whole G once per document; G' is a slice
+            self.ctx.cache["graph_adjacency"] = adjacency(graph.nx)
+        nodes, index, a = self.ctx.cache["graph_adjacency"]
+        rows = sorted(index[e] for e in sub_ents if e in index)
+        sub_nodes = [nodes[r] for r in rows]
+        sub_a = a[rows][:, rows]
         seeds = {e: 1.0 / (1 + i) for i, e in enumerate(seeds_all)}
-        ig = personalized_pagerank(g, seeds, alpha=self.params.alpha)
+        ig = personalized_pagerank((sub_nodes, sub_a), seeds, alpha=self.params.alpha)
         sg: dict[str, float] = {}
         for eid, score in ig.items():
             if score <= 0:
@@ -87,7 +103,7 @@ class GraphReasoning(Operator):
                     sg[nid] = sg.get(nid, 0.0) + score
         mx = max(sg.values(), default=0.0)
         state.scores["graph"] = {k: v / mx for k, v in sg.items()} if mx > 0 else {}
-        self.note(subgraph={"entities": g.number_of_nodes(), "relations": g.number_of_edges()},
+        self.note(subgraph={"entities": len(sub_nodes), "relations": int(sub_a.nnz // 2)},
                   seeds=list(seeds), top_entities=top_items(ig, 8),
                   outputs=top_items(state.scores["graph"], 10))
         return state
@@ -103,8 +119,8 @@ class TextReasoning(Operator):
     class Params(Params):
         rerank: Literal["auto", "always", "never"] = "auto"
         rerank_top: int = 30
-        lexical_weight: float = 0.5
-        page_weight: float = 0.3
+        lexical_weight: float = 0.6
+        page_weight: float = 0.0
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -139,6 +155,21 @@ def pareto_front(points: dict[str, tuple[float, ...]]) -> list[str]:
     ids = list(points)
     if not ids:
         return []
+    if len(next(iter(points.values()))) == 2:  # O(n log n) sweep for two criteria
+        order = sorted(ids, key=lambda i: (-points[i][0], -points[i][1]))
+        keep_set: set[str] = set()
+        best_y = -np.inf
+        k = 0
+        while k < len(order):
+            x, y = points[order[k]]
+            j = k
+            while j < len(order) and points[order[j]] == (x, y):
+                j += 1
+            if y > best_y:
+                keep_set.update(order[k:j])
+            best_y = max(best_y, y)
+            k = j
+        return [i for i in ids if i in keep_set]
     m = np.array([points[i] for i in ids], dtype=np.float64)
     keep = []
     for k in range(len(ids)):
@@ -153,8 +184,9 @@ class SkylineRanker(Operator):
     """Eq. (14): N_R = the skyline (Pareto frontier) of the selected nodes over the criteria.
 
     Layers are peeled until `min_pages` distinct pages are covered (a lone frontier point is a
-    thin answer), never beyond `max_results`. The result is ordered by the weighted combined
-    score, ties by id; with `diversify_pages` the best node of each page comes first.
+    thin answer) or `pool_factor × max_results` nodes are kept. The kept nodes are ordered by the
+    weighted combined score, ties by id — with `diversify_pages` the k-th node of a page counts
+    `page_decay^k` of its score — and cut at `max_results`.
     With a single non-empty criterion (a reasoner ablated) it is a plain ranking, as in the paper.
     """
 
@@ -163,11 +195,12 @@ class SkylineRanker(Operator):
 
     class Params(Params):
         criteria: list[str] = ["graph", "text"]
-        weights: dict[str, float] = {"graph": 0.3, "text": 0.7}
+        weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
         max_results: int = 10
-        min_pages: int = 5
+        min_pages: int = 10
+        pool_factor: int = 4
         diversify_pages: bool = True
-        page_decay: float = 0.6
+        page_decay: float = 0.3
         leaves_only: bool = True
 
     def apply(self, state: State) -> State:
@@ -193,7 +226,7 @@ class SkylineRanker(Operator):
             for c in dims:
                 shortlist.update(sorted(pool, key=lambda i: (-state.scores[c].get(i, 0.0), i))[:100])
             rest = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in shortlist}
-            while rest and len(kept) < p.max_results:
+            while rest and len(kept) < p.pool_factor * p.max_results:
                 front = sorted(pareto_front(rest), key=lambda i: (-combined[i], i))
                 layers.append(front)
                 kept.extend(front)

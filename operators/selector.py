@@ -31,6 +31,15 @@ def _intersect(state: State, nodes: list[str]) -> list[str]:
     return [n for n in nodes if n in keep]
 
 
+def _narrow(state: State, nodes: list[str], op: Operator) -> list[str]:
+    """Selectors after a filter: intersect, but never select nothing out of a non-empty filter."""
+    out = _intersect(state, nodes)
+    if not out and state.candidates:
+        op.note(kept_filter="selection does not overlap the earlier filter; kept the filtered nodes")
+        return list(state.candidates)
+    return out
+
+
 class FilterModal(Operator):
     """N_f = {n | type(n) ∈ modal_types} (eq. 4). Figure/chart/picture mean image nodes."""
 
@@ -176,7 +185,7 @@ class SelectByEntity(Operator):
     class Params(Params):
         depth: int = 2
         max_sections: int = 8
-        text_guard: int = 5
+        text_guard: int = 20
         entity_ids: list[str] | None = None  # override the extracted entities
 
     fallback_needed: bool = False
@@ -202,7 +211,7 @@ class SelectByEntity(Operator):
             return state
         guard = [u for u in _text_guard_units(self.ctx, state, units, self.params.text_guard) if u not in chosen]
         nodes = _subtrees(tree, chosen + guard)
-        state.candidates = _intersect(state, nodes)
+        state.candidates = _narrow(state, nodes, self)
         self.note(sections=[[u, tree.nodes[u].title or tree.nodes[u].label, round(weight[u], 3)] for u in chosen],
                   text_guard_sections=guard,
                   outputs={"nodes": len(state.candidates)})
@@ -224,7 +233,7 @@ class SelectBySection(Operator):
         max_sections: int = 5
         use_llm: bool = True
         title_weight: float = 0.3
-        text_guard: int = 5
+        text_guard: int = 20
         section_ids: list[str] | None = None  # fixed choice (an edited plan)
 
     def apply(self, state: State) -> State:
@@ -247,7 +256,7 @@ class SelectBySection(Operator):
             self.note(section_scores=top_items(dict(scored), p.max_sections))
         guard = [u for u in _text_guard_units(self.ctx, state, units, p.text_guard) if u not in chosen]
         nodes = _subtrees(tree, chosen + guard)
-        state.candidates = _intersect(state, nodes)
+        state.candidates = _narrow(state, nodes, self)
         self.note(source=how, sections=[[u, tree.nodes[u].title or tree.nodes[u].label] for u in chosen],
                   text_guard_sections=guard, outputs={"nodes": len(state.candidates)})
         return state

@@ -56,6 +56,17 @@ def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: in
     return " ".join(f"{c[3]} [{c[1]}]" for c in picked), cites
 
 
+def diversify(tree: DocumentTree, scored: list[tuple[str, float]], decay: float = 0.3) -> list[tuple[str, float]]:
+    """Order by score where the k-th node of a page counts decay^k (ties: input order)."""
+    seen: dict[int, int] = {}
+    adj = []
+    for pos, (i, sc) in enumerate(sorted(scored, key=lambda t: -t[1])):
+        pg = tree.nodes[i].page_idx
+        adj.append((sc * decay ** seen.get(pg, 0), pos, i, sc))
+        seen[pg] = seen.get(pg, 0) + 1
+    return [(i, sc) for _, _, i, sc in sorted(adj, key=lambda t: (-t[0], t[1]))]
+
+
 def cited_numbers(text: str) -> list[int]:
     return sorted({int(x) for x in re.findall(r"\[(\d+)\]", text)})
 
@@ -83,7 +94,10 @@ class Map(Operator):
             if not state.ranked:  # global plans: the filtered nodes, most relevant to the question first
                 rel = hybrid_scores(self.ctx, state.question)
                 pool = [i for _, grp in groups for i in grp]
-                state.ranked = sorted(((i, rel.get(i, 0.0)) for i in pool), key=lambda t: (-t[1], pool.index(t[0])))
+                if not pool:  # the filters matched nothing: show the most relevant content instead
+                    pool = [i for i, _ in sorted(rel.items(), key=lambda kv: (-kv[1], kv[0]))[:40]]
+                    self.note(evidence_fallback="filters matched no node; evidence ranked from the whole document")
+                state.ranked = diversify(tree, [(i, rel.get(i, 0.0)) for i in pool])
         use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
         state.partials = []
         number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}

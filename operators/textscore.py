@@ -2,8 +2,8 @@
 
 This is the S_T signal of Text_Reasoning and the no-LLM scent of Select_by_Section. Each leaf is
 indexed with the titles of its enclosing sections (a paragraph under "4.2 Tree Construction" is
-about tree construction even when it never says so), and its score is blended with the best
-score on its page, because answers and their page-level evidence cluster on one page.
+about tree construction even when it never says so), and its score may be blended with the best
+score on its page (off by default: it did not change page recall on the dev split).
 The index is built once per document and cached on the context.
 """
 
@@ -123,18 +123,18 @@ def _norm_max(x: np.ndarray) -> np.ndarray:
 
 
 def _norm_dense(x: np.ndarray) -> np.ndarray:
-    """Cosine → [0, 1] relative to the document: the median leaf is 0, the best leaf is 1."""
-    if not x.size:
-        return x
-    lo, hi = float(np.median(x)), float(x.max())
-    return np.clip((x - lo) / (hi - lo), 0.0, 1.0) if hi > lo else np.zeros_like(x)
+    """Cosine clipped to [0, 1], not rescaled: stretching each document's best match to 1 made
+    weak dense matches outvote exact terms (page recall@5 on MMLongBench-dev 0.67 → 0.71)."""
+    return np.clip(x, 0.0, 1.0)
 
 
-def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.5, page_weight: float = 0.3) -> dict[str, float]:
-    """S_T for every non-empty leaf: blended BM25 + dense, smoothed by the best score on its page.
+def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: float = 0.0) -> dict[str, float]:
+    """S_T for every non-empty leaf: BM25 (max-normalized) blended with the dense cosine,
+    optionally smoothed by the best score on the node's page.
 
     Scores are computed over the whole document (so a score means the same thing whatever the
-    selection) and lie in [0, 1]. Without an embedder the dense half is dropped.
+    selection) and lie in [0, 1]. Without an embedder the dense half is dropped. Weights were
+    chosen on the MMLongBench dev split (73 questions, 11 documents; see the retrieval report).
     """
     idx = get_text_index(ctx)
     if not idx.ids:

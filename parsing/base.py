@@ -10,11 +10,14 @@ from bookindex.model import Block
 
 @dataclass
 class OutlineEntry:
-    """One PDF bookmark: level (1 = top), title, 0-based page (None when it has no target)."""
+    """One PDF bookmark: level (1 = top), title, 0-based page (None when it has no target);
+    x/y: the target point in points, top-left origin, when the bookmark names one."""
 
     level: int
     title: str
     page_idx: int | None
+    x: float | None = None
+    y: float | None = None
 
 
 @dataclass

@@ -643,8 +643,9 @@ def _pdf_info(pdf: Path) -> tuple[dict[int, tuple[float, float]], list[OutlineEn
     try:
         with pymupdf.open(pdf) as doc:
             sizes = {i: (float(p.rect.width), float(p.rect.height)) for i, p in enumerate(doc)}
-            outline = [OutlineEntry(level=int(lv), title=str(t).strip(), page_idx=(int(pg) - 1 if pg and pg > 0 else None))
-                       for lv, t, pg, *_ in doc.get_toc(simple=True)]
+            from parsing.pdf import read_outline  # same bookmarks (with target points) as the PDF parser
+
+            outline = read_outline(doc)
             return sizes, outline, doc.page_count
     except Exception as e:  # a broken companion PDF must not stop reading the JSON
         raise InputError(f"{pdf}: cannot read the PDF beside the MinerU output ({e})") from None

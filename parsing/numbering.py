@@ -49,13 +49,15 @@ _STRIP = re.compile(rf"^\s*(?:(?:part|chapter|appendix|section)\s+(?:{_ROMAN}|\d
 
 
 def strip_numbering(text: str) -> str:
-    """Drop a leading numbering label ("2.3", "Chapter 4:", "Part II", "B", "IV")."""
+    """Drop a leading numbering label ("2.3", "Chapter 4:", "Part II", "B", "IV").
+
+    Only while words remain: "1.1 Section 1.1" is "Section 1.1", not "1"."""
     prev = None
     t = text.strip()
     while prev != t:  # "Part I  1 Introduction"
         prev = t
         m = _STRIP.match(t)
-        if m and m.end() < len(t):
+        if m and m.end() < len(t) and any(c.isalpha() for c in t[m.end():]):
             t = t[m.end():]
     return t
 

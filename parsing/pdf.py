@@ -73,16 +73,35 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
 
 
 def read_outline(doc: Any) -> list[OutlineEntry]:
-    """The PDF bookmarks as OutlineEntry (0-based pages); not applied here."""
+    """The PDF bookmarks as OutlineEntry (0-based pages, target point when known); not applied here."""
     try:
-        toc = doc.get_toc(simple=True)
+        toc = doc.get_toc(simple=False)
     except Exception:
         return []
     out = []
-    for lvl, title, page in toc:
-        out.append(OutlineEntry(level=int(lvl), title=" ".join(str(title).split()),
-                                page_idx=int(page) - 1 if page and page > 0 else None))
+    for lvl, title, page, *rest in toc:
+        pno = int(page) - 1 if page and page > 0 else None
+        x, y = _target_point(doc, pno, rest[0] if rest and isinstance(rest[0], dict) else {})
+        out.append(OutlineEntry(level=int(lvl), title=" ".join(str(title).split()), page_idx=pno, x=x, y=y))
     return out
+
+
+def _target_point(doc: Any, pno: int | None, dest: dict) -> tuple[float | None, float | None]:
+    """A bookmark's target point in top-left coordinates. pymupdf gives GOTO targets top-left but
+    named destinations in PDF user space (bottom-up); (0, 0) means "no point" (a /Fit target)."""
+    to = dest.get("to")
+    if pno is None or to is None or dest.get("kind") not in (1, 4):
+        return None, None
+    try:
+        x, y = float(to.x), float(to.y)
+        h = float(doc.page_cropbox(pno).height)
+    except Exception:
+        return None, None
+    if x == 0 and y == 0:
+        return None, None
+    if dest.get("kind") == 4:
+        y = h - y
+    return (x, y) if 0 <= y <= h else (None, None)
 
 
 # -- one page -----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Three sources, best first: the PDF outline (bookmarks) matched to blocks by page ±1 and fuzzy
 text; otherwise layout rules (font-size rank, bold, numbering depth, and filters for
-table-of-contents pages, margins, index letters, cover pages, minor run-in headings); and,
+table-of-contents pages, running heads, index letters, labels smaller than the body text, cover
+pages, paper titles and author names, minor run-in headings); and,
 when an LLM is available, the paper's batched LLM pass over the candidates, which sees the
 rule levels as hints and the higher-level sections found so far (parsing.sections_llm).
 Title blocks left with level None are demoted to text by build_tree.
@@ -50,8 +51,8 @@ def assign_levels(parsed: ParsedDocument, *, use_outline: bool = True, llm: Any 
 def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Block]:
     """Levels from the bookmarks: each entry claims the best-matching block on its page ±1.
 
-    An entry that matches no block still opens its section: a title block is inserted before
-    the first block of its page, so the tree keeps the author's structure.
+    An entry that matches no block still opens its section: a title block is inserted where
+    the outline order and the bookmark's target point say it belongs (see _insert_missing).
     """
     by_page: dict[int, list[int]] = defaultdict(list)
     for i, b in enumerate(blocks):
@@ -59,10 +60,11 @@ def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Bloc
             by_page[b.page_idx].append(i)
     norms = {i: norm_title(blocks[i].content) for ids in by_page.values() for i in ids}
     claimed: dict[int, OutlineEntry] = {}
-    missing: list[OutlineEntry] = []
+    placed: list[int | None] = []  # per outline entry: its claimed block, None when missing/no page
     last = -1
     for e in outline:
         if e.page_idx is None:
+            placed.append(None)
             continue
         want = norm_title(e.title)
         best, best_key = None, None
@@ -78,8 +80,8 @@ def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Bloc
                 key = (s, blocks[i].type == "title", i > last, p == e.page_idx)
                 if best_key is None or key > best_key:
                     best, best_key = i, key
+        placed.append(best)
         if best is None:
-            missing.append(e)
             continue
         claimed[best] = e
         last = best
@@ -90,29 +92,66 @@ def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Bloc
             b.extra["outline_title"] = claimed[i].title
         elif b.type == "title":
             b.level = None
-    if missing:
-        blocks = _insert_missing(blocks, missing)
+    if any(p is None and e.page_idx is not None for e, p in zip(outline, placed)):
+        blocks = _insert_missing(blocks, outline, placed)
     return blocks
 
 
-def _insert_missing(blocks: list[Block], missing: list[OutlineEntry]) -> list[Block]:
+def _insert_missing(blocks: list[Block], outline: list[OutlineEntry], placed: list[int | None]) -> list[Block]:
+    """Insert a title for each outline entry that matched no block, keeping the outline order.
+
+    The title goes after the block claimed by the nearest preceding entry and before the one
+    claimed by the nearest following entry (when those are in order); within that span, on its
+    page, before the first block below the bookmark's target point when one is known, else at
+    the start of its page (or of the next page that has blocks)."""
     first_on_page: dict[int, int] = {}
     for i, b in enumerate(blocks):
         first_on_page.setdefault(b.page_idx, i)
     inserts: dict[int, list[Block]] = defaultdict(list)
-    for e in missing:
-        pos = first_on_page.get(e.page_idx) if e.page_idx is not None else None
+    lo = 0
+    for k, e in enumerate(outline):
+        if e.page_idx is None:
+            continue
+        if placed[k] is not None:
+            lo = placed[k] + 1
+            continue
+        hi = next((p for p in placed[k + 1:] if p is not None), len(blocks))
+        if hi < lo:  # the claimed blocks are out of outline order: only the lower bound holds
+            hi = len(blocks)
+        pos = _position_on_page(blocks, e, lo, hi)
         if pos is None:
-            later = [i for p, i in first_on_page.items() if e.page_idx is not None and p > e.page_idx]
-            pos = min(later) if later else len(blocks)
-        inserts[pos].append(Block(type="title", content=e.title, page_idx=e.page_idx or 0, level=e.level,
-                                  extra={"from_outline": True}))
+            pos = first_on_page.get(e.page_idx)
+            if pos is None:
+                later = [i for p, i in first_on_page.items() if p > e.page_idx]
+                pos = min(later) if later else len(blocks)
+        pos = min(max(pos, lo), hi)
+        extra: dict[str, Any] = {"from_outline": True}
+        if e.y is not None:
+            extra["outline_y"] = e.y
+        inserts[pos].append(Block(type="title", content=e.title, page_idx=e.page_idx, level=e.level, extra=extra))
+        lo = pos  # a later missing entry goes at or after this one (same position keeps order)
     out: list[Block] = []
     for i, b in enumerate(blocks):
         out.extend(inserts.get(i, ()))
         out.append(b)
     out.extend(inserts.get(len(blocks), ()))
     return out
+
+
+def _position_on_page(blocks: list[Block], e: OutlineEntry, lo: int, hi: int) -> int | None:
+    """Before the first block of e's page in [lo, hi) whose middle lies below the target point
+    (skipping blocks wholly left of it: another column); after the last such block when the
+    target is below them all. None when the point or the blocks' boxes are unknown."""
+    if e.y is None:
+        return None
+    span = [i for i in range(lo, min(hi, len(blocks))) if blocks[i].page_idx == e.page_idx and blocks[i].bbox]
+    if not span:
+        return None
+    for i in span:
+        x0, y0, x1, y1 = blocks[i].bbox
+        if (y0 + y1) / 2 > e.y and (e.x is None or x1 > e.x):
+            return i
+    return span[-1] + 1
 
 
 # -- candidates ---------------------------------------------------------------------------
@@ -155,6 +194,32 @@ def _lines_of(b: Block) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+def _index_letter(t: str) -> bool:
+    """A lone letter or number ("A", "B", "12", "3.4"): an index/glossary letter or a stray label,
+    never a heading. Judged on the raw text, so a numbered heading whose words repeat its
+    number ("1.1 Section 1.1") is kept; one CJK character is a word, not a letter."""
+    letters = [c for c in t if c.isalpha()]
+    if not letters:
+        return True
+    return len(letters) == 1 and ord(letters[0]) < 0x2E80
+
+
+def _margin_key(t: str) -> str:
+    """Running heads differ by their page numbers only."""
+    return " ".join(re.sub(r"[\d\W_]+", " ", t.lower()).split())
+
+
+def _below_body(b: Block, t: str, body: float) -> bool:
+    """A title candidate set smaller than the running text is a label, not a section heading
+    (on the MMLongBench outlined PDFs: 311 such candidates, none of them an outline entry);
+    a deep dotted number ("2.3.1 ...") still marks a heading."""
+    fs = float(b.features.get("font_size") or 0)
+    if not fs or fs >= body - 0.75:
+        return False
+    nb = parse_numbering(t)
+    return not (nb and nb.kind == "dotted" and nb.depth >= 2)
+
+
 def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
     """Indices of title blocks that can be headings; demote TOC entries, margins, index letters."""
     tocs = toc_pages(blocks)
@@ -170,23 +235,44 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
     top = max(sizes, default=0.0)
     title_only_first = top > 0 and page_count >= 3 and all(b.page_idx == 0 for b in blocks
                                        if b.type == "title" and float(b.features.get("font_size", 0)) >= top - 0.3)
+    # Below a paper's title, author names: a regular (not bold) title style used several times on
+    # the first page and nowhere else, never numbered; it would outrank the real sections.
+    style_pages: dict[tuple, Counter] = defaultdict(Counter)
+    numbered_styles = set()
+    for b in blocks:
+        if b.type == "title":
+            style_pages[_style(b)[:2]][b.page_idx] += 1
+            if parse_numbering(b.content):
+                numbered_styles.add(_style(b)[:2])
+    byline = {st for st, pg in style_pages.items() if title_only_first and not st[1] and set(pg) == {0}
+              and pg[0] >= 2 and st not in numbered_styles}
+    margin_pages: dict[str, set[int]] = defaultdict(set)
+    for b in blocks:
+        if b.extra.get("margin"):
+            margin_pages[_margin_key(b.content)].add(b.page_idx)
+    repeated = {k for k, pg in margin_pages.items() if len(pg) >= 2}
     out = []
     for i, b in enumerate(blocks):
         if b.type != "title":
             continue
         t = b.content.strip()
-        n = norm_title(t)
         reason = None
         if b.page_idx in tocs:
             reason = "toc page"
-        elif b.extra.get("margin") and float(b.features.get("font_size", 0)) < 1.12 * body:
-            reason = "page margin"  # small text in the header/footer zone; a large title there stays
-        elif len(re.sub(r"[^A-Za-z]", "", n)) <= 1:
+        elif b.extra.get("margin") and float(b.features.get("font_size", 0)) < 1.12 * body and _margin_key(t) in repeated:
+            # small text in the header/footer zone on two pages or more: a running head (the parser
+            # drops those on three); a title there on one page only starts a section at the page top
+            reason = "page margin"
+        elif _index_letter(t):
             reason = "index letter or number"
+        elif _below_body(b, t, body):
+            reason = "smaller than body text"  # bold table headers, chart labels, fine print
         elif cover and b.page_idx == 0:
             reason = "cover page"
         elif b.page_idx == 0 and title_only_first and float(b.features.get("font_size", 0)) >= top - 0.3:
             reason = "document title"
+        elif b.page_idx == 0 and _style(b)[:2] in byline:
+            reason = "front matter"
         elif _LEADER.search(t) and re.search(r"(?:\.\s*){4,}", t):
             reason = "toc entry"
         if reason:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -176,6 +176,9 @@ def main() -> None:
     ap.add_argument("--llm-doc", default="libtasn1.pdf")
     ap.add_argument("--llm-first-page", type=int, default=0, help="0-based first page of the LLM sample")
     ap.add_argument("--skip-offline", action="store_true", help="only the LLM mode")
+    ap.add_argument("--torch-threads", type=int, default=0,
+                    help="torch intra-op threads for the embedder (0 = torch default); 1 avoids "
+                         "spin-wait blow-ups on an oversubscribed machine")
     args = ap.parse_args()
     pdfs = sorted((args.data / "handbooks").glob("*.pdf")) + sorted((args.data / "mmlongbench-dev" / "documents").glob("*.pdf"))
     if args.only:
@@ -185,6 +188,9 @@ def main() -> None:
         pdfs = pdfs[:args.limit]
     if not pdfs and not args.skip_offline:
         sys.exit(f"no PDFs under {args.data}/handbooks or {args.data}/mmlongbench-dev/documents")
+    if args.torch_threads:
+        import torch
+        torch.set_num_threads(args.torch_threads)
     embedder = get_embedder(get_settings())
     rows = [] if args.skip_offline else bench_offline(pdfs, embedder)
     llm_row = None
@@ -192,7 +198,9 @@ def main() -> None:
         pdf = next((p for p in sorted(args.data.rglob(args.llm_doc))), None)
         llm_row = bench_llm(pdf, args.llm_pages, embedder, args.llm_first_page) if pdf else {"skipped": f"{args.llm_doc} not found"}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_graph.json").write_text(json.dumps({"offline": rows, "llm": llm_row}, indent=1))
+    env = {"torch_threads": args.torch_threads or "default", "cpus": os.cpu_count(),
+           "loadavg_at_end": os.getloadavg()}
+    (args.out / "bench_graph.json").write_text(json.dumps({"env": env, "offline": rows, "llm": llm_row}, indent=1))
     md = markdown(rows, llm_row)
     (args.out / "bench_graph.md").write_text(md)
     print(md)

@@ -183,6 +183,37 @@ def test_titles_go_through_section_filtering_with_the_pdf_outline(tmp_path):
     assert tree.find_section("Getting Started").page_end_idx == 0
 
 
+def test_unmatched_outline_entry_keeps_its_place_in_mineru_output(tmp_path):
+    """MinerU 4 flash fused "2.2 Figures" and its paragraph into the figure region: the outline
+    entry matches no block, and its inserted title must go after "2.1 Data tables" (before the
+    image, by the bookmark's target point), not at the top of the page under "1 Introduction"."""
+    from library_helpers import handbook_content_list
+    from pdf_fixtures import HEADINGS, build_handbook
+
+    items = handbook_content_list()
+    k = next(i for i, it in enumerate(items) if it.get("text") == "2.2 Figures")
+    image = next(it for it in items if it["type"] == "image")
+    image["bbox"][1] = items[k]["bbox"][1]  # the figure region starts at the heading
+    del items[k:k + 2]
+    (tmp_path / "handbook_content_list.json").write_text(json.dumps(items))
+    build_handbook(tmp_path / "handbook.pdf", outline=True)
+    s = load_settings(env={})
+    parsed = parse_file(tmp_path / "handbook_content_list.json", s)
+    assert all(o.y is not None for o in parsed.outline)
+    tree = to_tree(parsed, "fx", "handbook", s)
+    assert [(n.title, n.level) for n in tree.sections()] == HEADINGS
+    figs = tree.find_section("2.2 Figures")
+    assert figs.parent == tree.find_section("2 Methods").id
+    assert [tree[c].type for c in figs.children] == ["image", "section"]
+    assert tree[tree.find_section("2.1 Data tables").children[-1]].text.startswith("After the table")
+
+
+def test_numbered_heading_repeating_its_number_survives_section_filtering():
+    s = load_settings(env={})
+    tree = to_tree(parse_mineru(V2_4X), "v2", "fixture", s)
+    assert ("1.1 Section 1.1", 2) in [(n.title, n.level) for n in tree.sections()]
+
+
 @pytest.mark.parametrize("payload, field", [
     ('[{"type": "text", "text": "x", "page_idx": "3"}]', "[0].page_idx"),
     ('[{"type": "text", "text": "x", "page_idx": 0}, {"text": "y", "page_idx": 0}]', "[1].type"),

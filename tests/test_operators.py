@@ -65,13 +65,13 @@ def test_skyline_returns_pareto_set_of_hand_made_scores(ctx):
     st = State("q", candidates=[a, b, c, d, e])
     st.scores = {"graph": {a: 1.0, b: 0.8, c: 0.2, d: 0.5, e: 0.1},
                  "text": {a: 0.2, b: 0.8, c: 1.0, d: 0.5, e: 0.1}}
-    SkylineRanker(ctx, {"min_pages": 0, "diversify_pages": False}).run(st)
+    SkylineRanker(ctx, {"min_pages": 0, "diversify_pages": False, "weights": {"graph": 0.3, "text": 0.7}}).run(st)
     # d=(0.5,0.5) is dominated by b, e by everything; order by 0.3*S_G + 0.7*S_T: b .8, c .76, a .44
     assert [i for i, _ in st.ranked] == [b, c, a]
     assert pareto_front({"x": (1, 0), "y": (0, 1), "z": (1, 0), "w": (0.5, 0.5), "v": (0.4, 0.4)}) == ["x", "y", "z", "w"]
     # peeling layers until 4 pages are covered adds the second layer (d), not e
     st2 = State("q", candidates=[a, b, c, d, e], scores=st.scores)
-    SkylineRanker(ctx, {"min_pages": 4, "diversify_pages": False}).run(st2)
+    SkylineRanker(ctx, {"min_pages": 4, "diversify_pages": False, "weights": {"graph": 0.3, "text": 0.7}}).run(st2)
     assert [i for i, _ in st2.ranked] == [b, c, d, a]
     assert st2.trace[-1]["layers"] == [3, 1]
 

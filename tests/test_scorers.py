@@ -174,6 +174,10 @@ def test_qasper_answers_f1_and_accuracy():
     assert qasper_token_f1(["bert model"], "the BERT model") == 1.0
     assert qasper_accuracy(golds, "Yes, they do.") == 1.0
     assert qasper_accuracy(golds, "They use ELMo.") == 0.0
+    # whole-token containment: "no" is not inside "not answerable"; that maps to "Unanswerable"
+    assert qasper_accuracy(["No"], "Not answerable.") == 0.0
+    assert qasper_accuracy(["Unanswerable"], "Not answerable.") == 1.0
+    assert qasper_token_f1(["Unanswerable"], "Not answerable") == 1.0
 
 
 def test_qasper_paragraph_recall():

@@ -83,13 +83,32 @@ def test_run_in_heading_ranks_below_display_heading_of_same_font() -> None:
 def test_filters_toc_cover_margin_and_index_letters() -> None:
     toc = [Block(type="text", content=f"{k} Chapter number {k} . . . . . . . . . {k * 7}", page_idx=1) for k in range(1, 7)]
     blocks = ([T("Big Cover Title", 0, 24, True), T("Contents", 1, 18, True)] + toc
-              + [T("1 Real chapter", 2, 18, True), P(page=2), T("A", 19, 14, True), T("Running head", 5, 10, True)])
-    blocks[-1].extra["margin"] = True
+              + [T("1 Real chapter", 2, 18, True), P(page=2), T("A", 19, 14, True), T("Running head", 5, 10, True),
+                 T("Running head 7", 6, 10, True), T("ITEM 3. LEGAL PROCEEDINGS", 7, 10, True), P(page=7),
+                 T("Total Number of Shares", 7, 8, True)])
+    for b in blocks[-6:-3]:  # the parser flags text in the top/bottom zone (repeats it already dropped)
+        b.extra["margin"] = True
     out = assign_levels(doc(blocks, pages=20))
     assert toc_pages(out) == {1}
+    # a margin-zone title on two pages is a running head; one on a single page starts a section
+    # at the top of its page; bold text smaller than the body is a table/figure label
     assert levels(out) == [("Big Cover Title", None), ("Contents", None), ("1 Real chapter", 1), ("A", None),
-                           ("Running head", None)]
+                           ("Running head", None), ("Running head 7", None), ("ITEM 3. LEGAL PROCEEDINGS", 2),
+                           ("Total Number of Shares", None)]
     assert out[0].extra["not_heading"] == "cover page"
+    assert [b.extra.get("not_heading") for b in out[-5:]] == ["page margin", "page margin", None, None,
+                                                              "smaller than body text"]
+
+
+def test_numbered_heading_repeating_its_number_is_kept_but_index_letters_are_not() -> None:
+    blocks = [T("1 Chapter 1", 1, 17, True), P(page=1), T("1.1 Section 1.1", 1, 13, True), P(page=1),
+              T("1.2 Section 1.2", 2, 13, True), P(page=2), T("Section 3.2", 2, 13, True), P(page=2),
+              T("B", 9, 14, True), P("bar, 12", page=9), T("12", 9, 14, True), T("3.4", 9, 14, True)]
+    out = assign_levels(doc(blocks, pages=10))
+    assert levels(out) == [("1 Chapter 1", 1), ("1.1 Section 1.1", 2), ("1.2 Section 1.2", 2), ("Section 3.2", 2),
+                           ("B", None), ("12", None), ("3.4", None)]
+    assert [out[k].extra["not_heading"] for k in (8, 10, 11)] == ["index letter or number"] * 3
+    assert norm_title("1.1 Section 1.1") == "section 1 1" != norm_title("2.1 Section 2.1")
 
 
 def test_paper_first_page_keeps_its_sections_but_not_the_document_title() -> None:
@@ -100,6 +119,18 @@ def test_paper_first_page_keeps_its_sections_but_not_the_document_title() -> Non
     assert levels(out) == [("A Paper Title", None), ("1. Introduction", 1), ("2. Method", 1), ("2.1. Data", 2),
                            ("3. Results", 1)]
     assert out[0].extra["not_heading"] == "document title"
+
+
+def test_author_names_under_a_paper_title_are_front_matter() -> None:
+    long_text = P("Abstract text that runs on for a while. " * 20)
+    blocks = [T("A Paper Title", 0, 17, True), T("Ada Lovelace", 0, 12), T("Alan Turing", 0, 12),
+              T("ABSTRACT", 0, 11, True), long_text, T("1 INTRODUCTION", 0, 11, True), P(),
+              T("2 METHOD", 2, 11, True), T("2.1 Data", 2, 11, True), P(page=2), T("3 RESULTS", 3, 11, True), P(page=3)]
+    out = assign_levels(doc(blocks, pages=12))
+    got = levels(out)
+    assert got[:6] == [("A Paper Title", None), ("Ada Lovelace", None), ("Alan Turing", None), ("ABSTRACT", 1),
+                       ("1 INTRODUCTION", 1), ("2 METHOD", 1)]
+    assert out[1].extra["not_heading"] == "front matter"
 
 
 def test_levels_final_is_kept() -> None:
@@ -128,6 +159,53 @@ def test_outline_matches_by_page_and_fuzzy_text() -> None:
     # --no-outline: rules only
     assert levels(assign_levels(doc(blocks, outline=outline), use_outline=False))[:2] == [
         ("1  Introduction", 1), ("Bold term", 2)]
+
+
+def _figure_page() -> list[Block]:
+    """Page 1 as MinerU 4 flash read it: "2.2 Figures" and its paragraph fused into the image."""
+    def at(b: Block, y0: float, y1: float) -> Block:
+        b.bbox = (50, y0, 540, y1)
+        return b
+
+    return [at(T("1 Introduction", 0, 18, True), 100, 120), at(P(page=0), 130, 170),
+            at(T("2 Methods", 1, 18, True), 100, 120), at(P("Methods paragraph.", 1), 130, 170),
+            at(T("2.1 Data tables", 1, 14, True), 175, 190), at(P("Data tables paragraph.", 1), 195, 210),
+            at(P("After the table.", 1), 290, 304),
+            at(Block(type="image", content="2.2 Figures Figure 1: A grey test pattern", page_idx=1), 298, 463),
+            at(T("2.2.1 Plot details", 1, 11.5, True), 470, 483), at(P("Plot details paragraph.", 1), 490, 528)]
+
+
+def _figure_outline(y: float | None) -> list[OutlineEntry]:
+    return [OutlineEntry(1, "1 Introduction", 0), OutlineEntry(1, "2 Methods", 1), OutlineEntry(2, "2.1 Data tables", 1),
+            OutlineEntry(2, "2.2 Figures", 1, x=72 if y else None, y=y), OutlineEntry(3, "2.2.1 Plot details", 1)]
+
+
+def test_missing_outline_entry_keeps_outline_order_on_a_shared_page() -> None:
+    """The unmatched "2.2 Figures" must not land at the top of its page, before "2 Methods"."""
+    out = assign_levels(doc(_figure_page(), outline=_figure_outline(None)))
+    titles = [t for t, lv in levels(out) if lv is not None]
+    assert titles == ["1 Introduction", "2 Methods", "2.1 Data tables", "2.2 Figures", "2.2.1 Plot details"]
+    # no target point: right after the block of the preceding entry on that page
+    seq = [b.content for b in out]
+    assert seq.index("2.2 Figures") == seq.index("2.1 Data tables") + 1
+    tree = build_tree("d", "d", out)
+    assert tree.find_section("2.2 Figures").parent == tree.find_section("2 Methods").id
+
+
+def test_missing_outline_entry_goes_to_its_target_point() -> None:
+    out = assign_levels(doc(_figure_page(), outline=_figure_outline(300.0)))
+    seq = [b.content for b in out]
+    fig = seq.index("2.2 Figures")
+    assert seq[fig - 1] == "After the table." and seq[fig + 1].startswith("2.2 Figures Figure 1")
+    assert out[fig].extra["outline_y"] == 300.0
+    tree = build_tree("d", "d", out)
+    figs = tree.find_section("2.2 Figures")
+    assert [tree[c].type for c in figs.children] == ["image", "section"]
+    assert figs.parent == tree.find_section("2 Methods").id
+    # a target below every block of the span: at the end of the span, still before the next entry
+    late = _figure_outline(465.0)
+    seq = [b.content for b in assign_levels(doc(_figure_page(), outline=late))]
+    assert seq.index("2.2 Figures") == seq.index("2.2.1 Plot details") - 1
 
 
 # -- LLM pass -----------------------------------------------------------------------------

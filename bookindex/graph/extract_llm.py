@@ -117,7 +117,7 @@ def pack(items: list[tuple[Node, str]], budget: int) -> list[list[tuple[Node, st
     return batches
 
 
-def _fragment(label: str, node: Node, text: str, tree_title: str = "") -> str:
+def _fragment(label: str, node: Node, text: str) -> str:
     kind = {"section": "section heading", "equation": "equation"}.get(node.type, node.type)
     return f"--- {label} ({kind}, page {node.page_idx + 1}) ---\n{text[:MAX_NODE_CHARS]}"
 

@@ -52,15 +52,26 @@ def qasper_gold_answers(answers: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+_UNANSWERABLE = re.compile(r"^(not answerable|unanswerable|cannot be answered|no answer)\b")
+
+
+def canonical_prediction(pred: str) -> str:
+    """Map the answerer's "Not answerable" (and variants) to Qasper's "Unanswerable"."""
+    return "Unanswerable" if _UNANSWERABLE.match(normalize_answer(pred)) else str(pred)
+
+
 def qasper_token_f1(golds: Sequence[str], pred: str) -> float:
     """SQuAD token F1, max over annotators."""
+    pred = canonical_prediction(pred)
     return max((token_f1(g, pred) for g in golds), default=0.0)
 
 
 def qasper_accuracy(golds: Sequence[str], pred: str) -> float:
-    """1 if any annotator's normalized gold answer is a substring of the normalized prediction."""
-    p = normalize_answer(pred)
-    return 1.0 if any(normalize_answer(g) and normalize_answer(g) in p for g in golds) else 0.0
+    """1 if any annotator's normalized gold answer occurs in the normalized prediction.
+
+    Containment is over whole tokens ("no" is not found in "not answerable")."""
+    p = f" {normalize_answer(canonical_prediction(pred))} "
+    return 1.0 if any(normalize_answer(g) and f" {normalize_answer(g)} " in p for g in golds) else 0.0
 
 
 def normalize_paragraph(s: str) -> str:
