@@ -39,6 +39,11 @@ _MULTI = [
 ]
 
 
+_AGGREGATION = re.compile(
+    r"\b(?:how many|number of|count|counts|list|all|every|each|total|summari[sz]e|summary|overview|"
+    r"across|throughout|entire|whole|overall|figures|tables|charts|images|pages|sections|chapters)\b", re.I)
+
+
 def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str, str]:
     """(query_type, reason) without an LLM."""
     for rx in _GLOBAL:
@@ -71,6 +76,13 @@ def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
             res = ctx.llm.complete(prompts.CLASSIFY.format(query=question), schema=prompts.Classification,
                                    stage="classify")
             cat = {"simple": "single-hop", "complex": "multi-hop"}.get(res.category, res.category)
+            if cat == "global" and not _AGGREGATION.search(question):
+                # A global plan filters and aggregates the whole document; without any aggregation
+                # word in the question that is a misclassification (small models make it often,
+                # and it throws away the scent-based retrieval), so the rules decide.
+                qt, why = classify_rules(question, ctx)
+                return qt, {"classifier": "rules", "reason": why,
+                            "override": "LLM said global but the question has no aggregation cue"}
             return cat, {"classifier": "llm"}
         except Exception as exc:  # noqa: BLE001 - fall back to rules, and say so
             qt, why = classify_rules(question, ctx)

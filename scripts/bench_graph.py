@@ -8,7 +8,7 @@ No-LLM mode, over the handbooks and the MMLongBench dev PDFs:
 LLM mode (--llm-pages N with an LLM configured, e.g. BOOKINDEX_LLM__PROVIDER=llamacpp):
   the first N pages of one document: calls, prompt/completion tokens per page, seconds per page.
 
-    python scripts/bench_graph.py ../shared/data --out bench_out/graph [--limit 5] [--llm-pages 10]
+    python scripts/bench_graph.py ../shared/data --out bench-out/graph [--limit 5] [--llm-pages 10]
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def markdown(rows: list[dict[str, Any]], llm_row: dict[str, Any] | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data", type=Path, help="the shared data folder (holds handbooks/ and mmlongbench-dev/)")
-    ap.add_argument("--out", type=Path, default=Path("bench_out/graph"))
+    ap.add_argument("--out", type=Path, default=Path("bench-out/graph"))
     ap.add_argument("--limit", type=int, default=0, help="at most this many PDFs (0 = all)")
     ap.add_argument("--only", default="", help="comma-separated PDF file names")
     ap.add_argument("--llm-pages", type=int, default=0, help="LLM mode over this many pages (0 = skip)")
