@@ -3,7 +3,7 @@
 
     python scripts/eval_mmlongbench.py ../shared/data/mmlongbench-dev \
         --method bm25,dense,hybrid,chunks,tree,bookindex --k 1,3,5,10 \
-        --ablation no_planning,no_selector,no_graph,no_text --out results/mmlongbench
+        --ablation no_planning,no_selector,no_graph,no_text --out bench-out/mmlongbench
 
 Indexes each PDF once into --index-dir (default: <cache dir>/eval/<split>, reused by
 later runs), asks each question against its own document and writes mmlongbench.json
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablation", default="", help="bookindex ablation rows: no_planning,no_selector,no_graph,no_text")
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions")
     ap.add_argument("--index-dir", type=Path, default=None, help="library folder (reused between runs)")
-    ap.add_argument("--out", type=Path, default=Path("results/mmlongbench"), help="output folder")
+    ap.add_argument("--out", type=Path, default=Path("bench-out/mmlongbench"), help="output folder")
     ap.add_argument("--config", default=None, help="bookindex.toml to load settings from")
     ap.add_argument("--index-without-llm", action="store_true",
                     help="build the index with the no-LLM pipeline; use the configured LLM only to answer")

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablation", default="", help="no_planning,no_selector,no_graph,no_text")
     ap.add_argument("--limit", type=int, default=None, help="only the first N questions")
     ap.add_argument("--index-dir", type=Path, default=None)
-    ap.add_argument("--out", type=Path, default=Path("results/qasper"))
+    ap.add_argument("--out", type=Path, default=Path("bench-out/qasper"))
     ap.add_argument("--config", default=None)
     ap.add_argument("--index-without-llm", action="store_true",
                     help="build the index with the no-LLM pipeline; use the configured LLM only to answer")
