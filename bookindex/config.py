@@ -45,8 +45,9 @@ class LLMSettings(_Section):
     # Backoff between retries: base * 2**attempt (capped), with full jitter.
     retry_base_delay: float = Field(0.5, ge=0)
     retry_max_delay: float = Field(20.0, ge=0)
-    # How JSON output is requested from OpenAI-compatible servers: "prompt" (instruction only, works
-    # everywhere), "json_object" or "json_schema" (server-side constrained decoding where supported).
+    # How JSON output is requested (OpenAI-compatible servers and in-process llamacpp): "prompt"
+    # (instruction only, works everywhere, fastest on CPU), "json_object" or "json_schema"
+    # (schema-constrained decoding where supported).
     json_mode: Literal["prompt", "json_object", "json_schema"] = "prompt"
 
 
@@ -56,6 +57,9 @@ class EmbeddingSettings(_Section):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     batch_size: int = Field(32, ge=1)
+    # CPU threads for the local sentence-transformers model (torch.set_num_threads, process-wide);
+    # None keeps torch's default.
+    threads: int | None = Field(None, ge=1)
 
 
 class RerankerSettings(_Section):

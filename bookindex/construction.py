@@ -193,6 +193,74 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     return report
 
 
+def failed_graph_nodes(doc_dir: Path) -> list[str]:
+    """Tree nodes whose graph extraction failed in the stored build (build.json), in order."""
+    try:
+        report = json.loads((doc_dir / BUILD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    graph = report.get("graph") or {}
+    if not graph.get("built"):
+        return []
+    return [str(i) for i in graph.get("failed_node_ids") or []]
+
+
+def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm: Any = None,
+                      embedder: Any = None, reranker: Any = None, on_event: Events = _noop,
+                      progress: bool = False) -> dict[str, Any]:
+    """Re-extract the failed graph nodes of a stored build in `doc_dir` (a private copy the
+    library renames into place afterwards): update the graph and build.json; return the outcome.
+
+    Only `node_ids` go to the extractor; their new entities are resolved against the stored
+    graph with the stored entity vectors (bookindex.graph.build.update_graph).
+    """
+    from datetime import datetime, timezone
+
+    from bookindex.graph.build import update_graph
+    from bookindex.graph.store import load_entity_vectors, load_graph, save_graph
+
+    t0 = time.perf_counter()
+    tree = load_tree(doc_dir)
+    graph = load_graph(doc_dir)
+    ids, mat = load_entity_vectors(doc_dir)
+    on_event("graph_retry_start", {"nodes": len(node_ids)})
+    rep = update_graph(graph, tree, list(node_ids), settings=settings, llm=llm, embedder=embedder,
+                       reranker=reranker, vectors=(ids, mat) if ids else None, progress=progress)
+    save_graph(graph, doc_dir, embedder=embedder)
+    still = [i for i in rep["failed_node_ids"]]
+    outcome = {
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "nodes": len(node_ids), "recovered": len(node_ids) - len(still), "still_failed": len(still),
+        "llm_calls": rep.get("llm_calls", 0), "er_merges": rep.get("er_merges", 0),
+        "entities": len(graph.entities), "relations": len(graph.relations),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    report = json.loads((doc_dir / BUILD_FILE).read_text(encoding="utf-8"))
+    g = report.setdefault("graph", {"built": True})
+    failures = {k: v for k, v in (g.get("failures") or {}).items() if k not in set(node_ids)}
+    failures.update(rep.get("failures") or {})
+    g.update({"nodes_failed": len(still), "failed_node_ids": sorted(still), "failures": failures,
+              "entities": len(graph.entities), "relations": len(graph.relations)})
+    g.setdefault("retries", []).append(outcome)
+    if llm is not None and hasattr(llm, "ledger"):
+        try:
+            outcome["llm"] = llm.ledger.snapshot()
+        except Exception:  # accounting must not fail a finished retry
+            outcome["llm"] = None
+    _write_json(doc_dir / BUILD_FILE, report)
+    on_event("graph_retry_done", outcome)
+    return outcome
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write to a temporary name, then rename: readers never see a half-written file."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def shutil_rm(p: Path) -> None:
     import shutil
 

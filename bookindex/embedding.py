@@ -50,7 +50,8 @@ def default_model_path() -> Path:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local directory, on CPU unless told otherwise."""
 
-    def __init__(self, model: str = "", batch_size: int = 32, device: str | None = None) -> None:
+    def __init__(self, model: str = "", batch_size: int = 32, device: str | None = None,
+                 threads: int | None = None) -> None:
         path = Path(model).expanduser() if model else default_model_path()
         if not path.exists():
             raise ConfigError(f"embedding.model: model directory not found: {path}; give a local "
@@ -60,6 +61,10 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         _quiet_transformers()
+        if threads:  # embedding.threads; torch's intra-op pool is process-wide
+            import torch
+
+            torch.set_num_threads(int(threads))
 
         self.name = path.name if model else "all-MiniLM-L6-v2"
         self.path = path
@@ -157,8 +162,8 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     cfg = settings.embedding if settings is not None else EmbeddingSettings()
     if cfg.provider == "openai":
         return OpenAIEmbedder(cfg)
-    key = (cfg.provider, cfg.model, cfg.batch_size)
+    key = (cfg.provider, cfg.model, cfg.batch_size, cfg.threads)
     with _LOCK:
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = SentenceTransformerEmbedder(cfg.model, cfg.batch_size)
+            _EMBEDDERS[key] = SentenceTransformerEmbedder(cfg.model, cfg.batch_size, threads=cfg.threads)
         return _EMBEDDERS[key]

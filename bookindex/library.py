@@ -87,7 +87,8 @@ class StoredDocument:
         self.doc_id = doc_id
         self.dir = directory
         self.manifest = manifest
-        self.status = status  # "added", "replaced", "unchanged" after Library.add; else "stored"
+        self.status = status  # "added", "replaced", "unchanged", "retried" after Library.add; else "stored"
+        self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
         self._tree: Any = None
         self._graph: Any = None
 
@@ -117,6 +118,14 @@ class StoredDocument:
             else:
                 self._graph = load_graph(self.dir)
         return self._graph
+
+    @property
+    def build_report(self) -> dict[str, Any]:
+        """build.json: stage timings, graph report (failed nodes, retries), LLM ledger."""
+        try:
+            return json.loads((self.dir / "build.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
 
     @property
     def links(self) -> dict[str, list[str]]:
@@ -318,7 +327,8 @@ class Library:
     def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False, **options: Any) -> StoredDocument:
         """Index one file (PDF, MinerU JSON or folder, Markdown, text) into the library.
 
-        Unchanged content with the same options: a no-op (status "unchanged"). A changed file
+        Unchanged content with the same options: a no-op (status "unchanged"), unless graph
+        extraction failed for some nodes: then only those are retried (status "retried"). A changed file
         from the same source path, or new options: rebuilt and swapped in atomically
         (status "replaced"). Otherwise status "added".
         """
@@ -338,6 +348,11 @@ class Library:
         if existing is not None:
             doc = self._doc(doc_id)
             if doc.manifest.get("options") == recorded and doc.manifest.get("format_version") == FORMAT_VERSION:
+                from bookindex.construction import failed_graph_nodes
+
+                failed = failed_graph_nodes(doc.dir) if settings.graph.enabled else []
+                if failed:  # issue 4: a re-run retries only the nodes whose extraction failed
+                    return self._retry_graph(doc, failed, settings, on_event, progress)
                 doc.status = "unchanged"
                 return doc
         stale = [i for i, e in self._catalog["documents"].items() if e.get("source") == str(src) and i != doc_id]
@@ -360,6 +375,7 @@ class Library:
                 "pages": report["pages"], "parser": report["parser"], "options": recorded,
                 "created": _now(), "nodes": report["nodes"], "sections": report["sections"],
                 "blocks": report["blocks"], "graph": bool(report.get("graph", {}).get("built")),
+                "graph_failed": int(report.get("graph", {}).get("nodes_failed") or 0),
                 "embedding": report.get("embedding"), "seconds": round(time.perf_counter() - t0, 3),
                 "warnings": report.get("warnings", []),
             }
@@ -387,6 +403,48 @@ class Library:
             tmp_root.rmdir()
         return self._doc(doc_id, status)
 
+    def _retry_graph(self, doc: StoredDocument, failed: list[str], settings: Any, on_event: Any,
+                     progress: bool) -> StoredDocument:
+        """Re-extract a stored document's failed graph nodes; swap the result in atomically.
+
+        The update happens in a copy of the document folder under .tmp/ (files hard-linked:
+        every file the update writes is a new one renamed into place), which then replaces the
+        catalog entry with one os.replace of library.json, as add() does. Status "retried";
+        `doc.retry` holds the outcome (nodes, recovered, still_failed, llm_calls, ...).
+        """
+        from bookindex.construction import retry_graph_nodes
+
+        tmp_root = self.root / ".tmp"
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        stamp = f"{int(time.time()):x}{uuid.uuid4().hex[:6]}"
+        build_dir = tmp_root / f"{doc.doc_id}.{stamp}"
+        try:
+            shutil.copytree(doc.dir, build_dir, copy_function=_link_or_copy)
+            outcome = retry_graph_nodes(build_dir, failed, settings=settings, llm=self._get_llm(settings),
+                                        embedder=self.embedder, reranker=self._get_reranker(settings),
+                                        on_event=on_event or (lambda e, i: None), progress=progress)
+            manifest = dict(doc.manifest, updated=_now(), graph_failed=outcome["still_failed"])
+            _write_json_atomic(build_dir / MANIFEST, manifest)
+            with self._locked():
+                entry = self._catalog["documents"].get(doc.doc_id)
+                if entry is None or entry["dir"] != doc.dir.name:
+                    raise InputError(f"{doc.name}: changed by another process during the graph retry; "
+                                     "run `bookindex index` again")
+                final = self.root / "docs" / build_dir.name
+                os.replace(build_dir, final)
+                entry["dir"] = final.name
+                self._commit()  # the commit point, as in add()
+                self._sweep()
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                tmp_root.rmdir()
+        new = self._doc(doc.doc_id, "retried")
+        new.retry = outcome
+        return new
+
     def remove(self, doc: str) -> StoredDocument:
         """Remove a document (by id or name); atomic like add()."""
         target = self.get(doc)
@@ -396,6 +454,14 @@ class Library:
             self._sweep()
         target.status = "removed"
         return target
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link when possible (same file system, no data copied), else copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def _remove_if_empty_library(root: Path) -> None:

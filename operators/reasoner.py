@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from bookindex.model import LEAF_TYPES
 from operators.base import Operator, Params, State, top_items
 from operators.selector import leaves_of
-from operators.textscore import context_text, hybrid_scores
+from operators.textscore import context_text, hybrid_scores, page_references
 
 
 def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:
@@ -121,14 +121,23 @@ class TextReasoning(Operator):
         rerank_top: int = 30
         lexical_weight: float = 0.6
         page_weight: float = 0.0
+        neighbour_weight: float = 0.2
+        page_ref_boost: float = 1.0
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
         p = self.params
         allscores = hybrid_scores(self.ctx, state.question, lexical_weight=p.lexical_weight,
-                                  page_weight=p.page_weight)
+                                  page_weight=p.page_weight, neighbour_weight=p.neighbour_weight)
+        refs = page_references(state.question, tree.page_count) if p.page_ref_boost > 0 else set()
+        if refs and state.candidates is not None:  # a page the question names is always in scope
+            on_pages = [n.id for n in tree.leaves() if n.page_idx in refs]
+            state.candidates = list(dict.fromkeys(list(state.candidates) + on_pages))
         ids = leaves_of(tree, state.candidates)
         st = {i: allscores[i] for i in ids if i in allscores}
+        if refs:  # the question names pages: their nodes first, still ordered by relevance
+            st = {i: v + (p.page_ref_boost if tree.nodes[i].page_idx in refs else 0.0) for i, v in st.items()}
+            self.note(page_references=sorted(x + 1 for x in refs))
         provider = getattr(getattr(self.ctx.settings, "reranker", None), "provider", "embedding")
         use = p.rerank == "always" or (p.rerank == "auto" and provider != "embedding")
         if use and self.ctx.reranker is not None and st:
@@ -200,7 +209,7 @@ class SkylineRanker(Operator):
         min_pages: int = 10
         pool_factor: int = 4
         diversify_pages: bool = True
-        page_decay: float = 0.3
+        page_decay: float = 0.0
         leaves_only: bool = True
 
     def apply(self, state: State) -> State:

@@ -59,6 +59,11 @@ class TextIndex:
     bm25: bm25s.BM25 | None
     vec_rows: np.ndarray | None  # for each leaf, its row in the node matrix (-1 when missing)
     vectors: np.ndarray | None
+    # reading-order neighbours on the same page (-1 when none): layout parsers split one passage
+    # into several blocks (a label and its value, a caption and its cells), so a block next to a
+    # relevant block is more likely relevant itself
+    prev_idx: np.ndarray | None = None
+    next_idx: np.ndarray | None = None
 
     @classmethod
     def build(cls, ctx) -> "TextIndex":
@@ -75,9 +80,28 @@ class TextIndex:
         if mat is not None and len(vids):
             where = {v: r for r, v in enumerate(vids)}
             rows = np.array([where.get(i, -1) for i in ids], dtype=np.int64)
-        return cls(ids=ids, pos={i: k for k, i in enumerate(ids)},
-                   pages=np.array([tree.nodes[i].page_idx for i in ids], dtype=np.int64),
-                   bm25=bm25, vec_rows=rows, vectors=mat)
+        pages = np.array([tree.nodes[i].page_idx for i in ids], dtype=np.int64)
+        n = len(ids)
+        prev_idx = np.arange(-1, n - 1, dtype=np.int64)
+        next_idx = np.arange(1, n + 1, dtype=np.int64)
+        if n:
+            prev_idx[1:][pages[1:] != pages[:-1]] = -1
+            next_idx[:-1][pages[:-1] != pages[1:]] = -1
+            next_idx[-1] = -1
+        return cls(ids=ids, pos={i: k for k, i in enumerate(ids)}, pages=pages,
+                   bm25=bm25, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx)
+
+    def neighbour_mean(self, s: np.ndarray) -> np.ndarray:
+        """Mean score of each leaf's same-page reading-order neighbours (0 when it has none)."""
+        if self.prev_idx is None or self.next_idx is None or not s.size:
+            return np.zeros_like(s)
+        total = np.zeros_like(s)
+        count = np.zeros_like(s)
+        for nb in (self.prev_idx, self.next_idx):
+            ok = nb >= 0
+            total[ok] += s[nb[ok]]
+            count[ok] += 1
+        return np.divide(total, count, out=np.zeros_like(s), where=count > 0)
 
     def lexical(self, query: str) -> np.ndarray:
         toks = tokenize(query)
@@ -128,7 +152,8 @@ def _norm_dense(x: np.ndarray) -> np.ndarray:
     return np.clip(x, 0.0, 1.0)
 
 
-def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: float = 0.0) -> dict[str, float]:
+def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: float = 0.0,
+                  neighbour_weight: float = 0.2) -> dict[str, float]:
     """S_T for every non-empty leaf: BM25 (max-normalized) blended with the dense cosine,
     optionally smoothed by the best score on the node's page.
 
@@ -145,8 +170,40 @@ def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: 
         s = lex
     else:
         s = lexical_weight * lex + (1 - lexical_weight) * _norm_dense(den)
+    if neighbour_weight > 0:
+        # + w × mean of the same-page neighbours: page recall@5 on MMLongBench-dev 0.683 → 0.698
+        # (w = 0.2; 0.1–0.25 all within 0.695–0.700, 0.4+ worse)
+        s = s + neighbour_weight * idx.neighbour_mean(s)
     if page_weight > 0 and idx.pages.size:
         best = np.zeros(int(idx.pages.max()) + 1, dtype=np.float32)
         np.maximum.at(best, idx.pages, s)
         s = (1 - page_weight) * s + page_weight * best[idx.pages]
     return {i: float(v) for i, v in zip(idx.ids, s)}
+
+
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+             "eighth": 8, "ninth": 9, "tenth": 10}
+_PAGE_SPAN = re.compile(r"\bpages?\s+(\d+)(?:\s*(?:-|–|to|and|through)\s*(\d+))?", re.I)
+_NTH_PAGE = re.compile(r"\b(\d+)(?:st|nd|rd|th)\s+page\b", re.I)
+_WORD_PAGE = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+page\b", re.I)
+_COVER = re.compile(r"\b(?:front\s+)?cover(?:\s+page)?\b", re.I)
+_LAST_PAGE = re.compile(r"\b(?:last|final)\s+page\b", re.I)
+
+
+def page_references(question: str, page_count: int) -> set[int]:
+    """0-based pages a question points at: "page 5", "pages 10 and 11", "the 6th page", "the
+    second page", "the cover", "the last page". Used as a soft boost, not a filter: printed page
+    numbers can differ from the PDF's (page recall@5 on MMLongBench-dev 0.652 → 0.683)."""
+    out: set[int] = set()
+    for m in _PAGE_SPAN.finditer(question):
+        a = int(m.group(1))
+        b = int(m.group(2) or a)
+        if 0 <= b - a <= 5:
+            out.update(range(a, b + 1))
+    out.update(int(m.group(1)) for m in _NTH_PAGE.finditer(question))
+    out.update(_ORDINALS[m.group(1).lower()] for m in _WORD_PAGE.finditer(question))
+    if _COVER.search(question):
+        out.add(1)
+    if _LAST_PAGE.search(question):
+        out.add(page_count)
+    return {p - 1 for p in out if 1 <= p <= page_count}

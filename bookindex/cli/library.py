@@ -107,6 +107,8 @@ class _Progress:
             self.bar = None
         elif event == "graph_start":
             _console().print("  building the knowledge graph ...")
+        elif event == "graph_retry_start":
+            _console().print(f"  retrying {_n(info['nodes'], 'graph node')} whose extraction failed last time ...")
 
 
 def index_cmd(
@@ -140,6 +142,7 @@ def index_cmd(
     c = _console()
     counts: Counter[str] = Counter()
     total_pages = 0
+    nodes_failed = 0  # graph nodes whose extraction failed, over the documents built or retried now
     t_all = time.perf_counter()
     for k, f in enumerate(files, 1):
         if not quiet:
@@ -156,17 +159,31 @@ def index_cmd(
         m = doc.manifest
         if doc.status != "unchanged":
             total_pages += int(m.get("pages") or 0)
+        graph = (doc.build_report.get("graph") or {}) if doc.status != "unchanged" else {}
+        nodes_failed += int(graph.get("nodes_failed") or 0)
         if not quiet:
             if doc.status == "unchanged":
                 c.print(f"  unchanged: {escape(doc.name)} ({doc.doc_id}) is already indexed with these options")
+            elif doc.status == "retried":
+                r = doc.retry or {}
+                color = "yellow" if r.get("still_failed") else "green"
+                c.print(f"  [green]retried[/] {escape(doc.name)} ({doc.doc_id}): {_n(r.get('nodes', 0), 'failed graph node')}"
+                        f" re-extracted with {_n(r.get('llm_calls', 0), 'LLM call')}: [{color}]{r.get('recovered', 0)} "
+                        f"recovered, {r.get('still_failed', 0)} still failing[/]; graph now "
+                        f"{_n(r.get('entities', 0), 'entity', 'entities')}, {_n(r.get('relations', 0), 'relation')} "
+                        f"({time.perf_counter() - t0:.1f} s)")
             else:
                 c.print(f"  [green]{doc.status}[/] {escape(doc.name)} -> {doc.doc_id}: {_n(m['pages'], 'page')}, "
                         f"{_n(m['blocks'], 'block')}, {_n(m['sections'], 'section')}, {_n(m['nodes'], 'node')}, "
                         f"graph {'yes' if m['graph'] else 'no'} "
                         f"({time.perf_counter() - t0:.1f} s)")
+                if graph.get("built"):
+                    c.print("  " + graph_summary(graph))
     secs = time.perf_counter() - t_all
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-    c.print(f"{summary}; {_n(total_pages, 'page')} in {secs:.1f} s -> {escape(str(lib.root))}")
+    failed_note = (f"; [yellow]{_n(nodes_failed, 'graph node')} failed extraction[/] (run the same command "
+                   "again to retry only those)") if nodes_failed else ""
+    c.print(f"{summary}; {_n(total_pages, 'page')} in {secs:.1f} s -> {escape(str(lib.root))}{failed_note}")
     if counts["failed"]:
         raise typer.Exit(2)
 
@@ -244,8 +261,21 @@ def render_toc(tree: Any, depth: int | None = None, leaves: bool = False) -> lis
     return lines
 
 
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}" if k == 1 else f"{k} {word}s"
+def graph_summary(graph: dict[str, Any]) -> str:
+    """One line from build.json's graph report: size, ER merges, and the nodes that failed."""
+    line = (f"graph ({graph.get('extractor', '?')} extractor, er={graph.get('er', '?')}): "
+            f"{_n(int(graph.get('entities') or 0), 'entity', 'entities')}, "
+            f"{_n(int(graph.get('relations') or 0), 'relation')}, {_n(int(graph.get('er_merges') or 0), 'ER merge')}, ")
+    failed = int(graph.get("nodes_failed") or 0)
+    processed = graph.get("nodes_processed")
+    of = f" of {processed}" if processed is not None else ""
+    if failed:
+        return line + f"[yellow]{failed}{of} nodes failed extraction[/] (listed in build.json)"
+    return line + f"0{of} nodes failed"
+
+
+def _n(k: int, word: str, plural: str | None = None) -> str:
+    return f"{k} {word}" if k == 1 else f"{k} {plural or word + 's'}"
 
 
 def _pages(n: Any) -> str:

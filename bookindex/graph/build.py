@@ -112,7 +112,8 @@ def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Any, set
     t0 = time.perf_counter()
     if not eligible:
         return stats, [], np.zeros((0, getattr(embedder, "dim", 0) or 0), np.float32)
-    vecs = np.asarray(embedder.encode([entity_text(e) for e in eligible], progress=progress), dtype=np.float32)
+    # No encoder progress bar: the build's own progress output covers this step.
+    vecs = np.asarray(embedder.encode([entity_text(e) for e in eligible], progress=False), dtype=np.float32)
     use_reranker = reranker is not None and getattr(getattr(settings, "reranker", None), "provider", "embedding") != "embedding"
     resolver = GradientResolver(
         vecs.shape[1], g=settings.graph.er_gradient, top_k=settings.graph.er_top_k,
@@ -204,14 +205,15 @@ def graph_from_extractions(tree: DocumentTree, extractions: list[NodeExtraction]
 def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str], *, settings: Any,
                  llm: Any = None, embedder: Any = None, reranker: Any = None,
                  vectors: tuple[list[str], np.ndarray] | None = None,
-                 progress: bool = False) -> dict[str, Any]:
+                 progress: bool = False, fresh: bool = True) -> dict[str, Any]:
     """Re-extract `node_ids` (e.g. the failed nodes of an earlier build) into an existing graph.
 
     Their previous contributions are removed first (entities left without any node disappear),
     then each new entity is resolved against the graph incrementally: exact name/alias match
     first, then Algorithm 1 against the stored entity vectors (`vectors`, from
     store.load_entity_vectors; encoded with `embedder` when absent). Returns a report like
-    build_graph's; the graph is modified in place.
+    build_graph's; the graph is modified in place. `fresh`: the LLM calls bypass the completion
+    cache (which would replay the answers that failed), still storing the new ones.
     """
     t0 = time.perf_counter()
     wanted = set(node_ids)
@@ -227,6 +229,8 @@ def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str],
             kept.append(r)
     graph.relations = kept
     extractor = choose_extractor(settings, llm, tree.name)
+    if fresh and hasattr(extractor, "fresh"):
+        extractor.fresh = True
     extractions = extractor.extract([tree.nodes[i] for i in node_ids if i in tree.nodes], progress=progress)
     prefix = f"{tree.doc_id}-u{int(time.time() * 1000) % 10**9:09d}"
     new, eligible, stats = assemble(prefix, extractions, settings.graph.er)

@@ -185,13 +185,18 @@ class LLMExtractor:
         self.max_tokens = max_tokens
         self.calls = 0
         self.retried: list[str] = []
+        # True when re-extracting nodes that failed before (a later `bookindex index`): their
+        # calls bypass the completion cache, which holds the failed answers, instead of replaying it.
+        self.fresh = False
 
-    def _call(self, batch: list[tuple[Node, str]]) -> dict[str, Any]:
+    def _call(self, batch: list[tuple[Node, str]], fresh: bool = False) -> dict[str, Any]:
         frags = "\n\n".join(_fragment(f"N{i + 1}", n, t) for i, (n, t) in enumerate(batch))
         kw: dict[str, Any] = {"messages": [{"role": "user", "content": _PROMPT.format(doc=self.doc_name, fragments=frags)}],
                               "schema": BatchOut, "stage": STAGE}
         if self.max_tokens:
             kw["max_tokens"] = self.max_tokens
+        if fresh or self.fresh:
+            kw["cache"] = False  # the client still stores the new answer
         return kw
 
     def _image_call(self, node: Node) -> dict[str, Any] | None:
@@ -204,11 +209,11 @@ class LLMExtractor:
                                     context=" ".join(node_text(node).split())[:500] or "none")
         return {"messages": [user_message(text, images=[path])], "schema": NodeOut, "stage": "extract_image"}
 
-    def _round(self, items: list[tuple[Node, str]], progress: bool,
-               budget: int | None = None) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
+    def _round(self, items: list[tuple[Node, str]], progress: bool, budget: int | None = None,
+               fresh: bool = False) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
         """One pass over `items`: extractions by node id, and errors by node id."""
         batches = pack(items, budget or self.batch_tokens)
-        calls = [self._call(b) for b in batches]
+        calls = [self._call(b, fresh) for b in batches]
         self.calls += len(calls)
         if progress:
             from tqdm import tqdm
@@ -274,7 +279,8 @@ class LLMExtractor:
         if bad:  # retry each failed node once, alone, so one bad node cannot sink its batch-mates
             self.retried = list(bad)
             by_id = {n.id: (n, t) for n, t in items}
-            good2, bad2 = self._round([by_id[i] for i in bad], progress, budget=1)
+            # fresh: a node alone in its batch would otherwise replay the cached failed answer
+            good2, bad2 = self._round([by_id[i] for i in bad], progress, budget=1, fresh=True)
             good.update(good2)
             bad = bad2
         done.update(good)

@@ -81,9 +81,9 @@ def _write_lance(graph: KnowledgeGraph, path: Path, vectors: np.ndarray | None) 
         "weight": pa.array([float(r.weight) for r in rels], pa.float32()),
         "node_ids": pa.array([list(r.node_ids) for r in rels], pa.list_(pa.string())),
     })
-    db = lancedb.connect(str(path))
-    db.create_table("entities", pa.table(cols), mode="overwrite")
-    db.create_table("relations", rel_tab, mode="overwrite")
+    db = lancedb.connect(str(path))  # `path` is a fresh folder (save_graph removes any leftover):
+    db.create_table("entities", pa.table(cols))  # mode="overwrite" would log a lance WARN per table
+    db.create_table("relations", rel_tab)
 
 
 def save_graph(graph: KnowledgeGraph, doc_dir: str | Path, embedder: Any = None) -> None:

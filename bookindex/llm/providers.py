@@ -256,6 +256,8 @@ class LlamaCppProvider:
 
     `llm.model` is a GGUF path, or empty / "qwen2.5-coder-1.5b" for the embedded default model,
     or "qwen2.5-coder-0.5b" for the small test model. Calls are serialised: one context, one thread.
+    JSON output follows `llm.json_mode` as for the OpenAI provider: "prompt" (default) asks by
+    instruction only; "json_object" / "json_schema" constrain decoding to the schema.
     """
 
     name = "llamacpp"
@@ -300,7 +302,11 @@ class LlamaCppProvider:
                                       "use an OpenAI-compatible vision server for images")
         llm = self._llama()
         kwargs: dict[str, Any] = {}
-        if json_schema is not None:
+        if json_schema is not None and self.cfg.json_mode in ("json_object", "json_schema"):
+            # Grammar-constrained decoding (llama-cpp-python takes the schema with type
+            # json_object, like llama.cpp's server). It is slow on CPU for long outputs such as
+            # extraction batches, so the default ("prompt") leaves JSON to the instruction and
+            # the client's parse/repair/validate path.
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         with self._lock:
             try:

@@ -1,0 +1,201 @@
+"""Issue 4 "Bad input": nodes whose LLM extraction fails are retried once, recorded in build.json,
+counted in the `bookindex index` summary, and a re-run of `bookindex index` retries only them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from bookindex.config import load_settings
+from bookindex.errors import LLMOutputError
+from bookindex.graph.extract_llm import BatchOut
+from bookindex.library import Library
+from library_helpers import HashEmbedder, handbook_markdown
+
+BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
+
+
+class Ledger:
+    def snapshot(self) -> dict[str, Any]:
+        return {"stages": {}, "total": {"calls": 0}}
+
+
+class ScriptedLLM:
+    """Answers extraction prompts from their fragments; a fragment containing a `broken` marker
+    makes the whole call fail (malformed JSON), like a small model that garbles its answer."""
+
+    available = True
+    model = "scripted"
+
+    def __init__(self, broken: tuple[str, ...] = ()) -> None:
+        self.broken = set(broken)
+        self.calls: list[dict[str, Any]] = []  # {"bodies": [...], "kw": {...}}
+        self.ledger = Ledger()
+        self.lock = threading.Lock()
+
+    def complete(self, messages: Any, schema: Any = None, stage: str = "", **kw: Any) -> Any:
+        if stage == "er":  # entity resolution's "which candidate?": always a new entity
+            return schema.model_validate({"select_id": -1})
+        assert schema is BatchOut and stage == "extract"
+        prompt = messages[0]["content"]
+        frags = prompt.split("--- N")[1:]
+        bodies = [f.split("---\n", 1)[1] for f in frags]
+        with self.lock:
+            self.calls.append({"bodies": bodies, "kw": kw})
+        if any(b in body for body in bodies for b in self.broken):
+            raise LLMOutputError("not a valid BatchOut after one repair attempt", stage=stage)
+        nodes = []
+        for f, body in zip(frags, bodies):
+            words = [w.strip(".,:|") for w in body.split() if w[:1].isupper() and len(w.strip(".,:|")) > 2]
+            ents = [{"name": w, "type": "concept", "description": f"{w} as mentioned"} for w in dict.fromkeys(words)]
+            rels = ([{"source": ents[0]["name"], "target": ents[1]["name"], "description": "co-mentioned",
+                      "keywords": ["co"], "weight": 5}] if len(ents) > 1 else [])
+            nodes.append({"node": "N" + f.split(" ", 1)[0], "entities": ents, "relations": rels})
+        return BatchOut.model_validate({"nodes": nodes})
+
+    def map(self, requests: list[dict[str, Any]], return_exceptions: bool = False, **_: Any) -> list[Any]:
+        out: list[Any] = []
+        for r in requests:
+            try:
+                out.append(self.complete(**r))
+            except LLMOutputError as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
+        return out
+
+
+def settings():
+    return load_settings(env={}, overrides={"cache.enabled": False, "graph.extractor": "llm",
+                                            "graph.batch_tokens": 200})
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def md_file(tmp_path: Path) -> Path:
+    f = tmp_path / "src" / "handbook.md"
+    f.parent.mkdir()
+    f.write_text(handbook_markdown())
+    return f
+
+
+def _failed_ids(doc: Any) -> list[str]:
+    return [n.id for n in doc.tree.walk() if any(b in n.text for b in BROKEN)]
+
+
+def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md_file: Path) -> None:
+    llm = ScriptedLLM(broken=BROKEN)
+    lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
+    doc = lib.add(md_file)
+    assert doc.status == "added"
+    bad = _failed_ids(doc)
+    assert len(bad) == 2
+    build = doc.build_report["graph"]
+    assert build["nodes_failed"] == 2 and build["failed_node_ids"] == sorted(bad)
+    assert all("malformed" in build["failures"][i] for i in bad)
+    assert set(bad) <= set(build["retried_node_ids"])  # each was retried once within the build
+    solo = [c for c in llm.calls if len(c["bodies"]) == 1 and any(b in c["bodies"][0] for b in BROKEN)]
+    assert len(solo) == 2 and all(c["kw"].get("cache") is False for c in solo)
+    assert not any(set(bad) & set(e.node_ids) for e in doc.graph.entities.values())
+    links_before = sum(len(e.node_ids) for e in doc.graph.entities.values())
+    old_dir = doc.dir
+
+    # Second run, same unchanged file: the model now answers; only the failed nodes are sent.
+    llm.broken.clear()
+    llm.calls.clear()
+    again = lib.add(md_file)
+    assert again.status == "retried" and again.dir != old_dir and not old_dir.exists()
+    sent = [body for c in llm.calls for body in c["bodies"]]
+    assert len(sent) == 2 and all(any(b in body for b in BROKEN) for body in sent)
+    assert 1 <= len(llm.calls) <= 2 and all(c["kw"].get("cache") is False for c in llm.calls)
+    assert again.retry["recovered"] == 2 and again.retry["still_failed"] == 0 and again.retry["llm_calls"] == len(llm.calls)
+    g = again.graph
+    gained = {i for e in g.entities.values() for i in e.node_ids} & set(bad)
+    assert gained == set(bad)
+    assert any(e.name == "Scope" for e in g.entities.values())
+    assert sum(len(e.node_ids) for e in g.entities.values()) >= links_before + 2
+    assert all(nid in again.tree.nodes for e in g.entities.values() for nid in e.node_ids)
+    rep = again.build_report["graph"]
+    assert rep["nodes_failed"] == 0 and rep["failed_node_ids"] == [] and rep["failures"] == {}
+    assert rep["entities"] == len(g.entities) and rep["retries"][-1]["recovered"] == 2
+    assert again.manifest["graph_failed"] == 0
+    from bookindex.graph.store import load_entity_vectors
+
+    ids, mat = load_entity_vectors(again.dir)
+    assert sorted(ids) == sorted(g.entities) and mat.shape == (len(ids), HashEmbedder().dim)
+
+    # Third run: nothing failed any more, so an unchanged document is a no-op again.
+    llm.calls.clear()
+    third = lib.add(md_file)
+    assert third.status == "unchanged" and llm.calls == [] and third.dir == again.dir
+
+
+def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> None:
+    llm = ScriptedLLM(broken=BROKEN)
+    lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
+    bad = _failed_ids(lib.add(md_file))
+    llm.broken = {BROKEN[0]}  # one node recovers, the other still fails
+    llm.calls.clear()
+    doc = lib.add(md_file)
+    assert doc.status == "retried" and doc.retry["recovered"] == 1 and doc.retry["still_failed"] == 1
+    rep = doc.build_report["graph"]
+    still = [i for i in bad if BROKEN[0] in doc.tree[i].text]
+    assert rep["failed_node_ids"] == still and list(rep["failures"]) == still
+    assert all(any(b in body for b in BROKEN) for c in llm.calls for body in c["bodies"])
+
+
+def test_a_failed_retry_leaves_the_library_as_it_was(tmp_path: Path, md_file: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    llm = ScriptedLLM(broken=BROKEN)
+    lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
+    lib.add(md_file)
+    before = snapshot(lib.root)
+    llm.broken.clear()
+    from bookindex.graph import store
+
+    def boom(*a: Any, **k: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "save_graph", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        lib.add(md_file)
+    assert snapshot(lib.root) == before
+
+
+def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_file: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from bookindex.cli.app import app
+
+    llm = ScriptedLLM(broken=BROKEN)
+    emb = HashEmbedder()
+    monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
+    monkeypatch.setattr(Library, "_get_llm", lambda self, s: llm)
+    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    lib = str(tmp_path / "lib")
+    args = ["--set", "graph.extractor=llm", "index", str(md_file), "-i", lib]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "2 of" in r.output and "nodes failed extraction" in r.output
+    assert "2 graph nodes failed extraction" in r.output  # the final summary line
+    llm.broken.clear()
+    llm.calls.clear()
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "1 retried" in r.output and "2 recovered, 0 still failing" in r.output
+    assert sum(len(c["bodies"]) for c in llm.calls) == 2
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0 and "unchanged" in r.output and "failed extraction" not in r.output
+    build = json.loads(next((tmp_path / "lib" / "docs").glob("*/build.json")).read_text())
+    assert build["graph"]["nodes_failed"] == 0
