@@ -55,6 +55,38 @@ class IndexContext:
     vlm: Any | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+    doc_dir: Any | None = None  # the stored document's folder (extracted images live there)
+
+    @property
+    def vlm_available(self) -> bool:
+        return bool(self.vlm is not None and getattr(self.vlm, "available", False))
+
+    def region_image(self, node_id: str, dpi: int = 144) -> bytes | None:
+        """PNG of a node's region: cropped from the source PDF page at the node's bbox (what the
+        reader sees, labels and axes included), else the image file the parser extracted."""
+        node = self.tree.nodes.get(node_id)
+        if node is None:
+            return None
+        source = str(self.manifest.get("source") or "")
+        if node.bbox and source.lower().endswith(".pdf"):
+            try:
+                import pymupdf
+
+                with pymupdf.open(source) as pdf:
+                    page = pdf[node.page_idx]
+                    clip = pymupdf.Rect(*node.bbox) & page.rect
+                    if not clip.is_empty:
+                        return page.get_pixmap(clip=clip, dpi=dpi).tobytes("png")
+            except Exception:  # noqa: BLE001 - a moved or changed source falls back to the stored image
+                pass
+        rel = node.meta.get("image_path")
+        if rel and self.doc_dir is not None:
+            from pathlib import Path
+
+            path = Path(rel) if Path(rel).is_absolute() else Path(self.doc_dir) / rel
+            if path.is_file():
+                return path.read_bytes()
+        return None
 
     @property
     def graph_from_llm(self) -> bool:
@@ -142,6 +174,12 @@ class IndexContext:
             embedder = _provider("bookindex.embedding", "get_embedder", settings)
         if reranker is None and settings is not None:
             reranker = _provider("bookindex.reranker", "get_reranker", settings)
+        vlm = None
+        vlm_settings = getattr(settings, "vlm", None)
+        if vlm_settings is not None and getattr(vlm_settings, "provider", "none") != "none":
+            from bookindex.llm import get_llm
+
+            vlm = get_llm(settings, section="vlm")
         dim = getattr(embedder, "dim", None)
         if node_vecs is not None and dim and node_vecs.shape[1] != int(dim):
             from bookindex.errors import IndexFormatError
@@ -155,7 +193,8 @@ class IndexContext:
         return cls(tree=tree, graph=graph, settings=settings, llm=llm, embedder=embedder,
                    reranker=reranker, manifest=dict(getattr(doc, "manifest", {}) or {}),
                    node_ids=node_ids, node_vectors=node_vecs,
-                   entity_ids=ent_ids, entity_vectors=ent_vecs)
+                   entity_ids=ent_ids, entity_vectors=ent_vecs, vlm=vlm,
+                   doc_dir=getattr(doc, "dir", None))
 
 
 def _provider(module: str, fn: str, settings: Any) -> Any | None:

@@ -81,6 +81,19 @@ class Map(Operator):
         group_size: int = 8
         max_groups: int = 6
         use_llm: bool = True
+        max_images: int = 4  # image/chart nodes of a group sent to the VLM as cropped page regions
+
+    def _ask_vlm(self, question: str, ids: list[str], nums: list[int] | None, visual: list[str]) -> Any:
+        """Image and chart evidence goes to the VLM as the cropped page region, with the group's
+        text evidence alongside; None when no region could be rendered."""
+        from bookindex.llm.providers import user_message
+
+        images = [img for img in (self.ctx.region_image(i) for i in visual) if img]
+        if not images:
+            return None
+        text = prompts.MAP.format(query=question, evidence=format_evidence(self.ctx.tree, ids, nums))
+        text += f"\n\nThe {len(images)} attached image(s) show the figure/chart evidence items in order."
+        return self.ctx.vlm.complete([user_message(text, images)], schema=prompts.Partial, stage="map-vision")
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -99,12 +112,23 @@ class Map(Operator):
                     self.note(evidence_fallback="filters matched no node; evidence ranked from the whole document")
                 state.ranked = diversify(tree, [(i, rel.get(i, 0.0)) for i in pool])
         use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
+        use_vlm = (self.params.use_llm and getattr(self.ctx, "vlm_available", False)
+                   and state.operation not in ("COUNT", "LIST"))
         state.partials = []
         number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}
         for question, ids in groups:
             part: dict[str, Any] = {"question": question, "evidence": ids}
             nums = [number[i] for i in ids] if all(i in number for i in ids) else None
-            if use_llm and ids:
+            visual = [i for i in ids if tree.nodes[i].type == "image"][: self.params.max_images]
+            if use_vlm and visual:
+                try:
+                    res = self._ask_vlm(question, ids, nums, visual)
+                    if res is not None:
+                        part.update(answer=res.answer, source="vlm", images=visual)
+                except Exception as exc:  # noqa: BLE001 - the text path below still answers
+                    self.note(vlm_fallback=f"VLM failed ({type(exc).__name__}); used captions and OCR text")
+                    use_vlm = False
+            if use_llm and ids and "answer" not in part:
                 try:
                     res = self.ctx.llm.complete(prompts.MAP.format(query=question, evidence=format_evidence(tree, ids, nums)),
                                                 schema=prompts.Partial, stage="map")

@@ -102,6 +102,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert len(bad) == 2
     build = doc.build_report["graph"]
     assert build["nodes_failed"] == 2 and build["failed_node_ids"] == sorted(bad)
+    assert doc.manifest["graph_failed"] == 2
     assert all("malformed" in build["failures"][i] for i in bad)
     assert set(bad) <= set(build["retried_node_ids"])  # each was retried once within the build
     solo = [c for c in llm.calls if len(c["bodies"]) == 1 and any(b in c["bodies"][0] for b in BROKEN)]

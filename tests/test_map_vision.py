@@ -1,0 +1,88 @@
+"""Map sends image and chart evidence to the VLM as the cropped page region."""
+
+from __future__ import annotations
+
+import base64
+
+import pymupdf
+from pydantic import BaseModel
+
+from bookindex.model import Block, build_tree
+from operators.base import State
+from operators.context import IndexContext
+from operators.synthesizer import Map
+
+
+class FakeVLM:
+    """Records the messages; answers with a fixed partial."""
+
+    available = True
+
+    def __init__(self) -> None:
+        self.calls: list[list[dict]] = []
+
+    def complete(self, messages, schema=None, stage="default", **kw):
+        self.calls.append(messages)
+        assert schema is not None
+        return schema.model_validate({"answer": "the bar for 2021 is highest [1]"})
+
+
+def _pdf_with_chart(path) -> tuple[float, float, float, float]:
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=400)
+    page.insert_text((50, 40), "Figure 1: Sales by year", fontsize=11)
+    bbox = (50.0, 60.0, 250.0, 260.0)
+    page.draw_rect(pymupdf.Rect(*bbox), color=(0, 0, 0), fill=(0.2, 0.4, 0.8))
+    doc.save(str(path))
+    return bbox
+
+
+def _context(tmp_path, vlm):
+    pdf = tmp_path / "chart.pdf"
+    bbox = _pdf_with_chart(pdf)
+    blocks = [Block("title", "Results", 0, level=1),
+              Block("text", "Sales grew every year.", 0, bbox=(50, 270, 300, 290)),
+              Block("image", "Figure 1: Sales by year", 0, bbox=bbox, extra={"caption": "Figure 1: Sales by year"})]
+    tree = build_tree("d" * 16, "chart.pdf", blocks)
+    return IndexContext(tree=tree, vlm=vlm, manifest={"source": str(pdf)}), tree
+
+
+def test_region_image_is_the_cropped_page_region(tmp_path):
+    ctx, tree = _context(tmp_path, None)
+    img = next(n for n in tree.walk() if n.type == "image")
+    png = ctx.region_image(img.id, dpi=72)
+    assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n"
+    pix = pymupdf.Pixmap(png)
+    assert (pix.width, pix.height) == (200, 200)  # the 200 x 200 pt box at 72 dpi, not the page
+
+
+def test_map_sends_images_to_the_vlm_and_text_groups_do_not(tmp_path):
+    vlm = FakeVLM()
+    ctx, tree = _context(tmp_path, vlm)
+    img = next(n for n in tree.walk() if n.type == "image")
+    txt = next(n for n in tree.walk() if n.type == "text")
+    state = State(question="Which year had the highest sales?", candidates=[img.id, txt.id],
+                  ranked=[(img.id, 1.0), (txt.id, 0.5)])
+    out = Map(ctx, {"group_size": 8}).run(state)
+    assert out.partials[0]["source"] == "vlm" and out.partials[0]["images"] == [img.id]
+    content = vlm.calls[0][-1]["content"]
+    parts = [p for p in content if p["type"] == "image_url"]
+    assert len(parts) == 1
+    data = base64.b64decode(parts[0]["image_url"]["url"].split(",", 1)[1])
+    assert data[:4] == b"\x89PNG"
+    # a group without image nodes never reaches the VLM
+    vlm.calls.clear()
+    Map(ctx, {"group_size": 8}).run(State(question="q", candidates=[txt.id], ranked=[(txt.id, 1.0)]))
+    assert vlm.calls == []
+
+
+def test_a_failing_vlm_falls_back_to_the_text_path(tmp_path):
+    class Broken(FakeVLM):
+        def complete(self, *a, **k):
+            raise RuntimeError("vision endpoint down")
+
+    ctx, tree = _context(tmp_path, Broken())
+    img = next(n for n in tree.walk() if n.type == "image")
+    out = Map(ctx, {}).run(State(question="Which year?", candidates=[img.id], ranked=[(img.id, 1.0)]))
+    assert out.partials[0]["source"] == "extractive"
+    assert any("VLM failed" in str(v) for v in out.trace[-1].values()) or "VLM failed" in str(out.trace)
