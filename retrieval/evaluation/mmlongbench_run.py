@@ -264,6 +264,33 @@ def render(summary: dict[str, dict[str, Any]], records: Sequence[dict[str, Any]]
     return "\n".join(parts) + "\n"
 
 
+
+def open_providers(settings: Any, index_dir: Path | None, *, llm: Any = None, embedder: Any = None,
+                   library: Any = None, index_without_llm: bool = False) -> tuple[Any, Any, Any]:
+    """The LLM, embedder and library an evaluation run shares across its rows (given ones kept).
+
+    With `index_without_llm` the library indexes in no-LLM mode, so one index serves both the
+    retrieval-only and the answering runs; the LLM then only answers.
+    """
+    if llm is None:
+        try:
+            from bookindex.llm import get_llm
+
+            llm = get_llm(settings)
+        except ImportError:
+            llm = None
+    if embedder is None:
+        from bookindex.embedding import get_embedder
+
+        embedder = get_embedder(settings)
+    if library is None:
+        from bookindex.library import Library
+
+        index_settings = settings.with_overrides({"llm.provider": "none"}) if index_without_llm else settings
+        library = Library.open(index_dir, index_settings, embedder=embedder,
+                               llm=None if index_without_llm else llm)
+    return llm, embedder, library
+
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
         limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
         settings: Any = None, library: Any = None, llm: Any = None, embedder: Any = None,
@@ -282,23 +309,8 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     rows = make_rows(methods, ablations, settings)
     if library is None:
         index_dir = Path(index_dir) if index_dir else default_index_dir(settings, data_dir)
-    if llm is None:
-        try:
-            from bookindex.llm import get_llm
-
-            llm = get_llm(settings)
-        except ImportError:
-            llm = None
-    if embedder is None:
-        from bookindex.embedding import get_embedder
-
-        embedder = get_embedder(settings)
-    if library is None:
-        from bookindex.library import Library
-
-        index_settings = settings.with_overrides({"llm.provider": "none"}) if index_without_llm else settings
-        library = Library.open(index_dir, index_settings, embedder=embedder,
-                               llm=None if index_without_llm else llm)
+    llm, embedder, library = open_providers(settings, index_dir, llm=llm, embedder=embedder,
+                                            library=library, index_without_llm=index_without_llm)
     t_idx = time.perf_counter()
     docs, timing = open_documents(library, data_dir, [q["doc_id"] for q in questions], progress)
     index_seconds = time.perf_counter() - t_idx

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from bookindex.errors import InputError
 from retrieval.evaluation.mmlongbench_run import (
+    open_providers,
     RunResult,
     default_index_dir,
     evidence_text,
@@ -181,23 +182,8 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     rows = make_rows(methods, ablations, settings)
     index_dir = Path(index_dir) if index_dir else default_index_dir(settings, data_dir)
     write_documents({p: papers[p] for p in dict.fromkeys(q["paper"] for q in questions)}, index_dir / "markdown")
-    if llm is None:
-        try:
-            from bookindex.llm import get_llm
-
-            llm = get_llm(settings)
-        except ImportError:
-            llm = None
-    if embedder is None:
-        from bookindex.embedding import get_embedder
-
-        embedder = get_embedder(settings)
-    if library is None:
-        from bookindex.library import Library
-
-        index_settings = settings.with_overrides({"llm.provider": "none"}) if index_without_llm else settings
-        library = Library.open(index_dir / "library", index_settings, embedder=embedder,
-                               llm=None if index_without_llm else llm)
+    llm, embedder, library = open_providers(settings, index_dir / "library", llm=llm, embedder=embedder,
+                                            library=library, index_without_llm=index_without_llm)
     t_idx = time.perf_counter()
     docs, timing = open_documents(library, index_dir / "markdown", [q["doc"] for q in questions], progress)
     index_seconds = time.perf_counter() - t_idx
