@@ -291,6 +291,7 @@ def open_providers(settings: Any, index_dir: Path | None, *, llm: Any = None, em
                                llm=None if index_without_llm else llm)
     return llm, embedder, library
 
+
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
         limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
         settings: Any = None, library: Any = None, llm: Any = None, embedder: Any = None,
