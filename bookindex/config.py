@@ -98,6 +98,10 @@ class RetrievalSettings(_Section):
     max_evidence: int = Field(10, ge=1)
     select_depth: int = Field(2, ge=1)
     ppr_alpha: float = Field(0.85, gt=0, lt=1)
+    # no-LLM query expansion from a domain glossary (financial ratios → the statement line items
+    # they are computed from); weight of the expansion in the lexical score
+    glossary: bool = True
+    glossary_weight: float = Field(0.7, ge=0, le=1)
 
 
 class CacheSettings(_Section):

@@ -103,14 +103,20 @@ class Map(Operator):
         else:
             ids = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
             g = self.params.group_size
-            groups = [(state.question, ids[k:k + g]) for k in range(0, len(ids), g)][: self.params.max_groups]
+            cap = g * self.params.max_groups
             if not state.ranked:  # global plans: the filtered nodes, most relevant to the question first
                 rel = hybrid_scores(self.ctx, state.question)
-                pool = [i for _, grp in groups for i in grp]
+                pool = ids
                 if not pool:  # the filters matched nothing: show the most relevant content instead
                     pool = [i for i, _ in sorted(rel.items(), key=lambda kv: (-kv[1], kv[0]))[:40]]
                     self.note(evidence_fallback="filters matched no node; evidence ranked from the whole document")
                 state.ranked = diversify(tree, [(i, rel.get(i, 0.0)) for i in pool])
+            if len(ids) > cap:
+                # more filtered nodes than the groups hold: the most relevant ones, in document order
+                keep = {i for i, _ in state.ranked[:cap]}
+                self.note(grouped=f"{cap} most relevant of {len(ids)} filtered nodes")
+                ids = [i for i in ids if i in keep]
+            groups = [(state.question, ids[k:k + g]) for k in range(0, len(ids), g)][: self.params.max_groups]
         use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
         use_vlm = (self.params.use_llm and getattr(self.ctx, "vlm_available", False)
                    and state.operation not in ("COUNT", "LIST"))

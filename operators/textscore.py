@@ -16,6 +16,7 @@ import bm25s
 import numpy as np
 
 from bookindex.model import LEAF_TYPES, DocumentTree
+from operators.glossary import expansion
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b|\b\d\b")
 STOPWORDS = frozenset("""a an and are as at be but by for if in into is it no not of on or such that the their
@@ -165,6 +166,11 @@ def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: 
     if not idx.ids:
         return {}
     lex = _norm_max(idx.lexical(query))
+    setting = getattr(ctx, "retrieval_setting", lambda name, default: default)
+    extra = expansion(query) if setting("glossary", True) else ""
+    if extra:  # glossary terms: the line items a named ratio is computed from (see glossary.py)
+        w = float(setting("glossary_weight", 0.7))
+        lex = (1 - w) * lex + w * _norm_max(idx.lexical(extra))
     den = idx.dense(query_vector(ctx, query))
     if den is None:
         s = lex

@@ -56,17 +56,28 @@ def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
         _run_steps(step.steps or [], sub, ctx)
         state.sub_results.append({"question": q, "ranked": list(sub.ranked),
                                   "entities": [le.to_dict() for le in sub.entities], "trace": sub.trace})
-    state.ranked = merge_round_robin([r["ranked"] for r in state.sub_results],
-                                     int(ctx.retrieval_setting("max_evidence", 10)))
+    rankings = [r["ranked"] for r in state.sub_results]
+    whole: dict[str, Any] | None = None
+    if step.params.get("with_question", False) and state.question not in subs:
+        # The whole question is retrieved too and leads the merge: a decomposition that split a
+        # name ("X and Y") or dropped context then costs positions, not the answer.
+        sub = state.fork(state.question)
+        _run_steps(step.steps or [], sub, ctx)
+        whole = {"question": state.question, "trace": sub.trace}
+        rankings = [list(sub.ranked)] + rankings
+    state.ranked = merge_round_robin(rankings, int(ctx.retrieval_setting("max_evidence", 10)))
     state.candidates = [i for i, _ in state.ranked]
     # each sub-result keeps only the evidence that made it into the merged list (so citations are global)
     kept = set(state.candidates)
     for r in state.sub_results:
         r["ranked"] = [(i, s) for i, s in r["ranked"] if i in kept]
-    state.trace.append({"op": "ForEach", "kind": "composite", "ms": _ms(t0),
-                        "sub_questions": [{"question": r["question"], "trace": r["trace"],
-                                           "kept": [i for i, _ in r["ranked"]]} for r in state.sub_results],
-                        "outputs": [[i, round(s, 4)] for i, s in state.ranked]})
+    record: dict[str, Any] = {"op": "ForEach", "kind": "composite", "ms": _ms(t0),
+                              "sub_questions": [{"question": r["question"], "trace": r["trace"],
+                                                 "kept": [i for i, _ in r["ranked"]]} for r in state.sub_results],
+                              "outputs": [[i, round(s, 4)] for i, s in state.ranked]}
+    if whole is not None:
+        record["whole_question"] = whole
+    state.trace.append(record)
 
 
 def merge_round_robin(rankings: list[list[tuple[str, float]]], cap: int) -> list[tuple[str, float]]:
@@ -96,4 +107,6 @@ def flatten_trace(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for sq in rec.get("sub_questions", []) if isinstance(rec.get("sub_questions"), list) else []:
             if isinstance(sq, dict):
                 out += flatten_trace(sq.get("trace", []))
+        if isinstance(rec.get("whole_question"), dict):
+            out += flatten_trace(rec["whole_question"].get("trace", []))
     return out

@@ -138,7 +138,7 @@ def multi_hop_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> l
         notes["decompose_fallback"] = holder.record["fallback"]
     dec.params = {"sub_questions": subs, "synthesis": synth}
     notes["decomposer"] = how
-    return [dec, Step(op="ForEach", steps=retrieval_steps(ctx)), Step(op="Map"),
+    return [dec, Step(op="ForEach", params={"with_question": True}, steps=retrieval_steps(ctx)), Step(op="Map"),
             Step(op="Reduce", params={"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]})]
 
 

@@ -81,6 +81,11 @@ def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
     for b in rec.get("branches", []):
         _trace_node(node, b)
     if rec.get("op") == "ForEach":
+        if isinstance(rec.get("whole_question"), dict):
+            whole = node.add(f"[bold]whole question (leads the merge):[/bold] "
+                             f"{escape(rec['whole_question']['question'])}")
+            for r in rec["whole_question"]["trace"]:
+                _trace_node(whole, r)
         for sq in rec.get("sub_questions", []):
             sub = node.add(f"[bold]sub-question:[/bold] {escape(sq['question'])}")
             for r in sq["trace"]:

@@ -1,0 +1,83 @@
+"""Glossary expansion, global-plan evidence over a whole document, and multi-hop merges led by the
+whole question — each on the fixture index with exact expectations."""
+
+from __future__ import annotations
+
+from bookindex.config import load_settings
+from bookindex.model import Block, build_tree
+from operators import FilterModal, Map, State
+from operators.context import IndexContext
+from operators.glossary import expansion, line_items
+from operators.textscore import hybrid_scores
+from retrieval.executor import execute
+from retrieval.plans import Plan, Step
+from retrieval_fixture import make_context, node
+
+
+def test_glossary_maps_ratios_to_their_line_items() -> None:
+    assert line_items("what is roa for ADBE in FY2015?") == ["net income", "total assets"]
+    assert line_items("What is Amazon's FY2017 days payable outstanding (DPO)?") == \
+        ["accounts payable", "cost of sales"]
+    assert "interest expense" in line_items("what is the interest coverage ratio in FY2019?")
+    assert expansion("How do I plot a sine curve?") == ""
+    assert "consolidated balance sheets" in expansion("return on equity for FY2020")
+
+
+def _statements_ctx(glossary: bool) -> IndexContext:
+    """Three pages: prose that repeats the question's words, and the two statements it needs.
+    Lexical scores only (no embedder): the glossary acts on the lexical half."""
+    blocks = [
+        Block("text", "Management discusses the return on assets that investors follow in the "
+                      "letter to shareholders.", 0, (50, 50, 500, 90)),
+        Block("table", "| Consolidated balance sheets | 2019 |\n| Total assets | 19,845 |\n"
+                       "| Total liabilities | 5,401 |", 1, (50, 50, 500, 150)),
+        Block("table", "| Consolidated statements of operations | 2019 |\n| Net revenues | 6,489 |\n"
+                       "| Net income | 1,503 |", 2, (50, 50, 500, 150)),
+    ]
+    tree = build_tree("fin0000000000000", "report.pdf", blocks, {"pages": 3})
+    settings = load_settings(overrides={"llm.provider": "none", "retrieval.glossary": glossary}, env={})
+    from bookindex.graph.kg import KnowledgeGraph
+
+    return IndexContext(tree=tree, graph=KnowledgeGraph({}, []), settings=settings, embedder=None)
+
+
+def test_glossary_lifts_the_statements_that_compute_a_ratio() -> None:
+    q = "What is the FY2019 return on assets?"
+    for glossary in (False, True):
+        ctx = _statements_ctx(glossary)
+        scores = hybrid_scores(ctx, q)
+        pages = [ctx.tree.nodes[i].page_idx for i in sorted(scores, key=lambda i: -scores[i])]
+        # without the glossary the prose wins; with it both statements outrank the prose
+        assert pages[0] == 0 if not glossary else set(pages[:2]) == {1, 2}
+
+
+def test_global_map_ranks_all_filtered_nodes_not_the_first_pages() -> None:
+    ctx = make_context()
+    st = State("Which terminal writes vector output?")
+    FilterModal(ctx, {"modal_types": ["text", "table", "image"]}).run(st)
+    Map(ctx, {"group_size": 2, "max_groups": 2}).run(st)  # room for 4 of the filtered nodes
+    assert st.ranked[0][0] == node(ctx.tree, "The pdf terminal writes")  # the last page ranks first
+    assert len(st.ranked) == len(st.candidates)  # every filtered node is ranked
+    grouped = [i for p in st.partials for i in p["evidence"]]
+    assert node(ctx.tree, "The pdf terminal writes") in grouped and len(grouped) == 4
+    assert "most relevant" in st.trace[-1]["grouped"]
+
+
+def test_multi_hop_merge_is_led_by_the_whole_question() -> None:
+    ctx = make_context()
+    single = [Step(op="Text_Reasoning"), Step(op="Skyline_Ranker", params={"criteria": ["text"]})]
+    q = "Which library do the png terminal and the build both need?"
+    plan = Plan(question=q, query_type="multi-hop", steps=[
+        Step(op="Decompose", params={"sub_questions": ["What does the png terminal write?",
+                                                       "How is Plotter installed?"], "synthesis": q}),
+        Step(op="ForEach", params={"with_question": True}, steps=single)])
+    st = execute(plan, ctx)
+    whole = next(r for r in st.trace if r["op"] == "ForEach")["whole_question"]
+    assert whole["question"] == q
+    whole_top = whole["trace"][-1]["outputs"][0][0]
+    assert st.ranked[0][0] == whole_top
+    # without the flag the first sub-question leads
+    plan.steps[1].params = {}
+    st2 = execute(plan, ctx)
+    assert "whole_question" not in next(r for r in st2.trace if r["op"] == "ForEach")
+    assert st2.ranked[0][0] == st2.sub_results[0]["ranked"][0][0]
