@@ -88,6 +88,9 @@ class GraphSettings(_Section):
     er_gradient: float = Field(0.6, gt=0, le=1)
     er_top_k: int = Field(10, ge=1)
     batch_tokens: int = Field(1500, ge=100)
+    # LLM extraction: consecutive small nodes of one section and page share a prompt fragment up
+    # to this many tokens (fewer, fuller fragments per call; entities still link node-precisely)
+    merge_tokens: int = Field(250, ge=1)
 
 
 class RetrievalSettings(_Section):

@@ -15,7 +15,8 @@ import pytest
 from bookindex.config import load_settings
 from bookindex.graph.extract_llm import BatchOut, LLMExtractor, NodeOut, pack
 from bookindex.graph.extract_offline import OfflineExtractor
-from bookindex.graph.extraction import CONTAINED_IN, name_key, table_headers
+from bookindex.graph.extraction import (CONTAINED_IN, NodeExtraction, RawEntity, RawRelation, name_key,
+                                        table_headers)
 from bookindex.model import Block, DocumentTree, Node, build_tree
 
 REPO = Path(__file__).resolve().parents[1]
@@ -287,3 +288,34 @@ def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
     assert all(r.source in kg.entities and r.target in kg.entities for r in kg.relations)
     save_graph(kg, tmp_path, embedder=HashEmbedder())
     assert len(load_graph(tmp_path)) == len(kg)
+
+
+def test_small_nodes_share_a_fragment_and_entities_stay_node_precise() -> None:
+    from bookindex.graph.extract_llm import _distribute, merge_small
+
+    def n(i: int, text: str, page: int = 0, parent: str = "s1") -> Node:
+        return Node(id=f"m-{i}", type="text", level=2, text=text, page_idx=page, parent=parent)
+
+    nodes = [n(0, "Alpha runs Beta."), n(1, "Gamma stores data."), n(2, "Delta.", page=1),
+             n(3, "Epsilon.", page=1, parent="s2"), n(4, "long " * 400, page=1, parent="s2")]
+    groups = merge_small([(x, x.text) for x in nodes], 250)
+    assert [[m.id for m, _ in g] for g in groups] == [["m-0", "m-1"], ["m-2"], ["m-3"], ["m-4"]]
+    assert [len(g) for g in merge_small([(x, x.text) for x in nodes], 0)] == [1] * 5
+
+    ex = NodeExtraction("m-0", [RawEntity("Alpha"), RawEntity("Gamma"), RawEntity("Zeta")],
+                        [RawRelation("Alpha", "Gamma", "uses"), RawRelation("Alpha", "Zeta", "x")])
+    per = _distribute(groups[0], ex)
+    names = {k: sorted(e.name for e in v.entities) for k, v in per.items()}
+    assert names == {"m-0": ["Alpha", "Zeta"], "m-1": ["Gamma", "Zeta"]}  # Zeta: named by neither
+    assert [r.description for r in per["m-0"].relations] == ["uses", "x"]
+    assert [r.description for r in per["m-1"].relations] == ["uses", "x"]
+
+
+def test_merged_fragments_cut_calls_and_a_skipped_fragment_is_retried_whole() -> None:
+    nodes = [Node(id=f"p-{i}", type="text", level=2, text=f"Item{i} configures Option{i}.", page_idx=0,
+                  parent="sec") for i in range(12)]
+    llm = FakeLLM(flaky_once=("Item0 ",))
+    exs = LLMExtractor(llm, batch_tokens=1500, merge_tokens=250).extract(nodes)
+    assert len(llm.requests) == 2  # one fragment in one call, skipped once, then retried whole
+    assert all(ex.ok for ex in exs)
+    assert {e.name for e in exs[5].entities} == {"Item5", "Option5"}

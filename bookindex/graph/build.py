@@ -46,7 +46,8 @@ def choose_extractor(settings: Any, llm: Any, doc_name: str = "") -> Any:
             from bookindex.llm import get_llm
             vlm = get_llm(settings, section="vlm", ledger=getattr(llm, "ledger", None))
         return LLMExtractor(llm, batch_tokens=settings.graph.batch_tokens, doc_name=doc_name, vlm=vlm,
-                            concurrency=getattr(settings.llm, "max_concurrency", 4))
+                            concurrency=getattr(settings.llm, "max_concurrency", 4),
+                            merge_tokens=settings.graph.merge_tokens)
     from bookindex.graph.extract_offline import OfflineExtractor
     return OfflineExtractor()
 

@@ -6,10 +6,16 @@ per paragraph. Each call returns schema-validated JSON keyed by the short node l
 the prompt (N1, N2, ...). Calls run through the project client's `map` (bounded concurrency,
 ledger stage "extract", on-disk cache, so an interrupted build resumes without repeating calls).
 
+Small nodes are first merged into fragments: consecutive nodes of one section on one page, up to
+`merge_tokens` (default 250) — a page of short paragraphs, list items and table cells would
+otherwise be dozens of fragments per call, and a small model answers only the first few. The
+entities of a fragment are linked to the member nodes whose text names them (all members when
+none does), so GT-links stay node-precise.
+
 A node whose output is malformed (the call failed validation), missing, or empty although the
-node has real content is retried once, in a call of its own (a malformed answer fails its whole
-batch, so the retry isolates the culprit); if it fails again
-it is returned with `error` set, which the build report lists. It never aborts the build.
+node has real content is retried once: alone when its batch came back
+malformed (that fails the whole batch, so the retry isolates the culprit), with its fragment
+in a call of its own when the fragment was skipped or empty. If it fails again it is returned with `error` set, which the build report lists. It never aborts the build.
 Image nodes go to the configured VLM when one is available, else their caption/footnote/OCR
 text is extracted like text. Table/equation/image structure is added by `add_structure`.
 """
@@ -31,6 +37,8 @@ from bookindex.model import Node
 STAGE = "extract"
 MIN_WORDS_FOR_CONTENT = 12   # shorter nodes may legitimately yield no entity
 MAX_NODE_CHARS = 12000       # one oversized node is cut to this many characters
+COMPLETION_PER_FRAGMENT = 320  # completion tokens budgeted per fragment of a batch
+MAX_COMPLETION = 6144
 
 
 class EntityOut(BaseModel):
@@ -79,7 +87,7 @@ For EACH fragment (labelled N1, N2, ...) list:
   standard, method, metric, location, date, concept; a one-sentence description from the text);
 - relations: pairs of those entities that the fragment relates (source and target are entity
   names from the same fragment; a short description; 1-3 keywords; weight 1-10 for strength).
-Keep it focused: at most 10 entities and 10 relations per fragment, descriptions under 20 words.
+Keep it focused: at most 8 entities and 8 relations per fragment, descriptions under 15 words.
 Skip generic words (e.g. "example", "section", "value").
 Answer with JSON only, in this shape:
 {{"nodes": [{{"node": "N1", "entities": [{{"name": "...", "type": "...", "description": "..."}}],
@@ -117,9 +125,54 @@ def pack(items: list[tuple[Node, str]], budget: int) -> list[list[tuple[Node, st
     return batches
 
 
-def _fragment(label: str, node: Node, text: str) -> str:
-    kind = {"section": "section heading", "equation": "equation"}.get(node.type, node.type)
-    return f"--- {label} ({kind}, page {node.page_idx + 1}) ---\n{text[:MAX_NODE_CHARS]}"
+def pack_groups(groups: list["Group"], budget: int) -> list[list["Group"]]:
+    """`pack` for merged fragments: batches of about `budget` tokens of fragment text."""
+    batches: list[list[Group]] = []
+    cur: list[Group] = []
+    used = 0
+    for g in groups:
+        t = sum(estimate_tokens(text) for _, text in g)
+        if cur and used + t > budget:
+            batches.append(cur)
+            cur, used = [], 0
+        cur.append(g)
+        used += t
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+Group = list[tuple[Node, str]]  # the member nodes of one prompt fragment, with their texts
+
+
+def merge_small(items: list[tuple[Node, str]], target: int) -> list[Group]:
+    """Consecutive nodes of the same parent section and page, merged up to `target` tokens."""
+    groups: list[Group] = []
+    cur: Group = []
+    used = 0
+    for node, text in items:
+        t = estimate_tokens(text)
+        if cur and (used + t > target or node.parent != cur[0][0].parent
+                    or node.page_idx != cur[0][0].page_idx):
+            groups.append(cur)
+            cur, used = [], 0
+        cur.append((node, text))
+        used += t
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def _group_text(group: Group) -> str:
+    return "\n".join(t for _, t in group)
+
+
+def _fragment(label: str, group: Group) -> str:
+    node = group[0][0]
+    types = {n.type for n, _ in group}
+    kind = {"section": "section heading", "equation": "equation"}.get(node.type, node.type) \
+        if len(types) == 1 else "text"
+    return f"--- {label} ({kind}, page {node.page_idx + 1}) ---\n{_group_text(group)[:MAX_NODE_CHARS]}"
 
 
 def _to_extraction(node: Node, out: NodeOut) -> NodeExtraction:
@@ -140,6 +193,27 @@ def _to_extraction(node: Node, out: NodeOut) -> NodeExtraction:
                                 " ".join(r.description.split()),
                                 [k for k in r.keywords if k][:5], r.weight))
     return NodeExtraction(node.id, list(ents.values()), rels)
+
+
+def _distribute(group: Group, ex: NodeExtraction) -> dict[str, NodeExtraction]:
+    """A fragment's extraction per member node: an entity goes to the members whose text names
+    it (all members when none does); a relation to the members holding one of its ends."""
+    if len(group) == 1:
+        return {group[0][0].id: ex}
+    lowered = [t.lower() for _, t in group]
+    owners: dict[str, list[int]] = {}
+    for e in ex.entities:
+        hit = [k for k, t in enumerate(lowered) if e.name.lower() in t]
+        owners[name_key(e.name)] = hit or list(range(len(group)))
+    out = {n.id: NodeExtraction(n.id) for n, _ in group}
+    for e in ex.entities:
+        for k in owners[name_key(e.name)]:
+            out[group[k][0].id].entities.append(e)
+    for r in ex.relations:
+        ends = set(owners.get(name_key(r.source), [])) | set(owners.get(name_key(r.target), []))
+        for k in sorted(ends) or [0]:
+            out[group[k][0].id].relations.append(r)
+    return out
 
 
 def _has_content(text: str) -> bool:
@@ -176,8 +250,10 @@ class LLMExtractor:
     name = "llm"
 
     def __init__(self, llm: Any, *, batch_tokens: int = 1500, doc_name: str = "",
-                 vlm: Any = None, concurrency: int = 4, max_tokens: int | None = None) -> None:
+                 vlm: Any = None, concurrency: int = 4, max_tokens: int | None = None,
+                 merge_tokens: int = 250) -> None:
         self.llm = llm
+        self.merge_tokens = merge_tokens
         self.vlm = vlm if vlm is not None and getattr(vlm, "available", False) else None
         self.batch_tokens = batch_tokens
         self.doc_name = doc_name
@@ -189,12 +265,13 @@ class LLMExtractor:
         # calls bypass the completion cache, which holds the failed answers, instead of replaying it.
         self.fresh = False
 
-    def _call(self, batch: list[tuple[Node, str]], fresh: bool = False) -> dict[str, Any]:
-        frags = "\n\n".join(_fragment(f"N{i + 1}", n, t) for i, (n, t) in enumerate(batch))
+    def _call(self, batch: list[Group], fresh: bool = False) -> dict[str, Any]:
+        frags = "\n\n".join(_fragment(f"N{i + 1}", g) for i, g in enumerate(batch))
         kw: dict[str, Any] = {"messages": [{"role": "user", "content": _PROMPT.format(doc=self.doc_name, fragments=frags)}],
                               "schema": BatchOut, "stage": STAGE}
-        if self.max_tokens:
-            kw["max_tokens"] = self.max_tokens
+        # room for every fragment's answer: a reply cut at the provider's default (often 1,024
+        # tokens) loses the batch's last fragments, and each then costs a retry call of its own
+        kw["max_tokens"] = self.max_tokens or min(MAX_COMPLETION, 256 + COMPLETION_PER_FRAGMENT * len(batch))
         if fresh or self.fresh:
             kw["cache"] = False  # the client still stores the new answer
         return kw
@@ -210,42 +287,48 @@ class LLMExtractor:
         return {"messages": [user_message(text, images=[path])], "schema": NodeOut, "stage": "extract_image"}
 
     def _round(self, items: list[tuple[Node, str]], progress: bool, budget: int | None = None,
-               fresh: bool = False) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
+               fresh: bool = False, merge: bool = True) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
         """One pass over `items`: extractions by node id, and errors by node id."""
-        batches = pack(items, budget or self.batch_tokens)
+        groups = merge_small(items, self.merge_tokens if merge else 0)
+        batches = pack_groups(groups, budget or self.batch_tokens)
         calls = [self._call(b, fresh) for b in batches]
         self.calls += len(calls)
         if progress:
             from tqdm import tqdm
-            tqdm.write(f"extract: {len(items)} nodes in {len(calls)} LLM calls")
+            tqdm.write(f"extract: {len(items)} nodes as {len(groups)} fragments in {len(calls)} LLM calls")
         results = _map(self.llm, calls, self.concurrency)
         good: dict[str, NodeExtraction] = {}
         bad: dict[str, str] = {}
+
+        def fail(group: Group, why: str) -> None:
+            for n, _ in group:
+                bad[n.id] = why
+
         for batch, res in zip(batches, results):
             if isinstance(res, BaseException):
-                for n, _ in batch:
-                    bad[n.id] = f"malformed: {type(res).__name__}: {str(res)[:200]}"
+                for g in batch:
+                    fail(g, f"malformed: {type(res).__name__}: {str(res)[:200]}")
                 continue
             if isinstance(res, str):  # a client that ignored the schema
                 try:
                     res = BatchOut.model_validate_json(res)
                 except Exception as exc:
-                    for n, _ in batch:
-                        bad[n.id] = f"malformed: {str(exc)[:200]}"
+                    for g in batch:
+                        fail(g, f"malformed: {str(exc)[:200]}")
                     continue
             by_label = {o.node.strip().upper(): o for o in res.nodes}
-            for i, (n, text) in enumerate(batch):
+            for i, group in enumerate(batch):
                 out = by_label.get(f"N{i + 1}")
                 if out is None and len(batch) == 1 and len(res.nodes) == 1:
                     out = res.nodes[0]
                 if out is None:
-                    bad[n.id] = "missing from the model's answer"
+                    fail(group, "missing from the model's answer")
                     continue
-                ex = _to_extraction(n, out)
-                if not ex.entities and _has_content(text):
-                    bad[n.id] = "empty extraction for a node with content"
+                ex = _to_extraction(group[0][0], out)
+                if not ex.entities and _has_content(_group_text(group)):
+                    fail(group, "empty extraction for a node with content")
                     continue
-                good[n.id] = ex
+                good.update(_distribute(group, ex))
         return good, bad
 
     def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]:
@@ -276,13 +359,20 @@ class LLMExtractor:
                     else:
                         done[n.id] = NodeExtraction(n.id)
         good, bad = self._round(items, progress)
-        if bad:  # retry each failed node once, alone, so one bad node cannot sink its batch-mates
+        if bad:  # retry each failed node once, in a call of its own fragment
             self.retried = list(bad)
             by_id = {n.id: (n, t) for n, t in items}
-            # fresh: a node alone in its batch would otherwise replay the cached failed answer
-            good2, bad2 = self._round([by_id[i] for i in bad], progress, budget=1, fresh=True)
-            good.update(good2)
-            bad = bad2
+            # A malformed answer sinks its whole batch: those nodes go back one by one, which
+            # isolates the culprit. A fragment that was skipped or came back empty goes back whole
+            # (batched retries cut calls 14 → 6 on 10 pages but failed 23 nodes instead of 4). `fresh`: a lone fragment would otherwise replay the cached failed answer.
+            malformed = [by_id[i] for i, why in bad.items() if why.startswith("malformed")]
+            other = [by_id[i] for i, why in bad.items() if not why.startswith("malformed")]
+            bad = {}
+            for todo, merge in ((other, True), (malformed, False)):
+                if todo:
+                    good2, bad2 = self._round(todo, progress, budget=1, fresh=True, merge=merge)
+                    good.update(good2)
+                    bad.update(bad2)
         done.update(good)
         out: list[NodeExtraction] = []
         for n in nodes:
