@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -108,59 +108,47 @@ def estimate_tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
+T = TypeVar("T")
+Group = list[tuple[Node, str]]  # the member nodes of one prompt fragment, with their texts
+
+
+def _greedy(items: list[T], cost: Callable[[T], int], limit: int,
+            separate: Callable[[T, T], bool] = lambda first, item: False) -> list[list[T]]:
+    """Consecutive runs of at most `limit` total cost (an oversized item goes alone); an item
+    for which `separate(first item of the run, item)` holds starts a new run."""
+    runs: list[list[T]] = []
+    cur: list[T] = []
+    used = 0
+    for item in items:
+        c = cost(item)
+        if cur and (used + c > limit or separate(cur[0], item)):
+            runs.append(cur)
+            cur, used = [], 0
+        cur.append(item)
+        used += c
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+def _item_tokens(item: tuple[Node, str]) -> int:
+    return estimate_tokens(item[1])
+
+
 def pack(items: list[tuple[Node, str]], budget: int) -> list[list[tuple[Node, str]]]:
     """Greedy document-order batches of at most `budget` tokens (an oversized node goes alone)."""
-    batches: list[list[tuple[Node, str]]] = []
-    cur: list[tuple[Node, str]] = []
-    used = 0
-    for node, text in items:
-        t = estimate_tokens(text)
-        if cur and used + t > budget:
-            batches.append(cur)
-            cur, used = [], 0
-        cur.append((node, text))
-        used += t
-    if cur:
-        batches.append(cur)
-    return batches
+    return _greedy(items, _item_tokens, budget)
 
 
-def pack_groups(groups: list["Group"], budget: int) -> list[list["Group"]]:
+def pack_groups(groups: list[Group], budget: int) -> list[list[Group]]:
     """`pack` for merged fragments: batches of about `budget` tokens of fragment text."""
-    batches: list[list[Group]] = []
-    cur: list[Group] = []
-    used = 0
-    for g in groups:
-        t = sum(estimate_tokens(text) for _, text in g)
-        if cur and used + t > budget:
-            batches.append(cur)
-            cur, used = [], 0
-        cur.append(g)
-        used += t
-    if cur:
-        batches.append(cur)
-    return batches
-
-
-Group = list[tuple[Node, str]]  # the member nodes of one prompt fragment, with their texts
+    return _greedy(groups, lambda g: sum(_item_tokens(it) for it in g), budget)
 
 
 def merge_small(items: list[tuple[Node, str]], target: int) -> list[Group]:
     """Consecutive nodes of the same parent section and page, merged up to `target` tokens."""
-    groups: list[Group] = []
-    cur: Group = []
-    used = 0
-    for node, text in items:
-        t = estimate_tokens(text)
-        if cur and (used + t > target or node.parent != cur[0][0].parent
-                    or node.page_idx != cur[0][0].page_idx):
-            groups.append(cur)
-            cur, used = [], 0
-        cur.append((node, text))
-        used += t
-    if cur:
-        groups.append(cur)
-    return groups
+    return _greedy(items, _item_tokens, target,
+                   lambda first, it: it[0].parent != first[0].parent or it[0].page_idx != first[0].page_idx)
 
 
 def _group_text(group: Group) -> str:
