@@ -253,7 +253,7 @@ class SkylineRanker(Operator):
                 pg = tree.nodes[i].page_idx
                 adj[i] = combined[i] * (p.page_decay ** seen.get(pg, 0))
                 seen[pg] = seen.get(pg, 0) + 1
-            kept = sorted(kept, key=lambda i: (-adj[i], i))
+            kept = sorted(kept, key=lambda i: (-adj[i], -combined[i], i))  # ties: by score
         kept = kept[: p.max_results]
         state.ranked = [(i, combined[i]) for i in kept]
         state.candidates = kept

@@ -83,6 +83,18 @@ def test_skyline_single_criterion_is_a_ranking_with_cap(ctx):
     assert [i for i, _ in st.ranked] == leaves[:3]
 
 
+def test_skyline_page_diversity_keeps_score_order_within_a_page(ctx):
+    """One node per page first, then the rest by score — also when every node shares one page
+    (Markdown and text documents), where a tie broken by node id used to scramble the ranking."""
+    leaves = [n.id for n in ctx.tree.leaves()]
+    for i in leaves:
+        ctx.tree.nodes[i].page_idx = 0
+    scores = {i: (k * 7 % 11 + 1) / 11 for k, i in enumerate(leaves)}
+    st = State("q", candidates=leaves, scores={"text": scores})
+    SkylineRanker(ctx, {"max_results": 5, "page_decay": 0.0}).run(st)
+    assert [i for i, _ in st.ranked] == sorted(leaves, key=lambda i: -scores[i])[:5]
+
+
 def test_ppr_mass_concentrates_near_seed():
     g = nx.path_graph(8)
     g.add_edges_from([(3, 10), (10, 11), (11, 12)])
