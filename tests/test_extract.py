@@ -163,7 +163,7 @@ class FakeLLM:
         nodes = []
         for f in frags:
             label = "N" + f.split(" ", 1)[0]
-            body = f.split("---\n", 1)[1]
+            body = f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0]  # not the closing line
             if any(b in body for b in self.bad_text):
                 raise LLMOutputError("not JSON", stage=stage)
             hit = next((x for x in self.flaky if x in body), None)
@@ -201,6 +201,7 @@ def test_llm_extractor_batches_by_token_budget() -> None:
     llm = FakeLLM()
     exs = LLMExtractor(llm, batch_tokens=500).extract(nodes)
     assert len(llm.requests) == 5  # 20 x ~100 tokens / 500-token batches
+    assert llm.requests[0].endswith('exactly 4 entries in "nodes", one per fragment: N1, N2, N3, N4.')
     assert all(ex.ok and {"Alpha%d" % i, "Beta%d" % i} <= {e.name for e in ex.entities} for i, ex in enumerate(exs))
     rel = exs[3].relations[0]
     assert rel.keywords == ["a", "b"] and rel.weight == 7.0

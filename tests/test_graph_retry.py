@@ -45,7 +45,7 @@ class ScriptedLLM:
         assert schema is BatchOut and stage == "extract"
         prompt = messages[0]["content"]
         frags = prompt.split("--- N")[1:]
-        bodies = [f.split("---\n", 1)[1] for f in frags]
+        bodies = [f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0] for f in frags]
         with self.lock:
             self.calls.append({"bodies": bodies, "kw": kw})
         if any(b in body for body in bodies for b in self.broken):

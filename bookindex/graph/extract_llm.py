@@ -255,7 +255,11 @@ class LLMExtractor:
 
     def _call(self, batch: list[Group], fresh: bool = False) -> dict[str, Any]:
         frags = "\n\n".join(_fragment(f"N{i + 1}", g) for i, g in enumerate(batch))
-        kw: dict[str, Any] = {"messages": [{"role": "user", "content": _PROMPT.format(doc=self.doc_name, fragments=frags)}],
+        labels = ", ".join(f"N{i + 1}" for i in range(len(batch)))
+        # naming every label again after the fragments: small models otherwise stop after a few
+        closing = f"\n\nAnswer with exactly {len(batch)} entries in \"nodes\", one per fragment: {labels}."
+        content = _PROMPT.format(doc=self.doc_name, fragments=frags) + closing
+        kw: dict[str, Any] = {"messages": [{"role": "user", "content": content}],
                               "schema": BatchOut, "stage": STAGE}
         # room for every fragment's answer: a reply cut at the provider's default (often 1,024
         # tokens) loses the batch's last fragments, and each then costs a retry call of its own
