@@ -201,7 +201,8 @@ def test_llm_extractor_batches_by_token_budget() -> None:
     llm = FakeLLM()
     exs = LLMExtractor(llm, batch_tokens=500).extract(nodes)
     assert len(llm.requests) == 5  # 20 x ~100 tokens / 500-token batches
-    assert llm.requests[0].endswith('exactly 4 entries in "nodes", one per fragment: N1, N2, N3, N4.')
+    assert llm.requests[0].endswith('exactly 4 entries in "nodes", one per fragment (N1, N2, N3, N4), '
+                                    'each with the entities and relations of that fragment.')
     assert all(ex.ok and {"Alpha%d" % i, "Beta%d" % i} <= {e.name for e in ex.entities} for i, ex in enumerate(exs))
     rel = exs[3].relations[0]
     assert rel.keywords == ["a", "b"] and rel.weight == 7.0

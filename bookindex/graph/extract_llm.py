@@ -39,6 +39,7 @@ MIN_WORDS_FOR_CONTENT = 12   # shorter nodes may legitimately yield no entity
 MAX_NODE_CHARS = 12000       # one oversized node is cut to this many characters
 COMPLETION_PER_FRAGMENT = 320  # completion tokens budgeted per fragment of a batch
 MAX_COMPLETION = 6144
+CLOSING_MIN_FRAGMENTS = 3  # batches of at least this many fragments end by naming every label
 
 
 class EntityOut(BaseModel):
@@ -255,10 +256,13 @@ class LLMExtractor:
 
     def _call(self, batch: list[Group], fresh: bool = False) -> dict[str, Any]:
         frags = "\n\n".join(_fragment(f"N{i + 1}", g) for i, g in enumerate(batch))
-        labels = ", ".join(f"N{i + 1}" for i in range(len(batch)))
-        # naming every label again after the fragments: small models otherwise stop after a few
-        closing = f"\n\nAnswer with exactly {len(batch)} entries in \"nodes\", one per fragment: {labels}."
-        content = _PROMPT.format(doc=self.doc_name, fragments=frags) + closing
+        content = _PROMPT.format(doc=self.doc_name, fragments=frags)
+        if len(batch) >= CLOSING_MIN_FRAGMENTS:
+            # naming every label again after the fragments: small models otherwise stop after a
+            # few (with one or two fragments the reminder only made a 0.5B model answer empty)
+            labels = ", ".join(f"N{i + 1}" for i in range(len(batch)))
+            content += (f"\n\nAnswer with exactly {len(batch)} entries in \"nodes\", one per fragment "
+                        f"({labels}), each with the entities and relations of that fragment.")
         kw: dict[str, Any] = {"messages": [{"role": "user", "content": content}],
                               "schema": BatchOut, "stage": STAGE}
         # room for every fragment's answer: a reply cut at the provider's default (often 1,024
