@@ -161,6 +161,9 @@ class Reduce(Operator):
         operation: Literal["ANSWER", "COUNT", "LIST", "SUMMARIZE", "ANALYZE"] = "ANSWER"
         use_llm: bool = True
         max_evidence: int = 10
+        # COUNT/LIST: only items whose text contains every one of these terms (case-insensitive,
+        # whole words), e.g. the "F1" of "how many tables include "F1"?"
+        must_contain: list[str] = []
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -168,12 +171,19 @@ class Reduce(Operator):
         state.operation = op
         if op in ("COUNT", "LIST"):
             items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+            terms = [t for t in self.params.must_contain if t.strip()]
+            if terms:
+                pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
+                items = [i for i in items if all(p.search(tree.nodes[i].content) for p in pats)]
             listing = [{"node_id": i, "type": tree.nodes[i].type, "page": tree.nodes[i].page_idx + 1,
                         "label": tree.nodes[i].label} for i in items]
             state.structural = {"operation": op, "count": len(items), "items": listing}
+            if terms:
+                state.structural["must_contain"] = terms
             if op == "COUNT":
                 kinds = sorted({x["type"] for x in listing})
-                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters)" if kinds else "")
+                cond = f" containing {', '.join(repr(t) for t in terms)}" if terms else ""
+                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters{cond})" if kinds else "")
             else:
                 state.answer = "\n".join(f"- {x['label']} (p. {x['page']})" for x in listing) or "none"
             self.note(outputs={"count": len(items)}, source="tree")

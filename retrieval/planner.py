@@ -209,6 +209,17 @@ def global_spec_rules(question: str) -> tuple[prompts.GlobalSpec, list[str]]:
     return prompts.GlobalSpec(filters=filters, operation=op), extra
 
 
+_CONTAINS = re.compile(r"\b(?:include|includes|including|contain|contains|containing|mention|mentions|"
+                       r"mentioning|use|uses|using|report|reports|reporting|show|shows|showing|with)\b", re.I)
+_QUOTED = re.compile(r"[\"“]([^\"”]{1,40})[\"”]")
+
+
+def content_terms(question: str) -> list[str]:
+    """Quoted terms a COUNT/LIST question requires of each item ("How many tables include
+    "F1"?"): the structural count is then of the filtered items that contain them."""
+    return [t.strip() for t in _QUOTED.findall(question) if t.strip()] if _CONTAINS.search(question) else []
+
+
 def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
     spec, extra = None, []
     if ctx.llm_available:
@@ -238,7 +249,11 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
         steps.append(Step(op="Filter_Modal", params={"modal_types": extra}))
     if not steps:  # nothing structural to filter on: the whole document, grouped
         steps.append(Step(op="Filter_Modal", params={"modal_types": ["text", "list", "table", "image", "equation", "code"]}))
-    return steps + [Step(op="Map"), Step(op="Reduce", params={"operation": spec.operation})]
+    reduce: dict[str, Any] = {"operation": spec.operation}
+    terms = content_terms(question) if spec.operation in ("COUNT", "LIST") else []
+    if terms:
+        reduce["must_contain"] = terms
+    return steps + [Step(op="Map"), Step(op="Reduce", params=reduce)]
 
 
 def make_plan(question: str, ctx: IndexContext) -> Plan:

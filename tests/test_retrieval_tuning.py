@@ -81,3 +81,19 @@ def test_multi_hop_merge_is_led_by_the_whole_question() -> None:
     st2 = execute(plan, ctx)
     assert "whole_question" not in next(r for r in st2.trace if r["op"] == "ForEach")
     assert st2.ranked[0][0] == st2.sub_results[0]["ranked"][0][0]
+
+
+def test_count_with_a_quoted_condition_counts_only_matching_items() -> None:
+    from retrieval.planner import content_terms, make_plan
+
+    assert content_terms('How many tables include "F1" as a metric?') == ["F1"]
+    assert content_terms('How many tables are in "Appendix A"?') == []  # no containment verb
+    ctx = make_context()
+    plan = make_plan('How many tables include "vector"?', ctx)
+    assert plan.query_type == "global"
+    assert plan.steps[-1].params == {"operation": "COUNT", "must_contain": ["vector"]}
+    st = execute(plan, ctx)
+    assert st.structural["count"] == 1 and st.structural["must_contain"] == ["vector"]
+    assert st.structural["items"][0]["node_id"] == node(ctx.tree, "| Terminal | Format |")
+    plain = execute(make_plan("How many tables are there?", ctx), ctx)
+    assert plain.structural["count"] == 3 and "must_contain" not in plain.structural
