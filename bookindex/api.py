@@ -22,8 +22,9 @@ from typing import Any
 from bookindex.errors import InputError
 
 
-class Document:
-    """A stored document with `ask`, `plan` and `run`."""
+class _Bound:
+    """A storage object bound to the settings and LLM that retrieval runs with; every other
+    attribute is the storage object's own."""
 
     def __init__(self, stored: Any, settings: Any = None, llm: Any = None) -> None:
         self.stored = stored
@@ -32,6 +33,10 @@ class Document:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stored, name)
+
+
+class Document(_Bound):
+    """A stored document with `ask`, `plan` and `run`."""
 
     def ask(self, question: str, method: str = "bookindex", k: int | None = None) -> Any:
         from retrieval import ask
@@ -49,16 +54,8 @@ class Document:
         return f"Document({self.stored!r})"
 
 
-class Library:
+class Library(_Bound):
     """A library with `ask` routing across its documents when none is named."""
-
-    def __init__(self, stored: Any, settings: Any = None, llm: Any = None) -> None:
-        self.stored = stored
-        self._settings = settings
-        self._llm = llm
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stored, name)
 
     @property
     def documents(self) -> list[Document]:

@@ -62,34 +62,31 @@ def _rows(items: list[T], bb: Callable[[T], BBox], tol: float = 3.0) -> list[T]:
     return out
 
 
-def _split_h(items: list[T], bb: Callable[[T], BBox]) -> list[list[T]]:
-    items = sorted(items, key=lambda it: bb(it)[1])
-    bands: list[list[T]] = []
-    bottom = -1e9
+def _split(items: list[T], bb: Callable[[T], BBox], axis: int, slack: float) -> list[list[T]]:
+    """Runs of items along `axis` (0 = x, 1 = y): an item starting before the run's far edge
+    plus `slack` joins the run, otherwise it starts a new one."""
+    items = sorted(items, key=lambda it: bb(it)[axis])
+    runs: list[list[T]] = []
+    edge = -1e9
     for it in items:
-        y0, y1 = bb(it)[1], bb(it)[3]
-        if bands and y0 < bottom - _H_TOL:
-            bands[-1].append(it)
-            bottom = max(bottom, y1)
+        lo, hi = bb(it)[axis], bb(it)[axis + 2]
+        if runs and lo < edge + slack:
+            runs[-1].append(it)
+            edge = max(edge, hi)
         else:
-            bands.append([it])
-            bottom = y1
-    return bands
+            runs.append([it])
+            edge = hi
+    return runs
+
+
+def _split_h(items: list[T], bb: Callable[[T], BBox]) -> list[list[T]]:
+    """Horizontal bands: items that overlap vertically by more than _H_TOL."""
+    return _split(items, bb, 1, -_H_TOL)
 
 
 def _split_v(items: list[T], bb: Callable[[T], BBox]) -> list[list[T]]:
-    items = sorted(items, key=lambda it: bb(it)[0])
-    cols: list[list[T]] = []
-    right = -1e9
-    for it in items:
-        x0, x1 = bb(it)[0], bb(it)[2]
-        if cols and x0 < right + _GUTTER:
-            cols[-1].append(it)
-            right = max(right, x1)
-        else:
-            cols.append([it])
-            right = x1
-    return cols
+    """Columns: items closer horizontally than a _GUTTER."""
+    return _split(items, bb, 0, _GUTTER)
 
 
 def _gutters(band: list[T], bb: Callable[[T], BBox]) -> list[tuple[float, float]]:

@@ -80,3 +80,14 @@ def llama_settings(llama_server: str, tmp_path: Path) -> object:
     return load_settings(overrides={
         "llm.provider": "openai", "llm.base_url": llama_server, "llm.model": LLAMA_TEST_MODEL,
         "cache.path": str(tmp_path / "llm-cache")})
+
+
+@pytest.fixture
+def md_file(tmp_path: Path) -> Path:
+    """The fixture handbook as a Markdown file (tests/library_helpers.py), under tmp_path/src."""
+    from library_helpers import handbook_markdown
+
+    f = tmp_path / "src" / "handbook.md"
+    f.parent.mkdir()
+    f.write_text(handbook_markdown())
+    return f

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
-
 import numpy as np
 import pytest
 
@@ -12,25 +9,12 @@ from bookindex.errors import InputError, LLMUnavailable
 from bookindex.model import Block, build_tree
 from retrieval.baselines import METHODS, clear_cache, run_baseline
 from retrieval.baselines.index import build_chunks, get_index
+from library_helpers import HashEmbedder
 
 
-class FakeEmbedder:
+def FakeEmbedder() -> HashEmbedder:
     """Hashed bag of words: texts sharing words get a high cosine."""
-
-    dim = 64
-
-    def __init__(self):
-        self.calls = 0
-
-    def encode(self, texts, progress=False):
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        n[n == 0] = 1
-        return out / n
+    return HashEmbedder(dim=64, word=r"\w+")
 
 
 class FakeDoc:

@@ -7,7 +7,6 @@ flow through bookindex.library when that module is present.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -19,6 +18,7 @@ from bookindex.config import load_settings
 from bookindex.model import Block, build_tree
 from retrieval.baselines import clear_cache
 from retrieval.evaluation.mmlongbench_run import run
+from library_helpers import HashEmbedder
 
 PAGES = [
     ("1 Installation", "Install the zebra toolkit with the package manager. The installer asks for a licence key."),
@@ -60,17 +60,9 @@ def split(tmp_path):
     clear_cache()
 
 
-class FakeEmbedder:
-    dim = 64
-
-    def encode(self, texts, progress=False):
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        n = np.linalg.norm(out, axis=1, keepdims=True)
-        n[n == 0] = 1
-        return out / n
+def FakeEmbedder() -> HashEmbedder:
+    """Hashed bag of words: texts sharing words get a high cosine."""
+    return HashEmbedder(dim=64, word=r"\w+")
 
 
 class FakeDoc:

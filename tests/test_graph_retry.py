@@ -3,7 +3,6 @@ counted in the `bookindex index` summary, and a re-run of `bookindex index` retr
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from pathlib import Path
@@ -16,7 +15,7 @@ from bookindex.config import load_settings
 from bookindex.errors import LLMOutputError
 from bookindex.graph.extract_llm import BatchOut
 from bookindex.library import Library
-from library_helpers import HashEmbedder, handbook_markdown
+from library_helpers import HashEmbedder, snapshot
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
 
@@ -74,19 +73,6 @@ class ScriptedLLM:
 def settings():
     return load_settings(env={}, overrides={"cache.enabled": False, "graph.extractor": "llm",
                                             "graph.batch_tokens": 200})
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(root.rglob("*"))}
-
-
-@pytest.fixture
-def md_file(tmp_path: Path) -> Path:
-    f = tmp_path / "src" / "handbook.md"
-    f.parent.mkdir()
-    f.write_text(handbook_markdown())
-    return f
 
 
 def _failed_ids(doc: Any) -> list[str]:

@@ -14,7 +14,8 @@ from bookindex import construction
 from bookindex.config import load_settings
 from bookindex.errors import IndexFormatError, InputError
 from bookindex.library import Library
-from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown, matches_expected, tree_shape
+from library_helpers import (HashEmbedder, handbook_content_list, handbook_markdown, matches_expected, snapshot,
+                             tree_shape)
 
 REPO = Path(__file__).resolve().parents[1]
 LIBTASN1 = REPO / "data" / "libtasn1.pdf"
@@ -22,25 +23,6 @@ LIBTASN1 = REPO / "data" / "libtasn1.pdf"
 
 def settings(**over):
     return load_settings(env={}, overrides={"cache.enabled": False, **over})
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every path under root with a content hash: equal snapshots = the library is untouched."""
-    if not root.exists():
-        return {}
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        out[rel] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-    return out
-
-
-@pytest.fixture
-def md_file(tmp_path: Path) -> Path:
-    f = tmp_path / "src" / "handbook.md"
-    f.parent.mkdir()
-    f.write_text(handbook_markdown())
-    return f
 
 
 @pytest.fixture

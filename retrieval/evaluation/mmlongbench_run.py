@@ -265,6 +265,18 @@ def render(summary: dict[str, dict[str, Any]], records: Sequence[dict[str, Any]]
 
 
 
+def run_settings(ks: Sequence[int], settings: Any) -> tuple[list[int], Any]:
+    """The k values, sorted and checked, and the settings (loaded when not given) of a run."""
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1:
+        raise InputError("--k: give positive integers, e.g. 1,3,5,10")
+    if settings is None:
+        from bookindex.config import load_settings
+
+        settings = load_settings()
+    return ks, settings
+
+
 def open_providers(settings: Any, index_dir: Path | None, *, llm: Any = None, embedder: Any = None,
                    library: Any = None, index_without_llm: bool = False) -> tuple[Any, Any, Any]:
     """The LLM, embedder and library an evaluation run shares across its rows (given ones kept).
@@ -299,13 +311,7 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     """The whole evaluation; writes mmlongbench.json/.md/_recall.png under `out_dir`."""
     t_start = time.perf_counter()
     data_dir = Path(data_dir)
-    ks = sorted({int(k) for k in ks})
-    if not ks or ks[0] < 1:
-        raise InputError("--k: give positive integers, e.g. 1,3,5,10")
-    if settings is None:
-        from bookindex.config import load_settings
-
-        settings = load_settings()
+    ks, settings = run_settings(ks, settings)
     questions = load_questions(data_dir, limit)
     rows = make_rows(methods, ablations, settings)
     if library is None:

@@ -28,6 +28,7 @@ from retrieval.evaluation.mmlongbench_run import (
     make_rows,
     open_documents,
     retrieve,
+    run_settings,
 )
 from retrieval.evaluation.qasper import (
     FLOAT_PREFIX,
@@ -170,13 +171,7 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
         progress: bool = True, command: str | None = None, index_without_llm: bool = False) -> RunResult:
     t_start = time.perf_counter()
     data_dir = Path(data_dir)
-    ks = sorted({int(k) for k in ks})
-    if not ks or ks[0] < 1:
-        raise InputError("--k: give positive integers, e.g. 1,3,5,10")
-    if settings is None:
-        from bookindex.config import load_settings
-
-        settings = load_settings()
+    ks, settings = run_settings(ks, settings)
     papers = load_papers(data_dir)
     questions = questions_of(papers, limit)
     rows = make_rows(methods, ablations, settings)
