@@ -304,6 +304,39 @@ def open_providers(settings: Any, index_dir: Path | None, *, llm: Any = None, em
     return llm, embedder, library
 
 
+@dataclass
+class Asked:
+    """What a benchmark run has once every question was asked of every row, scored and summed."""
+
+    docs: dict[str, Any]
+    records: list[dict[str, Any]]
+    names: list[str]
+    summary: dict[str, Any]
+    use_llm: bool
+    meta: dict[str, Any]  # the fields both benchmarks report; each run adds its own
+
+
+def index_and_ask(library: Any, doc_dir: Path, doc_names: Sequence[str], questions: Sequence[dict[str, Any]],
+                  rows: Sequence[Any], ks: Sequence[int], evaluate_fn: Any, metrics_fn: Any, *, llm: Any,
+                  embedder: Any, settings: Any, split: str, command: str | None, progress: bool) -> Asked:
+    """Open (index when needed) the documents, ask every question of every row, summarise."""
+    t_idx = time.perf_counter()
+    docs, timing = open_documents(library, doc_dir, list(doc_names), progress)
+    index_seconds = time.perf_counter() - t_idx
+    records = evaluate_fn(questions, docs, rows, ks, llm=llm, embedder=embedder, progress=progress)
+    names = [r.name for r in rows]
+    summary = summarize(records, names, ks, metrics_fn)
+    use_llm = llm is not None and getattr(llm, "available", False)
+    meta = {
+        "split": split, "command": command or " ".join(sys.argv),
+        "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": machine_info(),
+        "llm": llm_label(llm, settings) if use_llm else "none (retrieval only)",
+        "questions": len(questions), "index_seconds": index_seconds, "index_timing": timing,
+        "ks": list(ks), "rows": names,
+    }
+    return Asked(docs, records, names, summary, use_llm, meta)
+
+
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
         limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
         settings: Any = None, library: Any = None, llm: Any = None, embedder: Any = None,
@@ -318,23 +351,17 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
         index_dir = Path(index_dir) if index_dir else default_index_dir(settings, data_dir)
     llm, embedder, library = open_providers(settings, index_dir, llm=llm, embedder=embedder,
                                             library=library, index_without_llm=index_without_llm)
-    t_idx = time.perf_counter()
-    docs, timing = open_documents(library, data_dir, [q["doc_id"] for q in questions], progress)
-    index_seconds = time.perf_counter() - t_idx
-    records = evaluate(questions, docs, rows, ks, llm=llm, embedder=embedder, progress=progress)
-    names = [r.name for r in rows]
-    summary = summarize(records, names, ks, answer_metrics)
-    use_llm = llm is not None and getattr(llm, "available", False)
+    asked = index_and_ask(library, data_dir, [q["doc_id"] for q in questions], questions, rows, ks, evaluate,
+                          answer_metrics, llm=llm, embedder=embedder, settings=settings, split=data_dir.name,
+                          command=command, progress=progress)
+    records, names, summary, use_llm = asked.records, asked.names, asked.summary, asked.use_llm
+    timing = asked.meta["index_timing"]
     meta = {
-        "split": data_dir.name, "command": command or " ".join(sys.argv),
-        "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": machine_info(),
-        "llm": llm_label(llm, settings) if use_llm else "none (retrieval only)",
-        "questions": len(questions),
+        **asked.meta,
         "answerable": sum(1 for q in questions if parse_gold_pages(q.get("evidence_pages"))),
         "documents": len(timing), "indexed": sum(1 for t in timing.values() if not t["reused"] and "error" not in t),
-        "reused": sum(1 for t in timing.values() if t["reused"]), "index_seconds": index_seconds,
+        "reused": sum(1 for t in timing.values() if t["reused"]),
         "index_failures": {n: t["error"] for n, t in timing.items() if "error" in t},
-        "index_timing": timing, "ks": ks, "rows": names,
     }
     if use_llm and hasattr(llm, "ledger"):
         meta["llm_usage"] = llm.ledger.snapshot()

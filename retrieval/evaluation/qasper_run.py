@@ -9,24 +9,20 @@ answer) and SQuAD token F1 (max over annotators).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from bookindex.errors import InputError
 from retrieval.evaluation.mmlongbench_run import (
-    open_providers,
     RunResult,
     default_index_dir,
     evidence_text,
-    llm_label,
-    machine_info,
+    index_and_ask,
     make_rows,
-    open_documents,
+    open_providers,
     retrieve,
     run_settings,
 )
@@ -38,7 +34,7 @@ from retrieval.evaluation.qasper import (
     qasper_token_f1,
 )
 from retrieval.evaluation.recall import context_size, dedupe
-from retrieval.evaluation.report import breakdown, markdown_breakdown, markdown_main, plot_recall, summarize
+from retrieval.evaluation.report import breakdown, markdown_breakdown, markdown_main, plot_recall
 
 _MD_SPECIAL = re.compile(r"^(\s*)([#>*+\-]|\d+[.)])(\s)")
 
@@ -179,21 +175,13 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Se
     write_documents({p: papers[p] for p in dict.fromkeys(q["paper"] for q in questions)}, index_dir / "markdown")
     llm, embedder, library = open_providers(settings, index_dir / "library", llm=llm, embedder=embedder,
                                             library=library, index_without_llm=index_without_llm)
-    t_idx = time.perf_counter()
-    docs, timing = open_documents(library, index_dir / "markdown", [q["doc"] for q in questions], progress)
-    index_seconds = time.perf_counter() - t_idx
-    records = evaluate(questions, docs, rows, ks, llm=llm, embedder=embedder, progress=progress)
-    names = [r.name for r in rows]
-    summary = summarize(records, names, ks, answer_metrics)
-    use_llm = llm is not None and getattr(llm, "available", False)
-    meta = {
-        "split": data_dir.name, "command": command or " ".join(sys.argv),
-        "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": machine_info(),
-        "llm": llm_label(llm, settings) if use_llm else "none (retrieval only)",
-        "papers": len(docs), "questions": len(questions),
-        "with_evidence": sum(1 for q in questions if any(q["evidence"])),
-        "index_seconds": index_seconds, "index_timing": timing, "ks": ks, "rows": names,
-    }
+    asked = index_and_ask(library, index_dir / "markdown", [q["doc"] for q in questions], questions, rows, ks,
+                          evaluate, answer_metrics, llm=llm, embedder=embedder, settings=settings,
+                          split=data_dir.name, command=command, progress=progress)
+    records, names, summary, use_llm = asked.records, asked.names, asked.summary, asked.use_llm
+    index_seconds = asked.meta["index_seconds"]
+    meta = {**asked.meta, "papers": len(asked.docs),
+            "with_evidence": sum(1 for q in questions if any(q["evidence"]))}
     meta["total_seconds"] = time.perf_counter() - t_start
     hit_k = 5 if 5 in ks else ks[-1]
     extra = [("acc", "accuracy"), ("F1", "f1")] if use_llm else []
