@@ -101,6 +101,8 @@ class RetrievalSettings(_Section):
     max_evidence: int = Field(10, ge=1)
     select_depth: int = Field(2, ge=1)
     ppr_alpha: float = Field(0.85, gt=0, lt=1)
+    # weight of S_G (against S_T = 1) when ordering the skyline over a graph built without an LLM
+    offline_graph_weight: float = Field(0.05, ge=0)
     # no-LLM query expansion from a domain glossary (financial ratios → the statement line items
     # they are computed from); weight of the expansion in the lexical score
     glossary: bool = True

@@ -8,6 +8,7 @@ Skyline_Ranker: the Pareto frontier over (S_G, S_T) — no fixed top-k.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import networkx as nx
@@ -66,14 +67,25 @@ def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: 
     return {n: float(x[i]) for i, n in enumerate(nodes)}
 
 
+def entity_idf(linked_nodes: int, n_nodes: int) -> float:
+    """log(1 + N / df): an entity GT-linked to most of the tree (the company, "the user") says
+    little about which node answers, however much PageRank mass it holds."""
+    return math.log(1.0 + n_nodes / max(1, linked_nodes))
+
+
 class GraphReasoning(Operator):
-    """Eqs. (6)–(7): I_G = PageRank(G', e) on the selected subgraph, S_G = I_G × M."""
+    """Eqs. (6)–(7): I_G = PageRank(G', e) on the selected subgraph, S_G = I_G × M.
+
+    With `entity_idf` each entity's mass is weighted by its inverse node frequency when it is
+    mapped to nodes (M weighted like TF-IDF): hub entities otherwise lift every node they touch.
+    """
 
     name = "Graph_Reasoning"
     kind = "reasoner"
 
     class Params(Params):
         alpha: float = 0.85
+        entity_idf: bool = True
         entity_ids: list[str] | None = None  # override the seeds
 
     def apply(self, state: State) -> State:
@@ -93,11 +105,14 @@ class GraphReasoning(Operator):
         sub_nodes = [nodes[r] for r in rows]
         sub_a = a[rows][:, rows]
         seeds = {e: 1.0 / (1 + i) for i, e in enumerate(seeds_all)}
+        n_nodes = max(1, len(tree.nodes))
         ig = personalized_pagerank((sub_nodes, sub_a), seeds, alpha=self.params.alpha)
         sg: dict[str, float] = {}
         for eid, score in ig.items():
             if score <= 0:
                 continue
+            if self.params.entity_idf:
+                score *= entity_idf(len(graph.entities[eid].node_ids), n_nodes)
             for nid in graph.entities[eid].node_ids:
                 if nid in cand and nid in tree.nodes:
                     sg[nid] = sg.get(nid, 0.0) + score
@@ -129,7 +144,8 @@ class TextReasoning(Operator):
         p = self.params
         allscores = hybrid_scores(self.ctx, state.question, lexical_weight=p.lexical_weight,
                                   page_weight=p.page_weight, neighbour_weight=p.neighbour_weight)
-        refs = page_references(state.question, tree.page_count) if p.page_ref_boost > 0 else set()
+        refs = (page_references(state.question, tree.page_count, tree.meta.get("page_labels"))
+                if p.page_ref_boost > 0 else set())
         if refs and state.candidates is not None:  # a page the question names is always in scope
             on_pages = [n.id for n in tree.leaves() if n.page_idx in refs]
             state.candidates = list(dict.fromkeys(list(state.candidates) + on_pages))
@@ -211,6 +227,7 @@ class SkylineRanker(Operator):
         diversify_pages: bool = True
         page_decay: float = 0.0
         leaves_only: bool = True
+        keep_ranked: bool = True
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -243,6 +260,8 @@ class SkylineRanker(Operator):
                     rest.pop(i)
                 if len({tree.nodes[i].page_idx for i in kept}) >= p.min_pages:
                     break
+            if p.keep_ranked:  # the frontier adds nodes one criterion favours; it never drops the best combined
+                kept = list(dict.fromkeys(kept + by_combined[: p.pool_factor * p.max_results]))
             kept = sorted(kept, key=lambda i: (-combined[i], i))
         else:
             kept = by_combined[: p.max_results * 4]

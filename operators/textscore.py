@@ -196,10 +196,14 @@ _COVER = re.compile(r"\b(?:front\s+)?cover(?:\s+page)?\b", re.I)
 _LAST_PAGE = re.compile(r"\b(?:last|final)\s+page\b", re.I)
 
 
-def page_references(question: str, page_count: int) -> set[int]:
+def page_references(question: str, page_count: int, labels: list[str] | None = None) -> set[int]:
     """0-based pages a question points at: "page 5", "pages 10 and 11", "the 6th page", "the
     second page", "the cover", "the last page". Used as a soft boost, not a filter: printed page
-    numbers can differ from the PDF's (page recall@5 on MMLongBench-dev 0.652 → 0.683)."""
+    numbers can differ from the PDF's (page recall@5 on MMLongBench-dev 0.652 → 0.683).
+
+    With the PDF's page labels (`labels[i]` is what page i prints, e.g. "iii", "17") a number also
+    names the pages labelled with it: readers quote the printed number, which in a document with
+    front matter is not the physical one."""
     out: set[int] = set()
     for m in _PAGE_SPAN.finditer(question):
         a = int(m.group(1))
@@ -207,9 +211,17 @@ def page_references(question: str, page_count: int) -> set[int]:
         if 0 <= b - a <= 5:
             out.update(range(a, b + 1))
     out.update(int(m.group(1)) for m in _NTH_PAGE.finditer(question))
+    numbered = set(out)  # "the second page" counts sheets, not printed numbers
     out.update(_ORDINALS[m.group(1).lower()] for m in _WORD_PAGE.finditer(question))
     if _COVER.search(question):
         out.add(1)
     if _LAST_PAGE.search(question):
         out.add(page_count)
-    return {p - 1 for p in out if 1 <= p <= page_count}
+    pages = {p - 1 for p in out if 1 <= p <= page_count}
+    if labels:
+        by_label: dict[str, list[int]] = {}
+        for i, lab in enumerate(labels[:page_count]):
+            by_label.setdefault(lab.strip().lower(), []).append(i)
+        for n in numbered:
+            pages.update(by_label.get(str(n), ()))
+    return pages

@@ -121,7 +121,7 @@ def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Any, llm: 
         blocks = assign_levels(parsed, use_outline=settings.parsing.use_outline, llm=use_llm)
     meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": list(parsed.warnings),
             "page_sizes": [list(s) for s in parsed.page_sizes]}
-    for k in ("mineru_format", "format"):
+    for k in ("mineru_format", "format", "page_labels"):
         if k in parsed.meta:
             meta[k] = parsed.meta[k]
     return build_tree(doc_id, name, blocks, meta)

@@ -62,6 +62,9 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
             del page
         meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
                 "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"]}
+        labels = page_labels(doc)
+        if labels:
+            meta["page_labels"] = labels
     finally:
         doc.close()
     blocks = _remove_furniture(blocks, len(page_sizes))
@@ -70,6 +73,18 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
     meta["body_font_size"] = body
     return ParsedDocument(blocks=blocks, page_count=len(page_sizes), parser="pymupdf", outline=outline,
                           page_sizes=page_sizes, warnings=warnings, meta=meta)
+
+
+def page_labels(doc: Any) -> list[str] | None:
+    """The number each page prints ("i", "17"), from the PDF's page-label tree; None when the PDF
+    has none or they only repeat the physical numbers. Questions quote printed numbers."""
+    try:
+        labels = [doc[i].get_label() or "" for i in range(doc.page_count)]
+    except Exception:  # a damaged label tree is not worth failing the document over
+        return None
+    if not any(labels) or all(lab == str(i + 1) for i, lab in enumerate(labels)):
+        return None
+    return labels
 
 
 def read_outline(doc: Any) -> list[OutlineEntry]:

@@ -98,7 +98,8 @@ def _flags(ctx: IndexContext) -> dict[str, Any]:
     g = ctx.retrieval_setting
     return {"selector": g("selector", True), "graph": g("graph_reasoning", True),
             "text": g("text_reasoning", True), "depth": g("select_depth", 2),
-            "cap": g("max_evidence", 10), "alpha": g("ppr_alpha", 0.85)}
+            "cap": g("max_evidence", 10), "alpha": g("ppr_alpha", 0.85),
+            "offline_graph_weight": g("offline_graph_weight", 0.05)}
 
 
 def retrieval_steps(ctx: IndexContext) -> list[Step]:
@@ -118,9 +119,9 @@ def retrieval_steps(ctx: IndexContext) -> list[Step]:
     steps.append(Step(op="Parallel", steps=branches) if len(branches) > 1 else branches[0])
     sky: dict[str, Any] = {"criteria": [b.op.split("_")[0].lower() for b in branches], "max_results": f["cap"]}
     if f["graph"] and not ctx.graph_from_llm:
-        # An offline-extracted G still shapes the skyline set, but ordering the set by S_G made page
-        # recall@5 worse on MMLongBench-dev (0.726 vs 0.747, 71 questions): order by S_T alone.
-        sky["weights"] = {"graph": 0.0, "text": 1.0}
+        # An offline (co-occurrence) G is a weaker signal than an LLM-built one: it shapes the
+        # skyline set and only nudges the order (see docs/benchmarks.md for the measured weights).
+        sky["weights"] = {"graph": f["offline_graph_weight"], "text": 1.0}
     steps.append(Step(op="Skyline_Ranker", params=sky))
     return steps
 

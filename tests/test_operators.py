@@ -65,15 +65,32 @@ def test_skyline_returns_pareto_set_of_hand_made_scores(ctx):
     st = State("q", candidates=[a, b, c, d, e])
     st.scores = {"graph": {a: 1.0, b: 0.8, c: 0.2, d: 0.5, e: 0.1},
                  "text": {a: 0.2, b: 0.8, c: 1.0, d: 0.5, e: 0.1}}
-    SkylineRanker(ctx, {"min_pages": 0, "diversify_pages": False, "weights": {"graph": 0.3, "text": 0.7}}).run(st)
+    pure = {"diversify_pages": False, "keep_ranked": False, "weights": {"graph": 0.3, "text": 0.7}}
+    SkylineRanker(ctx, {"min_pages": 0, **pure}).run(st)
     # d=(0.5,0.5) is dominated by b, e by everything; order by 0.3*S_G + 0.7*S_T: b .8, c .76, a .44
     assert [i for i, _ in st.ranked] == [b, c, a]
     assert pareto_front({"x": (1, 0), "y": (0, 1), "z": (1, 0), "w": (0.5, 0.5), "v": (0.4, 0.4)}) == ["x", "y", "z", "w"]
     # peeling layers until 4 pages are covered adds the second layer (d), not e
     st2 = State("q", candidates=[a, b, c, d, e], scores=st.scores)
-    SkylineRanker(ctx, {"min_pages": 4, "diversify_pages": False, "weights": {"graph": 0.3, "text": 0.7}}).run(st2)
+    SkylineRanker(ctx, {"min_pages": 4, **pure}).run(st2)
     assert [i for i, _ in st2.ranked] == [b, c, d, a]
     assert st2.trace[-1]["layers"] == [3, 1]
+
+
+def test_skyline_keeps_the_best_combined_nodes_the_frontier_would_drop(ctx):
+    """The frontier adds what one criterion favours but never removes the combined ranking's best:
+    with a graph weight of 0, the second-best text node, dominated by the first, still ranks second,
+    as it would without the graph."""
+    a, b, c = ids(ctx, "The plot command draws", "The linewidth option", "Colors are given")
+    scores = {"graph": {a: 1.0, b: 0.1, c: 0.9}, "text": {a: 1.0, b: 0.9, c: 0.2}}
+    params = {"min_pages": 1, "pool_factor": 1, "max_results": 2, "diversify_pages": False,
+              "weights": {"graph": 0.0, "text": 1.0}}
+    st = State("q", candidates=[a, b, c], scores={k: dict(v) for k, v in scores.items()})
+    SkylineRanker(ctx, {**params, "keep_ranked": False}).run(st)
+    assert [i for i, _ in st.ranked] == [a]  # a dominates b and c; its layer covers min_pages
+    st = State("q", candidates=[a, b, c], scores={k: dict(v) for k, v in scores.items()})
+    SkylineRanker(ctx, params).run(st)
+    assert [i for i, _ in st.ranked] == [a, b]
 
 
 def test_skyline_single_criterion_is_a_ranking_with_cap(ctx):
@@ -190,3 +207,44 @@ def test_trace_records_inputs_outputs_and_time(ctx):
     rec = st.trace[-1]
     assert rec["op"] == "Text_Reasoning" and rec["ms"] >= 0 and rec["outputs"][0][0] in ctx.tree.nodes
     assert rec["inputs"]["candidates"] == "all"
+
+
+def test_graph_reasoning_discounts_entities_linked_everywhere(ctx):
+    """A hub entity (linked to every leaf, like a company name in its own report) holds much
+    PageRank mass; weighted by inverse node frequency it no longer outranks the specific one."""
+    from bookindex.graph.kg import KnowledgeGraph
+    from bookindex.model import Entity, Relation
+    from operators.base import LinkedEntity
+    from operators.reasoner import entity_idf
+
+    leaves = [n.id for n in ctx.tree.leaves()]
+    png = node(ctx.tree, "The png terminal writes")
+    ctx.graph = KnowledgeGraph({
+        "e_hub": Entity("e_hub", "Plotter", "product", "", [], leaves),
+        "e_png": Entity("e_png", "png terminal", "terminal", "", [], [png]),
+    }, [Relation("e_hub", "e_png", "has")])
+    ctx.cache.clear()
+    results = {}
+    for idf in (False, True):
+        st = State("How does Plotter write png files?")
+        st.entities = [LinkedEntity("Plotter", ["e_hub"], [1.0], "name"),
+                       LinkedEntity("png", ["e_png"], [1.0], "name")]
+        GraphReasoning(ctx, {"entity_idf": idf}).run(st)
+        results[idf] = st.scores["graph"]
+    others = [i for i in leaves if i != png]
+    # without IDF every other leaf gets half the png node's score (0.51) from the hub alone
+    assert results[False][png] == 1.0 and max(results[False][i] for i in others) > 0.5
+    # with IDF the specific node stands out (0.24)
+    assert results[True][png] == 1.0 and max(results[True][i] for i in others) < 0.25
+    assert entity_idf(len(leaves), len(ctx.tree.nodes)) < entity_idf(1, len(ctx.tree.nodes))
+
+
+def test_offline_graph_weight_comes_from_the_settings():
+    from bookindex.config import load_settings
+    from retrieval.planner import retrieval_steps
+
+    for w in (0.05, 0.3):
+        c = make_context(settings=load_settings(overrides={"llm.provider": "none",
+                                                           "retrieval.offline_graph_weight": w}, env={}))
+        sky = [s for s in retrieval_steps(c) if s.op == "Skyline_Ranker"][0]
+        assert sky.params["weights"] == {"graph": w, "text": 1.0}

@@ -97,3 +97,59 @@ def test_count_with_a_quoted_condition_counts_only_matching_items() -> None:
     assert st.structural["items"][0]["node_id"] == node(ctx.tree, "| Terminal | Format |")
     plain = execute(make_plan("How many tables are there?", ctx), ctx)
     assert plain.structural["count"] == 3 and "must_contain" not in plain.structural
+
+
+def test_page_references_follow_printed_page_labels() -> None:
+    from operators.textscore import page_references
+
+    labels = ["i", "ii", "iii"] + [str(n) for n in range(1, 26)]  # front matter, then 1..25
+    # "page 17" is physical page 17 or the page that prints 17 (physical 20): both are boosted
+    assert page_references("What is in the figure at page 17?", 28, labels) == {16, 19}
+    assert page_references("What is in the figure at page 17?", 28) == {16}
+    # sheet ordinals and the cover count paper, not printed numbers
+    assert page_references("What does the second page say?", 28, labels) == {1}
+    assert page_references("What is on the cover?", 28, labels) == {0}
+    # a repeated label names every page that prints it
+    assert page_references("see page 1", 5, ["1", "i", "1", "2", "3"]) == {0, 2}
+
+
+def test_text_reasoning_boosts_the_page_that_prints_the_number() -> None:
+    from operators import TextReasoning
+
+    blocks = [Block("text", f"Filler paragraph number {i} about cloud storage services.", i, (50, 50, 500, 90))
+              for i in range(6)]
+    labels = ["i", "ii", "1", "2", "3", "4"]
+    tree = build_tree("lab0000000000000", "labelled.pdf", blocks, {"pages": 6, "page_labels": labels})
+    settings = load_settings(overrides={"llm.provider": "none"}, env={})
+    from bookindex.graph.kg import KnowledgeGraph
+
+    ctx = IndexContext(tree=tree, graph=KnowledgeGraph({}, []), settings=settings, embedder=None)
+    st = State("What does the figure at page 3 show about storage?")
+    TextReasoning(ctx).run(st)
+    top = sorted(st.scores["text"], key=lambda i: -st.scores["text"][i])[:2]
+    assert {tree.nodes[i].page_idx for i in top} == {2, 4}  # physical page 3 and the page printed "3"
+    assert st.trace[-1]["page_references"] == [3, 5]
+
+
+def test_pdf_parser_records_page_labels(tmp_path) -> None:
+    import pymupdf
+
+    from parsing.pdf import parse_pdf
+
+    doc = pymupdf.open()
+    for i in range(4):
+        doc.new_page().insert_text((72, 100), f"Body text of sheet {i + 1}.")
+    doc.set_page_labels([{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1},
+                         {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 1}])
+    path = tmp_path / "labelled.pdf"
+    doc.save(path)
+    parsed = parse_pdf(path, ocr=False)
+    assert parsed.meta["page_labels"] == ["i", "ii", "1", "2"]
+    from parsing.dispatch import to_tree
+
+    tree = to_tree(parsed, "lab0000000000001", "labelled.pdf", load_settings(env={}))
+    assert tree.meta["page_labels"] == ["i", "ii", "1", "2"]  # kept in the index for queries
+    plain = pymupdf.open()
+    plain.new_page().insert_text((72, 100), "No labels here.")
+    plain.save(tmp_path / "plain.pdf")
+    assert "page_labels" not in parse_pdf(tmp_path / "plain.pdf", ocr=False).meta
