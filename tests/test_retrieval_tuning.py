@@ -35,9 +35,14 @@ def _statements_ctx(glossary: bool) -> IndexContext:
                        "| Net income | 1,503 |", 2, (50, 50, 500, 150)),
     ]
     tree = build_tree("fin0000000000000", "report.pdf", blocks, {"pages": 3})
-    settings = load_settings(overrides={"llm.provider": "none", "retrieval.glossary": glossary}, env={})
+    return _lexical_ctx(tree, {"retrieval.glossary": glossary})
+
+
+def _lexical_ctx(tree, overrides: dict | None = None) -> IndexContext:
+    """A context without graph or embedder: scores are BM25 alone, so expectations are exact."""
     from bookindex.graph.kg import KnowledgeGraph
 
+    settings = load_settings(overrides={"llm.provider": "none", **(overrides or {})}, env={})
     return IndexContext(tree=tree, graph=KnowledgeGraph({}, []), settings=settings, embedder=None)
 
 
@@ -120,10 +125,7 @@ def test_text_reasoning_boosts_the_page_that_prints_the_number() -> None:
               for i in range(6)]
     labels = ["i", "ii", "1", "2", "3", "4"]
     tree = build_tree("lab0000000000000", "labelled.pdf", blocks, {"pages": 6, "page_labels": labels})
-    settings = load_settings(overrides={"llm.provider": "none"}, env={})
-    from bookindex.graph.kg import KnowledgeGraph
-
-    ctx = IndexContext(tree=tree, graph=KnowledgeGraph({}, []), settings=settings, embedder=None)
+    ctx = _lexical_ctx(tree)
     st = State("What does the figure at page 3 show about storage?")
     TextReasoning(ctx).run(st)
     top = sorted(st.scores["text"], key=lambda i: -st.scores["text"][i])[:2]
