@@ -4,7 +4,7 @@
 """
 
 from operators.base import LinkedEntity, Operator, State
-from operators.context import IndexContext, IndexView
+from operators.context import DerivedViews, IndexContext, MemoryIndex
 from operators.formulator import Decompose, Extract
 from operators.reasoner import GraphReasoning, SkylineRanker, TextReasoning
 from operators.selector import FilterModal, FilterRange, SelectByEntity, SelectBySection
@@ -14,6 +14,6 @@ OPERATORS: dict[str, type[Operator]] = {cls.name: cls for cls in (
     Extract, Decompose, FilterModal, FilterRange, SelectByEntity, SelectBySection,
     GraphReasoning, TextReasoning, SkylineRanker, Map, Reduce)}
 
-__all__ = ["OPERATORS", "IndexContext", "IndexView", "LinkedEntity", "Operator", "State", "Extract",
+__all__ = ["OPERATORS", "DerivedViews", "IndexContext", "MemoryIndex", "LinkedEntity", "Operator", "State", "Extract",
            "Decompose", "FilterModal", "FilterRange", "SelectByEntity", "SelectBySection",
            "GraphReasoning", "TextReasoning", "SkylineRanker", "Map", "Reduce"]

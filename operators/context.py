@@ -1,65 +1,124 @@
-"""What an operator may read: the index B = (T, G, M) plus the models, behind one small protocol.
+"""What an operator may read: one `DocumentIndex` plus the models, and the views derived from them.
 
-Operators never touch storage. A `StoredDocument` from the library is adapted with
-`IndexContext.from_document`; tests build an `IndexContext` straight from an in-memory tree and
-graph. Expensive derived views (BM25 index, vector matrices) are built once per context and
-cached, so a document opened once answers many questions quickly.
+Operators never touch storage: the Engine opens a stored document (a `DocumentIndex` from the
+storage layer) and hands it here with its providers; tests wrap an in-memory tree and graph in a
+`MemoryIndex`. Views that cost something to derive (the text index, query vectors, section units,
+the entity-name index, the graph's adjacency matrix) are built once per opened document and kept
+in one typed `DerivedViews`, so a document opened once answers many questions quickly.
 """
 
 from __future__ import annotations
 
-import sys
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from bookindex.graph.kg import KnowledgeGraph
-from bookindex.model import DocumentTree
+from bookindex.core.config import Settings
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import DocumentTree, node_text
+from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
+from bookindex.providers.lexical import document_lexical_index
+
+if TYPE_CHECKING:
+    from operators.textscore import TextIndex
+
+T = TypeVar("T")
+QUERY_VECTOR_CACHE = 2048  # query texts whose vectors stay cached per opened document
 
 
-@runtime_checkable
-class IndexView(Protocol):
-    """The read-only view of one indexed document that operators need."""
+@dataclass
+class MemoryIndex:
+    """A `DocumentIndex` held in memory: a tree, a graph and optional row-aligned vectors."""
 
     tree: DocumentTree
-    graph: KnowledgeGraph
-    settings: Any
-    llm: Any | None
+    graph: KnowledgeGraph = field(default_factory=KnowledgeGraph)
+    node_ids: list[str] = field(default_factory=list)
+    node_matrix: np.ndarray | None = None
+    entity_ids: list[str] = field(default_factory=list)
+    entity_matrix: np.ndarray | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    folder: Path | None = None
+    _lexical: LexicalIndex | None = field(default=None, repr=False)
 
-    def node_matrix(self) -> tuple[list[str], np.ndarray | None]: ...
-    def entity_matrix(self) -> tuple[list[str], np.ndarray | None]: ...
-    def embed(self, texts: list[str]) -> np.ndarray | None: ...
-    def rerank(self, query: str, passages: list[str]) -> list[float] | None: ...
+    @property
+    def doc_id(self) -> str:
+        return self.tree.doc_id
+
+    @property
+    def name(self) -> str:
+        return self.tree.name
+
+    @property
+    def page_labels(self) -> list[str] | None:
+        labels = self.tree.meta.get("page_labels")
+        return list(labels) if labels else None
+
+    def node_vectors(self) -> tuple[list[str], np.ndarray | None]:
+        return list(self.node_ids), self.node_matrix
+
+    def entity_vectors(self) -> tuple[list[str], np.ndarray | None]:
+        return list(self.entity_ids), self.entity_matrix
+
+    def lexical_index(self) -> LexicalIndex:
+        if self._lexical is None:
+            self._lexical = document_lexical_index(self.tree)
+        return self._lexical
+
+
+@dataclass
+class DerivedViews:
+    """Everything operators derive from one opened document, built on first use."""
+
+    text_index: TextIndex | None = None
+    node_matrix: tuple[list[str], np.ndarray | None] | None = None
+    entity_matrix: tuple[list[str], np.ndarray | None] | None = None
+    query_vectors: OrderedDict[str, np.ndarray | None] = field(default_factory=OrderedDict)
+    units: dict[int, dict[str, str]] = field(default_factory=dict)
+    entity_names: dict[str, list[str]] | None = None
+    graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None
 
 
 @dataclass
 class IndexContext:
-    """Concrete `IndexView`: tree, graph, optional vectors and providers, plus per-document caches.
+    """One opened document with the providers a question may use.
 
-    `embedder` needs `.encode(list[str]) -> (n, d) float32 L2-normalized`; `reranker` needs
-    `.score(query, passages) -> list[float]`. Either may be None: operators then fall back to
-    lexical scoring only. `node_ids`/`node_vectors` must be row-aligned (same for entities).
+    `embedder`, `reranker`, `llm` and `vlm` may each be None: operators then take their
+    lexical-only / no-LLM paths. The Engine builds one context per opened document and reuses it.
     """
 
-    tree: DocumentTree
-    graph: KnowledgeGraph = field(default_factory=KnowledgeGraph)
-    settings: Any = None
-    llm: Any | None = None
-    embedder: Any | None = None
-    reranker: Any | None = None
-    node_ids: list[str] | None = None
-    node_vectors: np.ndarray | None = None
-    entity_ids: list[str] | None = None
-    entity_vectors: np.ndarray | None = None
-    vlm: Any | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
-    cache: dict[str, Any] = field(default_factory=dict)
-    doc_dir: Any | None = None  # the stored document's folder (extracted images live there)
+    index: DocumentIndex
+    settings: Settings | None = None
+    llm: LLM | None = None
+    embedder: Embedder | None = None
+    reranker: Reranker | None = None
+    vlm: LLM | None = None
+    views: DerivedViews = field(default_factory=DerivedViews)
+
+    # -- the index -------------------------------------------------------------------
+    @property
+    def tree(self) -> DocumentTree:
+        return self.index.tree
 
     @property
-    def vlm_available(self) -> bool:
-        return bool(self.vlm is not None and getattr(self.vlm, "available", False))
+    def graph(self) -> KnowledgeGraph:
+        return self.index.graph
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.index.manifest
+
+    @property
+    def page_labels(self) -> list[str] | None:
+        return self.index.page_labels
+
+    @property
+    def graph_from_llm(self) -> bool:
+        """Whether G was extracted by an LLM (the manifest records the build's LLM; None = offline)."""
+        opts = self.manifest.get("options", {}) if isinstance(self.manifest, dict) else {}
+        return bool(opts.get("llm")) and bool(self.graph.entities)
 
     def region_image(self, node_id: str, dpi: int = 144) -> bytes | None:
         """PNG of a node's region: cropped from the source PDF page at the node's bbox (what the
@@ -69,67 +128,62 @@ class IndexContext:
             return None
         source = str(self.manifest.get("source") or "")
         if node.bbox and source.lower().endswith(".pdf"):
-            try:
-                import pymupdf
-
-                with pymupdf.open(source) as pdf:
-                    page = pdf[node.page_idx]
-                    clip = pymupdf.Rect(*node.bbox) & page.rect
-                    if not clip.is_empty:
-                        return page.get_pixmap(clip=clip, dpi=dpi).tobytes("png")
-            except Exception:  # noqa: BLE001 - a moved or changed source falls back to the stored image
-                pass
+            png = _crop_png(source, node.page_idx, tuple(node.bbox), dpi)
+            if png is not None:
+                return png
         rel = node.meta.get("image_path")
-        if rel and self.doc_dir is not None:
-            from pathlib import Path
-
-            path = Path(rel) if Path(rel).is_absolute() else Path(self.doc_dir) / rel
+        folder = self.index.folder
+        if rel and folder is not None:
+            path = Path(rel) if Path(rel).is_absolute() else folder / rel
             if path.is_file():
                 return path.read_bytes()
         return None
 
-    @property
-    def graph_from_llm(self) -> bool:
-        """Whether G was extracted by an LLM (the manifest records the build's LLM; None = offline)."""
-        opts = self.manifest.get("options", {}) if isinstance(self.manifest, dict) else {}
-        return bool(opts.get("llm")) and bool(self.graph.entities)
-
     # -- vectors ---------------------------------------------------------------------
     def node_matrix(self) -> tuple[list[str], np.ndarray | None]:
-        if self.node_vectors is None and self.embedder is not None and "node_matrix" not in self.cache:
-            leaves = [n for n in self.tree.walk() if n.type != "document"]
-            ids = [n.id for n in leaves]
-            mat = self.embedder.encode([n.content[:2000] for n in leaves]) if ids else None
-            self.cache["node_matrix"] = (ids, mat)
-        if self.node_vectors is None:
-            return self.cache.get("node_matrix", ([], None))
-        return list(self.node_ids or []), self.node_vectors
+        """Node ids and their vectors: the stored ones, else embedded now (once) when an embedder
+        is configured, else none."""
+        if self.views.node_matrix is None:
+            ids, mat = self.index.node_vectors()
+            if (mat is None or not len(ids)) and self.embedder is not None:
+                nodes = [n for n in self.tree.walk() if n.type != "document"]
+                ids = [n.id for n in nodes]
+                mat = self.embedder.encode([node_text(self.tree, n) for n in nodes]) if ids else None
+            self.views.node_matrix = (list(ids), mat if mat is not None and len(ids) else None)
+        return self.views.node_matrix
 
     def entity_matrix(self) -> tuple[list[str], np.ndarray | None]:
-        if self.entity_vectors is not None:
-            return list(self.entity_ids or []), self.entity_vectors
-        if self.embedder is None or not self.graph.entities:
-            return [], None
-        if "entity_matrix" not in self.cache:
-            ids = sorted(self.graph.entities)
-            texts = [f"{self.graph.entities[i].name}: {self.graph.entities[i].description}"[:500] for i in ids]
-            self.cache["entity_matrix"] = (ids, self.embedder.encode(texts))
-        return self.cache["entity_matrix"]
+        if self.views.entity_matrix is None:
+            ids, mat = self.index.entity_vectors()
+            dim = self.embedder.dim if self.embedder is not None else None
+            if mat is not None and len(ids) and dim and mat.shape[1] != dim:
+                mat = None  # built with another embedder: entity linking then uses names only
+            if (mat is None or not len(ids)) and self.embedder is not None and self.graph.entities:
+                ids = sorted(self.graph.entities)
+                ents = self.graph.entities
+                mat = self.embedder.encode([f"{ents[i].name}: {ents[i].description}"[:500] for i in ids])
+            self.views.entity_matrix = (list(ids), mat if mat is not None and len(ids) else None)
+        return self.views.entity_matrix
 
     def embed(self, texts: list[str]) -> np.ndarray | None:
-        """Encode query-time texts. A handful of short texts runs on one torch thread: intra-op
-        parallelism buys nothing at that size and thrashes on a busy machine (0.5 s → 15 ms)."""
         if self.embedder is None:
             return None
-        torch = sys.modules.get("torch")
-        if torch is None or len(texts) > 16:
-            return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
-        prev = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
-        finally:
-            torch.set_num_threads(prev)
+        return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
+
+    def query_vectors(self, texts: list[str]) -> list[np.ndarray | None]:
+        """Vectors of query-time texts; the uncached ones are encoded in one call (one model call
+        costs about as much as one text). Kept per document, least recently used dropped first."""
+        cache = self.views.query_vectors
+        todo = list(dict.fromkeys(t for t in texts if t not in cache))
+        if todo:
+            vecs = self.embed(todo)
+            for i, t in enumerate(todo):
+                cache[t] = None if vecs is None else vecs[i]
+            while len(cache) > QUERY_VECTOR_CACHE:
+                cache.popitem(last=False)
+        for t in texts:
+            cache.move_to_end(t)
+        return [cache[t] for t in texts]
 
     def rerank(self, query: str, passages: list[str]) -> list[float] | None:
         if self.reranker is None:
@@ -138,73 +192,27 @@ class IndexContext:
 
     @property
     def llm_available(self) -> bool:
-        return bool(self.llm is not None and getattr(self.llm, "available", False))
+        return bool(self.llm is not None and self.llm.available)
 
-    def retrieval_setting(self, name: str, default: Any) -> Any:
+    @property
+    def vlm_available(self) -> bool:
+        return bool(self.vlm is not None and self.vlm.available)
+
+    def retrieval_setting(self, name: str, default: T) -> T:
         r = getattr(self.settings, "retrieval", None)
         return getattr(r, name, default) if r is not None else default
 
-    # -- adapters --------------------------------------------------------------------
-    @classmethod
-    def from_document(cls, doc: Any, settings: Any = None, llm: Any | None = None,
-                      embedder: Any | None = None, reranker: Any | None = None) -> "IndexContext":
-        """Adapt a library `StoredDocument` (tree, graph, node_vectors(), dir).
 
-        The embedder and reranker come from the project's providers when not given; a provider
-        that cannot be created leaves the context lexical-only rather than failing the query.
-        """
-        tree = doc.tree
-        graph = getattr(doc, "graph", None) or KnowledgeGraph()
-        node_ids, node_vecs = None, None
-        if hasattr(doc, "node_vectors"):
-            try:
-                node_ids, node_vecs = doc.node_vectors()
-                node_vecs = None if node_vecs is None or len(node_ids) == 0 else np.asarray(node_vecs, dtype=np.float32)
-            except (FileNotFoundError, OSError, ValueError, KeyError):
-                node_ids, node_vecs = None, None
-        ent_ids, ent_vecs = None, None
-        if getattr(doc, "dir", None) is not None and graph.entities:
-            try:
-                from bookindex.graph.store import load_entity_vectors  # graph helper's module
-                ent_ids, ent_vecs = load_entity_vectors(doc.dir)
-                ent_vecs = None if ent_vecs is None or len(ent_ids) == 0 else np.asarray(ent_vecs, dtype=np.float32)
-            except (ImportError, FileNotFoundError, OSError, ValueError, KeyError):
-                ent_ids, ent_vecs = None, None
-        if embedder is None and settings is not None:
-            embedder = _provider("bookindex.embedding", "get_embedder", settings)
-        if reranker is None and settings is not None:
-            reranker = _provider("bookindex.reranker", "get_reranker", settings)
-        vlm = None
-        vlm_settings = getattr(settings, "vlm", None)
-        if vlm_settings is not None and getattr(vlm_settings, "provider", "none") != "none":
-            from bookindex.llm import get_llm
+def _crop_png(source: str, page_idx: int, bbox: tuple[float, ...], dpi: int) -> bytes | None:
+    """The region `bbox` of page `page_idx` of a PDF as PNG; None when the file is gone or changed."""
+    import pymupdf  # deferred: only figure questions with a vision model need page pixels
 
-            vlm = get_llm(settings, section="vlm")
-        dim = getattr(embedder, "dim", None)
-        if node_vecs is not None and dim and node_vecs.shape[1] != int(dim):
-            from bookindex.errors import IndexFormatError
-            built = (getattr(doc, "manifest", {}) or {}).get("embedding", {}) or {}
-            raise IndexFormatError(
-                f"{getattr(doc, 'dir', doc)}: node vectors were built with embedding model "
-                f"{built.get('model', '?')!r} (dim {node_vecs.shape[1]}), but the configured embedder "
-                f"{getattr(embedder, 'name', '?')!r} has dim {dim}; re-index the document or configure that model")
-        if ent_vecs is not None and dim and ent_vecs.shape[1] != int(dim):
-            ent_ids, ent_vecs = None, None  # entity linking then uses names and aliases only
-        return cls(tree=tree, graph=graph, settings=settings, llm=llm, embedder=embedder,
-                   reranker=reranker, manifest=dict(getattr(doc, "manifest", {}) or {}),
-                   node_ids=node_ids, node_vectors=node_vecs,
-                   entity_ids=ent_ids, entity_vectors=ent_vecs, vlm=vlm,
-                   doc_dir=getattr(doc, "dir", None))
-
-
-def _provider(module: str, fn: str, settings: Any) -> Any | None:
     try:
-        mod = __import__(module, fromlist=[fn])
-        return getattr(mod, fn)(settings)
-    except ImportError:
+        with pymupdf.open(source) as pdf:
+            page = pdf[page_idx]
+            clip = pymupdf.Rect(*bbox) & page.rect
+            if not clip.is_empty:
+                return bytes(page.get_pixmap(clip=clip, dpi=dpi).tobytes("png"))
+    except Exception:  # noqa: BLE001 - a moved or changed source falls back to the stored image
         return None
-    except Exception as exc:  # a provider that cannot load: lexical-only retrieval, not a failed query
-        from bookindex.errors import BookIndexError
-        if isinstance(exc, BookIndexError):
-            return None
-        raise
+    return None

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz
 
-from bookindex.errors import ConfigError
-from bookindex.nlp import english
+from bookindex.core.errors import ConfigError
+from bookindex.providers.nlp import english
 from operators import prompts
 from operators.base import LinkedEntity, Operator, Params, State
-from operators.textscore import STOPWORDS, prefetch_vectors, query_vector
+from bookindex.providers.lexical import STOPWORDS
+from operators.textscore import prefetch_vectors, query_vector
 
 
 def _nlp() -> Any | None:
@@ -101,14 +102,13 @@ class Extract(Operator):
 
     # -- linking -----------------------------------------------------------------------
     def _name_index(self) -> dict[str, list[str]]:
-        key = "entity_name_index"
-        if key not in self.ctx.cache:
+        if self.ctx.views.entity_names is None:
             idx: dict[str, list[str]] = {}
             for eid, e in self.ctx.graph.entities.items():
                 for nm in [e.name, *e.aliases]:
                     idx.setdefault(_norm(nm), []).append(eid)
-            self.ctx.cache[key] = idx
-        return self.ctx.cache[key]
+            self.ctx.views.entity_names = idx
+        return self.ctx.views.entity_names
 
     def link(self, mention: str) -> LinkedEntity:
         graph = self.ctx.graph

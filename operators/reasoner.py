@@ -15,10 +15,10 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from bookindex.model import LEAF_TYPES
+from bookindex.core.model import LEAF_TYPES, node_text
 from operators.base import Operator, Params, State, top_items
 from operators.selector import leaves_of
-from operators.textscore import context_text, hybrid_scores, page_references
+from operators.textscore import hybrid_scores, page_references
 
 
 def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:
@@ -98,9 +98,9 @@ class GraphReasoning(Operator):
             return state
         sub_ents = {e.id for nid in cand for e in graph.entities_of(nid)}
         sub_ents.update(seeds_all)
-        if "graph_adjacency" not in self.ctx.cache:  # the whole G once per document; G' is a slice
-            self.ctx.cache["graph_adjacency"] = adjacency(graph.nx)
-        nodes, index, a = self.ctx.cache["graph_adjacency"]
+        if self.ctx.views.graph_adjacency is None:  # the whole G once per document; G' is a slice
+            self.ctx.views.graph_adjacency = adjacency(graph.nx)
+        nodes, index, a = self.ctx.views.graph_adjacency
         rows = sorted(index[e] for e in sub_ents if e in index)
         sub_nodes = [nodes[r] for r in rows]
         sub_a = a[rows][:, rows]
@@ -144,7 +144,7 @@ class TextReasoning(Operator):
         p = self.params
         allscores = hybrid_scores(self.ctx, state.question, lexical_weight=p.lexical_weight,
                                   page_weight=p.page_weight, neighbour_weight=p.neighbour_weight)
-        refs = (page_references(state.question, tree.page_count, tree.meta.get("page_labels"))
+        refs = (page_references(state.question, tree.page_count, self.ctx.page_labels)
                 if p.page_ref_boost > 0 else set())
         if refs and state.candidates is not None:  # a page the question names is always in scope
             on_pages = [n.id for n in tree.leaves() if n.page_idx in refs]
@@ -159,7 +159,7 @@ class TextReasoning(Operator):
         if use and self.ctx.reranker is not None and st:
             top = [k for k, _ in sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))[: p.rerank_top]]
             try:
-                rr = self.ctx.rerank(state.question, [context_text(tree, i, 1500) for i in top]) or []
+                rr = self.ctx.rerank(state.question, [node_text(tree, tree.nodes[i], "lexical")[:1500] for i in top]) or []
                 arr = np.asarray(rr, dtype=np.float64)
                 if arr.size:
                     lo, hi = float(arr.min()), float(arr.max())

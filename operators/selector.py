@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from bookindex.model import LEAF_TYPES, DocumentTree, Node
+from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from operators import prompts
 from operators.base import Operator, Params, State, top_items
-from operators.textscore import get_text_index, hybrid_scores, tokenize
+from bookindex.providers.lexical import tokenize
+from operators.textscore import get_text_index, hybrid_scores
 
 MODAL_ALIASES = {
     "image": ("image",), "figure": ("image",), "figures": ("image",), "picture": ("image",),
@@ -131,9 +132,8 @@ def _heading_page(n: Node) -> int:
 def unit_of(ctx, depth: int) -> dict[str, str]:
     """Each node → the section at `depth` containing it (or the deepest shallower section; or the
     node itself for content directly under the document). Cached per depth."""
-    key = ("units", depth)
-    if key in ctx.cache:
-        return ctx.cache[key]
+    if depth in ctx.views.units:
+        return ctx.views.units[depth]
     tree = ctx.tree
     out: dict[str, str] = {}
     stack: list[tuple[str, str | None]] = [(tree.root_id, None)]
@@ -145,7 +145,7 @@ def unit_of(ctx, depth: int) -> dict[str, str]:
         if n.type != "document":
             out[nid] = unit if unit is not None else nid
         stack.extend((c, unit) for c in n.children)
-    ctx.cache[key] = out
+    ctx.views.units[depth] = out
     return out
 
 

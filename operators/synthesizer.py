@@ -12,10 +12,11 @@ import math
 import re
 from typing import Any, Literal
 
-from bookindex.model import DocumentTree
+from bookindex.core.model import DocumentTree
 from operators import prompts
 from operators.base import Operator, Params, State
-from operators.textscore import hybrid_scores, tokenize
+from bookindex.providers.lexical import tokenize
+from operators.textscore import hybrid_scores
 
 NOT_ANSWERABLE = "not answerable from the document"
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
@@ -86,7 +87,7 @@ class Map(Operator):
     def _ask_vlm(self, question: str, ids: list[str], nums: list[int] | None, visual: list[str]) -> Any:
         """Image and chart evidence goes to the VLM as the cropped page region, with the group's
         text evidence alongside; None when no region could be rendered."""
-        from bookindex.llm.providers import user_message
+        from bookindex.providers.llm.providers import user_message
 
         images = [img for img in (self.ctx.region_image(i) for i in visual) if img]
         if not images:

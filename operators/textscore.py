@@ -12,43 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import bm25s
 import numpy as np
 
-from bookindex.model import LEAF_TYPES, DocumentTree
+from bookindex.core.protocols import LexicalIndex
+from operators.context import IndexContext
 from operators.glossary import expansion
-
-_TOKEN = re.compile(r"(?u)\b\w\w+\b|\b\d\b")
-STOPWORDS = frozenset("""a an and are as at be but by for if in into is it no not of on or such that the their
-then there these they this to was will with what which who whom whose when where why how does do did
-can could would should may might shall has have had been being its our your you we i me my he she his
-her them than so very just also about above after again all any both each few more most other some own
-same too only from up down out over under further once here those am were please tell give show list
-document according""".split())
-
-
-def light_stem(tok: str) -> str:
-    """A tiny suffix stripper (plural, -ing, -ed): enough to match 'tables'/'table', 'plotting'/'plot'."""
-    if len(tok) <= 3 or tok.isdigit():
-        return tok
-    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
-        if tok.endswith(suf) and len(tok) - len(suf) >= 3:
-            if suf == "s" and tok.endswith(("ss", "us", "is")):
-                return tok
-            return tok[: len(tok) - len(suf)] + rep
-    return tok
-
-
-def tokenize(text: str) -> list[str]:
-    return [light_stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
-
-
-def context_text(tree: DocumentTree, node_id: str, max_chars: int = 3000) -> str:
-    """Node content prefixed by the titles of its two nearest enclosing sections."""
-    node = tree.nodes[node_id]
-    titles = [p.title for p in tree.parent_path(node) if p.type == "section" and p.title][-2:]
-    return "\n".join(titles + [node.content])[:max_chars]
-
 
 @dataclass
 class TextIndex:
@@ -57,7 +25,7 @@ class TextIndex:
     ids: list[str]
     pos: dict[str, int]
     pages: np.ndarray
-    bm25: bm25s.BM25 | None
+    lexical_index: LexicalIndex
     vec_rows: np.ndarray | None  # for each leaf, its row in the node matrix (-1 when missing)
     vectors: np.ndarray | None
     # reading-order neighbours on the same page (-1 when none): layout parsers split one passage
@@ -67,15 +35,10 @@ class TextIndex:
     next_idx: np.ndarray | None = None
 
     @classmethod
-    def build(cls, ctx) -> "TextIndex":
+    def build(cls, ctx: IndexContext) -> "TextIndex":
         tree = ctx.tree
-        leaves = [n for n in tree.walk() if n.type in LEAF_TYPES and n.content.strip()]
-        ids = [n.id for n in leaves]
-        corpus = [tokenize(context_text(tree, i)) or ["_empty_"] for i in ids]
-        bm25 = None
-        if ids:
-            bm25 = bm25s.BM25(k1=1.2, b=0.75)
-            bm25.index(corpus, show_progress=False)
+        lexical = ctx.index.lexical_index()
+        ids = list(lexical.ids)
         vids, mat = ctx.node_matrix()
         rows = None
         if mat is not None and len(vids):
@@ -90,7 +53,7 @@ class TextIndex:
             next_idx[:-1][pages[:-1] != pages[1:]] = -1
             next_idx[-1] = -1
         return cls(ids=ids, pos={i: k for k, i in enumerate(ids)}, pages=pages,
-                   bm25=bm25, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx)
+                   lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx)
 
     def neighbour_mean(self, s: np.ndarray) -> np.ndarray:
         """Mean score of each leaf's same-page reading-order neighbours (0 when it has none)."""
@@ -105,10 +68,7 @@ class TextIndex:
         return np.divide(total, count, out=np.zeros_like(s), where=count > 0)
 
     def lexical(self, query: str) -> np.ndarray:
-        toks = tokenize(query)
-        if self.bm25 is None or not toks:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self.bm25.get_scores(toks), dtype=np.float32)
+        return self.lexical_index.scores(query)
 
     def dense(self, qvec: np.ndarray | None) -> np.ndarray | None:
         if qvec is None or self.vectors is None or self.vec_rows is None:
@@ -118,28 +78,19 @@ class TextIndex:
         return out.astype(np.float32)
 
 
-def get_text_index(ctx) -> TextIndex:
-    if "text_index" not in ctx.cache:
-        ctx.cache["text_index"] = TextIndex.build(ctx)
-    return ctx.cache["text_index"]
+def get_text_index(ctx: IndexContext) -> TextIndex:
+    if ctx.views.text_index is None:
+        ctx.views.text_index = TextIndex.build(ctx)
+    return ctx.views.text_index
 
 
-def prefetch_vectors(ctx, texts: list[str]) -> None:
+def prefetch_vectors(ctx: IndexContext, texts: list[str]) -> None:
     """Encode the uncached texts in one call (one model call costs about as much as one text)."""
-    todo = list(dict.fromkeys(t for t in texts if ("qvec", t) not in ctx.cache))
-    if not todo:
-        return
-    vecs = ctx.embed(todo)
-    for i, t in enumerate(todo):
-        ctx.cache[("qvec", t)] = None if vecs is None else vecs[i]
+    ctx.query_vectors(texts)
 
 
-def query_vector(ctx, query: str) -> np.ndarray | None:
-    key = ("qvec", query)
-    if key not in ctx.cache:
-        vec = ctx.embed([query])
-        ctx.cache[key] = None if vec is None else vec[0]
-    return ctx.cache[key]
+def query_vector(ctx: IndexContext, query: str) -> np.ndarray | None:
+    return ctx.query_vectors([query])[0]
 
 
 def _norm_max(x: np.ndarray) -> np.ndarray:
@@ -153,7 +104,7 @@ def _norm_dense(x: np.ndarray) -> np.ndarray:
     return np.clip(x, 0.0, 1.0)
 
 
-def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: float = 0.0,
+def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6, page_weight: float = 0.0,
                   neighbour_weight: float = 0.2) -> dict[str, float]:
     """S_T for every non-empty leaf: BM25 (max-normalized) blended with the dense cosine,
     optionally smoothed by the best score on the node's page.
@@ -166,10 +117,9 @@ def hybrid_scores(ctx, query: str, *, lexical_weight: float = 0.6, page_weight: 
     if not idx.ids:
         return {}
     lex = _norm_max(idx.lexical(query))
-    setting = getattr(ctx, "retrieval_setting", lambda name, default: default)
-    extra = expansion(query) if setting("glossary", True) else ""
+    extra = expansion(query) if ctx.retrieval_setting("glossary", True) else ""
     if extra:  # glossary terms: the line items a named ratio is computed from (see glossary.py)
-        w = float(setting("glossary_weight", 0.7))
+        w = float(ctx.retrieval_setting("glossary_weight", 0.7))
         lex = (1 - w) * lex + w * _norm_max(idx.lexical(extra))
     den = idx.dense(query_vector(ctx, query))
     if den is None:

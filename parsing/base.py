@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bookindex.model import Block
+from bookindex.core.model import Block
 
 
 @dataclass

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bookindex.errors import BookIndexError, InputError
-from bookindex.model import DocumentTree, build_tree
+from bookindex.core.errors import BookIndexError, InputError
+from bookindex.core.model import DocumentTree, build_tree
 from parsing.base import ParsedDocument
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz
 
-from bookindex.model import Block
+from bookindex.core.model import Block
 from parsing.base import OutlineEntry
 from parsing.numbering import norm_title
 

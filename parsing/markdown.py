@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bookindex.errors import InputError
-from bookindex.model import Block
+from bookindex.core.errors import InputError
+from bookindex.core.model import Block
 from parsing.base import ParsedDocument
 from parsing.htmltable import html_table_rows, html_table_to_markdown, rows_to_markdown
 

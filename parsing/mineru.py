@@ -24,8 +24,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from bookindex.errors import InputError
-from bookindex.model import Block
+from bookindex.core.errors import InputError
+from bookindex.core.model import Block
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.htmltable import html_table_to_markdown
 

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bookindex.model import Block
+from bookindex.core.model import Block
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.numbering import parse_numbering
 from parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bookindex.errors import InputError
+from bookindex.core.errors import InputError
 
 
 def import_pymupdf() -> ModuleType:

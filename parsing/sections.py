@@ -18,7 +18,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from bookindex.model import Block
+from bookindex.core.model import Block
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.numbering import norm_title, parse_numbering
 

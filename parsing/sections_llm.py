@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bookindex.model import Block
+from bookindex.core.model import Block
 from parsing.numbering import parse_numbering
 
 BATCH = 40

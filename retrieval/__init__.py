@@ -1,11 +1,11 @@
 """Retrieval layer: planning, execution and answers over one indexed document (BookRAG §5).
 
-`ask(doc, question, settings, llm=None, method="bookindex") -> Answer`, `plan(doc, question, ...)
--> Plan`, `run_plan(doc, plan, ...) -> Answer`.
+`ask(ctx, question, method="bookindex") -> Answer`, `plan(ctx, question) -> Plan`,
+`run_plan(ctx, plan) -> Answer`, where `ctx` is an opened document's `operators.IndexContext`.
 """
 
 from retrieval.answer import Answer
-from retrieval.api import METHODS, ask, context_for, plan, run_plan
+from retrieval.api import METHODS, ask, evidence_text, plan, run_plan, search
 from retrieval.plans import Plan, Step
 
-__all__ = ["Answer", "METHODS", "Plan", "Step", "ask", "context_for", "plan", "run_plan"]
+__all__ = ["Answer", "METHODS", "Plan", "Step", "ask", "evidence_text", "plan", "run_plan", "search"]

@@ -2,29 +2,78 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from bookindex.model import Evidence
+from pydantic import BaseModel, ConfigDict, Field
+
+from bookindex.core.model import Evidence
 from operators.base import State
 from operators.context import IndexContext
 from operators.synthesizer import NOT_ANSWERABLE
 from retrieval.plans import Plan
 
-__all__ = ["Answer", "build_answer", "NOT_ANSWERABLE"]
+__all__ = ["Answer", "TraceRecord", "SubQuestionTrace", "StageUsage", "LLMUsage", "Usage", "build_answer",
+           "NOT_ANSWERABLE"]
 
 
-@dataclass
-class Answer:
+class SubQuestionTrace(BaseModel):
+    """What ran for one sub-question of a ForEach (or for the whole question leading its merge)."""
+
+    model_config = ConfigDict(extra="allow")
+
     question: str
-    doc: dict[str, Any]
+    trace: list[TraceRecord] = Field(default_factory=list)
+
+
+class TraceRecord(BaseModel):
+    """What one operator (or composite step) received, kept and why. Operators add their own
+    details (mentions, fallbacks, scores, ...) as extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    op: str
+    kind: str | None = None
+    ms: float | None = None
+    params: dict[str, Any] | None = None
+    inputs: dict[str, Any] | None = None
+    llm: dict[str, int] | None = None
+    outputs: Any = None
+    branches: list[TraceRecord] | None = None
+    sub_questions: list[SubQuestionTrace] | None = None
+    whole_question: SubQuestionTrace | None = None
+
+
+class StageUsage(BaseModel):
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LLMUsage(BaseModel):
+    stages: dict[str, StageUsage] = Field(default_factory=dict)
+    total: StageUsage = Field(default_factory=StageUsage)
+
+
+class Usage(BaseModel):
+    """Wall time of the question and the LLM calls it made, per stage."""
+
+    ms: float = 0.0
+    llm: LLMUsage = Field(default_factory=LLMUsage)
+
+
+class Answer(BaseModel):
+    """The answer every interface returns: question, plan, trace, ranked evidence, answer, usage."""
+
+    question: str
+    doc: dict[str, str]
     query_type: str
     plan: Plan | None
-    trace: list[dict[str, Any]]
+    trace: list[TraceRecord]
     evidence: list[Evidence]
     answer: str
-    usage: dict[str, Any] = field(default_factory=dict)
-    citations: list[int] = field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    citations: list[int] = Field(default_factory=list)
     structural: dict[str, Any] | None = None
     method: str = "bookindex"
 
@@ -34,22 +83,10 @@ class Answer:
         return list(dict.fromkeys(e.page for e in self.evidence))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "question": self.question,
-            "doc": self.doc,
-            "method": self.method,
-            "query_type": self.query_type,
-            "plan": self.plan.to_dict() if self.plan is not None else None,
-            "trace": self.trace,
-            "evidence": [e.to_dict() for e in self.evidence],
-            "answer": self.answer,
-            "citations": self.citations,
-            "structural": self.structural,
-            "usage": self.usage,
-        }
+        return self.model_dump(mode="json", exclude_none=False)
 
 
-def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: dict[str, Any]) -> Answer:
+def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: Usage) -> Answer:
     """Evidence in rank order: the skyline ranking (or the filtered nodes for global plans)."""
     tree = ctx.tree
     cap = int(ctx.retrieval_setting("max_evidence", 10))

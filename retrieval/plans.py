@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bookindex.errors import InputError
+from bookindex.core.errors import InputError
 
 PLAN_VERSION = 1
 COMPOSITES = ("Parallel", "ForEach")

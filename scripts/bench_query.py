@@ -73,20 +73,17 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench-out/query"))
     args = ap.parse_args()
 
-    from bookindex.config import load_settings
-    from bookindex.library import Library
+    from bookindex.core.config import load_settings
+    from bookindex.engine import Engine
 
     settings = load_settings(overrides={"llm.provider": "none"})
     if args.pdf is not None:
-        lib = Library.open(args.library, settings)
-        names = {d.name for d in lib.documents}
-        if args.pdf.name not in names:
+        builder = Engine(args.library, settings)
+        if args.pdf.name not in {d.name for d in builder.documents()}:
             print(f"indexing {args.pdf} (not timed) ...", file=sys.stderr)
-            lib.add(args.pdf, progress=True)
-        del lib
+            builder.index(args.pdf, progress=True)
+        del builder
 
-    from retrieval import ask
-    from retrieval.api import context_for
     from operators.formulator import _nlp
     from operators.textscore import get_text_index
 
@@ -99,16 +96,17 @@ def main() -> int:
         stages[name] = round(now - tl, 3)
         tl = now
 
-    lib = Library.open(args.library, settings)
-    doc = lib.get(args.doc)
-    _ = doc.tree
-    lap("tree")
-    _ = doc.graph.nx
-    lap("graph")
-    _ = lib.embedder
+    engine = Engine(args.library, settings)
+    _ = engine.embedder
     lap("embedding model")
-    ctx = context_for(doc, settings)
-    lap("vectors + context")
+    ctx = engine.open(args.doc)  # reads the catalog and checks the stored vectors' dimension
+    lap("catalog + vectors")
+    _ = ctx.tree
+    lap("tree")
+    _ = ctx.graph.nx
+    lap("graph")
+    ctx.node_matrix()
+    lap("context")
     get_text_index(ctx)
     lap("bm25 index")
     ctx.embed(["warm up"])
@@ -122,13 +120,13 @@ def main() -> int:
     for _ in range(args.repeat):
         for q in QUESTIONS:
             t = time.perf_counter()
-            ans = ask(doc, q, settings)
+            ans = engine.ask(q, doc=ctx.tree.doc_id)
             ms = (time.perf_counter() - t) * 1000
             lat.append(ms)
             per_type.setdefault(ans.query_type, []).append(ms)
 
     res = {
-        "doc": doc.name, "pages": doc.manifest.get("pages"), "nodes": len(ctx.tree),
+        "doc": ctx.tree.name, "pages": ctx.manifest.get("pages"), "nodes": len(ctx.tree),
         "entities": len(ctx.graph.entities), "questions": len(QUESTIONS), "repeat": args.repeat,
         "open_s": round(open_s, 3), "open_stages_s": stages,
         "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(percentile(lat, 0.95), 1),

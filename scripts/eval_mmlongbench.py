@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval.evaluation.cli import eval_main
-    from retrieval.evaluation.mmlongbench_run import run
+    from bookindex.evaluation.cli import eval_main
+    from bookindex.evaluation.mmlongbench_run import run
 
     return eval_main(run, script="eval_mmlongbench.py", description=__doc__.splitlines()[0],
                      data_help="split folder with questions.json and documents/", out_default="bench-out/mmlongbench", argv=argv)

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval.evaluation.cli import eval_main
-    from retrieval.evaluation.qasper_run import run
+    from bookindex.evaluation.cli import eval_main
+    from bookindex.evaluation.qasper_run import run
 
     return eval_main(run, script="eval_qasper.py", description=__doc__.splitlines()[0],
                      data_help="folder with papers.json", out_default="bench-out/qasper", argv=argv)

@@ -33,8 +33,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     Threads: $BOOKINDEX_TEST_THREADS (default 1).
     """
     pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] not installed")
-    from bookindex.errors import ConfigError
-    from bookindex.llm import local_model
+    from bookindex.core.errors import ConfigError
+    from bookindex.providers.llm import local_model
 
     try:
         gguf = local_model.ensure_model(local_model.TEST_MODEL)
@@ -74,8 +74,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def llama_settings(llama_server: str, tmp_path: Path) -> object:
     """Settings pointing `llm` at the `llama_server` fixture, with an LLM cache under tmp_path.
-    Use: `client = bookindex.llm.get_llm(llama_settings)`."""
-    from bookindex.config import load_settings
+    Use: `client = bookindex.providers.llm.get_llm(llama_settings)`."""
+    from bookindex.core.config import load_settings
 
     return load_settings(overrides={
         "llm.provider": "openai", "llm.base_url": llama_server, "llm.model": LLAMA_TEST_MODEL,

@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 
-from bookindex.graph.kg import KnowledgeGraph
-from bookindex.model import Block, Entity, Relation, build_tree
-from operators.context import IndexContext
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import Block, Entity, Relation, build_tree
+from operators.context import IndexContext, MemoryIndex
 
 DOC_ID = "fixture00000000a"
 
@@ -107,5 +107,5 @@ def make_graph(tree) -> KnowledgeGraph:
 
 def make_context(llm=None, settings=None, embedder=True) -> IndexContext:
     tree = make_tree()
-    return IndexContext(tree=tree, graph=make_graph(tree), settings=settings, llm=llm,
+    return IndexContext(index=MemoryIndex(tree=tree, graph=make_graph(tree)), settings=settings, llm=llm,
                         embedder=HashEmbedder() if embedder else None)

@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from bookindex.api import open_library
-from bookindex.config import load_settings
-from bookindex.errors import IndexFormatError, InputError
-from bookindex.library import Library
+from bookindex.core.config import load_settings
+from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.engine import Engine
+from bookindex.storage.library import Library
 from library_helpers import HashEmbedder
 from pdf_fixtures import build_handbook
 
@@ -47,9 +48,8 @@ def libdir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def lib(libdir):
-    stored = Library.open(libdir, _settings(), embedder=HashEmbedder(dim=256))
     from bookindex.api import Library as ApiLibrary
-    return ApiLibrary(stored, _settings())
+    return ApiLibrary(Engine(libdir, _settings(), embedder=HashEmbedder(dim=256)))
 
 
 def test_right_evidence_ranks_first(lib):
@@ -92,7 +92,7 @@ def test_plan_edit_run_via_api(lib):
 def test_library_routes_to_the_right_document(lib):
     ans = lib.ask("How long should the pasta boil in salted water?")
     assert ans.doc["name"] == "cooking.md"
-    assert ans.trace[0]["op"] == "Route"
+    assert ans.trace[0].op == "Route"
     assert "ten minutes" in ans.evidence[0].snippet
 
 
@@ -115,8 +115,7 @@ def _cli(args, libdir):
 
 def test_cli_ask_json_explain_plan_and_run_plan(libdir, tmp_path, monkeypatch):
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
-    import bookindex.library as L
-    monkeypatch.setattr(L.Library, "embedder", property(lambda self: HashEmbedder(dim=256)))
+    monkeypatch.setattr(Engine, "embedder", property(lambda self: HashEmbedder(dim=256)))
     from bookindex.cli.app import app
     r = CliRunner()
     res = r.invoke(app, ["ask", str(libdir), "How many tables are in the document?", "--doc", "handbook.pdf", "--json"])
@@ -159,19 +158,18 @@ def test_real_llm_classification_plan_and_grounded_answer(llama_server, libdir):
     s = load_settings(overrides={"llm.provider": "openai", "llm.base_url": llama_server,
                                  "llm.model": "qwen2.5-coder-0.5b", "llm.max_tokens": 256,
                                  "cache.enabled": False}, env={})
-    from bookindex.llm import get_llm
+    from bookindex.providers.llm import get_llm
     llm = get_llm(s)
-    stored = Library.open(libdir, s, embedder=HashEmbedder(dim=256), llm=llm)
     from bookindex.api import Library as ApiLibrary
-    doc = ApiLibrary(stored, s, llm).get("handbook.pdf")
+    doc = ApiLibrary(Engine(libdir, s, embedder=HashEmbedder(dim=256), llm=llm)).get("handbook.pdf")
     p = doc.plan("How many seconds did the beta run take?")
     assert p.query_type in ("single-hop", "multi-hop", "global")
     assert p.planner.get("classifier") in ("llm", "rules")
     ans = doc.run(p) if p.query_type != "global" else doc.run(doc.plan("What is the beta run?").model_copy(
         update={"query_type": "single-hop"}))
     assert ans.answer.strip()
-    assert ans.usage["llm"]["total"]["calls"] >= 1
-    reduce = [r for r in ans.trace if r["op"] == "Reduce"][-1]
+    assert ans.usage.llm.total.calls >= 1
+    reduce = [r.model_dump(exclude_none=True) for r in ans.trace if r.op == "Reduce"][-1]
     assert reduce["source"] == "llm" and "fallback" not in reduce  # the model answered, schema-valid
     # citations parse and point at evidence that exists
     cites = [int(x) for x in re.findall(r"\[(\d+)\]", ans.answer)]

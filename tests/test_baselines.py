@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bookindex.errors import InputError, LLMUnavailable
-from bookindex.model import Block, build_tree
-from retrieval.baselines import METHODS, clear_cache, run_baseline
+from bookindex.core.errors import InputError, LLMUnavailable
+from bookindex.core.model import Block, build_tree
+from operators.context import IndexContext, MemoryIndex
+from retrieval.baselines import METHODS, clear_cache
+from retrieval.baselines import run_baseline as _run_baseline
 from retrieval.baselines.index import build_chunks, get_index
 from library_helpers import HashEmbedder
 
@@ -17,15 +19,21 @@ def FakeEmbedder() -> HashEmbedder:
     return HashEmbedder(dim=64, word=r"\w+")
 
 
-class FakeDoc:
+class FakeDoc(MemoryIndex):
+    """A MemoryIndex that counts how often its stored vectors are read."""
+
     def __init__(self, tree, vectors=None):
-        self.tree = tree
-        self._vectors = vectors
+        ids, mat = vectors if vectors is not None else ([], None)
+        super().__init__(tree=tree, node_ids=list(ids), node_matrix=mat)
         self.vector_calls = 0
 
     def node_vectors(self):
         self.vector_calls += 1
-        return self._vectors if self._vectors is not None else ([], np.zeros((0, 64), dtype=np.float32))
+        return super().node_vectors()
+
+
+def run_baseline(method, doc, question, k=10, embedder=None, llm=None):
+    return _run_baseline(method, IndexContext(index=doc, embedder=embedder, llm=llm), question, k)
 
 
 class FakeLLM:
@@ -156,11 +164,11 @@ def test_errors_and_method_list():
     with pytest.raises(InputError):
         run_baseline("magic", FakeDoc(_tree()), "q", k=3)
     with pytest.raises(InputError):
-        run_baseline("dense", FakeDoc(_tree()), "q", k=3)  # no embedder, no settings
+        run_baseline("dense", FakeDoc(_tree()), "q", k=3)  # no embedder
 
 
 def test_bm25_pages_ranks_whole_pages_and_scores_exactly_that_page():
-    from retrieval.evaluation import page_recall_at_k
+    from bookindex.evaluation import page_recall_at_k
 
     tree = _tree()
     ev = run_baseline("bm25-pages", FakeDoc(tree), "palette colors red table default", k=2)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
-from bookindex.library import Library
+from bookindex.storage.library import Library
 from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
 
 runner = CliRunner()

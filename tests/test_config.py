@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bookindex.config import Settings, cache_dir, load_settings, masked_settings
-from bookindex.errors import ConfigError
+from bookindex.core.config import Settings, cache_dir, load_settings, masked_settings
+from bookindex.core.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)

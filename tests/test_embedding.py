@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bookindex.config import load_settings
-from bookindex.embedding import Embedder, get_embedder, normalise
-from bookindex.errors import ConfigError, LLMRequestError
-from bookindex.reranker import EmbeddingReranker, LLMJudgeReranker, Reranker, get_reranker
+from bookindex.core.config import load_settings
+from bookindex.providers.embedding import Embedder, get_embedder, normalise
+from bookindex.core.errors import ConfigError, LLMRequestError
+from bookindex.providers.reranker import EmbeddingReranker, LLMJudgeReranker, Reranker, get_reranker
 
 
 def test_normalise() -> None:
@@ -35,7 +35,7 @@ def test_embedding_threads_setting_sets_torch_threads(monkeypatch: pytest.Monkey
     import sentence_transformers
     import torch
 
-    from bookindex import embedding
+    from bookindex.providers import embedding
 
     calls: list[int] = []
     monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n))

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bookindex.graph.er import (
+from bookindex.indexing.graph.er import (
     GradientResolver, compatible, decide, gradient_selection, merge_entities, sharpen_cosine,
 )
-from bookindex.graph.kg import KnowledgeGraph
-from bookindex.model import Entity, Relation
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import Entity, Relation
 
 G = 0.6
 
@@ -173,9 +173,9 @@ def test_merge_moves_gt_links_and_relation_ends() -> None:
 
 def test_build_graph_er_modes_with_fake_embedder() -> None:
     """exact merges equal names; gradient also merges a near-duplicate name; none merges nothing."""
-    from bookindex.config import load_settings
-    from bookindex.graph.build import graph_from_extractions
-    from bookindex.graph.extraction import NodeExtraction, RawEntity, RawRelation
+    from bookindex.core.config import load_settings
+    from bookindex.indexing.graph.build import graph_from_extractions
+    from bookindex.indexing.graph.extraction import NodeExtraction, RawEntity, RawRelation
 
     vocab = {"neural network": [1, 0, 0, 0], "neural networks model": [0.99, 0.14, 0, 0],
              "gpu": [0, 0, 1, 0], "dataset": [0, 0, 0, 1]}
@@ -210,9 +210,9 @@ def test_build_graph_er_modes_with_fake_embedder() -> None:
 def test_graph_stats_and_stats_command_helpers(tmp_path) -> None:
     import json
 
-    from bookindex.cli.stats import doc_stats, library_stats
-    from bookindex.graph.stats import approx_diameter, graph_stats
-    from bookindex.model import Block, build_tree
+    from bookindex.engine import doc_stats, library_stats
+    from bookindex.indexing.graph.stats import approx_diameter, graph_stats
+    from bookindex.core.model import Block, build_tree
 
     ents = {c: Entity(c, c.upper(), node_ids=["n"]) for c in "abcdefg"}
     rels = [Relation("a", "b"), Relation("b", "c"), Relation("c", "d"), Relation("e", "f")]
@@ -228,7 +228,9 @@ def test_graph_stats_and_stats_command_helpers(tmp_path) -> None:
     (tmp_path / "build.json").write_text(json.dumps({"pages": 2, "graph": {"built": True, "er": "gradient",
                                                      "er_merges": 5, "nodes_failed": 1},
                                                      "llm": {"stages": {"extract": {"calls": 3}}, "total": {"calls": 3}}}))
-    doc = SimpleNamespace(doc_id="d", name="x.pdf", dir=tmp_path, tree=tree, graph=kg, manifest={})
+    build = json.loads((tmp_path / "build.json").read_text())
+    doc = SimpleNamespace(doc_id="d", name="x.pdf", dir=tmp_path, tree=tree, graph=kg, manifest={},
+                          build_report=build)
     s = doc_stats(doc)
     for key in ("nodes", "entities", "relations", "density", "components", "lcc_diameter", "er_merges", "llm"):
         assert key in s

@@ -1,8 +1,7 @@
 """End-to-end of the MMLongBench harness on a 3-page fixture PDF with two questions (issue 6).
 
-The PDF is built with reportlab at test time. `FakeLibrary` parses it with PyMuPDF text
-blocks so the harness is tested on its own; `test_harness_with_real_library` runs the same
-flow through bookindex.library when that module is present.
+The PDF is built with reportlab at test time and indexed by the real library with a hashed
+bag-of-words embedder; `test_harness_with_real_library` runs the same flow with MiniLM.
 """
 
 from __future__ import annotations
@@ -11,13 +10,11 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from bookindex.config import load_settings
-from bookindex.model import Block, build_tree
+from bookindex.core.config import load_settings
 from retrieval.baselines import clear_cache
-from retrieval.evaluation.mmlongbench_run import run
+from bookindex.evaluation.mmlongbench_run import run
 from library_helpers import HashEmbedder
 
 PAGES = [
@@ -65,60 +62,18 @@ def FakeEmbedder() -> HashEmbedder:
     return HashEmbedder(dim=64, word=r"\w+")
 
 
-class FakeDoc:
-    def __init__(self, name, tree):
-        self.name, self.tree, self.doc_id = name, tree, tree.doc_id
-        self.status = "added"
-
-    def node_vectors(self):
-        return [], np.zeros((0, 64), dtype=np.float32)
-
-
-class FakeLibrary:
-    """Counts adds; parses with PyMuPDF blocks (bold 18 pt lines become level-1 headings)."""
-
-    def __init__(self):
-        self.documents: list[FakeDoc] = []
-        self.adds = 0
-
-    def _existing(self, path):
-        for d in self.documents:
-            if d.name == Path(path).name:
-                d.status = "unchanged"
-                return d
-        return None
-
-    def add(self, path, **options):
-        import pymupdf
-
-        if self._existing(path):
-            return self._existing(path)
-        self.adds += 1
-        blocks = []
-        with pymupdf.open(path) as pdf:
-            for pno, page in enumerate(pdf):
-                for b in page.get_text("dict")["blocks"]:
-                    for line in b.get("lines", []):
-                        text = "".join(s["text"] for s in line["spans"]).strip()
-                        size = max(s["size"] for s in line["spans"])
-                        if text:
-                            is_head = size > 14
-                            blocks.append(Block("title" if is_head else "text", text, pno, bbox=tuple(line["bbox"]),
-                                                level=1 if is_head else None))
-        doc = FakeDoc(Path(path).name, build_tree("fx", Path(path).name, blocks))
-        self.documents.append(doc)
-        return doc
+def _settings():
+    return load_settings(env={}, overrides={"llm.provider": "none", "graph.enabled": False})
 
 
 def test_harness_end_to_end_and_reuse(split, tmp_path):
-    settings = load_settings(env={})
-    lib = FakeLibrary()
+    settings = _settings()
     out = tmp_path / "out"
-    res = run(split, ["bm25", "dense", "hybrid", "chunks", "tree"], [1, 3], library=lib, settings=settings,
-              embedder=FakeEmbedder(), llm=None, out_dir=out, progress=False, command="pytest")
+    res = run(split, ["bm25", "dense", "hybrid", "chunks", "tree"], [1, 3], index_dir=tmp_path / "lib",
+              settings=settings, embedder=FakeEmbedder(), out_dir=out, progress=False, command="pytest")
     # no LLM: only the two answerable questions are asked, once per method
     assert len(res.records) == 2 * 5
-    assert lib.adds == 1
+    assert res.meta["indexed"] == 1
     bm = res.summary["bm25"]
     assert bm["recall_questions"] == 2 and bm["errors"] == 0
     assert bm["recall"][1] == 1.0  # both answers are unique words on their gold page
@@ -133,17 +88,22 @@ def test_harness_end_to_end_and_reuse(split, tmp_path):
     assert "| bm25 | 2 | 1.000" in md and "text (n=1)" in md and "table (n=1)" in md
     assert (out / "mmlongbench_recall.png").stat().st_size > 1000
     # a second run reuses the indexed document
-    res2 = run(split, ["bm25"], [1], library=lib, settings=settings, llm=None, embedder=FakeEmbedder(),
+    res2 = run(split, ["bm25"], [1], index_dir=tmp_path / "lib", settings=settings, embedder=FakeEmbedder(),
                progress=False)
-    assert lib.adds == 1 and res2.meta["reused"] == 1
+    assert res2.meta["indexed"] == 0 and res2.meta["reused"] == 1
 
 
 class FakeLLM:
     """Answers from the passages' text and extracts the first word; enough for plumbing."""
 
     available = True
+    model = "fake"
 
-    def complete(self, messages, schema=None, stage=""):
+    def __init__(self):
+        from bookindex.providers.llm import Ledger
+        self.ledger = Ledger()
+
+    def complete(self, messages, schema=None, stage="", **kw):
         text = messages[0]["content"]
         if schema is None:
             if "crimson" in text.lower() and "colour" in text.lower():
@@ -156,10 +116,9 @@ class FakeLLM:
         return schema(answer=ans)
 
 
-def test_harness_scores_answers_with_an_llm(split):
-    settings = load_settings(env={})
-    res = run(split, ["bm25"], [1, 3], library=FakeLibrary(), settings=settings, llm=FakeLLM(),
-              embedder=FakeEmbedder(), progress=False)
+def test_harness_scores_answers_with_an_llm(split, tmp_path):
+    res = run(split, ["bm25"], [1, 3], index_dir=tmp_path / "lib", settings=_settings(), llm=FakeLLM(),
+              embedder=FakeEmbedder(), progress=False, index_without_llm=True)
     recs = {r["qid"]: r for r in res.records}
     assert len(recs) == 3  # with an LLM the unanswerable question is asked too
     assert recs["t-1"]["score"] == 1.0 and recs["t-2"]["score"] == 1.0 and recs["t-3"]["score"] == 1.0
@@ -199,26 +158,8 @@ PAPER = {
 }
 
 
-class MarkdownFakeLibrary(FakeLibrary):
-    def add(self, path, **options):
-        if self._existing(path):
-            return self._existing(path)
-        self.adds += 1
-        blocks = []
-        for line in Path(path).read_text().split("\n\n"):
-            line = line.strip()
-            m = re.match(r"^(#+) (.*)", line)
-            if m:
-                blocks.append(Block("title", m.group(2), 0, level=len(m.group(1))))
-            elif line:
-                blocks.append(Block("text", line.replace("\\-", "-"), 0))
-        doc = FakeDoc(Path(path).name, build_tree("qp", Path(path).name, blocks))
-        self.documents.append(doc)
-        return doc
-
-
 def test_qasper_markdown_and_recall(tmp_path):
-    from retrieval.evaluation.qasper_run import paper_to_markdown, run
+    from bookindex.evaluation.qasper_run import paper_to_markdown, run
 
     md = paper_to_markdown({"id": "p1", **PAPER})
     assert "## Method\n\n### Data" in md and "\\- a dash line" in md
@@ -227,21 +168,22 @@ def test_qasper_markdown_and_recall(tmp_path):
     d.mkdir()
     (d / "papers.json").write_text(json.dumps({"p1": PAPER}))
     clear_cache()
-    res = run(d, ["bm25"], [1, 2], library=MarkdownFakeLibrary(), settings=load_settings(env={}), llm=None,
+    res = run(d, ["bm25"], [1, 2], index_dir=tmp_path / "idx", settings=_settings(),
               embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
     rec = res.records[0]
     assert rec["recall"] == {1: 0.5, 2: 1.0}  # paragraph first, then the caption
     assert (tmp_path / "out" / "qasper.md").is_file()
 
 
-def test_a_document_that_fails_to_index_fails_only_its_questions(split, tmp_path):
-    from bookindex.errors import InputError
+def test_a_document_that_fails_to_index_fails_only_its_questions(split, tmp_path, monkeypatch):
+    from bookindex.core.errors import InputError
+    from bookindex.engine import Engine
 
-    class BrokenLibrary(FakeLibrary):
-        def add(self, path, **options):
-            raise InputError(f"{path}: not a PDF")
+    def broken(self, path, **options):
+        raise InputError(f"{path}: not a PDF")
 
-    res = run(split, ["bm25"], [1], library=BrokenLibrary(), settings=load_settings(env={}), llm=None,
+    monkeypatch.setattr(Engine, "index", broken)
+    res = run(split, ["bm25"], [1], index_dir=tmp_path / "lib", settings=_settings(),
               embedder=FakeEmbedder(), progress=False)
     assert res.summary["bm25"]["errors"] == 2 and res.summary["bm25"]["recall"][1] == 0.0
     assert "fixture.pdf" in res.meta["index_failures"]

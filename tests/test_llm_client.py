@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bookindex.config import LLMSettings, load_settings
-from bookindex.errors import ConfigError, LLMOutputError, LLMRequestError, LLMUnavailable
-from bookindex.llm import (
+from bookindex.core.config import LLMSettings, load_settings
+from bookindex.core.errors import ConfigError, LLMOutputError, LLMRequestError, LLMUnavailable
+from bookindex.providers.llm import (
     Completion, DiskCache, LLMClient, TransientError, cache_key, get_llm, image_part, user_message,
 )
-from bookindex.llm.jsonfix import NoJSON, extract_json
+from bookindex.providers.llm.jsonfix import NoJSON, extract_json
 
 
 class Person(BaseModel):

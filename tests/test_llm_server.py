@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bookindex.config import Settings, load_settings
-from bookindex.errors import LLMRequestError
-from bookindex.llm import get_llm
+from bookindex.core.config import Settings, load_settings
+from bookindex.core.errors import LLMRequestError
+from bookindex.providers.llm import get_llm
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.timeout(600)]
 

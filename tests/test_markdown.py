@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bookindex.config import load_settings
-from bookindex.errors import InputError
+from bookindex.core.config import load_settings
+from bookindex.core.errors import InputError
 from parsing.dispatch import parse_file, sniff, to_tree
 from parsing.markdown import parse_markdown, parse_text
 

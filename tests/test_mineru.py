@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bookindex.config import load_settings
-from bookindex.errors import InputError
+from bookindex.core.config import load_settings
+from bookindex.core.errors import InputError
 from parsing.dispatch import parse_file, sniff, to_tree
 from parsing.mineru import detect_format, mineru_available, parse_mineru, run_mineru
 

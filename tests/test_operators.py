@@ -5,12 +5,13 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from bookindex.errors import LLMRequestError
+from bookindex.core.errors import LLMRequestError
 from operators import (Decompose, Extract, FilterModal, FilterRange, GraphReasoning, Map, Reduce,
                        SelectByEntity, SelectBySection, SkylineRanker, State, TextReasoning)
 from operators.reasoner import pareto_front, personalized_pagerank
 from operators.selector import parse_page_range
 from operators.formulator import split_question
+from operators.context import DerivedViews
 from retrieval_fixture import make_context, node
 
 
@@ -212,18 +213,18 @@ def test_trace_records_inputs_outputs_and_time(ctx):
 def test_graph_reasoning_discounts_entities_linked_everywhere(ctx):
     """A hub entity (linked to every leaf, like a company name in its own report) holds much
     PageRank mass; weighted by inverse node frequency it no longer outranks the specific one."""
-    from bookindex.graph.kg import KnowledgeGraph
-    from bookindex.model import Entity, Relation
+    from bookindex.core.graph import KnowledgeGraph
+    from bookindex.core.model import Entity, Relation
     from operators.base import LinkedEntity
     from operators.reasoner import entity_idf
 
     leaves = [n.id for n in ctx.tree.leaves()]
     png = node(ctx.tree, "The png terminal writes")
-    ctx.graph = KnowledgeGraph({
+    ctx.index.graph = KnowledgeGraph({
         "e_hub": Entity("e_hub", "Plotter", "product", "", [], leaves),
         "e_png": Entity("e_png", "png terminal", "terminal", "", [], [png]),
     }, [Relation("e_hub", "e_png", "has")])
-    ctx.cache.clear()
+    ctx.views = DerivedViews()
     results = {}
     for idf in (False, True):
         st = State("How does Plotter write png files?")
@@ -240,7 +241,7 @@ def test_graph_reasoning_discounts_entities_linked_everywhere(ctx):
 
 
 def test_offline_graph_weight_comes_from_the_settings():
-    from bookindex.config import load_settings
+    from bookindex.core.config import load_settings
     from retrieval.planner import retrieval_steps
 
     for w in (0.05, 0.3):

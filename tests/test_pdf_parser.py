@@ -17,8 +17,8 @@ from pdf_fixtures import (  # noqa: E402
     build_scanned, build_truncated, build_zero_pages, matches_expected, tree_shape,
 )
 
-from bookindex.errors import InputError  # noqa: E402
-from bookindex.model import build_tree  # noqa: E402
+from bookindex.core.errors import InputError  # noqa: E402
+from bookindex.core.model import build_tree  # noqa: E402
 from parsing.heading_eval import score_headings  # noqa: E402
 from parsing.pdf import parse_pdf  # noqa: E402
 from parsing.pdf_images import tessdata_dir  # noqa: E402

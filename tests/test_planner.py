@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from bookindex.config import load_settings
-from bookindex.errors import InputError
+from bookindex.core.config import load_settings
+from bookindex.core.errors import InputError
 from operators import prompts
 from retrieval import Plan, plan, run_plan
 from retrieval.planner import classify_rules
@@ -99,17 +99,18 @@ def test_invalid_plans_are_clear_errors():
 
 
 def test_ablations_are_configuration():
-    ctx = make_context()
     s = load_settings(overrides={"retrieval.planning": False}, env={})
-    p = plan(ctx, "How many tables are in pages 3-12?", settings=s)
+    ctx = make_context(settings=s)
+    p = plan(ctx, "How many tables are in pages 3-12?")
     assert p.query_type == "single-hop" and p.shape() == SINGLE
     s = load_settings(overrides={"retrieval.graph_reasoning": False, "retrieval.selector": False}, env={})
-    p = plan(ctx, "What is the default linewidth?", settings=s)
+    ctx = make_context(settings=s)
+    p = plan(ctx, "What is the default linewidth?")
     assert p.shape() == ["Extract", "Text_Reasoning", "Skyline_Ranker", "Reduce"]
-    ans = run_plan(ctx, p, settings=s)
+    ans = run_plan(ctx, p)
     assert ans.evidence[0].node_id == node(ctx.tree, "The linewidth option")
     s = load_settings(overrides={"retrieval.text_reasoning": False}, env={})
-    assert "Text_Reasoning" not in plan(ctx, "What is the default linewidth?", settings=s).shape()
+    assert "Text_Reasoning" not in plan(make_context(settings=s), "What is the default linewidth?").shape()
 
 
 class ScriptedLLM:
@@ -118,8 +119,10 @@ class ScriptedLLM:
     available = True
 
     def __init__(self, replies):
+        from bookindex.providers.llm import Ledger
         self.replies = replies
         self.calls = []
+        self.ledger = Ledger()
 
     def complete(self, messages, schema=None, stage="default"):
         self.calls.append(stage)
@@ -141,7 +144,7 @@ def test_llm_planning_uses_paper_prompts_and_filters():
 
 
 def test_llm_classification_failure_falls_back_to_rules():
-    from bookindex.errors import LLMOutputError
+    from bookindex.core.errors import LLMOutputError
     llm = ScriptedLLM({"classify": LLMOutputError("bad json"), "decompose": LLMOutputError("bad json")})
     p = plan(make_context(llm=llm), "What is the difference between the png terminal and the pdf terminal?")
     assert p.query_type == "multi-hop" and "fallback" in p.planner and p.planner["decomposer"] == "rules"

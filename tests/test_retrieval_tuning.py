@@ -3,10 +3,10 @@ whole question — each on the fixture index with exact expectations."""
 
 from __future__ import annotations
 
-from bookindex.config import load_settings
-from bookindex.model import Block, build_tree
+from bookindex.core.config import load_settings
+from bookindex.core.model import Block, build_tree
 from operators import FilterModal, Map, State
-from operators.context import IndexContext
+from operators.context import IndexContext, MemoryIndex
 from operators.glossary import expansion, line_items
 from operators.textscore import hybrid_scores
 from retrieval.executor import execute
@@ -40,10 +40,10 @@ def _statements_ctx(glossary: bool) -> IndexContext:
 
 def _lexical_ctx(tree, overrides: dict | None = None) -> IndexContext:
     """A context without graph or embedder: scores are BM25 alone, so expectations are exact."""
-    from bookindex.graph.kg import KnowledgeGraph
+    from bookindex.core.graph import KnowledgeGraph
 
     settings = load_settings(overrides={"llm.provider": "none", **(overrides or {})}, env={})
-    return IndexContext(tree=tree, graph=KnowledgeGraph({}, []), settings=settings, embedder=None)
+    return IndexContext(index=MemoryIndex(tree=tree, graph=KnowledgeGraph({}, [])), settings=settings, embedder=None)
 
 
 def test_glossary_lifts_the_statements_that_compute_a_ratio() -> None:

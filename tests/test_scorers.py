@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bookindex.model import Block, Evidence, build_tree
+from bookindex.core.model import Block, Evidence, build_tree
 from retrieval.baselines import rrf_fuse
-from retrieval.evaluation import (
+from bookindex.evaluation import (
     anls,
     context_size,
     f1_mmlongbench,
@@ -17,7 +17,7 @@ from retrieval.evaluation import (
     qasper_token_f1,
     score_answer,
 )
-from retrieval.evaluation.qasper import evidence_recall_at_k, paragraph_matches
+from bookindex.evaluation.qasper import evidence_recall_at_k, paragraph_matches
 
 
 # -- MMLongBench answer rules -----------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bookindex.errors import LLMOutputError
-from bookindex.model import Block, build_tree
+from bookindex.core.errors import LLMOutputError
+from bookindex.core.model import Block, build_tree
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.heading_eval import score_headings
 from parsing.numbering import norm_title, parse_numbering, strip_numbering
@@ -211,7 +211,7 @@ def test_missing_outline_entry_goes_to_its_target_point() -> None:
 # -- LLM pass -----------------------------------------------------------------------------
 
 class FakeLLM:
-    """Same surface as bookindex.llm.LLMClient: available + complete(messages, schema, stage)."""
+    """Same surface as bookindex.providers.llm.LLMClient: available + complete(messages, schema, stage)."""
 
     def __init__(self, decide, available: bool = True, fail_batches: set[int] | None = None) -> None:
         self.available = available
@@ -312,7 +312,7 @@ def test_llm_pass_with_a_real_local_model(llama_settings, tmp_path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from pdf_fixtures import build_handbook
 
-    from bookindex.llm import get_llm
+    from bookindex.providers.llm import get_llm
     from parsing.pdf import parse_pdf
 
     llm = get_llm(llama_settings)

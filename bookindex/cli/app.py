@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import time
@@ -16,16 +15,16 @@ from rich.markup import escape
 from rich.table import Table
 
 import bookindex
+from bookindex.cli import ask as cli_ask
+from bookindex.cli import library as cli_library
+from bookindex.cli import stats as cli_stats
 from bookindex.cli.context import CLIState, get_settings, set_current
-from bookindex.errors import BookIndexError, ConfigError
+from bookindex.core.config import cache_dir, masked_settings
+from bookindex.core.errors import BookIndexError, ConfigError
+from bookindex.engine import Engine
 
-# Feature modules: each exposes `register(app)`. Add one line per feature; a module that does not
-# exist yet is skipped (an import error *inside* an existing module is not hidden).
-FEATURE_MODULES = (
-    "bookindex.cli.library",
-    "bookindex.cli.ask",
-    "bookindex.cli.stats",
-)
+# Feature modules: each exposes `register(app)`; add one line per feature.
+FEATURE_MODULES = (cli_library, cli_ask, cli_stats)
 
 app = typer.Typer(name="bookindex", no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False,
@@ -76,8 +75,6 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON i
     """Print the effective configuration (secrets masked) and where each value came from."""
     import json
 
-    from bookindex.config import cache_dir, masked_settings
-
     settings = get_settings()
     data = masked_settings(settings)
     if as_json:
@@ -116,12 +113,14 @@ class _CapitalAnswer(BaseModel):
 def llm_test(section: str = typer.Option("llm", "--section", help="llm or vlm."),
              use_cache: bool = typer.Option(False, "--cache", help="Allow a cached answer.")) -> None:
     """One schema-validated round trip to the configured LLM: model, latency, tokens."""
-    from bookindex.llm import get_llm
-
     if section not in ("llm", "vlm"):
         raise ConfigError(f"--section {section!r}: use llm or vlm")
-    client = get_llm(get_settings(), section=section)
-    load = getattr(client.provider, "load", None)
+    engine = Engine(settings=get_settings())
+    client = engine.llm if section == "llm" else engine.vlm
+    if client is None:
+        raise ConfigError("vlm.provider is none: configure a vision model first (vlm.provider, vlm.base_url)")
+    provider = getattr(client, "provider", None)
+    load = getattr(provider, "load", None)
     if load is not None and client.available:  # in-process model: report loading separately
         start = time.perf_counter()
         load()
@@ -132,7 +131,7 @@ def llm_test(section: str = typer.Option("llm", "--section", help="llm or vlm.")
                              cache=use_cache)
     latency = time.perf_counter() - start
     usage = client.ledger.snapshot()["total"]
-    console.print(f"provider: {client.provider.name}")
+    console.print(f"provider: {getattr(provider, 'name', '?')}")
     console.print(f"model: {client.model}")
     console.print(f"answer: {answer.model_dump_json()}")
     console.print(f"latency: {latency:.2f} s")
@@ -146,9 +145,7 @@ def embed(text: str = typer.Argument(..., help="Text to embed.")) -> None:
     """Embed TEXT with the configured embedder and print the vector's dimension and norm."""
     import numpy as np
 
-    from bookindex.embedding import get_embedder
-
-    embedder = get_embedder(get_settings())
+    embedder = Engine(settings=get_settings()).embedder
     start = time.perf_counter()
     vec = embedder.encode([text])[0]
     console.print(f"model: {embedder.name}")
@@ -160,13 +157,7 @@ def embed(text: str = typer.Argument(..., help="Text to embed.")) -> None:
 
 # ---------------------------------------------------------------------------------- features
 def _register_features(target: typer.Typer) -> None:
-    for name in FEATURE_MODULES:
-        try:
-            module: Any = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # feature not written yet
-            raise
+    for module in FEATURE_MODULES:
         module.register(target)
 
 

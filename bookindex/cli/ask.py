@@ -8,7 +8,10 @@ from typing import Any, Optional
 
 import typer
 
-from bookindex.errors import InputError
+from bookindex.cli.context import engine_for
+from bookindex.core.errors import InputError
+from bookindex.engine import AskRequest
+from retrieval import METHODS, Answer, Plan
 
 METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid, chunks, tree."
 
@@ -16,22 +19,6 @@ METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid,
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
-
-
-def _library(index_dir: Path) -> Any:
-    from bookindex.api import open_library
-    from bookindex.cli.context import get_settings
-
-    return open_library(index_dir, get_settings())
-
-
-def _document(lib: Any, doc: Optional[str], question: str) -> Any:
-    if doc is not None:
-        return lib.get(doc), None
-    if len(lib.stored) == 1:
-        return lib.documents[0], None
-    target, ranking = lib.route(question)
-    return target, ranking
 
 
 def _check(question: str) -> None:
@@ -47,7 +34,7 @@ def render_explain(answer: Any) -> Any:
     root = Tree(f"[bold]{escape(answer.question)}[/bold]  →  [cyan]{answer.query_type}[/cyan]"
                 + (f"  ({escape(json.dumps(answer.plan.planner))})" if answer.plan is not None else ""))
     for rec in answer.trace:
-        _trace_node(root, rec)
+        _trace_node(root, rec.model_dump(exclude_none=True))
     ev = root.add("[bold]evidence[/bold]")
     for e in answer.evidence:
         ev.add(f"{e.rank}. p.{e.page} {e.type} [dim]{escape(e.node_id)}[/dim] "
@@ -92,7 +79,7 @@ def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
                 _trace_node(sub, r)
 
 
-def _print_answer(answer: Any, as_json: bool, explain: bool) -> None:
+def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
     if as_json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
@@ -108,9 +95,9 @@ def _print_answer(answer: Any, as_json: bool, explain: bool) -> None:
     for e in answer.evidence:
         mark = "*" if e.rank in answer.citations else " "
         con.print(f"{mark}[{e.rank}] p.{e.page} {e.type:<7} {escape(e.section[:40]):<40} {escape(e.snippet[:80])}")
-    usage = answer.usage.get("llm", {}).get("total", {})
-    con.print(f"[dim]{answer.usage.get('ms', 0):.0f} ms · LLM calls {usage.get('calls', 0)} · "
-              f"tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}[/dim]")
+    usage = answer.usage.llm.total
+    con.print(f"[dim]{answer.usage.ms:.0f} ms · LLM calls {usage.calls} · "
+              f"tokens {usage.prompt_tokens}+{usage.completion_tokens}[/dim]")
 
 
 def register(app: typer.Typer) -> None:
@@ -126,16 +113,10 @@ def register(app: typer.Typer) -> None:
         k: Optional[int] = typer.Option(None, "--k", help="Evidence count for baseline methods."),
     ) -> None:
         """Answer QUESTION from the indexed documents, with cited evidence."""
-        from retrieval import METHODS
-
         _check(question)
         if method not in METHODS:
             raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
-        lib = _library(index_dir)
-        target, ranking = _document(lib, doc, question)
-        answer = target.ask(question, method=method, k=k)
-        if ranking:
-            answer.trace.insert(0, {"op": "Route", "kind": "library", "outputs": ranking})
+        answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k))  # type: ignore[arg-type]
         if save_plan is not None:
             if answer.plan is None:
                 raise InputError(f"--save-plan: method {method!r} has no plan")
@@ -151,9 +132,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Classify QUESTION and print its operator plan; nothing is retrieved."""
         _check(question)
-        lib = _library(index_dir)
-        target, _ = _document(lib, doc, question)
-        p = target.plan(question)
+        p = engine_for(index_dir).plan(question, doc=doc)
         if as_json:
             print(p.to_json())
             return
@@ -183,9 +162,5 @@ def register(app: typer.Typer) -> None:
         explain: bool = typer.Option(False, "--explain", help="Show the plan and its trace as a tree."),
     ) -> None:
         """Execute an (edited) operator plan."""
-        from retrieval import Plan
-
         p = Plan.load(plan_file)
-        lib = _library(index_dir)
-        target, _ = _document(lib, doc, p.question)
-        _print_answer(target.run(p), as_json, explain)
+        _print_answer(engine_for(index_dir).run_plan(p, doc=doc), as_json, explain)

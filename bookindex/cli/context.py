@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bookindex.config import Settings, load_settings
+from bookindex.core.config import Settings, load_settings
+from bookindex.engine import Engine
 
 
 @dataclass
@@ -43,3 +44,12 @@ def get_settings(ctx: Any = None) -> Settings:
     if _current is not None:
         return _current.settings
     return load_settings()
+
+
+def engine_for(index_dir: Path, ctx: Any = None, *, existing: bool = True) -> Engine:
+    """The Engine of a library folder with the invocation's settings; with `existing`, a clear
+    error when the folder holds no library."""
+    engine = Engine(index_dir, get_settings(ctx))
+    if existing:
+        engine.require_library()
+    return engine

@@ -12,7 +12,10 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from bookindex.errors import BookIndexError, InputError
+from bookindex.cli.context import engine_for
+from bookindex.core.errors import BookIndexError, InputError
+from bookindex.core.model import DocumentTree, Node
+from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
 
 PARSERS = ("auto", "pymupdf", "mineru", "markdown", "text")
 DOC_EXT = {".pdf", ".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".json"}
@@ -24,18 +27,9 @@ def _console() -> Any:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def _settings(ctx: typer.Context | None) -> Any:
-    """Settings from the global flags (--config, --set, --no-cache) via the CLI state."""
-    from bookindex.cli.context import get_settings
-
-    return get_settings(ctx)
-
-
 def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
     """Files to index: files as given; folders searched recursively for PDFs, Markdown, text
     and MinerU JSON (one JSON per MinerU output, and a PDF and its MinerU output only once)."""
-    from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
-
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise InputError(f"{missing[0]}: no such file or folder")
@@ -122,8 +116,6 @@ def index_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
     """Index documents into a library folder (re-indexing an unchanged file is a no-op)."""
-    from bookindex.library import Library
-
     if parser not in PARSERS:
         raise InputError(f"--parser {parser!r}: choose one of {', '.join(PARSERS)}")
     files = expand_inputs(list(paths), prefer_mineru=parser == "mineru")
@@ -131,7 +123,8 @@ def index_cmd(
     files = [f for f in files if lib_root not in f.resolve().parents]  # never index the library itself
     if not files:
         raise InputError(f"nothing to index outside the library folder {lib_root}")
-    lib = Library.open(index_dir, _settings(ctx))
+    engine = engine_for(index_dir, ctx, existing=False)
+    engine.library  # noqa: B018 - a folder that is not a library fails before any work
     opts: dict[str, Any] = {"parser": parser}
     if no_outline:
         opts["use_outline"] = False
@@ -150,16 +143,15 @@ def index_cmd(
         prog = _Progress(not quiet)
         t0 = time.perf_counter()
         try:
-            doc = lib.add(f, on_event=prog, progress=not quiet, **opts)
+            doc = engine.index(f, on_event=prog, progress=not quiet, **opts)
         except BookIndexError as e:
             counts["failed"] += 1
             c.print(f"[bold red]error:[/] {escape(str(e))}")
             continue
         counts[doc.status] += 1
-        m = doc.manifest
         if doc.status != "unchanged":
-            total_pages += int(m.get("pages") or 0)
-        graph = (doc.build_report.get("graph") or {}) if doc.status != "unchanged" else {}
+            total_pages += doc.pages
+        graph = doc.graph
         nodes_failed += int(graph.get("nodes_failed") or 0)
         if not quiet:
             if doc.status == "unchanged":
@@ -173,9 +165,9 @@ def index_cmd(
                         f"{_n(r.get('entities', 0), 'entity', 'entities')}, {_n(r.get('relations', 0), 'relation')} "
                         f"({time.perf_counter() - t0:.1f} s)")
             else:
-                c.print(f"  [green]{doc.status}[/] {escape(doc.name)} -> {doc.doc_id}: {_n(m['pages'], 'page')}, "
-                        f"{_n(m['blocks'], 'block')}, {_n(m['sections'], 'section')}, {_n(m['nodes'], 'node')}, "
-                        f"graph {'yes' if m['graph'] else 'no'} "
+                c.print(f"  [green]{doc.status}[/] {escape(doc.name)} -> {doc.doc_id}: {_n(doc.pages, 'page')}, "
+                        f"{_n(doc.blocks, 'block')}, {_n(doc.sections, 'section')}, {_n(doc.nodes, 'node')}, "
+                        f"graph {'yes' if doc.graph_built else 'no'} "
                         f"({time.perf_counter() - t0:.1f} s)")
                 if graph.get("built"):
                     c.print("  " + graph_summary(graph))
@@ -183,7 +175,7 @@ def index_cmd(
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     failed_note = (f"; [yellow]{_n(nodes_failed, 'graph node')} failed extraction[/] (run the same command "
                    "again to retry only those)") if nodes_failed else ""
-    c.print(f"{summary}; {_n(total_pages, 'page')} in {secs:.1f} s -> {escape(str(lib.root))}{failed_note}")
+    c.print(f"{summary}; {_n(total_pages, 'page')} in {secs:.1f} s -> {escape(str(engine.root))}{failed_note}")
     if counts["failed"]:
         raise typer.Exit(2)
 
@@ -191,18 +183,18 @@ def index_cmd(
 def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
              as_json: bool = typer.Option(False, "--json", help="Manifests as JSON.")) -> None:
     """List the documents of a library."""
-    lib = _open_existing(index_dir)
-    docs = lib.documents
+    engine = engine_for(index_dir)
+    docs = engine.documents()
     if as_json:
         typer.echo(json.dumps([d.manifest for d in docs], indent=2, ensure_ascii=False))
         return
     if not docs:
-        typer.echo(f"no documents in {lib.root}")
+        typer.echo(f"no documents in {engine.root}")
         return
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{lib.root} ({len(docs)} documents)")
+    t = Table(title=f"{engine.root} ({len(docs)} documents)")
     for col in ("id", "name", "pages", "parser", "sections", "nodes", "graph", "created"):
         t.add_column(col, justify="right" if col in ("pages", "sections", "nodes") else "left")
     for d in docs:
@@ -215,8 +207,7 @@ def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
 def remove_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
                doc: str = typer.Argument(..., help="Document id or file name.")) -> None:
     """Remove a document from a library."""
-    lib = _open_existing(index_dir)
-    d = lib.remove(doc)
+    d = engine_for(index_dir).remove(doc)
     typer.echo(f"removed {d.name} ({d.doc_id})")
 
 
@@ -226,21 +217,21 @@ def tree_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
              as_json: bool = typer.Option(False, "--json", help="Nested JSON tree (a list of trees without --doc)."),
              leaves: bool = typer.Option(False, "--leaves", help="Also list text/table/image nodes.")) -> None:
     """Print the table of contents: node types, pages and child counts."""
-    lib = _open_existing(index_dir)
-    docs = [lib.get(doc)] if doc else lib.documents
+    engine = engine_for(index_dir)
+    trees = [engine.tree(doc)] if doc else list(engine.trees())
     if as_json:
-        out = [d.tree.to_nested(depth=depth) for d in docs]
+        out = [t.to_nested(depth=depth) for t in trees]
         typer.echo(json.dumps(out[0] if doc else out, indent=2, ensure_ascii=False))
         return
-    if not docs:
-        typer.echo(f"no documents in {lib.root}")
+    if not trees:
+        typer.echo(f"no documents in {engine.root}")
         return
-    for d in docs:
-        for line in render_toc(d.tree, depth=depth, leaves=leaves):
+    for tree in trees:
+        for line in render_toc(tree, depth=depth, leaves=leaves):
             typer.echo(line)
 
 
-def render_toc(tree: Any, depth: int | None = None, leaves: bool = False) -> list[str]:
+def render_toc(tree: DocumentTree, depth: int | None = None, leaves: bool = False) -> list[str]:
     """Indented table of contents, one line per section (and leaf with `leaves`)."""
     root = tree.root
     lines = [f"{tree.name} ({tree.doc_id})  [document, {_pages(root)}, {_kids(tree, root)}]"]
@@ -278,12 +269,12 @@ def _n(k: int, word: str, plural: str | None = None) -> str:
     return f"{k} {word}" if k == 1 else f"{k} {plural or word + 's'}"
 
 
-def _pages(n: Any) -> str:
+def _pages(n: Node | Any) -> str:
     a, b = n.page_idx + 1, n.page_end_idx + 1
     return f"p. {a}" if a == b else f"pp. {a}-{b}"
 
 
-def _kids(tree: Any, n: Any) -> str:
+def _kids(tree: DocumentTree, n: Node) -> str:
     if not n.children:
         return "0 children"
     c = Counter(tree.nodes[k].type for k in n.children)
@@ -295,42 +286,23 @@ def show_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
              node_id: str = typer.Argument(..., help="Node id (as printed by `tree --json` or search)."),
              as_json: bool = typer.Option(False, "--json", help="The node as JSON.")) -> None:
     """Print one node: text, page, bbox and its parent path."""
-    lib = _open_existing(index_dir)
-    d = lib.doc_of_node(node_id)
-    tree = d.tree
-    if node_id not in tree.nodes:
-        raise InputError(f"{d.name}: no node {node_id!r}")
-    n = tree.nodes[node_id]
-    path = [p.title for p in tree.parent_path(n)]
+    engine = engine_for(index_dir)
+    n = engine.node(node_id)
     if as_json:
-        from dataclasses import asdict
-
-        typer.echo(json.dumps({**asdict(n), "doc_id": d.doc_id, "document": d.name, "parent_path": path},
-                              indent=2, ensure_ascii=False, default=str))
+        typer.echo(json.dumps(n.model_dump(mode="json"), indent=2, ensure_ascii=False, default=str))
         return
-    typer.echo(f"{n.id}  [{n.type}, level {n.level}]  in {d.name}")
+    typer.echo(f"{n.id}  [{n.type}, level {n.level}]  in {n.document}")
     typer.echo(f"page: {_pages(n)} (page_idx {n.page_idx}..{n.page_end_idx})")
     typer.echo("bbox: " + (", ".join(f"{x:.1f}" for x in n.bbox) if n.bbox else "none"))
-    typer.echo("path: " + " > ".join(path))
+    typer.echo("path: " + " > ".join(n.parent_path))
     if n.children:
-        typer.echo(f"children: {_kids(tree, n)}")
+        typer.echo(f"children: {_kids(engine.tree(n.doc_id), engine.tree(n.doc_id).nodes[n.id])}")
     for key in ("caption", "footnote", "image_path", "language"):
         if n.meta.get(key):
-            v = n.meta[key]
-            if key == "image_path":
-                v = str(d.image_file(n.id))
+            v = n.image_file if key == "image_path" else n.meta[key]
             typer.echo(f"{key}: {v}")
     typer.echo("")
     typer.echo(n.title if n.type == "section" else n.text)
-
-
-def _open_existing(index_dir: Path) -> Any:
-    from bookindex.library import CATALOG, Library
-
-    if not (index_dir / CATALOG).is_file():
-        raise InputError(f"{index_dir}: no bookindex library here (index documents with "
-                         f"`bookindex index PATH -i {index_dir}`)")
-    return Library.open(index_dir)
 
 
 def _term_width() -> int:

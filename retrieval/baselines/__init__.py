@@ -1,7 +1,7 @@
 """Baseline retrievers compared against bookindex (issue 6).
 
 All run over the same parsed tree leaves and embedder as bookindex and return ranked
-`bookindex.model.Evidence` (node, page, bbox), so one scorer serves every method:
+`bookindex.core.model.Evidence` (node, page, bbox), so one scorer serves every method:
 
 - ``bm25``: BM25 (bm25s) over blocks; only blocks sharing a term with the question.
 - ``dense``: cosine top-k over the leaf embeddings stored by the library.
@@ -18,12 +18,11 @@ questions over one document pay the indexing cost once.
 
 from __future__ import annotations
 
-from typing import Any
-
-from bookindex.errors import InputError
-from bookindex.model import Evidence
+from bookindex.core.errors import InputError
+from bookindex.core.model import Evidence
+from operators.context import IndexContext
 from retrieval.baselines import methods
-from retrieval.baselines.index import clear_cache, get_index
+from retrieval.baselines.index import build_chunks, clear_cache, get_index
 from retrieval.baselines.methods import rrf_fuse
 from retrieval.baselines.tree import tree_traverse
 
@@ -31,50 +30,46 @@ METHODS = ("bm25", "dense", "hybrid", "chunks", "tree")
 CALIBRATION_METHODS = ("bm25-pages",)
 _NEEDS_EMBEDDER = {"dense", "hybrid", "chunks", "tree"}
 
-_default_embedders: dict[int, Any] = {}
+def run_baseline(method: str, ctx: IndexContext, question: str, k: int = 10) -> list[Evidence]:
+    """Rank the document's content for `question` with a baseline and return the top-k evidence.
 
-
-def _embedder_for(settings: Any) -> Any:
-    """One shared embedder per settings object (loading MiniLM costs seconds)."""
-    key = id(settings)
-    if key not in _default_embedders:
-        from bookindex.embedding import get_embedder
-
-        _default_embedders[key] = get_embedder(settings)
-    return _default_embedders[key]
-
-
-def run_baseline(method: str, doc: Any, question: str, k: int = 10, settings: Any = None,
-                 llm: Any = None, embedder: Any = None) -> list[Evidence]:
-    """Rank `doc`'s content for `question` with a baseline and return the top-k evidence.
-
-    `doc` is a StoredDocument-like object with `.tree` and `.node_vectors()`. `embedder`
-    defaults to the one the document's library already loaded, else
-    `bookindex.embedding.get_embedder(settings)`; `llm` is used only by ``tree``.
+    The context's embedder embeds the queries (the one that built the stored vectors); its LLM
+    is used only by ``tree``.
     """
     method = method.strip().lower()
     if method not in METHODS + CALIBRATION_METHODS:
         raise InputError(f"unknown baseline method {method!r}; choose one of {', '.join(METHODS)}")
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}")
+    doc = ctx.index
     idx = get_index(doc)
     if method == "bm25":
         return methods.bm25(idx, question, k)
     if method == "bm25-pages":
         return methods.bm25_pages(idx, question, k)
-    if embedder is None:  # the library's own embedder, so stored vectors and queries match
-        embedder = getattr(getattr(doc, "library", None), "_embedder", None)
+    embedder = ctx.embedder
     if embedder is None:
-        if settings is None:
-            raise InputError(f"method {method!r} needs an embedder or settings to build one")
-        embedder = _embedder_for(settings)
+        raise InputError(f"method {method!r} needs an embedder (embedding.provider)")
     if method == "dense":
         return methods.dense(idx, doc, question, k, embedder)
     if method == "hybrid":
         return methods.hybrid(idx, doc, question, k, embedder)
     if method == "chunks":
         return methods.chunks(idx, question, k, embedder)
-    return tree_traverse(idx, doc, question, k, embedder, llm=llm)
+    return tree_traverse(idx, doc, question, k, embedder, llm=ctx.llm)
 
 
-__all__ = ["METHODS", "CALIBRATION_METHODS", "run_baseline", "rrf_fuse", "clear_cache"]
+def evidence_text(ctx: IndexContext, ev: Evidence) -> str:
+    """What a reader gets for one evidence item: the chunk for chunk evidence, the whole page
+    for page evidence, else the node's content."""
+    if "chunk_index" in ev.scores:
+        idx = get_index(ctx.index)
+        chunks = idx.chunks if idx.chunks is not None else build_chunks(idx)
+        return chunks[int(ev.scores["chunk_index"])].text
+    if "page_unit" in ev.scores:
+        return "\n".join(n.content for n in ctx.tree.leaves() if n.page_idx == ev.page_idx)
+    node = ctx.tree.nodes.get(ev.node_id)
+    return node.content if node is not None else ev.snippet
+
+
+__all__ = ["METHODS", "CALIBRATION_METHODS", "run_baseline", "evidence_text", "rrf_fuse", "clear_cache"]

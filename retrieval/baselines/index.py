@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bookindex.model import DocumentTree, Node
+from bookindex.core.model import DocumentTree, Node
 
 CHUNK_TOKENS = 500
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")

@@ -6,7 +6,7 @@ from typing import Any, Hashable, Sequence
 
 import numpy as np
 
-from bookindex.model import Evidence
+from bookindex.core.model import Evidence
 from retrieval.baselines.index import (
     DocIndex,
     Embedder,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from bookindex.errors import LLMError
-from bookindex.model import Evidence, Node
+from bookindex.core.errors import LLMError
+from bookindex.core.model import Evidence, Node
 from retrieval.baselines.index import DocIndex, Embedder, leaf_vectors, query_vector, section_vectors
 
 MAX_DEPTH = 12

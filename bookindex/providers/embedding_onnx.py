@@ -1,0 +1,175 @@
+"""A sentence-transformers model run by ONNX Runtime instead of torch.
+
+Why: on a 2-core CPU the same MiniLM weights encode ~1.6x faster under ONNX Runtime, and a
+process that only queries never imports torch (3-4 s saved when a library is opened). The ONNX
+graph is exported once from the local model with torch (needs the `onnx` package) and cached
+under the bookindex cache directory; vectors match the torch path to ~1e-6 cosine.
+
+Only plain "Transformer → Pooling (mean or CLS) [→ Normalize]" models qualify; anything else
+raises `UnsupportedModel` so the caller can fall back to torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bookindex.core.errors import BookIndexError
+
+EXPORT_VERSION = "1"  # bump when the exported graph changes shape or inputs
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class UnsupportedModel(BookIndexError):
+    """The model directory is not a plain Transformer + Pooling sentence-transformers model."""
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UnsupportedModel(f"{path}: {exc}") from None
+
+
+def model_layout(model_dir: Path) -> tuple[str, int, int]:
+    """(pooling mode 'mean'|'cls', max_seq_length, hidden size) of a sentence-transformers dir."""
+    modules = _read_json(model_dir / "modules.json") if (model_dir / "modules.json").exists() else None
+    if not isinstance(modules, list) or not modules:
+        raise UnsupportedModel(f"{model_dir}: no modules.json")
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
+        raise UnsupportedModel(f"{model_dir}: modules {kinds} are not Transformer + Pooling")
+    pool_cfg = _read_json(model_dir / modules[1].get("path", "1_Pooling") / "config.json")
+    if pool_cfg.get("pooling_mode_mean_tokens"):
+        pooling = "mean"
+    elif pool_cfg.get("pooling_mode_cls_token"):
+        pooling = "cls"
+    else:
+        raise UnsupportedModel(f"{model_dir}: pooling {pool_cfg} is neither mean nor CLS")
+    st_cfg = model_dir / "sentence_bert_config.json"
+    max_len = int(_read_json(st_cfg).get("max_seq_length") or 256) if st_cfg.exists() else 256
+    hidden = int(_read_json(model_dir / "config.json").get("hidden_size") or 0)
+    if not hidden or not (model_dir / "tokenizer.json").exists():
+        raise UnsupportedModel(f"{model_dir}: no hidden_size or no tokenizer.json")
+    return pooling, max_len, hidden
+
+
+def export_key(model_dir: Path) -> str:
+    """Identifies the weights cheaply (names, sizes, mtimes): a changed model re-exports."""
+    h = hashlib.sha1(f"{EXPORT_VERSION}|{model_dir.resolve()}".encode())
+    for f in sorted(model_dir.glob("*")):
+        if f.is_file():
+            st = f.stat()
+            h.update(f"{f.name}:{st.st_size}:{int(st.st_mtime)}".encode())
+    return h.hexdigest()[:16]
+
+
+def export_onnx(model_dir: Path, out: Path) -> Path:
+    """Export the transformer to ONNX (dynamic batch and length), atomically, and return `out`."""
+    try:
+        import onnx  # noqa: F401  (torch's exporter needs it; fail early with a clear message)
+        import torch
+        from transformers import AutoModel
+    except ImportError as exc:
+        raise UnsupportedModel(f"exporting {model_dir} to ONNX needs torch, transformers and "
+                               f"onnx ({exc})") from None
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    ids = torch.ones(2, 8, dtype=torch.long)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    axes = {name: {0: "batch", 1: "seq"} for name in (*INPUT_NAMES, "last_hidden_state")}
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer notes about shapes; the vectors are tested
+            torch.onnx.export(_Hidden(model), (ids, ids, torch.zeros_like(ids)), str(tmp),
+                              input_names=list(INPUT_NAMES), output_names=["last_hidden_state"],
+                              dynamic_axes=axes, opset_version=17, dynamo=False)
+        os.replace(tmp, out)
+    except Exception as exc:  # the exporter raises many types; none of them should be fatal here
+        tmp.unlink(missing_ok=True)
+        raise UnsupportedModel(f"ONNX export of {model_dir} failed: {exc}") from None
+    return out
+
+
+class OnnxEmbedder:
+    """Same vectors as `SentenceTransformerEmbedder`, computed by ONNX Runtime."""
+
+    def __init__(self, model_dir: Path, cache_root: Path, name: str, batch_size: int = 32,
+                 threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.pooling, self.max_len, self._dim = model_layout(model_dir)
+        onnx_path = cache_root / "onnx" / f"{model_dir.name}-{export_key(model_dir)}.onnx"
+        if not onnx_path.exists():
+            export_onnx(model_dir, onnx_path)
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = int(threads)
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_len)
+        self.tokenizer.enable_padding()
+        self.name = name
+        self.path = model_dir
+        self.onnx_path = onnx_path
+        self.batch_size = batch_size
+        self._lock = threading.Lock()  # the tokenizer's padding state is shared
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        """Batches of similar length (less padding), results returned in input order."""
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        starts = range(0, len(texts), self.batch_size)
+        if progress and len(texts) >= 256:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="embed", unit="batch")
+        for start in starts:
+            idx = order[start:start + self.batch_size]
+            out[idx] = self._encode_batch([texts[i] for i in idx])
+        return out
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            enc = self.tokenizer.encode_batch([t if t else " " for t in texts])
+        ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        if self.pooling == "cls":
+            vec = hidden[:, 0]
+        else:
+            m = mask[..., None].astype(np.float32)
+            vec = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(vec, axis=1, keepdims=True)
+        return (vec / np.where(norms > 0, norms, 1.0)).astype(np.float32)

@@ -1,0 +1,59 @@
+"""SQLite disk cache of LLM completions: a rerun makes zero calls, an interrupted batch resumes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bookindex.core.errors import ConfigError
+
+
+def cache_key(provider: str, model: str, messages: Any, params: dict[str, Any]) -> str:
+    """sha256 over a canonical JSON of everything that determines the completion."""
+    payload = json.dumps(
+        {"provider": provider, "model": model, "messages": messages, "params": params},
+        sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class DiskCache:
+    """key -> JSON value table in one SQLite file; safe across threads and processes (WAL)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+                " created REAL NOT NULL)")
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"cannot open LLM cache {self.path}: {exc}; set cache.path or "
+                              "BOOKINDEX_CACHE_DIR to a writable directory, or use --no-cache") from None
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM completions WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?)",
+                               (key, json.dumps(value, ensure_ascii=False), time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

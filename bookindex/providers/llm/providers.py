@@ -1,0 +1,360 @@
+"""Model backends behind LLMClient: an OpenAI-compatible endpoint, an in-process GGUF, or none.
+
+Providers do one request each; retries, caching, JSON handling and accounting live in the client.
+They raise `TransientError` for failures worth retrying (timeouts, connection errors, 429, 5xx)
+and `LLMRequestError` for ones that are not (bad request, authentication, missing model).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import ipaddress
+import math
+import mimetypes
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+from bookindex.core.config import LLMSettings
+from bookindex.core.errors import ConfigError, LLMRequestError, LLMUnavailable
+
+Messages = list[dict[str, Any]]
+LOCAL_DUMMY_KEY = "sk-no-key-required"
+
+
+class TransientError(Exception):
+    """A failure the client retries with backoff."""
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+    max_concurrency: int
+
+    def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
+                 json_schema: dict[str, Any] | None) -> Completion: ...
+
+    def yes_probability(self, messages: Messages) -> Completion:
+        """One-token answer; `extra["p_yes"]` = P(yes) / (P(yes) + P(no))."""
+        ...
+
+
+def image_part(image: str | os.PathLike[str] | bytes, mime: str | None = None) -> dict[str, Any]:
+    """An OpenAI-style image content part with a base64 data URL (for vision models)."""
+    if isinstance(image, bytes):
+        data, mime = image, mime or "image/png"
+    else:
+        path = Path(image)
+        data = path.read_bytes()
+        mime = mime or mimetypes.guess_type(path.name)[0] or "image/png"
+    url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def user_message(text: str, images: list[Any] | None = None) -> dict[str, Any]:
+    """A user message with optional images (paths or bytes) as OpenAI content parts."""
+    if not images:
+        return {"role": "user", "content": text}
+    return {"role": "user", "content": [{"type": "text", "text": text}] + [image_part(i) for i in images]}
+
+
+def is_loopback_url(url: str | None) -> bool:
+    host = urlparse(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _p_yes_from_top(top: list[tuple[str, float]]) -> float | None:
+    p_yes = sum(math.exp(lp) for tok, lp in top if tok.strip().lower() == "yes")
+    p_no = sum(math.exp(lp) for tok, lp in top if tok.strip().lower() == "no")
+    return p_yes / (p_yes + p_no) if p_yes + p_no > 0 else None
+
+
+def _p_yes_from_text(text: str) -> float:
+    word = text.strip().lower()
+    return 1.0 if word.startswith("yes") else 0.0 if word.startswith("no") else 0.5
+
+
+class NoneProvider:
+    """Provider `none`: every call raises LLMUnavailable so callers take their no-LLM path."""
+
+    name = "none"
+    model = ""
+    max_concurrency = 1
+
+    def __init__(self, section: str = "llm") -> None:
+        self.section = section
+
+    def _fail(self) -> Completion:
+        raise LLMUnavailable(f"no LLM configured ({self.section}.provider = none); set "
+                             f"{self.section}.provider to openai or llamacpp")
+
+    def complete(self, messages: Messages, **_: Any) -> Completion:
+        return self._fail()
+
+    def yes_probability(self, messages: Messages) -> Completion:
+        return self._fail()
+
+
+class OpenAIProvider:
+    """Any OpenAI-compatible chat endpoint: OpenAI, vLLM, Ollama, llama.cpp's server."""
+
+    name = "openai"
+
+    def __init__(self, cfg: LLMSettings, section: str = "llm") -> None:
+        import httpx
+        import openai
+
+        self._openai = openai
+        self.cfg = cfg
+        self.section = section
+        self.model = cfg.model
+        self.max_concurrency = cfg.max_concurrency
+        self.base_url = cfg.base_url or None
+        key = os.environ.get(cfg.api_key_env or "", "")
+        if not key:
+            if self.base_url and is_loopback_url(self.base_url):
+                key = LOCAL_DUMMY_KEY
+            else:
+                where = self.base_url or "api.openai.com"
+                raise ConfigError(
+                    f"{section}.api_key_env: environment variable {cfg.api_key_env or '(empty)'} "
+                    f"is not set; export it with the API key for {where} or point "
+                    f"{section}.api_key_env at the variable that holds it")
+        self._client = openai.OpenAI(
+            api_key=key, base_url=self.base_url, max_retries=0,
+            timeout=httpx.Timeout(cfg.timeout, connect=min(cfg.timeout, 10.0)))
+        self._model_lock = threading.Lock()
+        self._logprobs_ok = True
+
+    def _yes_from_text(self, messages: Messages) -> Completion:
+        comp = self.complete(messages, temperature=0.0, max_tokens=2, json_schema=None)
+        comp.extra["p_yes"] = _p_yes_from_text(comp.text)
+        return comp
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url or "https://api.openai.com/v1"
+
+    def _resolve_model(self) -> str:
+        """Empty llm.model: use the first model the server lists (single-model local servers)."""
+        with self._model_lock:
+            if not self.model:
+                models = self._call(lambda: self._client.models.list())
+                ids = [m.id for m in models.data]
+                if not ids:
+                    raise ConfigError(f"{self.section}.model is empty and {self.endpoint} lists "
+                                      "no models; set it")
+                self.model = ids[0]
+        return self.model
+
+    def _call(self, fn: Any) -> Any:
+        oa = self._openai
+        try:
+            return fn()
+        except oa.APITimeoutError:
+            raise TransientError(f"timed out after {self.cfg.timeout:g}s at {self.endpoint}") from None
+        except oa.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise TransientError(f"cannot connect to {self.endpoint} ({_short(cause)})") from None
+        except oa.APIStatusError as exc:
+            status = exc.status_code
+            msg = f"HTTP {status} from {self.endpoint}: {_short(exc.message)}"
+            if status in (408, 409, 425, 429) or status >= 500:
+                raise TransientError(msg) from None
+            if status in (401, 403):
+                msg += f" (check the API key in ${self.cfg.api_key_env})"
+            if status == 404:
+                msg += f" (check {self.section}.base_url and {self.section}.model)"
+            raise LLMRequestError(msg) from None
+
+    def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
+                 json_schema: dict[str, Any] | None) -> Completion:
+        model = self._resolve_model()
+        kwargs: dict[str, Any] = {}
+        if json_schema is not None and self.cfg.json_mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        elif json_schema is not None and self.cfg.json_mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "response", "schema": json_schema, "strict": False}}
+        resp = self._call(lambda: self._client.chat.completions.create(
+            model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+            **kwargs))
+        choice = resp.choices[0]
+        usage = resp.usage
+        return Completion(
+            text=choice.message.content or "", model=resp.model or model,
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            finish_reason=choice.finish_reason)
+
+    def yes_probability(self, messages: Messages) -> Completion:
+        model = self._resolve_model()
+        if not self._logprobs_ok:
+            return self._yes_from_text(messages)
+        try:
+            resp = self._call(lambda: self._client.chat.completions.create(
+                model=model, messages=messages, temperature=0.0, max_tokens=1,
+                logprobs=True, top_logprobs=10))
+        except TransientError as exc:  # llama.cpp without logits_all answers 500 "logprobs ..."
+            if "logprob" not in str(exc).lower():
+                raise
+            self._logprobs_ok = False
+            return self._yes_from_text(messages)
+        except LLMRequestError:  # server without logprobs support: fall back to the text answer
+            self._logprobs_ok = False
+            return self._yes_from_text(messages)
+        choice = resp.choices[0]
+        text = choice.message.content or ""
+        p = None
+        content = getattr(choice.logprobs, "content", None) or []
+        if content:
+            p = _p_yes_from_top([(t.token, t.logprob) for t in content[0].top_logprobs or []])
+        usage = resp.usage
+        return Completion(text=text, model=resp.model or model,
+                          prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                          extra={"p_yes": p if p is not None else _p_yes_from_text(text)})
+
+
+_LLAMA_MODELS: dict[tuple[str, int, int | None], Any] = {}
+_LLAMA_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_llama_models() -> None:
+    """Free in-process models before interpreter teardown (avoids llama.cpp __del__ noise)."""
+    with _LLAMA_LOCK:
+        for model in _LLAMA_MODELS.values():
+            try:
+                model.close()
+            except Exception:  # noqa: BLE001 - best effort at exit
+                pass
+        _LLAMA_MODELS.clear()
+
+
+class LlamaCppProvider:
+    """A GGUF model run in process by llama-cpp-python (the `local-llm` extra).
+
+    `llm.model` is a GGUF path, or empty / "qwen2.5-coder-1.5b" for the embedded default model,
+    or "qwen2.5-coder-0.5b" for the small test model. Calls are serialised: one context, one thread.
+    JSON output follows `llm.json_mode` as for the OpenAI provider: "prompt" (default) asks by
+    instruction only; "json_object" / "json_schema" constrain decoding to the schema.
+    """
+
+    name = "llamacpp"
+    max_concurrency = 1
+
+    def __init__(self, cfg: LLMSettings, section: str = "llm", cache_root: Path | None = None) -> None:
+        from bookindex.providers.llm import local_model
+
+        self.cfg = cfg
+        self.section = section
+        self.path = local_model.resolve_gguf(cfg.model, cache_root=cache_root, key=f"{section}.model")
+        self.model = cfg.model or self.path.name
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Load the model now (it is otherwise loaded on the first call)."""
+        self._llama()
+
+    def _llama(self) -> Any:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ConfigError(f"{self.section}.provider = llamacpp needs llama-cpp-python: "
+                              "pip install 'bookindex[local-llm]'") from None
+        key = (str(self.path), self.cfg.context_size, self.cfg.threads)
+        with _LLAMA_LOCK:
+            if key not in _LLAMA_MODELS:
+                try:
+                    _LLAMA_MODELS[key] = Llama(
+                        model_path=str(self.path), n_ctx=self.cfg.context_size,
+                        n_threads=self.cfg.threads, n_threads_batch=self.cfg.threads,
+                        verbose=False, logits_all=False)
+                except (ValueError, RuntimeError) as exc:
+                    raise LLMRequestError(f"cannot load GGUF model {self.path}: {exc}") from None
+            return _LLAMA_MODELS[key]
+
+    def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
+                 json_schema: dict[str, Any] | None) -> Completion:
+        for m in messages:
+            if isinstance(m.get("content"), list):
+                raise LLMRequestError(f"{self.section}.provider = llamacpp runs text-only models; "
+                                      "use an OpenAI-compatible vision server for images")
+        llm = self._llama()
+        kwargs: dict[str, Any] = {}
+        if json_schema is not None and self.cfg.json_mode in ("json_object", "json_schema"):
+            # Grammar-constrained decoding (llama-cpp-python takes the schema with type
+            # json_object, like llama.cpp's server). It is slow on CPU for long outputs such as
+            # extraction batches, so the default ("prompt") leaves JSON to the instruction and
+            # the client's parse/repair/validate path.
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        with self._lock:
+            try:
+                resp = llm.create_chat_completion(messages=messages, temperature=temperature,
+                                                  max_tokens=max_tokens, **kwargs)
+            except ValueError as exc:  # e.g. prompt longer than the context window
+                raise LLMRequestError(f"llama.cpp rejected the request: {exc}") from None
+        choice = resp["choices"][0]
+        usage = resp.get("usage") or {}
+        return Completion(text=choice["message"].get("content") or "", model=self.model,
+                          prompt_tokens=usage.get("prompt_tokens", 0),
+                          completion_tokens=usage.get("completion_tokens", 0),
+                          finish_reason=choice.get("finish_reason"))
+
+    def yes_probability(self, messages: Messages) -> Completion:
+        """P(yes) from the next-token logits after the chat prompt (no sampling)."""
+        import numpy as np
+
+        llm = self._llama()
+        with self._lock:
+            try:
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+                template = llm.metadata["tokenizer.chat_template"]
+                eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "ignore")
+                bos = llm.detokenize([llm.token_bos()]).decode("utf-8", "ignore")
+                prompt = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)(
+                    messages=messages).prompt
+                tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+                llm.reset()
+                llm.eval(tokens)
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+            except Exception:  # noqa: BLE001 - template or private API differences: text fallback
+                logits = None
+        if logits is None:
+            comp = self.complete(messages, temperature=0.0, max_tokens=2, json_schema=None)
+            comp.extra["p_yes"] = _p_yes_from_text(comp.text)
+            return comp
+        top = np.argsort(logits)[-20:]
+        shifted = logits[top] - logits[top].max()
+        logp = shifted - math.log(float(np.exp(shifted).sum()))
+        pairs = [(llm.detokenize([int(t)]).decode("utf-8", "ignore"), float(lp))
+                 for t, lp in zip(top, logp)]
+        p = _p_yes_from_top(pairs)
+        return Completion(text="", model=self.model, prompt_tokens=len(tokens),
+                          extra={"p_yes": p if p is not None else 0.5})
+
+
+def _short(obj: Any, limit: int = 200) -> str:
+    text = " ".join(str(obj).split())
+    return text if len(text) <= limit else text[:limit] + "..."

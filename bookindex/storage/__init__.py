@@ -1,0 +1,1 @@
+"""Storage: the library catalog, document folders, graph and vector files, atomic writes."""

@@ -1,0 +1,513 @@
+"""A folder of indexed documents: add, list, get, remove — every change atomic.
+
+Layout of a library DIR:
+    library.json            catalog: format version + {doc_id: {name, source, sha256, dir}}
+    docs/<doc_id>.<stamp>/  one document: manifest.json, tree.json, build.json,
+                            vectors.lance/ (LanceDB table `nodes`: node_id, doc_id, type, level,
+                            page_idx, page_end_idx, vector) + node_vectors.npz (numpy copy),
+                            graph.json + graph.lance/ + entity_vectors.npz, images/
+    .tmp/                   builds in progress
+The catalog is the single source of truth and is swapped with one `os.replace`, so adding,
+replacing and removing a document are each atomic: a build that fails (or a crash) leaves the
+library as it was; its half-built folder under .tmp/ is swept on the next change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from bookindex.core.config import Settings, load_settings
+from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import DocumentTree, Entity
+from bookindex.core.protocols import LLM, Embedder, LexicalIndex, Providers, Reranker
+from bookindex.indexing.construction import (
+    build_document, failed_graph_nodes, load_tree, read_node_vectors, retry_graph_nodes,
+)
+from bookindex.providers.embedding import get_embedder
+from bookindex.providers.lexical import document_lexical_index
+from bookindex.providers.llm import get_llm
+from bookindex.providers.reranker import get_reranker
+from bookindex.storage.graph_store import load_entity_vectors, load_graph
+from parsing.dispatch import sniff
+
+FORMAT_VERSION = 1
+CATALOG = "library.json"
+MANIFEST = "manifest.json"
+
+# Library.add keyword options -> settings keys (CLI flags map onto the same names).
+OPTION_KEYS = {
+    "parser": "parsing.parser",
+    "use_outline": "parsing.use_outline",
+    "tables": "parsing.tables",
+    "images": "parsing.images",
+    "ocr": "parsing.ocr",
+    "llm_sections": "parsing.llm_sections",
+    "graph": "graph.enabled",
+}
+OPTION_ALIASES = {"outline": "use_outline"}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def path_sha256(path: Path) -> str:
+    """sha256 of a file; for a MinerU output folder, of its JSON files in name order."""
+    if path.is_file():
+        return file_sha256(path)
+    h = hashlib.sha256()
+    for p in sorted(path.glob("*.json")):
+        h.update(p.name.encode())
+        h.update(bytes.fromhex(file_sha256(p)))
+    return h.hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class StoredDocument:
+    """One indexed document: its manifest, and lazily its tree, graph, vectors and lexical index.
+
+    It is the storage layer's `DocumentIndex`: everything is read on first use and kept, so one
+    opened document answers many questions without touching the disk again.
+    """
+
+    def __init__(self, library: "Library", doc_id: str, directory: Path, manifest: dict[str, Any],
+                 status: str = "stored") -> None:
+        self.library = library
+        self.doc_id = doc_id
+        self.dir = directory
+        self.manifest = manifest
+        self.status = status  # "added", "replaced", "unchanged", "retried" after Library.add; else "stored"
+        self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
+        self._tree: DocumentTree | None = None
+        self._graph: KnowledgeGraph | None = None
+        self._lexical: LexicalIndex | None = None
+        self._node_vectors: tuple[list[str], np.ndarray | None] | None = None
+        self._entity_vectors: tuple[list[str], np.ndarray | None] | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("name", self.doc_id))
+
+    @property
+    def folder(self) -> Path:
+        return self.dir
+
+    @property
+    def tree(self) -> DocumentTree:
+        if self._tree is None:
+            self._tree = load_tree(self.dir)
+        return self._tree
+
+    @property
+    def graph(self) -> KnowledgeGraph:
+        if self._graph is None:
+            self._graph = load_graph(self.dir)
+        return self._graph
+
+    @property
+    def page_labels(self) -> list[str] | None:
+        labels = self.tree.meta.get("page_labels")
+        return list(labels) if labels else None
+
+    @property
+    def build_report(self) -> dict[str, Any]:
+        """build.json: stage timings, graph report (failed nodes, retries), LLM ledger."""
+        try:
+            data = json.loads((self.dir / "build.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def links(self) -> dict[str, list[str]]:
+        return self.graph.links
+
+    def entities_of(self, node_id: str) -> list[Entity]:
+        return self.graph.entities_of(node_id)
+
+    def nodes_of(self, entity_id: str) -> list[str]:
+        return self.graph.nodes_of(entity_id)
+
+    def node_vectors(self) -> tuple[list[str], np.ndarray | None]:
+        """Stored node vectors (ids, matrix); empty when the document was indexed without them."""
+        if self._node_vectors is None:
+            try:
+                ids, mat = read_node_vectors(self.dir)
+            except (FileNotFoundError, OSError, ValueError, KeyError):
+                ids, mat = [], None
+            self._node_vectors = (list(ids), np.asarray(mat, dtype=np.float32)) if len(ids) else ([], None)
+        return self._node_vectors
+
+    def entity_vectors(self) -> tuple[list[str], np.ndarray | None]:
+        """Stored entity vectors (ids, matrix); empty without a graph or vectors."""
+        if self._entity_vectors is None:
+            ids, mat = [], None
+            if self.graph.entities:
+                try:
+                    ids, mat = load_entity_vectors(self.dir)
+                except (FileNotFoundError, OSError, ValueError, KeyError):
+                    ids, mat = [], None
+            self._entity_vectors = (list(ids), np.asarray(mat, dtype=np.float32)) if len(ids) else ([], None)
+        return self._entity_vectors
+
+    def lexical_index(self) -> LexicalIndex:
+        if self._lexical is None:
+            self._lexical = document_lexical_index(self.tree)
+        return self._lexical
+
+    def image_file(self, node_id: str) -> Path | None:
+        """Absolute path of a node's image (stored relative to the document folder)."""
+        p = self.tree[node_id].meta.get("image_path")
+        if not p:
+            return None
+        q = Path(p)
+        return q if q.is_absolute() else self.dir / q
+
+    def __repr__(self) -> str:
+        return f"StoredDocument({self.doc_id!r}, {self.name!r}, pages={self.manifest.get('pages')})"
+
+
+class Library:
+    """Documents indexed under one folder. Open with `Library.open(dir)`."""
+
+    def __init__(self, root: Path, settings: Settings | None = None, embedder: Embedder | None = None,
+                 llm: LLM | None = None, reranker: Reranker | None = None,
+                 providers: Providers | None = None) -> None:
+        self.root = root
+        self._settings = settings
+        self._embedder = embedder
+        self._llm = llm
+        self._reranker = reranker
+        self._providers = providers
+        self._catalog = self._read_catalog()
+
+    @classmethod
+    def open(cls, directory: str | Path, settings: Settings | None = None, *, embedder: Embedder | None = None,
+             llm: LLM | None = None, reranker: Reranker | None = None,
+             providers: Providers | None = None) -> "Library":
+        """Open (or prepare) a library. Nothing is written until the first document is added."""
+        root = Path(directory).expanduser().resolve()
+        if root.exists() and not root.is_dir():
+            raise InputError(f"{root}: exists and is not a folder")
+        return cls(root, settings, embedder, llm, reranker, providers)
+
+    # -- providers (given, else the Engine's, else created from the settings) --------------
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self._providers.embedder if self._providers else get_embedder(self.settings)
+        return self._embedder
+
+    @property
+    def llm(self) -> LLM:
+        """The LLM client builds use (provider `none` gives one with available=False)."""
+        if self._llm is None:
+            self._llm = self._providers.llm if self._providers else get_llm(self.settings)
+        return self._llm
+
+    @property
+    def reranker(self) -> Reranker:
+        """The reranker entity resolution uses to confirm candidate merges."""
+        if self._reranker is None:
+            self._reranker = (self._providers.reranker if self._providers
+                              else get_reranker(self.settings, embedder=self.embedder))
+        return self._reranker
+
+    # -- catalog -------------------------------------------------------------------------
+    @property
+    def _catalog_path(self) -> Path:
+        return self.root / CATALOG
+
+    def _read_catalog(self) -> dict[str, Any]:
+        p = self._catalog_path
+        if not p.exists():
+            if self.root.exists() and any(x for x in self.root.iterdir() if not x.name.startswith(".")):
+                raise IndexFormatError(f"{self.root}: not a bookindex library (no {CATALOG}); "
+                                       "choose an empty or new folder")
+            return {"format_version": FORMAT_VERSION, "created": None, "documents": {}}
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise IndexFormatError(f"{p}: unreadable library catalog ({e})") from None
+        if not isinstance(data, dict) or data.get("format_version") != FORMAT_VERSION:
+            raise IndexFormatError(f"{p}: library format {data.get('format_version') if isinstance(data, dict) else '?'}"
+                                   f" is not {FORMAT_VERSION}; re-index into a new folder")
+        if not isinstance(data.get("documents"), dict):
+            raise IndexFormatError(f"{p}: field 'documents' must be an object")
+        return data
+
+    def refresh(self) -> None:
+        self._catalog = self._read_catalog()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a+") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                self._catalog = self._read_catalog()
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def _commit(self) -> None:
+        if not self._catalog.get("created"):
+            self._catalog["created"] = _now()
+        _write_json_atomic(self._catalog_path, self._catalog)
+
+    def _sweep(self) -> None:
+        """Remove folders the catalog does not reference (failed or superseded builds)."""
+        live = {e["dir"] for e in self._catalog["documents"].values()}
+        docs = self.root / "docs"
+        if docs.is_dir():
+            for d in docs.iterdir():
+                if d.name not in live:
+                    shutil.rmtree(d, ignore_errors=True)
+        tmp = self.root / ".tmp"
+        if tmp.is_dir():
+            for d in tmp.iterdir():
+                if d.is_dir() and time.time() - d.stat().st_mtime > 24 * 3600:
+                    shutil.rmtree(d, ignore_errors=True)
+
+    # -- reading -------------------------------------------------------------------------
+    def _doc(self, doc_id: str, status: str = "stored") -> StoredDocument:
+        entry = self._catalog["documents"][doc_id]
+        d = self.root / "docs" / entry["dir"]
+        try:
+            manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise IndexFormatError(f"{d}: unreadable manifest ({e}); remove and re-index {entry.get('name')}") from None
+        return StoredDocument(self, doc_id, d, manifest, status)
+
+    @property
+    def documents(self) -> list[StoredDocument]:
+        ids = sorted(self._catalog["documents"], key=lambda i: (self._catalog["documents"][i]["name"], i))
+        return [self._doc(i) for i in ids]
+
+    def __len__(self) -> int:
+        return len(self._catalog["documents"])
+
+    def get(self, doc: str) -> StoredDocument:
+        """A document by id (or unique id prefix), file name, file stem or source path."""
+        docs = self._catalog["documents"]
+        if doc in docs:
+            return self._doc(doc)
+        hits = [i for i, e in docs.items() if doc in (e["name"], Path(e["name"]).stem, e.get("source"))]
+        if not hits and len(doc) >= 4:
+            hits = [i for i in docs if i.startswith(doc)]
+        if len(hits) == 1:
+            return self._doc(hits[0])
+        if not hits:
+            known = ", ".join(f"{e['name']} ({i})" for i, e in docs.items()) or "none"
+            raise InputError(f"{self.root}: no document {doc!r}; documents: {known}")
+        raise InputError(f"{self.root}: {doc!r} is ambiguous: " + ", ".join(f"{docs[i]['name']} ({i})" for i in hits)
+                         + "; use the document id")
+
+    def doc_of_node(self, node_id: str) -> StoredDocument:
+        doc_id = node_id.split("-", 1)[0]
+        if doc_id not in self._catalog["documents"]:
+            raise InputError(f"{self.root}: node {node_id!r} belongs to no document here")
+        return self._doc(doc_id)
+
+    # -- changing ------------------------------------------------------------------------
+    def _effective(self, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """Settings with the add() options applied, and the options as recorded in the manifest."""
+        over: dict[str, Any] = {}
+        for k, v in options.items():
+            k = OPTION_ALIASES.get(k, k)
+            if k not in OPTION_KEYS:
+                raise InputError(f"unknown index option {k!r}; known: {', '.join(sorted(OPTION_KEYS))}")
+            if v is not None:
+                over[OPTION_KEYS[k]] = v
+        s = self.settings.with_overrides(over) if over else self.settings
+        recorded = {k: _get_dotted(s, key) for k, key in OPTION_KEYS.items()}
+        recorded["llm"] = s.llm.model if s.llm.provider != "none" else None
+        recorded["embedding"] = s.embedding.model or "default"
+        return s, recorded
+
+    def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False, **options: Any) -> StoredDocument:
+        """Index one file (PDF, MinerU JSON or folder, Markdown, text) into the library.
+
+        Unchanged content with the same options: a no-op (status "unchanged"), unless graph
+        extraction failed for some nodes: then only those are retried (status "retried"). A changed file
+        from the same source path, or new options: rebuilt and swapped in atomically
+        (status "replaced"). Otherwise status "added".
+        """
+
+        src = Path(path).expanduser()
+        if not src.exists():
+            raise InputError(f"{src}: no such file or folder")
+        src = src.resolve()
+        sniff(src)  # fail fast on an unsupported or mislabeled file, before anything is written
+        sha = path_sha256(src)
+        doc_id = sha[:16]
+        settings, recorded = self._effective(options)
+        name = src.name
+        existing = self._catalog["documents"].get(doc_id)
+        if existing is not None:
+            doc = self._doc(doc_id)
+            if doc.manifest.get("options") == recorded and doc.manifest.get("format_version") == FORMAT_VERSION:
+
+                failed = failed_graph_nodes(doc.dir) if settings.graph.enabled else []
+                if failed:  # issue 4: a re-run retries only the nodes whose extraction failed
+                    return self._retry_graph(doc, failed, settings, on_event, progress)
+                doc.status = "unchanged"
+                return doc
+        stale = [i for i, e in self._catalog["documents"].items() if e.get("source") == str(src) and i != doc_id]
+
+        tmp_root = self.root / ".tmp"
+        created_root = not self.root.exists()
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        stamp = f"{int(time.time()):x}{uuid.uuid4().hex[:6]}"
+        build_dir = tmp_root / f"{doc_id}.{stamp}"
+        build_dir.mkdir()
+        try:
+            t0 = time.perf_counter()
+            report = build_document(src, build_dir, doc_id=doc_id, name=name, settings=settings,
+                                    llm=self.llm, embedder=self.embedder,
+                                    reranker=self.reranker if settings.graph.enabled else None,
+                                    on_event=on_event or (lambda e, i: None), progress=progress)
+            manifest = {
+                "format_version": FORMAT_VERSION, "doc_id": doc_id, "name": name, "source": str(src),
+                "sha256": sha, "size": src.stat().st_size if src.is_file() else None,
+                "pages": report["pages"], "parser": report["parser"], "options": recorded,
+                "created": _now(), "nodes": report["nodes"], "sections": report["sections"],
+                "blocks": report["blocks"], "graph": bool(report.get("graph", {}).get("built")),
+                "graph_failed": int(report.get("graph", {}).get("nodes_failed") or 0),
+                "embedding": report.get("embedding"), "seconds": round(time.perf_counter() - t0, 3),
+                "warnings": report.get("warnings", []),
+            }
+            _write_json_atomic(build_dir / MANIFEST, manifest)
+            with self._locked():
+                (self.root / "docs").mkdir(exist_ok=True)
+                final = self.root / "docs" / build_dir.name
+                os.replace(build_dir, final)
+                docs = self._catalog["documents"]
+                status = "replaced" if (doc_id in docs or stale) else "added"
+                for i in stale:
+                    docs.pop(i, None)
+                docs[doc_id] = {"name": name, "source": str(src), "sha256": sha, "dir": final.name}
+                self._commit()  # the commit point: one os.replace of library.json
+                self._sweep()
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            if created_root:
+                _remove_if_empty_library(self.root)
+            else:
+                with contextlib.suppress(OSError):
+                    tmp_root.rmdir()
+            raise
+        with contextlib.suppress(OSError):
+            tmp_root.rmdir()
+        return self._doc(doc_id, status)
+
+    def _retry_graph(self, doc: StoredDocument, failed: list[str], settings: Any, on_event: Any,
+                     progress: bool) -> StoredDocument:
+        """Re-extract a stored document's failed graph nodes; swap the result in atomically.
+
+        The update happens in a copy of the document folder under .tmp/ (files hard-linked:
+        every file the update writes is a new one renamed into place), which then replaces the
+        catalog entry with one os.replace of library.json, as add() does. Status "retried";
+        `doc.retry` holds the outcome (nodes, recovered, still_failed, llm_calls, ...).
+        """
+
+        tmp_root = self.root / ".tmp"
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        stamp = f"{int(time.time()):x}{uuid.uuid4().hex[:6]}"
+        build_dir = tmp_root / f"{doc.doc_id}.{stamp}"
+        try:
+            shutil.copytree(doc.dir, build_dir, copy_function=_link_or_copy)
+            outcome = retry_graph_nodes(build_dir, failed, settings=settings, llm=self.llm,
+                                        embedder=self.embedder, reranker=self.reranker,
+                                        on_event=on_event or (lambda e, i: None), progress=progress)
+            manifest = dict(doc.manifest, updated=_now(), graph_failed=outcome["still_failed"])
+            _write_json_atomic(build_dir / MANIFEST, manifest)
+            with self._locked():
+                entry = self._catalog["documents"].get(doc.doc_id)
+                if entry is None or entry["dir"] != doc.dir.name:
+                    raise InputError(f"{doc.name}: changed by another process during the graph retry; "
+                                     "run `bookindex index` again")
+                final = self.root / "docs" / build_dir.name
+                os.replace(build_dir, final)
+                entry["dir"] = final.name
+                self._commit()  # the commit point, as in add()
+                self._sweep()
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                tmp_root.rmdir()
+        new = self._doc(doc.doc_id, "retried")
+        new.retry = outcome
+        return new
+
+    def remove(self, doc: str) -> StoredDocument:
+        """Remove a document (by id or name); atomic like add()."""
+        target = self.get(doc)
+        with self._locked():
+            self._catalog["documents"].pop(target.doc_id, None)
+            self._commit()
+            self._sweep()
+        target.status = "removed"
+        return target
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link when possible (same file system, no data copied), else copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _remove_if_empty_library(root: Path) -> None:
+    """After a failed first add into a new folder, leave no trace of the folder."""
+    if (root / CATALOG).exists():
+        return
+    shutil.rmtree(root / ".tmp", ignore_errors=True)
+    with contextlib.suppress(OSError):
+        (root / ".lock").unlink()
+    with contextlib.suppress(OSError):
+        root.rmdir()
+
+
+def _get_dotted(obj: Any, key: str) -> Any:
+    for part in key.split("."):
+        obj = getattr(obj, part)
+    return obj
