@@ -38,7 +38,8 @@ class LLM(Protocol):
     `judge` returns P(yes) of a yes/no question.
     """
 
-    ledger: UsageLedger
+    @property
+    def ledger(self) -> UsageLedger: ...
 
     @property
     def available(self) -> bool: ...
