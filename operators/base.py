@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from bookindex.core.protocols import LLM
 from operators.context import IndexContext
 
 
@@ -75,12 +76,9 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _ledger_total(llm: Any) -> dict[str, float]:
-    try:
-        tot = llm.ledger.snapshot().get("total", {})
-        return {k: float(tot.get(k, 0) or 0) for k in ("calls", "prompt_tokens", "completion_tokens")}
-    except AttributeError:
-        return {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0}
+def _ledger_total(llm: LLM) -> dict[str, float]:
+    tot = llm.ledger.snapshot().get("total", {})
+    return {k: float(tot.get(k, 0) or 0) for k in ("calls", "prompt_tokens", "completion_tokens")}
 
 
 def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -> list[list[Any]]:

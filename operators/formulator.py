@@ -12,6 +12,7 @@ from bookindex.core.errors import ConfigError
 from bookindex.providers.nlp import english
 from operators import prompts
 from operators.base import LinkedEntity, Operator, Params, State
+from operators.context import IndexContext
 from bookindex.providers.lexical import STOPWORDS
 from operators.textscore import prefetch_vectors, query_vector
 
@@ -206,7 +207,7 @@ class Decompose(Operator):
         return state
 
 
-def decompose(ctx, question: str, use_llm: bool = True, op: Operator | None = None) -> tuple[list[str], str, str]:
+def decompose(ctx: IndexContext, question: str, use_llm: bool = True, op: Operator | None = None) -> tuple[list[str], str, str]:
     """Shared by the operator and the planner (which fills the sub-questions into the plan)."""
     if use_llm and ctx.llm_available:
         try:

@@ -13,6 +13,7 @@ from typing import Literal
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from operators import prompts
 from operators.base import Operator, Params, State, top_items
+from operators.context import IndexContext
 from bookindex.providers.lexical import tokenize
 from operators.textscore import get_text_index, hybrid_scores
 
@@ -129,7 +130,7 @@ def _heading_page(n: Node) -> int:
     return n.page_idx
 
 
-def unit_of(ctx, depth: int) -> dict[str, str]:
+def unit_of(ctx: IndexContext, depth: int) -> dict[str, str]:
     """Each node → the section at `depth` containing it (or the deepest shallower section; or the
     node itself for content directly under the document). Cached per depth."""
     if depth in ctx.views.units:
@@ -157,7 +158,7 @@ def _subtrees(tree: DocumentTree, units: list[str]) -> list[str]:
     return list(seen)
 
 
-def _text_guard_units(ctx, state: State, units: dict[str, str], k: int) -> list[str]:
+def _text_guard_units(ctx: IndexContext, state: State, units: dict[str, str], k: int) -> list[str]:
     """Units holding the question's k best text matches: a missing GT-link or a weak section title
     cannot hide the best passage from the reasoners."""
     if k <= 0:

@@ -13,6 +13,7 @@ import re
 from typing import Any, Literal
 
 from bookindex.core.model import DocumentTree
+from bookindex.providers.llm import user_message
 from operators import prompts
 from operators.base import Operator, Params, State
 from bookindex.providers.lexical import tokenize
@@ -87,8 +88,6 @@ class Map(Operator):
     def _ask_vlm(self, question: str, ids: list[str], nums: list[int] | None, visual: list[str]) -> Any:
         """Image and chart evidence goes to the VLM as the cropped page region, with the group's
         text evidence alongside; None when no region could be rendered."""
-        from bookindex.providers.llm.providers import user_message
-
         images = [img for img in (self.ctx.region_image(i) for i in visual) if img]
         if not images:
             return None

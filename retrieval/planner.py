@@ -16,7 +16,7 @@ from typing import Any
 
 from operators import prompts
 from operators.context import IndexContext
-from operators.formulator import Extract, decompose
+from operators.formulator import Extract, decompose, noun_chunk_mentions
 from operators.selector import unit_of
 from retrieval.plans import Plan, Step
 
@@ -66,7 +66,6 @@ def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str,
 
 
 def ext_mentions(question: str) -> list[str]:
-    from operators.formulator import noun_chunk_mentions
     return noun_chunk_mentions(question)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bookindex.core.errors import InputError
+from operators import OPERATORS
 
 PLAN_VERSION = 1
 COMPOSITES = ("Parallel", "ForEach")
@@ -90,8 +91,6 @@ class Plan(BaseModel):
 
 def validate_steps(steps: list[Step], source: str) -> None:
     """Every operator exists and its params validate, so an edited plan fails before it runs."""
-    from operators import OPERATORS
-
     for s in steps:
         if s.op in COMPOSITES:
             if not s.steps:
