@@ -171,6 +171,10 @@ def test_text_reasoning_ranks_answer_first(ctx):
 class FailingLLM:
     available = True
 
+    def __init__(self):
+        from bookindex.providers.llm import Ledger
+        self.ledger = Ledger()
+
     def complete(self, *a, **k):
         raise LLMRequestError("endpoint down")
 
