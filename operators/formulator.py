@@ -17,7 +17,7 @@ from bookindex.providers.lexical import STOPWORDS
 from operators.textscore import prefetch_vectors, query_vector
 
 
-def _nlp() -> Any | None:
+def noun_chunk_model() -> Any | None:
     """spaCy's small English pipeline for noun chunks (loaded once per process), or None."""
     try:
         return english(("ner", "lemmatizer"))
@@ -50,7 +50,7 @@ def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
 
     for q in re.findall(r"[\"“'‘]([^\"”'’]{2,60})[\"”'’]", question):
         add(q)
-    nlp = _nlp()
+    nlp = noun_chunk_model()
     if nlp is not None:
         for chunk in nlp(question).noun_chunks:
             add(chunk.text)

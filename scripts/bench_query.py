@@ -84,7 +84,7 @@ def main() -> int:
             builder.index(args.pdf, progress=True)
         del builder
 
-    from operators.formulator import _nlp
+    from operators.formulator import noun_chunk_model
     from operators.textscore import get_text_index
 
     stages: dict[str, float] = {}
@@ -110,7 +110,7 @@ def main() -> int:
     get_text_index(ctx)
     lap("bm25 index")
     ctx.embed(["warm up"])
-    _nlp()
+    noun_chunk_model()
     lap("spacy + first encode")
     open_s = time.perf_counter() - t0
     rss_open = rss_peak_mb()
