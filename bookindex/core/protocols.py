@@ -35,10 +35,13 @@ class LLM(Protocol):
 
     `complete` returns the reply text, or with `schema` (a pydantic model or any type) a
     validated value; `map` runs many `complete` requests concurrently, results in input order;
-    `judge` returns P(yes) of a yes/no question.
+    `judge` returns P(yes) of a yes/no question. `ledger` is read-only here (a property), so a
+    client may hold any UsageLedger implementation (a plain attribute would have to be declared
+    exactly `UsageLedger`).
     """
 
-    ledger: UsageLedger
+    @property
+    def ledger(self) -> UsageLedger: ...
 
     @property
     def available(self) -> bool: ...
