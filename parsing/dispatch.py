@@ -8,12 +8,19 @@ final heading levels, then assembles the tree.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
-from typing import Any
 
-from bookindex.core.errors import BookIndexError, InputError
+from bookindex.core.config import Settings
+from bookindex.core.errors import InputError
 from bookindex.core.model import DocumentTree, build_tree
+from bookindex.core.protocols import LLM
 from parsing.base import ParsedDocument
+from parsing.markdown import parse_markdown, parse_text
+from parsing.mineru import detect_format, find_outputs, load_json, parse_mineru, run_mineru
+from parsing.pdf import parse_pdf
+from parsing.sections import assign_levels
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 TEXT_EXT = {".txt", ".text", ".rst", ".asc", ".adoc"}
@@ -27,8 +34,6 @@ def sniff(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     if path.is_dir():
-        from parsing.mineru import find_outputs
-
         if find_outputs(path):
             return "mineru"
         raise InputError(f"{path}: is a folder without MinerU output; pass files, or let "
@@ -47,8 +52,6 @@ def sniff(path: Path) -> str:
         shown = head[:16].decode("latin-1").encode("unicode_escape").decode()
         raise InputError(f"{path}: not a PDF (no %PDF- header; starts with {shown!r})")
     if ext in JSON_EXT:
-        from parsing.mineru import detect_format, load_json
-
         if detect_format(load_json(path)) is None:
             raise InputError(f"{path}: JSON, but not MinerU output (content_list.json, "
                              "content_list_v2.json or middle.json)")
@@ -62,33 +65,28 @@ def sniff(path: Path) -> str:
     raise InputError(f"{path}: unsupported file type {ext!r}; supported: {SUPPORTED}")
 
 
-def parse_file(path: str | Path, settings: Any, llm: Any = None, image_dir: str | Path | None = None,
-               progress: bool = False, work_dir: str | Path | None = None) -> ParsedDocument:
-    """Parse one document with the configured parser (or the one its content calls for)."""
+def parse_file(path: str | Path, settings: Settings, llm: LLM | None = None,
+               image_dir: str | Path | None = None, progress: bool = False,
+               work_dir: str | Path | None = None) -> ParsedDocument:
+    """Parse one document with the configured parser (or the one its content calls for).
+
+    `llm` is unused here (section filtering takes it in `to_tree`); kept so callers pass the
+    same providers to both steps."""
     path = Path(path)
     kind = sniff(path)
-    want = settings.parsing.parser
+    want: str = settings.parsing.parser
     ps = settings.parsing
     if want == "auto":
         want = {"pdf": "pymupdf", "mineru": "mineru", "markdown": "markdown", "text": "text"}[kind]
     if want == "pymupdf":
         if kind != "pdf":
             raise InputError(f"{path}: --parser pymupdf needs a PDF, this is {kind}")
-        try:
-            from parsing.pdf import parse_pdf
-        except ImportError as e:
-            raise BookIndexError(f"{path}: the PDF parser is not available ({e})") from None
         return parse_pdf(path, tables=ps.tables, images=ps.images, ocr=ps.ocr,
                          image_dir=image_dir, progress=progress)
     if want == "mineru":
-        from parsing.mineru import parse_mineru, run_mineru
-
         if kind == "pdf":
             if work_dir is not None:
                 return run_mineru(path, work_dir=work_dir, image_dir=image_dir, progress=progress)
-            import shutil
-            import tempfile
-
             tmp = tempfile.mkdtemp(prefix="bookindex-mineru-")
             try:
                 return run_mineru(path, work_dir=tmp, image_dir=image_dir, progress=progress)
@@ -101,23 +99,18 @@ def parse_file(path: str | Path, settings: Any, llm: Any = None, image_dir: str 
     if want in ("markdown", "text"):
         if kind in ("pdf", "mineru"):
             raise InputError(f"{path}: --parser {want} needs a text file, this is {kind}")
-        from parsing.markdown import parse_markdown, parse_text
-
         fn = parse_markdown if want == "markdown" else parse_text
         return fn(path, image_dir=image_dir, progress=progress)
     raise InputError(f"{path}: unknown parser {want!r}")
 
 
-def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Any, llm: Any = None) -> DocumentTree:
+def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Settings,
+            llm: LLM | None = None) -> DocumentTree:
     """Section filtering (unless levels are final), then the tree (BookRAG §4.2.2)."""
     if parsed.levels_final:
         blocks = parsed.blocks
     else:
-        try:
-            from parsing.sections import assign_levels
-        except ImportError as e:
-            raise BookIndexError(f"{name}: section filtering (parsing.sections) is not available ({e})") from None
-        use_llm = llm if (settings.parsing.llm_sections and llm is not None and getattr(llm, "available", False)) else None
+        use_llm = llm if (settings.parsing.llm_sections and llm is not None and llm.available) else None
         blocks = assign_levels(parsed, use_outline=settings.parsing.use_outline, llm=use_llm)
     meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": list(parsed.warnings),
             "page_sizes": [list(s) for s in parsed.page_sizes]}

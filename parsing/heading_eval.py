@@ -40,6 +40,7 @@ class HeadingScore:
 def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 1) -> HeadingScore:
     pred = [b for b in blocks if b.type == "title" and b.level is not None]
     gold = [e for e in outline if e.page_idx is not None]
+    gold_page = [e.page_idx for e in outline if e.page_idx is not None]  # row-aligned with gold
     pn = [norm_title(b.content) for b in pred]
     by_page: dict[int, list[int]] = {}
     for i, b in enumerate(pred):
@@ -49,12 +50,12 @@ def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 
     for gi, g in enumerate(gold):
         gt = norm_title(g.title)
         best, best_s = None, MATCH_SCORE - 1e-9
-        for p in range(g.page_idx - tol, g.page_idx + tol + 1):
+        for p in range(gold_page[gi] - tol, gold_page[gi] + tol + 1):
             for i in by_page.get(p, ()):
                 if i in used:
                     continue
                 s = 100.0 if pn[i] == gt else fuzz.ratio(pn[i], gt)
-                if s > best_s or (s == best_s and best is not None and p == g.page_idx):
+                if s > best_s or (s == best_s and best is not None and p == gold_page[gi]):
                     best, best_s = i, s
         if best is not None:
             used.add(best)
@@ -69,7 +70,7 @@ def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 
         precision=prec, recall=rec, f1=f1, level_accuracy=lvl_ok / m if m else 0.0,
         n_pred=len(pred), n_gold=len(gold), n_matched=m,
         false_positives=[f"p{pred[i].page_idx + 1} L{pred[i].level} {pred[i].content[:60]}" for i in range(len(pred)) if i not in used],
-        false_negatives=[f"p{g.page_idx + 1} L{g.level} {g.title[:60]}" for gi, g in enumerate(gold) if gi not in matched_g],
-        level_errors=[f"p{gold[gi].page_idx + 1} gold L{gold[gi].level} pred L{pred[pi].level} {gold[gi].title[:50]}"
+        false_negatives=[f"p{gold_page[gi] + 1} L{g.level} {g.title[:60]}" for gi, g in enumerate(gold) if gi not in matched_g],
+        level_errors=[f"p{gold_page[gi] + 1} gold L{gold[gi].level} pred L{pred[pi].level} {gold[gi].title[:50]}"
                       for gi, pi in pairs if gold[gi].level != pred[pi].level],
     )

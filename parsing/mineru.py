@@ -19,6 +19,7 @@ PDF headings; MinerU's own level is kept in `features["mineru_level"]`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -28,6 +29,8 @@ from bookindex.core.errors import InputError
 from bookindex.core.model import Block
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.htmltable import html_table_to_markdown
+from parsing.pdf import read_outline
+from parsing.pdf_open import import_pymupdf
 
 FURNITURE = {"discarded", "header", "footer", "page_number", "aside_text",
              "page_header", "page_footer", "page_aside_text"}
@@ -392,8 +395,8 @@ def _read_content_list_v2(r: _Reader, data: list[Any]) -> None:
                           f.text(c.get("content") if isinstance(c.get("content"), str) else None, f"{w}.content.content"))
             elif t == "equation_interline":
                 latex = _strip_math(f.text(c.get("math_content"), f"{w}.content.math_content"))
-                src = c.get("image_source") if isinstance(c.get("image_source"), dict) else {}
-                r.add("equation", latex, p, bbox, sc, latex=latex, image_path=r.image(src.get("path"), p))
+                img_src: dict[str, Any] = c["image_source"] if isinstance(c.get("image_source"), dict) else {}
+                r.add("equation", latex, p, bbox, sc, latex=latex, image_path=r.image(img_src.get("path"), p))
             elif t in ("code", "algorithm"):
                 body = _spans(f, c.get(f"{t}_content"), f"{w}.content.{t}_content")
                 cap = [_spans(f, x, f"{w}.content.{t}_caption") for x in f.lst(c.get(f"{t}_caption"), f"{w}.content.{t}_caption")]
@@ -637,15 +640,11 @@ def _companion_middle(path: Path) -> Path | None:
 
 def _pdf_info(pdf: Path) -> tuple[dict[int, tuple[float, float]], list[OutlineEntry], int]:
     """Page sizes (points), outline and page count of the PDF the output was made from."""
-    from parsing.pdf_open import import_pymupdf  # lazy: only needed when a PDF is beside the JSON
-
-    pymupdf = import_pymupdf()
+    pymupdf = import_pymupdf()  # PyMuPDF itself is imported only when a PDF is beside the JSON
     try:
         with pymupdf.open(pdf) as doc:
             sizes = {i: (float(p.rect.width), float(p.rect.height)) for i, p in enumerate(doc)}
-            from parsing.pdf import read_outline  # same bookmarks (with target points) as the PDF parser
-
-            outline = read_outline(doc)
+            outline = read_outline(doc)  # same bookmarks (with target points) as the PDF parser
             return sizes, outline, doc.page_count
     except Exception as e:  # a broken companion PDF must not stop reading the JSON
         raise InputError(f"{pdf}: cannot read the PDF beside the MinerU output ({e})") from None
@@ -715,7 +714,6 @@ def parse_mineru(path: str | Path, *, pdf_path: str | Path | None = None, image_
 
 def mineru_available() -> bool:
     try:
-        import importlib.util
         return importlib.util.find_spec("mineru") is not None and importlib.util.find_spec("mineru.parser") is not None
     except (ImportError, ValueError):
         return False
@@ -739,7 +737,7 @@ def run_mineru(pdf: str | Path, *, work_dir: str | Path, image_dir: str | Path |
     pdf = Path(pdf)
     if not mineru_available():
         raise InputError(f"{pdf}: --parser mineru needs the `mineru` package, which is not installed: {HOW_TO_PRODUCE}")
-    try:
+    try:  # deferred: MinerU is an optional heavy dependency (the `mineru` extra)
         from mineru.parser import parse
         from mineru.parser.writer import FileBasedDataWriter
     except ImportError as e:

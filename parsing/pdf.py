@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bookindex.core.model import Block
+from tqdm import tqdm
+
+from bookindex.core.model import BBox, Block
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.numbering import parse_numbering
 from parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
@@ -24,6 +26,9 @@ from parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, sp
 from parsing.pdf_open import import_pymupdf, open_pdf
 from parsing.pdf_order import reading_order
 from parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
+
+if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
+    from pymupdf import Document, Page
 
 MARGIN_FRAC = 0.085  # top/bottom share of the page where running headers and footers live
 _CAPTION_TABLE = re.compile(r"^\s*(table|tab\.)\s*[0-9IVXA-Z]+[\d.\-]*\s*[:.\-–—]?", re.I)
@@ -42,14 +47,12 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
     blocks: list[Block] = []
     page_sizes: list[tuple[float, float]] = []
     img_dir = Path(image_dir) if image_dir is not None else None
-    stats = Counter()
+    stats: Counter[str] = Counter()
     try:
         outline = read_outline(doc)
         n = doc.page_count
         it: Any = range(n)
         if progress:
-            from tqdm import tqdm
-
             it = tqdm(it, total=n, unit="page", desc=f"parse {path.name}")
         for pno in it:
             page = doc.load_page(pno)
@@ -75,7 +78,7 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
                           page_sizes=page_sizes, warnings=warnings, meta=meta)
 
 
-def page_labels(doc: Any) -> list[str] | None:
+def page_labels(doc: Document) -> list[str] | None:
     """The number each page prints ("i", "17"), from the PDF's page-label tree; None when the PDF
     has none or they only repeat the physical numbers. Questions quote printed numbers."""
     try:
@@ -87,7 +90,7 @@ def page_labels(doc: Any) -> list[str] | None:
     return labels
 
 
-def read_outline(doc: Any) -> list[OutlineEntry]:
+def read_outline(doc: Document) -> list[OutlineEntry]:
     """The PDF bookmarks as OutlineEntry (0-based pages, target point when known); not applied here."""
     try:
         toc = doc.get_toc(simple=False)
@@ -101,7 +104,7 @@ def read_outline(doc: Any) -> list[OutlineEntry]:
     return out
 
 
-def _target_point(doc: Any, pno: int | None, dest: dict) -> tuple[float | None, float | None]:
+def _target_point(doc: Document, pno: int | None, dest: dict) -> tuple[float | None, float | None]:
     """A bookmark's target point in top-left coordinates. pymupdf gives GOTO targets top-left but
     named destinations in PDF user space (bottom-up); (0, 0) means "no point" (a /Fit target)."""
     to = dest.get("to")
@@ -121,7 +124,7 @@ def _target_point(doc: Any, pno: int | None, dest: dict) -> tuple[float | None, 
 
 # -- one page -----------------------------------------------------------------------------
 
-def _parse_page(doc: Any, page: Any, pno: int, flags: int, *, tables: bool, images: bool, ocr: bool,
+def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool, images: bool, ocr: bool,
                 img_dir: Path | None, stem: str, warnings: list[str], stats: Counter) -> list[Block]:
     W, H = float(page.rect.width), float(page.rect.height)
     d = page.get_text("dict", flags=flags)
@@ -349,6 +352,13 @@ def _near(a: Block, b: Block, gap: float) -> bool:
     return dy <= gap
 
 
+def _union(a: BBox | None, b: BBox | None) -> BBox:
+    """The box around two boxes; only called on blocks `_near` accepted, which have both."""
+    if a is None or b is None:
+        raise ValueError("_union needs two boxes")
+    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
 def _merge_equations(blocks: list[Block]) -> list[Block]:
     """A display formula comes out as fragments (fraction parts, big operators, indices): join
     adjacent equation fragments, and short text fragments next to them, into one block."""
@@ -358,14 +368,12 @@ def _merge_equations(blocks: list[Block]) -> list[Block]:
         frag = b.type == "equation" or (b.type == "text" and len(b.content.strip()) <= 6)
         if prev is not None and prev.type == "equation" and frag and _near(prev, b, 1.2 * float(b.features.get("font_size", 10) or 10)):
             prev.content = f"{prev.content} {b.content}".strip()
-            prev.bbox = (min(prev.bbox[0], b.bbox[0]), min(prev.bbox[1], b.bbox[1]),
-                         max(prev.bbox[2], b.bbox[2]), max(prev.bbox[3], b.bbox[3]))
+            prev.bbox = _union(prev.bbox, b.bbox)
             continue
         if (b.type == "equation" and prev is not None and prev.type == "text" and len(prev.content.strip()) <= 6
                 and _near(prev, b, 1.2 * float(b.features.get("font_size", 10) or 10))):
             b.content = f"{prev.content} {b.content}".strip()
-            b.bbox = (min(prev.bbox[0], b.bbox[0]), min(prev.bbox[1], b.bbox[1]),
-                      max(prev.bbox[2], b.bbox[2]), max(prev.bbox[3], b.bbox[3]))
+            b.bbox = _union(prev.bbox, b.bbox)
             out[-1] = b
             continue
         out.append(b)

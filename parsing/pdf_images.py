@@ -6,7 +6,12 @@ import functools
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from parsing.pdf_open import import_pymupdf
+
+if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
+    from pymupdf import Document, Page
 
 BBox = tuple[float, float, float, float]
 _MIN_SIDE = 24.0  # points: smaller images are icons, bullets, rules
@@ -19,7 +24,7 @@ class ImageItem:
     image_path: str | None = None
 
 
-def page_images(page: Any, with_xrefs: bool = False) -> list[ImageItem]:
+def page_images(page: Page, with_xrefs: bool = False) -> list[ImageItem]:
     """Displayed images of at least _MIN_SIDE points, clipped to the page, deduplicated.
 
     Without `with_xrefs` the boxes come from a text page that keeps image blocks (a few ms);
@@ -35,8 +40,6 @@ def page_images(page: Any, with_xrefs: bool = False) -> list[ImageItem]:
         else:
             if not page.get_images() and not _has_inline_images(page):
                 return []
-            from parsing.pdf_open import import_pymupdf
-
             tp = page.get_textpage(flags=import_pymupdf().TEXT_PRESERVE_IMAGES)
             infos = [{"bbox": b[:4], "xref": 0} for b in tp.extractBLOCKS() if b[6] == 1]
     except Exception:
@@ -54,7 +57,7 @@ def page_images(page: Any, with_xrefs: bool = False) -> list[ImageItem]:
     return out
 
 
-def _has_inline_images(page: Any) -> bool:
+def _has_inline_images(page: Page) -> bool:
     """Inline images (BI ... ID ... EI) are not in the resources; look for the operator."""
     try:
         data = page.read_contents()
@@ -63,7 +66,7 @@ def _has_inline_images(page: Any) -> bool:
         return False
 
 
-def save_image(doc: Any, page: Any, item: ImageItem, image_dir: Path, stem: str, n: int) -> str | None:
+def save_image(doc: Document, page: Page, item: ImageItem, image_dir: Path, stem: str, n: int) -> str | None:
     """Write the image's own bytes (or a rendering of its box for inline images); return the path."""
     image_dir.mkdir(parents=True, exist_ok=True)
     base = f"{stem}-p{page.number + 1:04d}-{n}"
@@ -88,8 +91,6 @@ def tessdata_dir() -> str | None:
     if shutil.which("tesseract") is None:
         return None
     try:
-        from parsing.pdf_open import import_pymupdf
-
         path = import_pymupdf().get_tessdata()
     except Exception:
         path = None
@@ -101,7 +102,7 @@ def tessdata_dir() -> str | None:
     return None
 
 
-def ocr_page_dict(page: Any, flags: int, dpi: int = 200) -> dict | None:
+def ocr_page_dict(page: Page, flags: int, dpi: int = 200) -> dict | None:
     """OCR a scanned page with MuPDF's tesseract binding; a text dict like get_text('dict')."""
     tess = tessdata_dir()
     if tess is None:

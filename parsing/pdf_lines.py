@@ -130,7 +130,7 @@ def _line_from_spans(spans: list[dict], bbox: BBox) -> Line | None:
     mono = mono_chars >= 0.9 * total
     clean = text.rstrip() if mono else " ".join(text.split())  # code keeps its indentation
     fl = int(dom["flags"])
-    return Line(bbox=tuple(bbox), text=clean, size=round(float(dom["size"]), 2),
+    return Line(bbox=(bbox[0], bbox[1], bbox[2], bbox[3]), text=clean, size=round(float(dom["size"]), 2),
                 font=dom["font"].split("+")[-1], flags=fl, bold=bold, mono=mono,
                 math=math_chars / total, italic=bool(fl & 2))
 

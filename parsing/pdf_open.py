@@ -13,9 +13,12 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bookindex.core.errors import InputError
+
+if TYPE_CHECKING:  # PyMuPDF is imported on first use (import_pymupdf below)
+    from pymupdf import Document
 
 
 def import_pymupdf() -> ModuleType:
@@ -29,7 +32,7 @@ def import_pymupdf() -> ModuleType:
     return pymupdf
 
 
-def open_pdf(path: str | Path) -> Any:
+def open_pdf(path: str | Path) -> Document:
     """Open `path` as a PDF or raise InputError naming the file and what is wrong with it."""
     pymupdf = import_pymupdf()
     p = Path(path)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
+    from pymupdf import Page
 
 BBox = tuple[float, float, float, float]
 
@@ -40,7 +43,7 @@ def _md_cell(c: str) -> str:
     return " ".join(c.split()).replace("|", "\\|")
 
 
-def ruling_stats(page: Any, margin: float = 0.07) -> tuple[int, int, int, tuple | None]:
+def ruling_stats(page: Page, margin: float = 0.07) -> tuple[int, int, int, tuple | None]:
     """Distinct rule positions outside the page margins: (horizontal y's, vertical x's, max
     number of horizontal rules sharing one x-extent, bbox of all rules). Collinear segments
     count once, and the rules under running headers / above footers are ignored."""
@@ -78,13 +81,13 @@ def ruling_stats(page: Any, margin: float = 0.07) -> tuple[int, int, int, tuple 
                     continue
                 box = [min(box[0], x0), min(box[1], y0), max(box[2], x1), max(box[3], y1)]
     extents: dict[tuple[int, int], int] = {}
-    for segs in hy.values():
-        key = (round(min(a for a, _ in segs) / 4), round(max(b for _, b in segs) / 4))
+    for spans in hy.values():
+        key = (round(min(a for a, _ in spans) / 4), round(max(b for _, b in spans) / 4))
         extents[key] = extents.get(key, 0) + 1
     return len(hy), len(vx), max(extents.values(), default=0), (tuple(box) if box[0] < 1e9 else None)
 
 
-def looks_tabular(page: Any) -> tuple[str, tuple] | None:
+def looks_tabular(page: Page) -> tuple[str, tuple[float, float, float, float] | None] | None:
     """('lines', clip) for ruled grids (at least 2x2 cells), ('hlines', clip) for tables with
     horizontal rules only (booktabs: top, mid and bottom rule of one width), else None.
     A single framed box (two rules each way) is not a table."""
@@ -116,13 +119,13 @@ def aligned_columns(lines: list, min_rows: int = 4, min_cols: int = 3) -> tuple 
     if len(cand) < min_rows:
         return None
     counts: dict[int, int] = {}
-    for _, xs, _ in cand:
-        for x in xs:
+    for _, cols, _ in cand:
+        for x in cols:
             counts[x] = counts.get(x, 0) + 1
     common = {x for x, c in counts.items() if c >= max(min_rows, 0.6 * len(cand))}
     if len(common) < min_cols:
         return None
-    good = [lns for _, xs, lns in cand if len(xs & common) >= min_cols]
+    good = [lns for _, cols, lns in cand if len(cols & common) >= min_cols]
     if len(good) < min_rows:
         return None
     boxes = [ln.bbox for lns in good for ln in lns]
@@ -130,7 +133,7 @@ def aligned_columns(lines: list, min_rows: int = 4, min_cols: int = 3) -> tuple 
             max(b[2] for b in boxes) + 2, max(b[3] for b in boxes) + 2)
 
 
-def find_tables(page: Any, mode: str, clip: tuple | None = None) -> list[TableItem]:
+def find_tables(page: Page, mode: str, clip: tuple | None = None) -> list[TableItem]:
     """Run find_tables() in the given mode (only inside `clip`) and keep tables with content."""
     kwargs: dict[str, Any] = {"use_layout": False}
     if clip is not None:

@@ -19,15 +19,18 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from bookindex.core.model import Block
+from bookindex.core.protocols import LLM
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.numbering import norm_title, parse_numbering
+from parsing.sections_llm import llm_levels
 
 _LEADER = re.compile(r"(?:\.\s*){4,}\s*\S{0,6}\s*$|\s\d{1,4}\s*$")
 _TOC_HEAD = re.compile(r"^\s*(table of )?contents\s*$|^\s*inhaltsverzeichnis\s*$|^\s*sommaire\s*$", re.I)
 OUTLINE_MATCH = 85.0
 
 
-def assign_levels(parsed: ParsedDocument, *, use_outline: bool = True, llm: Any = None) -> list[Block]:
+def assign_levels(parsed: ParsedDocument, *, use_outline: bool = True,
+                  llm: LLM | None = None) -> list[Block]:
     """Return copies of the blocks with `level` set on real headings (others keep level None)."""
     blocks = [replace(b, features=dict(b.features), extra=dict(b.extra)) for b in parsed.blocks]
     if parsed.levels_final:
@@ -39,9 +42,7 @@ def assign_levels(parsed: ParsedDocument, *, use_outline: bool = True, llm: Any 
         return apply_outline(blocks, parsed.outline)
     cands = filter_candidates(blocks, parsed.page_count)
     rule_levels(blocks, cands)
-    if llm is not None and getattr(llm, "available", False):
-        from parsing.sections_llm import llm_levels
-
+    if llm is not None and llm.available:
         llm_levels(blocks, cands, llm)
     return blocks
 
@@ -112,8 +113,9 @@ def _insert_missing(blocks: list[Block], outline: list[OutlineEntry], placed: li
     for k, e in enumerate(outline):
         if e.page_idx is None:
             continue
-        if placed[k] is not None:
-            lo = placed[k] + 1
+        claimed_at = placed[k]
+        if claimed_at is not None:
+            lo = claimed_at + 1
             continue
         hi = next((p for p in placed[k + 1:] if p is not None), len(blocks))
         if hi < lo:  # the claimed blocks are out of outline order: only the lower bound holds
@@ -144,14 +146,14 @@ def _position_on_page(blocks: list[Block], e: OutlineEntry, lo: int, hi: int) ->
     target is below them all. None when the point or the blocks' boxes are unknown."""
     if e.y is None:
         return None
-    span = [i for i in range(lo, min(hi, len(blocks))) if blocks[i].page_idx == e.page_idx and blocks[i].bbox]
+    span = [(i, bbox) for i in range(lo, min(hi, len(blocks)))
+            if blocks[i].page_idx == e.page_idx and (bbox := blocks[i].bbox)]
     if not span:
         return None
-    for i in span:
-        x0, y0, x1, y1 = blocks[i].bbox
+    for i, (x0, y0, x1, y1) in span:
         if (y0 + y1) / 2 > e.y and (e.x is None or x1 > e.x):
             return i
-    return span[-1] + 1
+    return span[-1][0] + 1
 
 
 # -- candidates ---------------------------------------------------------------------------
@@ -315,11 +317,13 @@ def rule_levels(blocks: list[Block], cands: list[int]) -> None:
     ranked = sorted(set(canon.values()), key=lambda s: (-s[0], not s[1], not s[2]))
     level_of: dict[tuple, int | None] = {}
     if numbered:
-        for st, c in num_depth.items():
-            d, cnt = c.most_common(1)[0]
-            if cnt >= 2 or sum(c.values()) == 1:
-                level_of[st] = d
-        known = sorted(level_of.items(), key=lambda kv: (-kv[0][0], not kv[0][1], not kv[0][2]))
+        numbered_level: dict[tuple, int] = {}
+        for st, depths in num_depth.items():
+            d, cnt = depths.most_common(1)[0]
+            if cnt >= 2 or sum(depths.values()) == 1:
+                numbered_level[st] = d
+        level_of.update(numbered_level)
+        known = sorted(numbered_level.items(), key=lambda kv: (-kv[0][0], not kv[0][1], not kv[0][2]))
         smallest = min(known, key=lambda kv: kv[0])[0] if known else None
         for st in ranked:
             if st in level_of:
@@ -344,8 +348,9 @@ def rule_levels(blocks: list[Block], cands: list[int]) -> None:
 
 def _close_gaps(blocks: list[Block], cands: list[int]) -> None:
     """Renumber used levels 1..k so no level is skipped document-wide."""
-    used = sorted({blocks[i].level for i in cands if blocks[i].level is not None})
+    used = sorted({lv for lv in (blocks[i].level for i in cands) if lv is not None})
     remap = {lv: k + 1 for k, lv in enumerate(used)}
     for i in cands:
-        if blocks[i].level is not None:
-            blocks[i].level = remap[blocks[i].level]
+        lv = blocks[i].level
+        if lv is not None:
+            blocks[i].level = remap[lv]

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from bookindex.core.model import Block
+from bookindex.core.protocols import LLM
 from parsing.numbering import parse_numbering
 
 BATCH = 40
@@ -50,7 +51,8 @@ def _describe(i: int, b: Block, body: float) -> dict[str, Any]:
     }
 
 
-def llm_levels(blocks: list[Block], cands: list[int], llm: Any, *, batch: int | None = None) -> dict[str, int]:
+def llm_levels(blocks: list[Block], cands: list[int], llm: LLM, *,
+               batch: int | None = None) -> dict[str, int]:
     """Set levels of `blocks[cands]` from the LLM; returns counts (batches, failed, demoted)."""
     batch = batch or BATCH
     sizes = [float(b.features.get("font_size", 0)) for b in blocks if b.type == "text" and b.features]

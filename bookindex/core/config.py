@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -189,9 +189,9 @@ def load_settings(
     path = _find_config_file(config_path, environ)
     if path is not None:
         file_data = _read_toml(path)
-        for key, value in _flatten(file_data):
-            _set_path(data, key, value)
-            prov[".".join(key)] = str(path)
+        for key_path, value in _flatten(file_data):
+            _set_path(data, key_path, value)
+            prov[".".join(key_path)] = str(path)
 
     for name in sorted(environ):
         if not name.upper().startswith(ENV_PREFIX):
@@ -235,7 +235,8 @@ def masked_settings(settings: Settings) -> dict[str, Any]:
     return {k: mask(k, v) for k, v in settings.model_dump(mode="json").items()}
 
 
-def _find_config_file(config_path: Any, environ: Mapping[str, str]) -> Path | None:
+def _find_config_file(config_path: str | os.PathLike[str] | None,
+                      environ: Mapping[str, str]) -> Path | None:
     if config_path is not None:
         path = Path(config_path).expanduser()
         if not path.is_file():
@@ -282,16 +283,16 @@ def _flatten(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tupl
     return out
 
 
-def _set_path(data: dict[str, Any], parts: Any, value: Any) -> None:
-    parts = list(parts)
+def _set_path(data: dict[str, Any], parts: Iterable[str], value: Any) -> None:
+    path = list(parts)
     node = data
-    for part in parts[:-1]:
+    for part in path[:-1]:
         child = node.get(part)
         if not isinstance(child, dict):
             child = {}
             node[part] = child
         node = child
-    node[parts[-1]] = value
+    node[path[-1]] = value
 
 
 def _validate(data: dict[str, Any], prov: dict[str, str], config_file: str | None) -> Settings:

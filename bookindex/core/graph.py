@@ -23,7 +23,7 @@ class KnowledgeGraph:
         self.entities: dict[str, Entity] = dict(entities or {})
         self.relations: list[Relation] = list(relations or [])
         self.meta: dict[str, Any] = {}  # transient build data (e.g. entity vectors); not serialized
-        self._nx: nx.Graph | None = None
+        self._nx: nx.Graph[str] | None = None
         self._node_index: dict[str, set[str]] | None = None
 
     # -- GT-links ---------------------------------------------------------------------
@@ -47,10 +47,10 @@ class KnowledgeGraph:
 
     # -- graph view -------------------------------------------------------------------
     @property
-    def nx(self) -> nx.Graph:
+    def nx(self) -> nx.Graph[str]:
         """Undirected weighted networkx view (parallel relations add their weights)."""
         if self._nx is None:
-            g = nx.Graph()
+            g: nx.Graph[str] = nx.Graph()
             for eid, e in self.entities.items():
                 g.add_node(eid, name=e.name, type=e.type)
             for r in self.relations:

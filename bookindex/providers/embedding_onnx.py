@@ -16,10 +16,12 @@ import json
 import os
 import threading
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from bookindex.core.errors import BookIndexError
 
@@ -73,13 +75,14 @@ def export_key(model_dir: Path) -> str:
 
 def export_onnx(model_dir: Path, out: Path) -> Path:
     """Export the transformer to ONNX (dynamic batch and length), atomically, and return `out`."""
-    try:
+    try:  # deferred: torch, transformers and onnx are heavy and needed only for the one-off export
         import onnx  # noqa: F401  (torch's exporter needs it; fail early with a clear message)
         import torch
         from transformers import AutoModel
     except ImportError as exc:
         raise UnsupportedModel(f"exporting {model_dir} to ONNX needs torch, transformers and "
                                f"onnx ({exc})") from None
+    # deferred with the imports above
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -90,7 +93,8 @@ def export_onnx(model_dir: Path, out: Path) -> Path:
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids, attention_mask, token_type_ids):  # type: ignore[no-untyped-def]
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
 
@@ -116,6 +120,7 @@ class OnnxEmbedder:
 
     def __init__(self, model_dir: Path, cache_root: Path, name: str, batch_size: int = 32,
                  threads: int | None = None) -> None:
+        # deferred: when these are missing (ImportError), get_embedder falls back to torch
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -149,10 +154,8 @@ class OnnxEmbedder:
         if not texts:
             return out
         order = np.argsort([len(t) for t in texts], kind="stable")
-        starts = range(0, len(texts), self.batch_size)
+        starts: Iterable[int] = range(0, len(texts), self.batch_size)
         if progress and len(texts) >= 256:
-            from tqdm.auto import tqdm
-
             starts = tqdm(starts, desc="embed", unit="batch")
         for start in starts:
             idx = order[start:start + self.batch_size]

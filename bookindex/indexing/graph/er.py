@@ -43,7 +43,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from bookindex.core.graph import KnowledgeGraph
-from bookindex.core.model import Entity
+from bookindex.core.model import Entity, Relation
+from bookindex.core.protocols import LLM, Reranker
 
 MAX_DESCRIPTIONS = 6       # distinct descriptions kept on a merged entity
 MAX_DESCRIPTION_CHARS = 1500
@@ -114,7 +115,7 @@ def merge_entities(graph: KnowledgeGraph, keep_id: str, drop_id: str) -> None:
 
 def rewrite_relations(graph: KnowledgeGraph, mapping: dict[str, str]) -> None:
     """Point relation ends at canonical ids; drop self-loops; combine parallel relations."""
-    acc: dict[tuple[str, str], Any] = {}
+    acc: dict[tuple[str, str], Relation] = {}
     for r in graph.relations:
         r.source = mapping.get(r.source, r.source)
         r.target = mapping.get(r.target, r.target)
@@ -165,7 +166,7 @@ def _entity_card(e: Entity) -> str:
     return f"name: {e.name}; type: {e.type}; description: {desc}"
 
 
-def llm_select(llm: Any, new: Entity, candidates: list[Entity]) -> int:
+def llm_select(llm: LLM, new: Entity, candidates: list[Entity]) -> int:
     """Index of the candidate the LLM picks as canonical, or -1 for "a new entity"."""
     cands = "\n".join(f"id {i}: {_entity_card(c)}" for i, c in enumerate(candidates))
     prompt = _SELECT_PROMPT.format(new=_entity_card(new), cands=cands)
@@ -346,7 +347,7 @@ class GradientResolver:
 RERANK_FLOOR = 0.05
 
 
-def reranker_score_fn(reranker: Any, floor: float = RERANK_FLOOR) -> ScoreFn:
+def reranker_score_fn(reranker: Reranker, floor: float = RERANK_FLOOR) -> ScoreFn:
     """Scores from a configured reranker, squashed to (0, 1) and clamped at `floor`."""
     def score(new: Entity, cands: list[Entity], cos: np.ndarray) -> np.ndarray:
         raw = np.asarray(reranker.score(_entity_card(new), [_entity_card(c) for c in cands]), dtype=np.float64)
@@ -356,7 +357,7 @@ def reranker_score_fn(reranker: Any, floor: float = RERANK_FLOOR) -> ScoreFn:
     return score
 
 
-def llm_select_fn(llm: Any) -> SelectFn:
+def llm_select_fn(llm: LLM) -> SelectFn:
     return lambda new, cands: llm_select(llm, new, cands)
 
 

@@ -33,6 +33,7 @@ from bookindex.indexing.graph.extraction import (
     NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
 )
 from bookindex.core.model import Node
+from bookindex.core.protocols import LLM
 from bookindex.providers.llm import user_message
 
 STAGE = "extract"
@@ -210,7 +211,7 @@ def _has_content(text: str) -> bool:
     return len(text.split()) >= MIN_WORDS_FOR_CONTENT
 
 
-def _map(llm: Any, calls: list[dict[str, Any]], concurrency: int) -> list[Any]:
+def _map(llm: LLM, calls: list[dict[str, Any]], concurrency: int) -> list[Any]:
     """Run `llm.complete(**kw)` for each call, in order; a failure is returned, not raised."""
     if not calls:
         return []
@@ -239,8 +240,8 @@ class LLMExtractor:
 
     name = "llm"
 
-    def __init__(self, llm: Any, *, batch_tokens: int = 1500, doc_name: str = "",
-                 vlm: Any = None, concurrency: int = 4, max_tokens: int | None = None,
+    def __init__(self, llm: LLM, *, batch_tokens: int = 1500, doc_name: str = "",
+                 vlm: LLM | None = None, concurrency: int = 4, max_tokens: int | None = None,
                  merge_tokens: int = 250) -> None:
         self.llm = llm
         self.merge_tokens = merge_tokens
@@ -342,7 +343,7 @@ class LLMExtractor:
                 done[n.id] = NodeExtraction(n.id)
                 continue
             items.append((n, text))
-        if image_calls:
+        if image_calls and self.vlm is not None:  # image calls exist only with a VLM
             self.calls += len(image_calls)
             for (n, _), res in zip(image_calls, _map(self.vlm, [c for _, c in image_calls], self.concurrency)):
                 if isinstance(res, NodeOut):

@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from tqdm import tqdm
+
+from bookindex.core.model import Node
 from bookindex.indexing.graph.extraction import (
     NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
 )
-from bookindex.core.model import Node
 from bookindex.providers.nlp import english
+
+if TYPE_CHECKING:  # spaCy is imported on first use (bookindex.providers.nlp)
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span
 
 MAX_CHARS = 6000          # spaCy reads at most this much of one node (long code/text dumps)
 WINDOW = 3                # a mention links to the next WINDOW mentions of its sentence
@@ -40,12 +47,12 @@ _VAGUE = {"following", "certain", "appropriate", "various", "other", "such", "sa
           "main", "first", "second", "last", "next", "further", "extra", "simple", "own"}
 
 
-def load_nlp() -> Any:
+def load_nlp() -> Language:
     """The small English pipeline, once per process (see bookindex.providers.nlp)."""
     return english()
 
 
-def _chunk_name(span: Any) -> str | None:
+def _chunk_name(span: Span) -> str | None:
     toks = list(span)
     while toks and (toks[0].pos_ in _DROP_LEAD or toks[0].is_stop or toks[0].lower_ in _VAGUE):
         toks = toks[1:]
@@ -64,9 +71,9 @@ def _chunk_name(span: Any) -> str | None:
     return name
 
 
-def _mentions(doc: Any) -> list[tuple[int, int, str, str, Any]]:
+def _mentions(doc: Doc) -> list[tuple[int, int, str, str, Span | None]]:
     """(start_char, end_char, name, type, sentence) for every entity mention in a spaCy doc."""
-    found: list[tuple[int, int, str, str, Any]] = []
+    found: list[tuple[int, int, str, str, Span | None]] = []
     taken: list[tuple[int, int]] = []
 
     def overlaps(a: int, b: int) -> bool:
@@ -94,20 +101,20 @@ def _mentions(doc: Any) -> list[tuple[int, int, str, str, Any]]:
     return found
 
 
-def _sentence_of(doc: Any, start: int, cache: dict[int, Any]) -> Any:
+def _sentence_of(doc: Doc, start: int, cache: dict[int, Span | None]) -> Span | None:
     if start not in cache:
         cache[start] = doc.char_span(start, start + 1, alignment_mode="expand")
     span = cache[start]
     return span.sent if span is not None else None
 
 
-def extract_doc(node: Node, doc: Any) -> NodeExtraction:
+def extract_doc(node: Node, doc: Doc) -> NodeExtraction:
     """Entities and co-occurrence relations of one node from its spaCy doc."""
     ents: dict[str, RawEntity] = {}
     by_sent: dict[int, list[str]] = defaultdict(list)
     sent_text: dict[int, str] = {}
     sent_verb: dict[int, str] = {}
-    cache: dict[int, Any] = {}
+    cache: dict[int, Span | None] = {}
     for start, _end, name, etype, sent in _mentions(doc):
         if sent is None:
             sent = _sentence_of(doc, start, cache)
@@ -148,6 +155,10 @@ class OfflineExtractor:
 
     def __init__(self, batch_size: int = 64) -> None:
         self.batch_size = batch_size
+        # the Extractor protocol's counters: no LLM calls, no retries, no cache to bypass
+        self.calls = 0
+        self.retried: list[str] = []
+        self.fresh = False
 
     def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]:
         nodes = list(nodes)
@@ -159,8 +170,7 @@ class OfflineExtractor:
                 # Code is not English: only its identifiers are entities.
                 t = " ".join(m.group(0) for m in _IDENT.finditer(t))
             texts.append(t[:MAX_CHARS])
-        docs = nlp.pipe(texts, batch_size=self.batch_size)
+        docs: Iterable[Doc] = nlp.pipe(texts, batch_size=self.batch_size)
         if progress:
-            from tqdm import tqdm
             docs = tqdm(docs, total=len(texts), desc="extract (offline)", unit="node")
         return [extract_doc(n, d) for n, d in zip(nodes, docs)]

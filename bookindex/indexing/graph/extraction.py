@@ -10,8 +10,10 @@ so they live here and both the LLM and the offline extractor apply them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import Protocol
 
 from bookindex.core.model import Node
 
@@ -52,6 +54,22 @@ class NodeExtraction:
     @property
     def ok(self) -> bool:
         return not self.error
+
+
+class Extractor(Protocol):
+    """What a graph build runs over the tree nodes: the LLM extractor or the offline one.
+
+    The build report reads `calls` (LLM calls made) and `retried` (node ids extracted a second
+    time); `fresh` makes a re-extraction bypass the completion cache, which would replay the
+    answers that failed (the offline extractor makes no calls and ignores it).
+    """
+
+    name: str
+    calls: int
+    retried: list[str]
+    fresh: bool
+
+    def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]: ...
 
 
 _STRIP = " \t\"'`.,;:()[]{}*#-–—|<>•·▪◦‣∙●○■□➢►✓→=+"
@@ -96,7 +114,7 @@ class _HTMLTable(HTMLParser):
         self._cell: list[str] | None = None
         self._is_th = False
 
-    def handle_starttag(self, tag: str, attrs: list) -> None:
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "tr":
             self.rows.append([])
         elif tag in ("td", "th"):

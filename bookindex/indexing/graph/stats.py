@@ -9,11 +9,12 @@ from typing import Any
 import networkx as nx
 
 from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import DocumentTree
 
 EXACT_DIAMETER_MAX = 800   # nodes; above this the diameter is a double-sweep lower bound
 
 
-def approx_diameter(g: nx.Graph, sweeps: int = 4, seed: int = 0) -> int:
+def approx_diameter(g: nx.Graph[str], sweeps: int = 4, seed: int = 0) -> int:
     """Diameter of a connected graph: exact when small, else the best of a few double sweeps.
 
     A double sweep (BFS from a node, then from the farthest node found) gives a lower bound
@@ -30,7 +31,7 @@ def approx_diameter(g: nx.Graph, sweeps: int = 4, seed: int = 0) -> int:
     best = 0
     for s in starts:
         dist = nx.single_source_shortest_path_length(g, s)
-        far = max(dist, key=dist.get)
+        far = max(dist, key=dist.__getitem__)
         dist2 = nx.single_source_shortest_path_length(g, far)
         best = max(best, max(dist2.values()))
     return int(best)
@@ -53,6 +54,6 @@ def graph_stats(graph: KnowledgeGraph) -> dict[str, Any]:
     }
 
 
-def tree_stats(tree: Any) -> dict[str, int]:
+def tree_stats(tree: DocumentTree) -> dict[str, int]:
     """Tree nodes by type."""
     return dict(Counter(n.type for n in tree.walk()))

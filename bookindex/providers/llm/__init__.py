@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bookindex.core.config import Settings, cache_dir
 from bookindex.core.errors import ConfigError
+from bookindex.core.protocols import UsageLedger
 from bookindex.providers.llm.cache import DiskCache, cache_key
 from bookindex.providers.llm.client import LLMClient
 from bookindex.providers.llm.ledger import Ledger
@@ -45,7 +46,8 @@ def make_provider(settings: Settings, section: str = "llm") -> Provider:
                       "use none, openai or llamacpp")
 
 
-def get_llm(settings: Settings, section: str = "llm", ledger: Ledger | None = None) -> LLMClient:
-    """The client for `settings.llm` (or `settings.vlm` with section="vlm")."""
+def get_llm(settings: Settings, section: str = "llm", ledger: UsageLedger | None = None) -> LLMClient:
+    """The client for `settings.llm` (or `settings.vlm` with section="vlm"); `ledger` shares
+    another client's usage counters (the VLM of a build counts into the LLM's)."""
     return LLMClient(make_provider(settings, section), getattr(settings, section),
                      cache=open_cache(settings), ledger=ledger, section=section)

@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from bookindex.core.config import LLMSettings
 from bookindex.core.errors import BookIndexError, LLMOutputError, LLMRequestError
+from bookindex.core.protocols import UsageLedger
 from bookindex.providers.llm.cache import DiskCache, cache_key
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
 from bookindex.providers.llm.ledger import Ledger
@@ -31,13 +32,13 @@ class LLMClient:
     """Wraps a provider. `complete()` returns text, or a validated object when given a schema."""
 
     def __init__(self, provider: Provider, settings: LLMSettings, *, cache: DiskCache | None = None,
-                 ledger: Ledger | None = None, section: str = "llm",
+                 ledger: UsageLedger | None = None, section: str = "llm",
                  sleep: Callable[[float], None] = time.sleep,
                  jitter: Callable[[], float] = random.random) -> None:
         self.provider = provider
         self.settings = settings
         self.cache = cache
-        self.ledger = ledger or Ledger()
+        self.ledger: UsageLedger = ledger or Ledger()
         self.section = section
         self._sleep = sleep
         self._jitter = jitter

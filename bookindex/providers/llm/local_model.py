@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookindex.core.config import cache_dir
 from bookindex.core.errors import ConfigError
 
 
@@ -54,8 +55,6 @@ def models_dir(cache_root: Path | None = None) -> Path:
     if os.environ.get("BOOKINDEX_MODELS_DIR"):
         return Path(os.environ["BOOKINDEX_MODELS_DIR"]).expanduser()
     if cache_root is None:
-        from bookindex.core.config import cache_dir
-
         cache_root = cache_dir()
     return Path(cache_root) / "models"
 

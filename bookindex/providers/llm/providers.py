@@ -14,16 +14,25 @@ import math
 import mimetypes
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from urllib.parse import urlparse
+
+import numpy as np
 
 from bookindex.core.config import LLMSettings
 from bookindex.core.errors import ConfigError, LLMRequestError, LLMUnavailable
+from bookindex.providers.llm.local_model import resolve_gguf
+
+if TYPE_CHECKING:  # the SDKs' message types, for the casts below (no import at run time)
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
+    from openai.types.chat import ChatCompletionMessageParam
 
 Messages = list[dict[str, Any]]
 LOCAL_DUMMY_KEY = "sk-no-key-required"
+T = TypeVar("T")
 
 
 class TransientError(Exception):
@@ -120,8 +129,7 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(self, cfg: LLMSettings, section: str = "llm") -> None:
-        import httpx
-        import openai
+        import openai  # deferred: the SDK takes over a second to import and only this provider needs it
 
         self._openai = openai
         self.cfg = cfg
@@ -141,7 +149,7 @@ class OpenAIProvider:
                     f"{section}.api_key_env at the variable that holds it")
         self._client = openai.OpenAI(
             api_key=key, base_url=self.base_url, max_retries=0,
-            timeout=httpx.Timeout(cfg.timeout, connect=min(cfg.timeout, 10.0)))
+            timeout=openai.Timeout(cfg.timeout, connect=min(cfg.timeout, 10.0)))
         self._model_lock = threading.Lock()
         self._logprobs_ok = True
 
@@ -166,7 +174,7 @@ class OpenAIProvider:
                 self.model = ids[0]
         return self.model
 
-    def _call(self, fn: Any) -> Any:
+    def _call(self, fn: Callable[[], T]) -> T:
         oa = self._openai
         try:
             return fn()
@@ -196,8 +204,8 @@ class OpenAIProvider:
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": json_schema, "strict": False}}
         resp = self._call(lambda: self._client.chat.completions.create(
-            model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
-            **kwargs))
+            model=model, messages=_openai_messages(messages), temperature=temperature,
+            max_tokens=max_tokens, **kwargs))
         choice = resp.choices[0]
         usage = resp.usage
         return Completion(
@@ -212,7 +220,7 @@ class OpenAIProvider:
             return self._yes_from_text(messages)
         try:
             resp = self._call(lambda: self._client.chat.completions.create(
-                model=model, messages=messages, temperature=0.0, max_tokens=1,
+                model=model, messages=_openai_messages(messages), temperature=0.0, max_tokens=1,
                 logprobs=True, top_logprobs=10))
         except TransientError as exc:  # llama.cpp without logits_all answers 500 "logprobs ..."
             if "logprob" not in str(exc).lower():
@@ -264,11 +272,9 @@ class LlamaCppProvider:
     max_concurrency = 1
 
     def __init__(self, cfg: LLMSettings, section: str = "llm", cache_root: Path | None = None) -> None:
-        from bookindex.providers.llm import local_model
-
         self.cfg = cfg
         self.section = section
-        self.path = local_model.resolve_gguf(cfg.model, cache_root=cache_root, key=f"{section}.model")
+        self.path = resolve_gguf(cfg.model, cache_root=cache_root, key=f"{section}.model")
         self.model = cfg.model or self.path.name
         self._lock = threading.Lock()
 
@@ -277,7 +283,7 @@ class LlamaCppProvider:
         self._llama()
 
     def _llama(self) -> Any:
-        try:
+        try:  # deferred: llama-cpp-python is the optional `local-llm` extra
             from llama_cpp import Llama
         except ImportError:
             raise ConfigError(f"{self.section}.provider = llamacpp needs llama-cpp-python: "
@@ -323,18 +329,17 @@ class LlamaCppProvider:
 
     def yes_probability(self, messages: Messages) -> Completion:
         """P(yes) from the next-token logits after the chat prompt (no sampling)."""
-        import numpy as np
-
         llm = self._llama()
         with self._lock:
             try:
+                # deferred: llama-cpp-python is the optional `local-llm` extra
                 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
                 template = llm.metadata["tokenizer.chat_template"]
                 eos = llm.detokenize([llm.token_eos()]).decode("utf-8", "ignore")
                 bos = llm.detokenize([llm.token_bos()]).decode("utf-8", "ignore")
                 prompt = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)(
-                    messages=messages).prompt
+                    messages=cast("list[ChatCompletionRequestMessage]", messages)).prompt
                 tokens = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
                 llm.reset()
                 llm.eval(tokens)
@@ -353,6 +358,11 @@ class LlamaCppProvider:
         p = _p_yes_from_top(pairs)
         return Completion(text="", model=self.model, prompt_tokens=len(tokens),
                           extra={"p_yes": p if p is not None else 0.5})
+
+
+def _openai_messages(messages: Messages) -> list[ChatCompletionMessageParam]:
+    """Our message dicts are OpenAI chat messages; the SDK types them as TypedDicts."""
+    return cast("list[ChatCompletionMessageParam]", messages)
 
 
 def _short(obj: Any, limit: int = 200) -> str:
