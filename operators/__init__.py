@@ -3,6 +3,8 @@
 `OPERATORS` maps the operator names used in plans to their classes.
 """
 
+from typing import Any
+
 from operators.base import LinkedEntity, Operator, State
 from operators.context import DerivedViews, IndexContext, MemoryIndex
 from operators.formulator import Decompose, Extract
@@ -10,7 +12,7 @@ from operators.reasoner import GraphReasoning, SkylineRanker, TextReasoning
 from operators.selector import FilterModal, FilterRange, SelectByEntity, SelectBySection
 from operators.synthesizer import Map, Reduce
 
-OPERATORS: dict[str, type[Operator]] = {cls.name: cls for cls in (
+OPERATORS: dict[str, type[Operator[Any]]] = {cls.name: cls for cls in (
     Extract, Decompose, FilterModal, FilterRange, SelectByEntity, SelectBySection,
     GraphReasoning, TextReasoning, SkylineRanker, Map, Reduce)}
 

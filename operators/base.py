@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -86,16 +86,23 @@ def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -
     return [[k, round(float(v), 4)] for k, v in sorted(items, key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-class Operator:
-    """Base class. Subclasses set `name`, `kind`, `Params` and implement `apply`."""
+P = TypeVar("P", bound=Params)
+
+
+class Operator(Generic[P]):
+    """Base class. Subclasses set `name`, `kind`, `Params` (their parameter model, also the type
+    argument: `class Extract(Operator[ExtractParams])`) and implement `apply`."""
 
     name: ClassVar[str] = ""
     kind: ClassVar[str] = ""  # formulator | selector | reasoner | synthesizer
     Params: ClassVar[type[Params]] = Params
+    params: P
 
     def __init__(self, ctx: IndexContext, params: dict[str, Any] | Params | None = None) -> None:
         self.ctx = ctx
-        self.params = params if isinstance(params, Params) else self.Params(**(params or {}))
+        model = params if isinstance(params, self.Params) else self.Params(**(
+            params.model_dump() if isinstance(params, Params) else (params or {})))
+        self.params = cast(P, model)
         self.record: dict[str, Any] = {}
 
     def apply(self, state: State) -> State:  # pragma: no cover - abstract

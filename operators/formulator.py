@@ -62,20 +62,23 @@ def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
     return out[:limit]
 
 
-class Extract(Operator):
+class ExtractParams(Params):
+    max_entities: int = 5
+    links_per_mention: int = 3
+    min_similarity: float = 0.75
+    min_fuzzy: float = 92.0
+    use_llm: bool = True
+    mentions: list[str] | None = None  # fixed mentions (an edited plan); skips extraction
+
+
+class Extract(Operator[ExtractParams]):
     """Eq. (3): E_q = LLM(P_Ext, q), each mention linked to G by exact name, alias, fuzzy name or
     embedding similarity. Without an LLM the mentions are noun chunks."""
 
     name = "Extract"
     kind = "formulator"
 
-    class Params(Params):
-        max_entities: int = 5
-        links_per_mention: int = 3
-        min_similarity: float = 0.75
-        min_fuzzy: float = 92.0
-        use_llm: bool = True
-        mentions: list[str] | None = None  # fixed mentions (an edited plan); skips extraction
+    Params = ExtractParams
 
     def apply(self, state: State) -> State:
         p = self.params
@@ -182,18 +185,21 @@ def split_question(question: str) -> tuple[list[str], str]:
     return subs, question
 
 
-class Decompose(Operator):
+class DecomposeParams(Params):
+    use_llm: bool = True
+    max_sub_questions: int = 4
+    sub_questions: list[str] | None = None  # precomputed (planner or an edited plan)
+    synthesis: str | None = None
+
+
+class Decompose(Operator[DecomposeParams]):
     """Eq. (2): Q_s = LLM(P_Dec, q) — independent retrieval sub-questions plus one synthesis step.
     Without an LLM (or when it fails) the question is split on comparisons and conjunctions."""
 
     name = "Decompose"
     kind = "formulator"
 
-    class Params(Params):
-        use_llm: bool = True
-        max_sub_questions: int = 4
-        sub_questions: list[str] | None = None  # precomputed (planner or an edited plan)
-        synthesis: str | None = None
+    Params = DecomposeParams
 
     def apply(self, state: State) -> State:
         p = self.params

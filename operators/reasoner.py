@@ -73,7 +73,13 @@ def entity_idf(linked_nodes: int, n_nodes: int) -> float:
     return math.log(1.0 + n_nodes / max(1, linked_nodes))
 
 
-class GraphReasoning(Operator):
+class GraphReasoningParams(Params):
+    alpha: float = 0.85
+    entity_idf: bool = True
+    entity_ids: list[str] | None = None  # override the seeds
+
+
+class GraphReasoning(Operator[GraphReasoningParams]):
     """Eqs. (6)–(7): I_G = PageRank(G', e) on the selected subgraph, S_G = I_G × M.
 
     With `entity_idf` each entity's mass is weighted by its inverse node frequency when it is
@@ -83,10 +89,7 @@ class GraphReasoning(Operator):
     name = "Graph_Reasoning"
     kind = "reasoner"
 
-    class Params(Params):
-        alpha: float = 0.85
-        entity_idf: bool = True
-        entity_ids: list[str] | None = None  # override the seeds
+    Params = GraphReasoningParams
 
     def apply(self, state: State) -> State:
         graph, tree = self.ctx.graph, self.ctx.tree
@@ -124,20 +127,23 @@ class GraphReasoning(Operator):
         return state
 
 
-class TextReasoning(Operator):
+class TextReasoningParams(Params):
+    rerank: Literal["auto", "always", "never"] = "auto"
+    rerank_top: int = 30
+    lexical_weight: float = 0.6
+    page_weight: float = 0.0
+    neighbour_weight: float = 0.2
+    page_ref_boost: float = 1.0
+
+
+class TextReasoning(Operator[TextReasoningParams]):
     """S_T: hybrid BM25 + dense relevance of each selected leaf (with its section titles), refined
     by the configured reranker on the best `rerank_top` when it is a distinct model."""
 
     name = "Text_Reasoning"
     kind = "reasoner"
 
-    class Params(Params):
-        rerank: Literal["auto", "always", "never"] = "auto"
-        rerank_top: int = 30
-        lexical_weight: float = 0.6
-        page_weight: float = 0.0
-        neighbour_weight: float = 0.2
-        page_ref_boost: float = 1.0
+    Params = TextReasoningParams
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -205,7 +211,19 @@ def pareto_front(points: dict[str, tuple[float, ...]]) -> list[str]:
     return keep
 
 
-class SkylineRanker(Operator):
+class SkylineRankerParams(Params):
+    criteria: list[str] = ["graph", "text"]
+    weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
+    max_results: int = 10
+    min_pages: int = 10
+    pool_factor: int = 4
+    diversify_pages: bool = True
+    page_decay: float = 0.0
+    leaves_only: bool = True
+    keep_ranked: bool = True
+
+
+class SkylineRanker(Operator[SkylineRankerParams]):
     """Eq. (14): N_R = the skyline (Pareto frontier) of the selected nodes over the criteria.
 
     Layers are peeled until `min_pages` distinct pages are covered (a lone frontier point is a
@@ -218,16 +236,7 @@ class SkylineRanker(Operator):
     name = "Skyline_Ranker"
     kind = "reasoner"
 
-    class Params(Params):
-        criteria: list[str] = ["graph", "text"]
-        weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
-        max_results: int = 10
-        min_pages: int = 10
-        pool_factor: int = 4
-        diversify_pages: bool = True
-        page_decay: float = 0.0
-        leaves_only: bool = True
-        keep_ranked: bool = True
+    Params = SkylineRankerParams
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree

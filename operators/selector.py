@@ -42,15 +42,18 @@ def _narrow(state: State, nodes: list[str], op: Operator) -> list[str]:
     return out
 
 
-class FilterModal(Operator):
+class FilterModalParams(Params):
+    modal_types: list[str] = ["table"]
+    section_level: int | None = None  # with "section": only sections at this level (chapters = 1)
+
+
+class FilterModal(Operator[FilterModalParams]):
     """N_f = {n | type(n) ∈ modal_types} (eq. 4). Figure/chart/picture mean image nodes."""
 
     name = "Filter_Modal"
     kind = "selector"
 
-    class Params(Params):
-        modal_types: list[str] = ["table"]
-        section_level: int | None = None  # with "section": only sections at this level (chapters = 1)
+    Params = FilterModalParams
 
     def apply(self, state: State) -> State:
         want: set[str] = set()
@@ -88,7 +91,12 @@ def _descendants(tree: DocumentTree, node: Node) -> list[str]:
     return [n.id for n in tree.walk(node)][1:]
 
 
-class FilterRange(Operator):
+class FilterRangeParams(Params):
+    range_type: Literal["page", "section"] = "page"
+    value: str = "1"
+
+
+class FilterRange(Operator[FilterRangeParams]):
     """Nodes inside a page range (1-based, inclusive) or a section (title or number).
 
     Page ranges keep leaves whose content lies on those pages and sections whose heading does;
@@ -98,9 +106,7 @@ class FilterRange(Operator):
     name = "Filter_Range"
     kind = "selector"
 
-    class Params(Params):
-        range_type: Literal["page", "section"] = "page"
-        value: str = "1"
+    Params = FilterRangeParams
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -173,7 +179,14 @@ def _text_guard_units(ctx: IndexContext, state: State, units: dict[str, str], k:
     return out
 
 
-class SelectByEntity(Operator):
+class SelectByEntityParams(Params):
+    depth: int = 2
+    max_sections: int = 8
+    text_guard: int = 20
+    entity_ids: list[str] | None = None  # override the extracted entities
+
+
+class SelectByEntity(Operator[SelectByEntityParams]):
     """Eq. (5): sections at `depth` linked to the query entities through M, then all descendants.
 
     When no query entity is linked the step reports that and the executor runs its fallback
@@ -183,11 +196,7 @@ class SelectByEntity(Operator):
     name = "Select_by_Entity"
     kind = "selector"
 
-    class Params(Params):
-        depth: int = 2
-        max_sections: int = 8
-        text_guard: int = 20
-        entity_ids: list[str] | None = None  # override the extracted entities
+    Params = SelectByEntityParams
 
     fallback_needed: bool = False
 
@@ -219,7 +228,16 @@ class SelectByEntity(Operator):
         return state
 
 
-class SelectBySection(Operator):
+class SelectBySectionParams(Params):
+    depth: int = 2
+    max_sections: int = 5
+    use_llm: bool = True
+    title_weight: float = 0.3
+    text_guard: int = 20
+    section_ids: list[str] | None = None  # fixed choice (an edited plan)
+
+
+class SelectBySection(Operator[SelectBySectionParams]):
     """Sections chosen from the table of contents, then all their descendants.
 
     With an LLM: the model picks from the TOC (the paper's method). Without one (or when it
@@ -229,13 +247,7 @@ class SelectBySection(Operator):
     name = "Select_by_Section"
     kind = "selector"
 
-    class Params(Params):
-        depth: int = 2
-        max_sections: int = 5
-        use_llm: bool = True
-        title_weight: float = 0.3
-        text_guard: int = 20
-        section_ids: list[str] | None = None  # fixed choice (an edited plan)
+    Params = SelectBySectionParams
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree

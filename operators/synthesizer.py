@@ -73,17 +73,20 @@ def cited_numbers(text: str) -> list[int]:
     return sorted({int(x) for x in re.findall(r"\[(\d+)\]", text)})
 
 
-class Map(Operator):
+class MapParams(Params):
+    group_size: int = 8
+    max_groups: int = 6
+    use_llm: bool = True
+    max_images: int = 4  # image/chart nodes of a group sent to the VLM as cropped page regions
+
+
+class Map(Operator[MapParams]):
     """Partial answers: one per sub-question (multi-hop) or per group of filtered evidence (global)."""
 
     name = "Map"
     kind = "synthesizer"
 
-    class Params(Params):
-        group_size: int = 8
-        max_groups: int = 6
-        use_llm: bool = True
-        max_images: int = 4  # image/chart nodes of a group sent to the VLM as cropped page regions
+    Params = MapParams
 
     def _ask_vlm(self, question: str, ids: list[str], nums: list[int] | None, visual: list[str]) -> Any:
         """Image and chart evidence goes to the VLM as the cropped page region, with the group's
@@ -151,19 +154,22 @@ class Map(Operator):
         return state
 
 
-class Reduce(Operator):
+class ReduceParams(Params):
+    operation: Literal["ANSWER", "COUNT", "LIST", "SUMMARIZE", "ANALYZE"] = "ANSWER"
+    use_llm: bool = True
+    max_evidence: int = 10
+    # COUNT/LIST: only items whose text contains every one of these terms (case-insensitive,
+    # whole words), e.g. the "F1" of "how many tables include "F1"?"
+    must_contain: list[str] = []
+
+
+class Reduce(Operator[ReduceParams]):
     """The final answer: grounded generation over evidence or partials; COUNT/LIST from the tree."""
 
     name = "Reduce"
     kind = "synthesizer"
 
-    class Params(Params):
-        operation: Literal["ANSWER", "COUNT", "LIST", "SUMMARIZE", "ANALYZE"] = "ANSWER"
-        use_llm: bool = True
-        max_evidence: int = 10
-        # COUNT/LIST: only items whose text contains every one of these terms (case-insensitive,
-        # whole words), e.g. the "F1" of "how many tables include "F1"?"
-        must_contain: list[str] = []
+    Params = ReduceParams
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
