@@ -115,7 +115,7 @@ class FakeLLM:
         msgs = _normalise(messages)
         call = self._record("complete", stage, msgs, schema=schema, temperature=temperature,
                             max_tokens=max_tokens, cache=cache)
-        key = _key("complete", msgs, schema, temperature, max_tokens)
+        key = self._key("complete", msgs, schema, temperature, max_tokens)
         hit, value = self._cached(call, key)
         if hit:
             return value
@@ -159,7 +159,7 @@ class FakeLLM:
     def judge(self, messages: Messages | str, stage: str = "judge", cache: bool = True) -> float:
         msgs = _normalise(messages)
         call = self._record("judge", stage, msgs, cache=cache)
-        key = _key("judge", msgs, None, None, None)
+        key = self._key("judge", msgs, None, None, None)
         hit, value = self._cached(call, key)
         if hit:
             return float(value)
@@ -181,8 +181,8 @@ class FakeLLM:
             raise LLMUnavailable("no LLM configured (FakeLLM(available=False))")
         return call
 
-    def _cached(self, call: LLMCall, key: str) -> tuple[bool, Any]:
-        if self._cache is None or not call.cache:
+    def _cached(self, call: LLMCall, key: str | None) -> tuple[bool, Any]:
+        if key is None or not call.cache:
             return False, None
         with self._lock:
             if key not in self._cache:
@@ -191,10 +191,18 @@ class FakeLLM:
             self.ledger.record(call.stage, cache_hits=1)
             return True, copy.deepcopy(self._cache[key])
 
-    def _store(self, call: LLMCall, key: str, value: Any) -> None:
-        if self._cache is not None:  # like the client: stored even when this call skipped the cache
+    def _store(self, call: LLMCall, key: str | None, value: Any) -> None:
+        if key is not None and self._cache is not None:  # like the client: also when the call skipped it
             with self._lock:
                 self._cache[key] = copy.deepcopy(value)
+
+    def _key(self, kind: str, msgs: Messages, schema: Any, temperature: float | None,
+             max_tokens: int | None) -> str | None:
+        """What identifies a request for the cache (None without one); like the client's key, not the stage."""
+        if self._cache is None:
+            return None
+        shown = None if schema is None else json.dumps(TypeAdapter(schema).json_schema(), sort_keys=True)
+        return json.dumps([kind, msgs, shown, temperature, max_tokens], sort_keys=True, default=str)
 
     def _answer(self, call: LLMCall) -> Any:
         """The scripted reply for `call`, accounted like a provider request; raises scripted errors."""
@@ -259,9 +267,6 @@ def _validate(reply: Any, adapter: TypeAdapter[Any]) -> Any:
     return adapter.validate_python(reply)
 
 
-def _key(kind: str, msgs: Messages, schema: Any, temperature: float | None, max_tokens: int | None) -> str:
-    shown = None if schema is None else json.dumps(TypeAdapter(schema).json_schema(), sort_keys=True)
-    return json.dumps([kind, msgs, shown, temperature, max_tokens], sort_keys=True, default=str)
 
 
 class ScriptedProvider:

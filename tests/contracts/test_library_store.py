@@ -16,9 +16,9 @@ from fakes import FakeEmbedder
 
 class TestLibrary(LibraryStoreContract):
     @pytest.fixture
-    def store(self, tmp_path: Path) -> LibraryStore:
+    def store(self, tmp_path: Path, fake_embedder: FakeEmbedder) -> LibraryStore:
         settings = load_settings(env={}, overrides={"cache.enabled": False, "graph.enabled": False})
-        return Library.open(tmp_path / "lib", settings, embedder=FakeEmbedder())
+        return Library.open(tmp_path / "lib", settings, embedder=fake_embedder)
 
     @pytest.fixture
     def source(self, md_file: Path) -> Path:
