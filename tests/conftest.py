@@ -10,9 +10,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+# Plain asserts in the contract suites and the shared fakes report their values like test modules'.
+pytest.register_assert_rewrite("contracts", "fakes")
+
+if TYPE_CHECKING:
+    from fakes import FakeEmbedder, FakeLLM
 
 LLAMA_TEST_MODEL = "qwen2.5-coder-0.5b"
 
@@ -91,3 +97,20 @@ def md_file(tmp_path: Path) -> Path:
     f.parent.mkdir()
     f.write_text(handbook_markdown())
     return f
+
+
+@pytest.fixture
+def fake_llm() -> type[FakeLLM]:
+    """Make the shared scripted LLM (tests/fakes.py): `fake_llm({"classify": {...}})`,
+    `fake_llm(reply_fn)`, `fake_llm(default=LLMRequestError(...))`, `fake_llm(available=False)`."""
+    from fakes import FakeLLM
+
+    return FakeLLM
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    """The shared hashing embedder (tests/fakes.py), 32-d; see FakeEmbedder for the options."""
+    from fakes import FakeEmbedder
+
+    return FakeEmbedder()

@@ -1,35 +1,16 @@
-"""Shared by the library tests: a deterministic fake embedder and the fixture handbook as
+"""Shared by the library tests: the fake embedder (tests/fakes.py) and the fixture handbook as
 Markdown and MinerU output (same content as tests/pdf_fixtures.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 
-import numpy as np
+from fakes import FakeEmbedder
 
 
-class HashEmbedder:
-    """Bag-of-words hashed into `dim` buckets, L2-normalized: same interface as the real embedder.
-    Words are whitespace-separated, or the matches of `word` when given (e.g. r"\\w+")."""
-
-    model_name = "test-hash"
-
-    def __init__(self, dim: int = 32, word: str | None = None) -> None:
-        self.dim = dim
-        self.word = re.compile(word) if word else None
-        self.calls = 0
-
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in (self.word.findall(t.lower()) if self.word else t.lower().split()):
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
+# The shared fake embedder (tests/fakes.py), under the name the library tests have always used.
+HashEmbedder = FakeEmbedder
 
 
 def snapshot(root: Path) -> dict[str, str]:

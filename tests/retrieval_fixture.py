@@ -7,33 +7,17 @@ embedder is a deterministic hashed bag of words, so dense scoring is exercised w
 
 from __future__ import annotations
 
-import hashlib
-import re
-
-import numpy as np
-
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Block, Entity, Relation, build_tree
 from operators.context import IndexContext, MemoryIndex
+from fakes import FakeEmbedder
 
 DOC_ID = "fixture00000000a"
 
 
-class HashEmbedder:
-    """Bag of hashed word stems → 256-d L2-normalized vectors (cosine = word overlap)."""
-
-    dim = 256
-
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"[a-z0-9]+", t.lower()):
-                w = w[:5]
-                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
-            n = np.linalg.norm(out[i])
-            if n > 0:
-                out[i] /= n
-        return out
+def HashEmbedder() -> FakeEmbedder:
+    """Bag of hashed word stems (first 5 characters) in 256-d L2-normalised vectors."""
+    return FakeEmbedder(dim=256, word=r"[a-z0-9]+", stem=5)
 
 
 def _blocks() -> list[Block]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bookindex.core.errors import InputError, LLMUnavailable
+from bookindex.core.errors import InputError
 from bookindex.core.model import Block, build_tree
 from operators.context import IndexContext, MemoryIndex
 from retrieval.baselines import METHODS, clear_cache
@@ -34,25 +34,6 @@ class FakeDoc(MemoryIndex):
 
 def run_baseline(method, doc, question, k=10, embedder=None, llm=None):
     return _run_baseline(method, IndexContext(index=doc, embedder=embedder, llm=llm), question, k)
-
-
-class FakeLLM:
-    available = True
-
-    def __init__(self, choices):
-        self.choices = list(choices)
-        self.prompts = []
-
-    def complete(self, messages, schema=None, stage=""):
-        self.prompts.append(messages[0]["content"])
-        return schema(choice=self.choices.pop(0))
-
-
-class NoLLM:
-    available = False
-
-    def complete(self, *a, **kw):
-        raise LLMUnavailable("no llm")
 
 
 def _tree():
@@ -143,20 +124,21 @@ def test_chunk_spanning_pages_contributes_first_node_page():
     assert len(ev) == 1 and ev[0].page == 1
 
 
-def test_tree_greedy_descends_to_the_matching_section():
-    ev = run_baseline("tree", FakeDoc(_tree()), "fonts font option size", k=2, embedder=FakeEmbedder(), llm=NoLLM())
+def test_tree_greedy_descends_to_the_matching_section(fake_llm):
+    ev = run_baseline("tree", FakeDoc(_tree()), "fonts font option size", k=2, embedder=FakeEmbedder(),
+                      llm=fake_llm(available=False))
     assert ev[0].node_id == "t-00008"
     assert ev[0].scores["tree_depth"] == 2  # Configuration > Fonts
     # Fonts holds one leaf; the second comes from widening to Configuration
     assert ev[1].section.startswith("2.")
 
 
-def test_tree_follows_the_llm_choice():
-    llm = FakeLLM([2, 1])  # "2 Configuration", then "2.1 Colors"
+def test_tree_follows_the_llm_choice(fake_llm):
+    llm = fake_llm([{"choice": 2}, {"choice": 1}])  # "2 Configuration", then "2.1 Colors"
     ev = run_baseline("tree", FakeDoc(_tree()), "fonts", k=1, embedder=FakeEmbedder(), llm=llm)
     assert ev[0].section == "2.1 Colors"
-    assert "1. 1 Installation (pages 1-2)" in llm.prompts[0]
-    assert len(llm.prompts) == 2
+    assert "1. 1 Installation (pages 1-2)" in llm.calls[0].prompt
+    assert len(llm.calls) == 2
 
 
 def test_errors_and_method_list():

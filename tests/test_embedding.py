@@ -15,6 +15,7 @@ from bookindex.core.config import load_settings
 from bookindex.providers.embedding import Embedder, get_embedder, normalise
 from bookindex.core.errors import ConfigError, LLMRequestError
 from bookindex.providers.reranker import EmbeddingReranker, LLMJudgeReranker, Reranker, get_reranker
+from fakes import FakeLLM
 
 
 def test_normalise() -> None:
@@ -152,21 +153,13 @@ def test_cross_encoder_needs_a_local_path(tmp_path: Path) -> None:
 
 
 def test_llm_judge_reranker_uses_judge() -> None:
-    class Judge:
-        available = True
-
-        def judge(self, prompt: str, stage: str = "judge") -> float:
-            return 0.9 if "apple" in prompt.split("Passage:")[1] else 0.1
-
-    reranker = get_reranker(load_settings(overrides={"reranker.provider": "llm"}), llm=Judge())
+    judge = FakeLLM(lambda call: 0.9 if "apple" in call.prompt.split("Passage:")[1] else 0.1)
+    reranker = get_reranker(load_settings(overrides={"reranker.provider": "llm"}), llm=judge)
     assert isinstance(reranker, LLMJudgeReranker)
     assert reranker.score("fruit?", ["an apple", "a car"]) == [0.9, 0.1]
 
-    class NoLLM:
-        available = False
-
     with pytest.raises(ConfigError, match="needs a configured LLM"):
-        LLMJudgeReranker(NoLLM())
+        LLMJudgeReranker(FakeLLM(available=False))
 
 
 def test_openai_embedder_batches_normalises_and_keeps_order(monkeypatch: pytest.MonkeyPatch) -> None:

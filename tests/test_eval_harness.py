@@ -7,7 +7,6 @@ bag-of-words embedder; `test_harness_with_real_library` runs the same flow with 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from bookindex.core.config import load_settings
 from retrieval.baselines import clear_cache
 from bookindex.evaluation.mmlongbench_run import run
+from fakes import FakeLLM, LLMCall
 from library_helpers import HashEmbedder
 
 PAGES = [
@@ -93,31 +93,26 @@ def test_harness_end_to_end_and_reuse(split, tmp_path):
     assert res2.meta["indexed"] == 0 and res2.meta["reused"] == 1
 
 
-class FakeLLM:
-    """Answers from the passages' text and extracts the first word; enough for plumbing."""
+def answering_llm() -> FakeLLM:
+    """The shared FakeLLM answering from the passages' text and extracting the first word; enough
+    for plumbing."""
 
-    available = True
-    model = "fake"
-
-    def __init__(self):
-        from bookindex.providers.llm import Ledger
-        self.ledger = Ledger()
-
-    def complete(self, messages, schema=None, stage="", **kw):
-        text = messages[0]["content"]
-        if schema is None:
+    def reply(call: LLMCall) -> object:
+        text = call.prompt
+        if call.schema is None:
             if "crimson" in text.lower() and "colour" in text.lower():
                 return "Crimson, as the passage says."
             if "eleven" in text:
                 return "11 points"
             return "Not answerable"
         resp = text.split("Response:", 1)[1].strip()
-        ans = "Not answerable" if resp.startswith("Not answerable") else resp.split(",")[0].split()[0]
-        return schema(answer=ans)
+        return {"answer": "Not answerable" if resp.startswith("Not answerable") else resp.split(",")[0].split()[0]}
+
+    return FakeLLM(reply)
 
 
 def test_harness_scores_answers_with_an_llm(split, tmp_path):
-    res = run(split, ["bm25"], [1, 3], index_dir=tmp_path / "lib", settings=_settings(), llm=FakeLLM(),
+    res = run(split, ["bm25"], [1, 3], index_dir=tmp_path / "lib", settings=_settings(), llm=answering_llm(),
               embedder=FakeEmbedder(), progress=False, index_without_llm=True)
     recs = {r["qid"]: r for r in res.records}
     assert len(recs) == 3  # with an LLM the unanswerable question is asked too

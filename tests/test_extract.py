@@ -5,7 +5,6 @@ and graph storage."""
 from __future__ import annotations
 
 import hashlib
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,9 @@ from bookindex.indexing.graph.extract_llm import BatchOut, LLMExtractor, NodeOut
 from bookindex.indexing.graph.extract_offline import OfflineExtractor
 from bookindex.indexing.graph.extraction import (CONTAINED_IN, NodeExtraction, RawEntity, RawRelation, name_key,
                                         table_headers)
+from bookindex.core.errors import LLMOutputError
 from bookindex.core.model import Block, DocumentTree, Node, build_tree
+from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 REPO = Path(__file__).resolve().parents[1]
 PDF = REPO / "data" / "libtasn1.pdf"
@@ -86,18 +87,12 @@ def _libtasn1_tree() -> DocumentTree:
     return build_tree(doc_id, PDF.name, assign_levels(parsed), {"pages": parsed.page_count})
 
 
-class HashEmbedder:
-    """Deterministic character-trigram vectors: similar names get similar vectors (no model)."""
+def HashEmbedder() -> FakeEmbedder:
+    """Character-trigram vectors: similar names get similar vectors (no model)."""
+    return FakeEmbedder(dim=EMBED_DIM, char_ngrams=3)
 
-    dim = 64
 
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            t = f"  {t.lower()}  "
-            for j in range(len(t) - 2):
-                out[i, int(hashlib.md5(t[j:j + 3].encode()).hexdigest(), 16) % self.dim] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+EMBED_DIM = 64
 
 
 @pytest.mark.skipif(not PDF.exists(), reason="data/libtasn1.pdf missing")
@@ -128,7 +123,7 @@ def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
     back = load_graph(tmp_path)
     assert back.to_dict() == kg.to_dict()
     ids, mat = load_entity_vectors(tmp_path)
-    assert ids == list(kg.entities) and mat.shape == (len(ids), HashEmbedder.dim)
+    assert ids == list(kg.entities) and mat.shape == (len(ids), EMBED_DIM)
     i = ids.index(some.id)
     assert np.allclose(mat[i], HashEmbedder().encode([some.name])[0], atol=1e-6)
     assert len(load_graph(tmp_path / "nowhere")) == 0  # --no-graph documents: an empty graph
@@ -136,58 +131,41 @@ def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
 
 # -- the LLM extractor with a scripted client ------------------------------------------------------
 
-class FakeLedger:
-    def snapshot(self) -> dict[str, Any]:
-        return {"stages": {}, "total": {"calls": 0}}
-
-
-class FakeLLM:
-    """Answers extraction batches from the fragment labels; can break chosen nodes."""
-
-    available = True
+class ExtractionScript:
+    """Replies of the shared FakeLLM to extraction batches, from the fragment labels; can break
+    chosen nodes (the whole call fails) or skip one once (missing from the answer)."""
 
     def __init__(self, bad_text: tuple[str, ...] = (), flaky_once: tuple[str, ...] = ()) -> None:
         self.bad_text, self.flaky = bad_text, set(flaky_once)
-        self.requests: list[str] = []
-        self.ledger = FakeLedger()
-        self.lock = threading.Lock()
 
-    def complete(self, messages: Any, schema: Any = None, stage: str = "", **kw: Any) -> Any:
-        from bookindex.core.errors import LLMOutputError
-
-        prompt = messages[0]["content"]
-        with self.lock:
-            self.requests.append(prompt)
-        assert stage == "extract" and schema is BatchOut
-        frags = prompt.split("--- N")[1:]
+    def __call__(self, call: LLMCall) -> Any:
+        assert call.stage == "extract" and call.schema is BatchOut
+        frags = call.prompt.split("--- N")[1:]
         nodes = []
         for f in frags:
             label = "N" + f.split(" ", 1)[0]
             body = f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0]  # not the closing line
             if any(b in body for b in self.bad_text):
-                raise LLMOutputError("not JSON", stage=stage)
+                return LLMOutputError("not JSON", stage=call.stage)
             hit = next((x for x in self.flaky if x in body), None)
             if hit:
-                with self.lock:
-                    self.flaky.discard(hit)
+                self.flaky.discard(hit)
                 continue  # node missing from the answer this time
             words = [w.strip(".,") for w in body.split() if w[:1].isupper()]
             ents = [{"name": w, "type": "concept", "description": f"{w} in text"} for w in dict.fromkeys(words)]
             rels = [{"source": ents[0]["name"], "target": ents[1]["name"], "description": "co", "keywords": "a, b",
                      "weight": "7"}] if len(ents) > 1 else []
             nodes.append({"node": label, "entities": ents, "relations": rels})
-        return BatchOut.model_validate({"nodes": nodes})
+        return {"nodes": nodes}
 
-    def map(self, requests: list[dict[str, Any]], return_exceptions: bool = False, **_: Any) -> list[Any]:
-        out = []
-        for r in requests:
-            try:
-                out.append(self.complete(**r))
-            except Exception as exc:
-                if not return_exceptions:
-                    raise
-                out.append(exc)
-        return out
+
+def extraction_llm(bad_text: tuple[str, ...] = (), flaky_once: tuple[str, ...] = ()) -> FakeLLM:
+    """The shared FakeLLM answering extraction batches (`requests()`: the prompts sent, in order)."""
+    return FakeLLM(ExtractionScript(bad_text, flaky_once))
+
+
+def requests(llm: FakeLLM) -> list[str]:
+    return [c.prompt for c in llm.calls]
 
 
 def _text_nodes(n: int, words: int = 60) -> list[Node]:
@@ -198,10 +176,10 @@ def _text_nodes(n: int, words: int = 60) -> list[Node]:
 
 def test_llm_extractor_batches_by_token_budget() -> None:
     nodes = _text_nodes(20, words=60)  # ~100 tokens each
-    llm = FakeLLM()
+    llm = extraction_llm()
     exs = LLMExtractor(llm, batch_tokens=500).extract(nodes)
-    assert len(llm.requests) == 5  # 20 x ~100 tokens / 500-token batches
-    assert llm.requests[0].endswith('exactly 4 entries in "nodes", one per fragment (N1, N2, N3, N4), '
+    assert len(requests(llm)) == 5  # 20 x ~100 tokens / 500-token batches
+    assert requests(llm)[0].endswith('exactly 4 entries in "nodes", one per fragment (N1, N2, N3, N4), '
                                     'each with the entities and relations of that fragment.')
     assert all(ex.ok and {"Alpha%d" % i, "Beta%d" % i} <= {e.name for e in ex.entities} for i, ex in enumerate(exs))
     rel = exs[3].relations[0]
@@ -211,7 +189,7 @@ def test_llm_extractor_batches_by_token_budget() -> None:
 
 def test_llm_extractor_retries_once_then_records_failure() -> None:
     nodes = _text_nodes(6)
-    llm = FakeLLM(bad_text=("Alpha2 ",), flaky_once=("Alpha4 ",))
+    llm = extraction_llm(bad_text=("Alpha2 ",), flaky_once=("Alpha4 ",))
     ext = LLMExtractor(llm, batch_tokens=400)
     exs = ext.extract(nodes)
     by_id = {e.node_id: e for e in exs}
@@ -228,9 +206,12 @@ def test_build_report_lists_failed_nodes_without_aborting() -> None:
                       [Block("text", f"Gamma{i} works with Delta{i} in the Epsilon system. " + "more words " * 10, 0)
                        for i in range(4)])
     settings = load_settings(overrides={"graph.er": "exact"})
-    kg, rep = build_graph(tree, settings=settings, llm=FakeLLM(bad_text=("Gamma1 ",)), embedder=None)
+    llm = extraction_llm(bad_text=("Gamma1 ",))
+    kg, rep = build_graph(tree, settings=settings, llm=llm, embedder=None)
     assert rep["extractor"] == "llm" and rep["nodes_failed"] == 1
-    assert rep["failed_node_ids"] == ["d-00002"] and rep["llm"] == {"stages": {}, "total": {"calls": 0}}
+    assert rep["failed_node_ids"] == ["d-00002"] and rep["llm"] == llm.ledger.snapshot()
+    extract = rep["llm"]["stages"]["extract"]  # the report carries the LLM's ledger: every call counted
+    assert extract["errors"] >= 1 and extract["calls"] + extract["errors"] == rep["llm_calls"]
     assert any(e.name == "Gamma3" for e in kg.entities.values())
     eps = [e for e in kg.entities.values() if e.name == "Epsilon"]
     assert len(eps) == 1 and len(eps[0].node_ids) == 3  # exact-name merge across nodes
@@ -268,7 +249,18 @@ def test_llm_extractor_with_a_real_local_model(llama_server: str, tmp_path: Path
         assert e.name.strip() and isinstance(e.type, str) and set(e.node_ids) <= wanted
     for r in kg.relations:
         assert r.source in kg.entities and r.target in kg.entities and r.weight > 0
-    assert isinstance(NodeOut.model_validate({"node": "N1"}), NodeOut)
+    # every extractor call reached the model through the client and was counted: at most one
+    # repair round each, retries bypassing the cache
+    extract = rep["llm"]["stages"]["extract"]
+    asked = extract["calls"] + extract["cache_hits"] + extract["errors"]
+    assert rep["llm_calls"] <= asked <= 2 * rep["llm_calls"], extract
+
+
+def test_a_node_answer_may_omit_entities_and_relations() -> None:
+    """Small models drop empty lists: a bare {"node": ...} is a node with nothing extracted."""
+    assert NodeOut.model_validate({"node": "N1"}) == NodeOut(node="N1", entities=[], relations=[])
+    with pytest.raises(ValueError):
+        NodeOut.model_validate({"entities": []})  # the label is what maps an answer to its node
 
 
 def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
@@ -279,15 +271,15 @@ def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
                       [Block("text", f"Gamma{i} works with Delta{i} in the Epsilon system. " + "more words " * 10, 0)
                        for i in range(4)])
     settings = load_settings(overrides={"graph.er": "gradient"})
-    kg, rep = build_graph(tree, settings=settings, llm=FakeLLM(bad_text=("Gamma1 ",)), embedder=HashEmbedder())
+    kg, rep = build_graph(tree, settings=settings, llm=extraction_llm(bad_text=("Gamma1 ",)), embedder=HashEmbedder())
     assert rep["failed_node_ids"] == ["d-00002"]
     save_graph(kg, tmp_path, embedder=HashEmbedder())
     kg = load_graph(tmp_path)
-    llm = FakeLLM()
+    llm = extraction_llm()
     up = update_graph(kg, tree, rep["failed_node_ids"], settings=settings, llm=llm, embedder=HashEmbedder(),
                       vectors=load_entity_vectors(tmp_path))
-    assert up["nodes_failed"] == 0 and up["llm_calls"] == 1 and len(llm.requests) == 1
-    assert "Gamma1" in llm.requests[0] and "Gamma0" not in llm.requests[0]
+    assert up["nodes_failed"] == 0 and up["llm_calls"] == 1 and len(requests(llm)) == 1
+    assert "Gamma1" in requests(llm)[0] and "Gamma0" not in requests(llm)[0]
     names = {e.name: e for e in kg.entities.values()}
     assert names["Gamma1"].node_ids == ["d-00002"]
     assert names["Epsilon"].node_ids == ["d-00001", "d-00002", "d-00003", "d-00004"]
@@ -320,8 +312,8 @@ def test_small_nodes_share_a_fragment_and_entities_stay_node_precise() -> None:
 def test_merged_fragments_cut_calls_and_a_skipped_fragment_is_retried_whole() -> None:
     nodes = [Node(id=f"p-{i}", type="text", level=2, text=f"Item{i} configures Option{i}.", page_idx=0,
                   parent="sec") for i in range(12)]
-    llm = FakeLLM(flaky_once=("Item0 ",))
+    llm = extraction_llm(flaky_once=("Item0 ",))
     exs = LLMExtractor(llm, batch_tokens=1500, merge_tokens=250).extract(nodes)
-    assert len(llm.requests) == 2  # one fragment in one call, skipped once, then retried whole
+    assert len(requests(llm)) == 2  # one fragment in one call, skipped once, then retried whole
     assert all(ex.ok for ex in exs)
     assert {e.name for e in exs[5].entities} == {"Item5", "Option5"}

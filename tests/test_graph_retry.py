@@ -4,7 +4,6 @@ counted in the `bookindex index` summary, and a re-run of `bookindex index` retr
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,40 +15,28 @@ from bookindex.core.errors import LLMOutputError
 from bookindex.indexing.graph.extract_llm import BatchOut
 from bookindex.engine import Engine
 from bookindex.storage.library import Library
+from fakes import FakeLLM, LLMCall
 from library_helpers import HashEmbedder, snapshot
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
 
 
-class Ledger:
-    def snapshot(self) -> dict[str, Any]:
-        return {"stages": {}, "total": {"calls": 0}}
-
-
-class ScriptedLLM:
-    """Answers extraction prompts from their fragments; a fragment containing a `broken` marker
-    makes the whole call fail (malformed JSON), like a small model that garbles its answer."""
-
-    available = True
-    model = "scripted"
+class ExtractionScript:
+    """Replies of the shared FakeLLM to extraction prompts, from their fragments; a fragment
+    containing a `broken` marker makes the whole call fail (malformed JSON), like a small model
+    that garbles its answer. Entity resolution's "which candidate?" always gets "a new entity"."""
 
     def __init__(self, broken: tuple[str, ...] = ()) -> None:
         self.broken = set(broken)
-        self.calls: list[dict[str, Any]] = []  # {"bodies": [...], "kw": {...}}
-        self.ledger = Ledger()
-        self.lock = threading.Lock()
 
-    def complete(self, messages: Any, schema: Any = None, stage: str = "", **kw: Any) -> Any:
-        if stage == "er":  # entity resolution's "which candidate?": always a new entity
-            return schema.model_validate({"select_id": -1})
-        assert schema is BatchOut and stage == "extract"
-        prompt = messages[0]["content"]
-        frags = prompt.split("--- N")[1:]
-        bodies = [f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0] for f in frags]
-        with self.lock:
-            self.calls.append({"bodies": bodies, "kw": kw})
+    def __call__(self, call: LLMCall) -> Any:
+        if call.stage == "er":
+            return {"select_id": -1}
+        assert call.schema is BatchOut and call.stage == "extract"
+        frags = call.prompt.split("--- N")[1:]
+        bodies = _bodies(call)
         if any(b in body for body in bodies for b in self.broken):
-            raise LLMOutputError("not a valid BatchOut after one repair attempt", stage=stage)
+            return LLMOutputError("not a valid BatchOut after one repair attempt", stage=call.stage)
         nodes = []
         for f, body in zip(frags, bodies):
             words = [w.strip(".,:|") for w in body.split() if w[:1].isupper() and len(w.strip(".,:|")) > 2]
@@ -57,18 +44,22 @@ class ScriptedLLM:
             rels = ([{"source": ents[0]["name"], "target": ents[1]["name"], "description": "co-mentioned",
                       "keywords": ["co"], "weight": 5}] if len(ents) > 1 else [])
             nodes.append({"node": "N" + f.split(" ", 1)[0], "entities": ents, "relations": rels})
-        return BatchOut.model_validate({"nodes": nodes})
+        return {"nodes": nodes}
 
-    def map(self, requests: list[dict[str, Any]], return_exceptions: bool = False, **_: Any) -> list[Any]:
-        out: list[Any] = []
-        for r in requests:
-            try:
-                out.append(self.complete(**r))
-            except LLMOutputError as exc:
-                if not return_exceptions:
-                    raise
-                out.append(exc)
-        return out
+
+def _bodies(call: LLMCall) -> list[str]:
+    """The node texts of an extraction prompt's fragments."""
+    frags = call.prompt.split("--- N")[1:]
+    return [f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0] for f in frags]
+
+
+def scripted_llm(broken: tuple[str, ...] = ()) -> tuple[FakeLLM, ExtractionScript]:
+    script = ExtractionScript(broken)
+    return FakeLLM(script, model="scripted"), script
+
+
+def extract_calls(llm: FakeLLM) -> list[LLMCall]:
+    return [c for c in llm.calls if c.stage == "extract"]
 
 
 def settings():
@@ -81,7 +72,7 @@ def _failed_ids(doc: Any) -> list[str]:
 
 
 def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md_file: Path) -> None:
-    llm = ScriptedLLM(broken=BROKEN)
+    llm, script = scripted_llm(broken=BROKEN)
     lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
     doc = lib.add(md_file)
     assert doc.status == "added"
@@ -92,21 +83,22 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert doc.manifest["graph_failed"] == 2
     assert all("malformed" in build["failures"][i] for i in bad)
     assert set(bad) <= set(build["retried_node_ids"])  # each was retried once within the build
-    solo = [c for c in llm.calls if len(c["bodies"]) == 1 and any(b in c["bodies"][0] for b in BROKEN)]
-    assert len(solo) == 2 and all(c["kw"].get("cache") is False for c in solo)
+    solo = [c for c in extract_calls(llm) if len(_bodies(c)) == 1 and any(b in _bodies(c)[0] for b in BROKEN)]
+    assert len(solo) == 2 and all(c.cache is False for c in solo)
     assert not any(set(bad) & set(e.node_ids) for e in doc.graph.entities.values())
     links_before = sum(len(e.node_ids) for e in doc.graph.entities.values())
     old_dir = doc.dir
 
     # Second run, same unchanged file: the model now answers; only the failed nodes are sent.
-    llm.broken.clear()
+    script.broken.clear()
     llm.calls.clear()
     again = lib.add(md_file)
     assert again.status == "retried" and again.dir != old_dir and not old_dir.exists()
-    sent = [body for c in llm.calls for body in c["bodies"]]
+    sent = [body for c in extract_calls(llm) for body in _bodies(c)]
     assert len(sent) == 2 and all(any(b in body for b in BROKEN) for body in sent)
-    assert 1 <= len(llm.calls) <= 2 and all(c["kw"].get("cache") is False for c in llm.calls)
-    assert again.retry["recovered"] == 2 and again.retry["still_failed"] == 0 and again.retry["llm_calls"] == len(llm.calls)
+    calls = extract_calls(llm)
+    assert 1 <= len(calls) <= 2 and all(c.cache is False for c in calls)
+    assert again.retry["recovered"] == 2 and again.retry["still_failed"] == 0 and again.retry["llm_calls"] == len(calls)
     g = again.graph
     gained = {i for e in g.entities.values() for i in e.node_ids} & set(bad)
     assert gained == set(bad)
@@ -129,26 +121,26 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
 
 
 def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> None:
-    llm = ScriptedLLM(broken=BROKEN)
+    llm, script = scripted_llm(broken=BROKEN)
     lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
     bad = _failed_ids(lib.add(md_file))
-    llm.broken = {BROKEN[0]}  # one node recovers, the other still fails
+    script.broken = {BROKEN[0]}  # one node recovers, the other still fails
     llm.calls.clear()
     doc = lib.add(md_file)
     assert doc.status == "retried" and doc.retry["recovered"] == 1 and doc.retry["still_failed"] == 1
     rep = doc.build_report["graph"]
     still = [i for i in bad if BROKEN[0] in doc.tree[i].text]
     assert rep["failed_node_ids"] == still and list(rep["failures"]) == still
-    assert all(any(b in body for b in BROKEN) for c in llm.calls for body in c["bodies"])
+    assert all(any(b in body for b in BROKEN) for c in extract_calls(llm) for body in _bodies(c))
 
 
 def test_a_failed_retry_leaves_the_library_as_it_was(tmp_path: Path, md_file: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    llm = ScriptedLLM(broken=BROKEN)
+    llm, script = scripted_llm(broken=BROKEN)
     lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
     lib.add(md_file)
     before = snapshot(lib.root)
-    llm.broken.clear()
+    script.broken.clear()
     from bookindex.indexing import construction as store  # where the retry calls save_graph
 
     def boom(*a: Any, **k: Any) -> None:
@@ -164,7 +156,7 @@ def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_fi
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from bookindex.cli.app import app
 
-    llm = ScriptedLLM(broken=BROKEN)
+    llm, script = scripted_llm(broken=BROKEN)
     emb = HashEmbedder()
     monkeypatch.setattr(Engine, "embedder", property(lambda self: emb))
     monkeypatch.setattr(Engine, "llm", property(lambda self: llm))
@@ -177,12 +169,12 @@ def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_fi
     assert r.exit_code == 0, r.output
     assert "2 of" in r.output and "nodes failed extraction" in r.output
     assert "2 graph nodes failed extraction" in r.output  # the final summary line
-    llm.broken.clear()
+    script.broken.clear()
     llm.calls.clear()
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "1 retried" in r.output and "2 recovered, 0 still failing" in r.output
-    assert sum(len(c["bodies"]) for c in llm.calls) == 2
+    assert sum(len(_bodies(c)) for c in extract_calls(llm)) == 2
     r = runner.invoke(app, args)
     assert r.exit_code == 0 and "unchanged" in r.output and "failed extraction" not in r.output
     build = json.loads(next((tmp_path / "lib" / "docs").glob("*/build.json")).read_text())

@@ -5,26 +5,21 @@ from __future__ import annotations
 import base64
 
 import pymupdf
-from pydantic import BaseModel
 
+from bookindex.core.errors import LLMRequestError
 from bookindex.core.model import Block, build_tree
+from fakes import FakeLLM
 from operators.base import State
 from operators.context import IndexContext, MemoryIndex
 from operators.synthesizer import Map
 
 
-class FakeVLM:
-    """Records the messages; answers with a fixed partial."""
+PARTIAL = {"answer": "the bar for 2021 is highest [1]"}
 
-    available = True
 
-    def __init__(self) -> None:
-        self.calls: list[list[dict]] = []
-
-    def complete(self, messages, schema=None, stage="default", **kw):
-        self.calls.append(messages)
-        assert schema is not None
-        return schema.model_validate({"answer": "the bar for 2021 is highest [1]"})
+def fake_vlm() -> FakeLLM:
+    """The shared FakeLLM as the VLM: answers every Map group with PARTIAL."""
+    return FakeLLM({"map-vision": PARTIAL})
 
 
 def _pdf_with_chart(path) -> tuple[float, float, float, float]:
@@ -57,7 +52,7 @@ def test_region_image_is_the_cropped_page_region(tmp_path):
 
 
 def test_map_sends_images_to_the_vlm_and_text_groups_do_not(tmp_path):
-    vlm = FakeVLM()
+    vlm = fake_vlm()
     ctx, tree = _context(tmp_path, vlm)
     img = next(n for n in tree.walk() if n.type == "image")
     txt = next(n for n in tree.walk() if n.type == "text")
@@ -65,7 +60,8 @@ def test_map_sends_images_to_the_vlm_and_text_groups_do_not(tmp_path):
                   ranked=[(img.id, 1.0), (txt.id, 0.5)])
     out = Map(ctx, {"group_size": 8}).run(state)
     assert out.partials[0]["source"] == "vlm" and out.partials[0]["images"] == [img.id]
-    content = vlm.calls[0][-1]["content"]
+    assert out.partials[0]["answer"] == PARTIAL["answer"] and vlm.calls[0].schema is not None
+    content = vlm.calls[0].messages[-1]["content"]
     parts = [p for p in content if p["type"] == "image_url"]
     assert len(parts) == 1
     data = base64.b64decode(parts[0]["image_url"]["url"].split(",", 1)[1])
@@ -77,12 +73,11 @@ def test_map_sends_images_to_the_vlm_and_text_groups_do_not(tmp_path):
 
 
 def test_a_failing_vlm_falls_back_to_the_text_path(tmp_path):
-    class Broken(FakeVLM):
-        def complete(self, *a, **k):
-            raise RuntimeError("vision endpoint down")
-
-    ctx, tree = _context(tmp_path, Broken())
+    vlm = FakeLLM(default=LLMRequestError("vision endpoint down"))  # every request fails
+    ctx, tree = _context(tmp_path, vlm)
     img = next(n for n in tree.walk() if n.type == "image")
     out = Map(ctx, {}).run(State(question="Which year?", candidates=[img.id], ranked=[(img.id, 1.0)]))
-    assert out.partials[0]["source"] == "extractive"
-    assert any("VLM failed" in str(v) for v in out.trace[-1].values()) or "VLM failed" in str(out.trace)
+    assert vlm.stages == ["map-vision"]  # the VLM was asked, once, and failed
+    assert out.partials[0]["source"] == "extractive" and "images" not in out.partials[0]
+    assert out.partials[0]["answer"] != PARTIAL["answer"]
+    assert out.trace[-1]["vlm_fallback"] == "VLM failed (LLMRequestError); used captions and OCR text"

@@ -168,25 +168,16 @@ def test_text_reasoning_ranks_answer_first(ctx):
     assert best == node(ctx.tree, "Install Plotter")
 
 
-class FailingLLM:
-    available = True
-
-    def __init__(self):
-        from bookindex.providers.llm import Ledger
-        self.ledger = Ledger()
-
-    def complete(self, *a, **k):
-        raise LLMRequestError("endpoint down")
-
-
-def test_llm_failure_falls_back_and_trace_says_so():
-    ctx = make_context(llm=FailingLLM())
+def test_llm_failure_falls_back_and_trace_says_so(fake_llm):
+    llm = fake_llm(default=LLMRequestError("endpoint down"))
+    ctx = make_context(llm=llm)
     st = Extract(ctx).run(State("What is the default linewidth?"))
     assert st.entity_ids == ["e_linewidth"]
     assert "LLM failed" in st.trace[-1]["fallback"]
     st = Decompose(ctx).run(State("What is the difference between the png terminal and the pdf terminal?"))
     assert st.sub_questions == ["What is the png terminal?", "What is the pdf terminal?"]
     assert st.trace[-1]["source"] == "rules" and "LLM failed" in st.trace[-1]["fallback"]
+    assert llm.stages == ["extract", "decompose"]  # each operator asked the LLM before falling back
 
 
 def test_split_question_rules():

@@ -113,39 +113,20 @@ def test_ablations_are_configuration():
     assert "Text_Reasoning" not in plan(make_context(settings=s), "What is the default linewidth?").shape()
 
 
-class ScriptedLLM:
-    """Returns canned schema instances by stage; counts calls like the real ledger."""
-
-    available = True
-
-    def __init__(self, replies):
-        from bookindex.providers.llm import Ledger
-        self.replies = replies
-        self.calls = []
-        self.ledger = Ledger()
-
-    def complete(self, messages, schema=None, stage="default"):
-        self.calls.append(stage)
-        reply = self.replies[stage]
-        if isinstance(reply, Exception):
-            raise reply
-        return schema.model_validate(reply) if schema is not None else reply
-
-
-def test_llm_planning_uses_paper_prompts_and_filters():
-    llm = ScriptedLLM({"classify": {"category": "global"},
-                       "filters": {"filters": [{"filter_type": "section", "filter_value": "2"},
-                                               {"filter_type": "image"}], "operation": "COUNT"}})
+def test_llm_planning_uses_paper_prompts_and_filters(fake_llm):
+    llm = fake_llm({"classify": {"category": "global"},
+                    "filters": {"filters": [{"filter_type": "section", "filter_value": "2"},
+                                            {"filter_type": "image"}], "operation": "COUNT"}})
     ctx = make_context(llm=llm)
     p = plan(ctx, "How many figures are in the plotting chapter?")
-    assert llm.calls == ["classify", "filters"]
+    assert llm.stages == ["classify", "filters"]
     assert p.planner["classifier"] == "llm" and p.shape() == ["Filter_Range", "Filter_Modal", "Map", "Reduce"]
     assert run_plan(ctx, p).structural["count"] == 2
 
 
-def test_llm_classification_failure_falls_back_to_rules():
+def test_llm_classification_failure_falls_back_to_rules(fake_llm):
     from bookindex.core.errors import LLMOutputError
-    llm = ScriptedLLM({"classify": LLMOutputError("bad json"), "decompose": LLMOutputError("bad json")})
+    llm = fake_llm({"classify": LLMOutputError("bad json"), "decompose": LLMOutputError("bad json")})
     p = plan(make_context(llm=llm), "What is the difference between the png terminal and the pdf terminal?")
     assert p.query_type == "multi-hop" and "fallback" in p.planner and p.planner["decomposer"] == "rules"
 

@@ -6,6 +6,7 @@ import pytest
 
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.model import Block, build_tree
+from fakes import FakeLLM, LLMCall
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.heading_eval import score_headings
 from parsing.numbering import norm_title, parse_numbering, strip_numbering
@@ -210,24 +211,19 @@ def test_missing_outline_entry_goes_to_its_target_point() -> None:
 
 # -- LLM pass -----------------------------------------------------------------------------
 
-class FakeLLM:
-    """Same surface as bookindex.providers.llm.LLMClient: available + complete(messages, schema, stage)."""
+def heading_llm(decide, available: bool = True, fail_batches: set[int] | None = None) -> FakeLLM:
+    """The shared FakeLLM answering heading batches: `decide(candidate)` gives each level; the
+    calls numbered in `fail_batches` fail as malformed JSON."""
+    import json
 
-    def __init__(self, decide, available: bool = True, fail_batches: set[int] | None = None) -> None:
-        self.available = available
-        self.decide = decide
-        self.calls: list[dict] = []
-        self.fail = fail_batches or set()
-
-    def complete(self, messages, schema=None, stage=""):
-        import json
-
-        self.calls.append({"messages": messages, "schema": schema, "stage": stage})
-        if len(self.calls) - 1 in self.fail:
-            raise LLMOutputError("bad json", stage=stage)
-        user = messages[-1]["content"]
+    def reply(call: LLMCall):
+        if call.index in (fail_batches or set()):
+            return LLMOutputError("bad json", stage=call.stage)
+        user = call.messages[-1]["content"]
         cands = [json.loads(ln) for ln in user.split("Candidates (JSON lines):\n")[1].split("\n\n")[0].splitlines()]
-        return schema(levels=[self.decide(c) for c in cands])
+        return {"levels": [decide(c) for c in cands]}
+
+    return FakeLLM(reply, available=available)
 
 
 def _llm_blocks() -> list[Block]:
@@ -244,7 +240,7 @@ def test_llm_pass_batches_with_context_and_demotes() -> None:
             return None
         return 1 if "Chapter" in c["text"] else 2
 
-    llm = FakeLLM(decide)
+    llm = heading_llm(decide)
     from parsing import sections_llm
 
     old = sections_llm.BATCH
@@ -254,9 +250,9 @@ def test_llm_pass_batches_with_context_and_demotes() -> None:
     finally:
         sections_llm.BATCH = old
     assert len(llm.calls) == 4  # 15 candidates in batches of 4
-    assert all(c["stage"] == "sections" and c["schema"] is HeadingBatch for c in llm.calls)
-    assert "(none yet)" in llm.calls[0]["messages"][-1]["content"]
-    assert "L1: 1 Chapter 1 (p. 2)" in llm.calls[1]["messages"][-1]["content"]  # higher sections carried over
+    assert all(c.stage == "sections" and c.schema is HeadingBatch for c in llm.calls)
+    assert "(none yet)" in llm.calls[0].messages[-1]["content"]
+    assert "L1: 1 Chapter 1 (p. 2)" in llm.calls[1].messages[-1]["content"]  # higher sections carried over
     got = levels(out)
     assert got[:3] == [("1 Chapter 1", 1), ("1.1 Section", 2), ("Figure text", None)]
     assert [lv for t, lv in got if t == "Figure text"] == [None] * 5
@@ -265,22 +261,17 @@ def test_llm_pass_batches_with_context_and_demotes() -> None:
 
 
 def test_llm_failure_keeps_rule_levels_and_unavailable_llm_is_not_called() -> None:
-    llm = FakeLLM(lambda c: None, fail_batches={0})
+    llm = heading_llm(lambda c: None, fail_batches={0})
     out = assign_levels(doc(_llm_blocks(), pages=8), use_outline=False, llm=llm)
     rules = assign_levels(doc(_llm_blocks(), pages=8), use_outline=False)
     assert levels(out) == levels(rules)
-    off = FakeLLM(lambda c: None, available=False)
+    off = heading_llm(lambda c: None, available=False)
     assert levels(assign_levels(doc(_llm_blocks(), pages=8), use_outline=False, llm=off)) == levels(rules)
     assert off.calls == []
 
 
 def test_llm_answer_of_wrong_length_keeps_rule_levels() -> None:
-    class Short(FakeLLM):
-        def complete(self, messages, schema=None, stage=""):
-            self.calls.append(stage)
-            return schema(levels=[1, 2])
-
-    llm = Short(lambda c: None)
+    llm = FakeLLM({"sections": {"levels": [1, 2]}})
     out = assign_levels(doc(_llm_blocks(), pages=8), use_outline=False, llm=llm)
     assert levels(out) == levels(assign_levels(doc(_llm_blocks(), pages=8), use_outline=False))
     assert all(b.extra.get("llm_mismatch") == 2 for b in out if b.type == "title")

@@ -132,8 +132,8 @@ class OpenAIEmbedder:
         return self._dim
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        if not texts:  # (0, dim), so it stacks with other batches: probes the endpoint once if need be
+            return np.zeros((0, self.dim), dtype=np.float32)
         batches: Iterable[int] = range(0, len(texts), self.batch_size)
         if progress and len(texts) >= PROGRESS_MIN:
             batches = tqdm(batches, desc="embed", unit="batch")

@@ -1,0 +1,365 @@
+"""The shared test doubles: one scripted `FakeLLM` and one hashing `FakeEmbedder`.
+
+Both satisfy the protocols of `bookindex.core.protocols` and pass the same contract suites as the
+real implementations (tests/contracts/), so a test that uses them exercises the code under test
+against the behaviour the real ones promise (schema validation with one repair round, errors as
+`BookIndexError`s, a per-stage ledger, `map` in input order; L2-normalised float32 rows), not
+against whatever a hand-rolled stub happened to do. `ScriptedProvider` is the model end of the
+real `LLMClient` for tests that want the client's own plumbing.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from bookindex.core.errors import BookIndexError, LLMOutputError, LLMUnavailable
+from bookindex.providers.llm import Completion, Ledger
+from bookindex.providers.llm.client import REPAIR_PROMPT
+from bookindex.providers.llm.jsonfix import NoJSON, extract_json
+
+Messages = list[dict[str, Any]]
+
+
+# -- LLM ------------------------------------------------------------------------------------------
+
+@dataclass
+class LLMCall:
+    """One request a FakeLLM received. A repair round is a call of its own (`attempt` 1) whose
+    messages end, as the client's do, with the invalid reply and the request to correct it."""
+
+    index: int  # position in FakeLLM.calls
+    kind: str  # "complete" or "judge"
+    stage: str
+    messages: Messages
+    schema: Any = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    cache: bool = True
+    attempt: int = 0
+    cached: bool = False  # answered from the FakeLLM's cache, no reply consumed
+
+    @property
+    def prompt(self) -> str:
+        """Text of the last user message (what the caller asked, without system instructions)."""
+        for m in reversed(self.messages):
+            if m.get("role") == "user":
+                return _text(m.get("content"))
+        return _text(self.messages[-1].get("content")) if self.messages else ""
+
+
+class UnscriptedCall(LookupError):
+    """A FakeLLM got a request its script has no reply for: the test's script is incomplete."""
+
+
+_NO_DEFAULT: Any = object()
+Reply = Any  # str | dict | list | BaseModel | float | BaseException
+Replies = Mapping[str, Any] | Sequence[Any] | Callable[[LLMCall], Any] | None
+
+
+class FakeLLM:
+    """A scripted `LLM` with a real `Ledger`, recording every call in `calls`.
+
+    `replies` says what the model answers:
+      - a callable `reply(call: LLMCall)`, asked for every request (a repair round too);
+      - a mapping stage -> reply, or stage -> list of replies consumed in order;
+      - a list of replies consumed in order whatever the stage.
+    A request nothing in `replies` answers gets `default` (when given), else raises
+    `UnscriptedCall`. A reply is a raw text (with a schema: parsed like the real client, fences
+    and prose stripped, then validated; invalid text gets one repair round that takes the next
+    reply, then `LLMOutputError`), a dict/list/BaseModel (validated against the schema), a float
+    (a `judge` answer; "yes"/"no" text works too) or an exception instance (raised; script
+    `bookindex.core.errors` ones, as the real client raises only those).
+    With `cache=True` a repeated identical request is answered from memory (ledger cache_hits),
+    like the client's disk cache; `available=False` behaves like provider `none`.
+    """
+
+    def __init__(self, replies: Replies = None, *, default: Reply = _NO_DEFAULT, available: bool = True,
+                 model: str = "fake-llm", cache: bool = False) -> None:
+        self.replies = replies
+        self.default = default
+        self._available = available
+        self._model = model
+        self.ledger = Ledger()
+        self.calls: list[LLMCall] = []
+        self._cache: dict[str, Any] | None = {} if cache else None
+        self._queues: dict[str | None, list[Any]] = {}
+        self._lock = threading.RLock()
+
+    @property
+    def available(self) -> bool:
+        return self._available
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def stages(self) -> list[str]:
+        """The stage of every call, in order."""
+        return [c.stage for c in self.calls]
+
+    # -- the LLM protocol ---------------------------------------------------------------------
+    def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 cache: bool = True) -> Any:
+        msgs = _normalise(messages)
+        call = self._record("complete", stage, msgs, schema=schema, temperature=temperature,
+                            max_tokens=max_tokens, cache=cache)
+        key = self._key("complete", msgs, schema, temperature, max_tokens)
+        hit, value = self._cached(call, key)
+        if hit:
+            return value
+        reply = self._answer(call)
+        if schema is None:
+            result: Any = _as_text(reply)
+        else:
+            adapter = TypeAdapter(schema)
+            try:
+                result = _validate(reply, adapter)
+            except (NoJSON, ValidationError) as exc:
+                shown = msgs + [{"role": "assistant", "content": _as_text(reply)},
+                                {"role": "user", "content": REPAIR_PROMPT.format(error=exc)}]
+                repair = self._record("complete", stage, shown, schema=schema, temperature=temperature,
+                                      max_tokens=max_tokens, cache=cache, attempt=1)
+                reply2 = self._answer(repair)
+                try:
+                    result = _validate(reply2, adapter)
+                except (NoJSON, ValidationError):
+                    raw = _as_text(reply2)
+                    raise LLMOutputError(
+                        f"stage '{stage}': model {self.model} returned output that is not a valid "
+                        f"{getattr(schema, '__name__', schema)} after one repair attempt ({exc}); "
+                        f"raw output: {raw[:300]!r}", stage=stage, model=self.model, raw=raw) from None
+        self._store(call, key, result)
+        return result
+
+    def map(self, requests: Sequence[dict[str, Any]], *, max_concurrency: int | None = None,
+            progress: bool = False, desc: str = "LLM", return_exceptions: bool = False) -> list[Any]:
+        """`complete(**request)` for each request, one after another, results in input order."""
+        results: list[Any] = []
+        for request in requests:
+            try:
+                results.append(self.complete(**request))
+            except BookIndexError as exc:
+                if not return_exceptions:
+                    raise
+                results.append(exc)
+        return results
+
+    def judge(self, messages: Messages | str, stage: str = "judge", cache: bool = True) -> float:
+        msgs = _normalise(messages)
+        call = self._record("judge", stage, msgs, cache=cache)
+        key = self._key("judge", msgs, None, None, None)
+        hit, value = self._cached(call, key)
+        if hit:
+            return float(value)
+        reply = self._answer(call)
+        if isinstance(reply, (int, float)) and not isinstance(reply, bool):
+            p = float(reply)
+        else:
+            word = _as_text(reply).strip().lower()
+            p = 1.0 if word.startswith("yes") else 0.0 if word.startswith("no") else 0.5
+        self._store(call, key, p)
+        return p
+
+    # -- internals ----------------------------------------------------------------------------
+    def _record(self, kind: str, stage: str, msgs: Messages, **kw: Any) -> LLMCall:
+        with self._lock:
+            call = LLMCall(index=len(self.calls), kind=kind, stage=stage, messages=msgs, **kw)
+            self.calls.append(call)
+        if not self._available:
+            raise LLMUnavailable("no LLM configured (FakeLLM(available=False))")
+        return call
+
+    def _cached(self, call: LLMCall, key: str | None) -> tuple[bool, Any]:
+        if key is None or not call.cache:
+            return False, None
+        with self._lock:
+            if key not in self._cache:
+                return False, None
+            call.cached = True
+            self.ledger.record(call.stage, cache_hits=1)
+            return True, copy.deepcopy(self._cache[key])
+
+    def _store(self, call: LLMCall, key: str | None, value: Any) -> None:
+        if key is not None and self._cache is not None:  # like the client: also when the call skipped it
+            with self._lock:
+                self._cache[key] = copy.deepcopy(value)
+
+    def _key(self, kind: str, msgs: Messages, schema: Any, temperature: float | None,
+             max_tokens: int | None) -> str | None:
+        """What identifies a request for the cache (None without one); like the client's key, not the stage."""
+        if self._cache is None:
+            return None
+        shown = None if schema is None else json.dumps(TypeAdapter(schema).json_schema(), sort_keys=True)
+        return json.dumps([kind, msgs, shown, temperature, max_tokens], sort_keys=True, default=str)
+
+    def _answer(self, call: LLMCall) -> Any:
+        """The scripted reply for `call`, accounted like a provider request; raises scripted errors."""
+        reply = self._lookup(call)
+        if isinstance(reply, BaseException):
+            self.ledger.record(call.stage, errors=1)
+            raise reply
+        self.ledger.record(call.stage, calls=1, prompt_tokens=sum(len(_text(m.get("content")).split())
+                                                                  for m in call.messages),
+                           completion_tokens=len(_as_text(reply).split()))
+        return reply
+
+    def _lookup(self, call: LLMCall) -> Any:
+        replies = self.replies
+        if callable(replies) and not isinstance(replies, (Mapping, list, tuple)):
+            return replies(call)
+        with self._lock:
+            if isinstance(replies, Mapping) and call.stage in replies:
+                reply = replies[call.stage]
+                if not isinstance(reply, list):
+                    return reply
+                queue = self._queues.setdefault(call.stage, list(reply))
+                if queue:
+                    return queue.pop(0)
+            elif isinstance(replies, (list, tuple)):
+                queue = self._queues.setdefault(None, list(replies))
+                if queue:
+                    return queue.pop(0)
+        if self.default is not _NO_DEFAULT:
+            return self.default
+        raise UnscriptedCall(f"FakeLLM: no reply scripted for {call.kind} call {call.index} "
+                             f"(stage {call.stage!r})")
+
+
+def _normalise(messages: Messages | str) -> Messages:
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    return [dict(m) for m in messages]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts: the text parts
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "" if content is None else str(content)
+
+
+def _as_text(reply: Any) -> str:
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, BaseModel):
+        return reply.model_dump_json()
+    return json.dumps(reply, default=str)
+
+
+def _validate(reply: Any, adapter: TypeAdapter[Any]) -> Any:
+    if isinstance(reply, str):
+        return adapter.validate_python(extract_json(reply))
+    if isinstance(reply, BaseModel):
+        reply = reply.model_dump()
+    return adapter.validate_python(reply)
+
+
+
+
+class ScriptedProvider:
+    """An in-memory model behind the real `LLMClient` (the Provider protocol of
+    bookindex/providers/llm/providers.py): each request gets the next raw text of `script`, or
+    `respond(prompt)` of its last user message; an exception instance in the script is raised
+    (`TransientError` is retried by the client)."""
+
+    name = "scripted"
+
+    def __init__(self, script: Sequence[Any] = (), respond: Callable[[str], Any] | None = None,
+                 model: str = "scripted-1", max_concurrency: int = 4) -> None:
+        self.script = list(script)
+        self.respond = respond
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.requests: list[Messages] = []
+        self._lock = threading.Lock()
+
+    def _next(self, messages: Messages) -> str:
+        with self._lock:
+            self.requests.append(messages)
+            step = self.script.pop(0) if self.script else _NO_DEFAULT
+        if step is _NO_DEFAULT:
+            if self.respond is None:
+                raise UnscriptedCall(f"ScriptedProvider: no reply left for request {len(self.requests)}")
+            # outside the lock: concurrent requests are answered concurrently, as by a server
+            step = self.respond(_text(next((m.get("content") for m in reversed(messages)
+                                            if m.get("role") == "user"), "")))
+        if isinstance(step, BaseException):
+            raise step
+        return str(step)
+
+    def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
+                 json_schema: dict[str, Any] | None) -> Completion:
+        text = self._next(messages)
+        return Completion(text=text, prompt_tokens=sum(len(_text(m.get("content")).split()) for m in messages),
+                          completion_tokens=len(text.split()), model=self.model, finish_reason="stop")
+
+    def yes_probability(self, messages: Messages) -> Completion:
+        """P(yes) from the text answer, as OpenAI-compatible servers without log-probabilities give it."""
+        text = self._next(messages)
+        word = text.strip().lower()
+        p = 1.0 if word.startswith("yes") else 0.0 if word.startswith("no") else 0.5
+        return Completion(text=text, prompt_tokens=1, completion_tokens=1, model=self.model, extra={"p_yes": p})
+
+
+# -- Embedder -------------------------------------------------------------------------------------
+
+class FakeEmbedder:
+    """Bag of hashed tokens in `dim` buckets, L2-normalised: cosine = token overlap, no model.
+
+    Tokens are the whitespace-separated words of the lower-cased text, or the matches of `word`
+    (e.g. r"\\w+"); `stem` cuts each to its first characters; `char_ngrams` uses the character
+    n-grams of the padded text instead (similar names get similar vectors). A text without any
+    token gets a zero row. `calls` counts encode() calls (tests check what was re-embedded).
+    """
+
+    def __init__(self, dim: int = 32, word: str | None = None, *, stem: int | None = None,
+                 char_ngrams: int | None = None, name: str = "test-hash") -> None:
+        self._dim = dim
+        self._name = name
+        self.word = re.compile(word) if word else None
+        self.stem = stem
+        self.char_ngrams = char_ngrams
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def tokens(self, text: str) -> list[str]:
+        t = text.lower()
+        if self.char_ngrams:
+            n = self.char_ngrams
+            padded = " " * (n - 1) + t + " " * (n - 1)
+            return [padded[j:j + n] for j in range(len(padded) - n + 1)]
+        words = self.word.findall(t) if self.word else t.split()
+        return [w[:self.stem] for w in words] if self.stem else words
+
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in self.tokens(t):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self._dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+
+__all__ = ["FakeLLM", "LLMCall", "UnscriptedCall", "ScriptedProvider", "FakeEmbedder"]
