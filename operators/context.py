@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from bookindex.core.config import Settings
+from bookindex.core.errors import LLMUnavailable
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
@@ -193,6 +194,20 @@ class IndexContext:
     @property
     def llm_available(self) -> bool:
         return bool(self.llm is not None and self.llm.available)
+
+    @property
+    def active_llm(self) -> LLM:
+        """The LLM, for a caller that checked `llm_available`; raises LLMUnavailable otherwise."""
+        if self.llm is None or not self.llm.available:
+            raise LLMUnavailable("no LLM is configured (llm.provider = none)")
+        return self.llm
+
+    @property
+    def active_vlm(self) -> LLM:
+        """The vision model, for a caller that checked `vlm_available`."""
+        if self.vlm is None or not self.vlm.available:
+            raise LLMUnavailable("no vision model is configured (vlm.provider = none)")
+        return self.vlm
 
     @property
     def vlm_available(self) -> bool:

@@ -88,7 +88,7 @@ class Extract(Operator[ExtractParams]):
             how = "noun-chunks"
             if p.use_llm and self.ctx.llm_available:
                 try:
-                    res = self.ctx.llm.complete(prompts.EXTRACT.format(query=state.question, max_entities=p.max_entities),
+                    res = self.ctx.active_llm.complete(prompts.EXTRACT.format(query=state.question, max_entities=p.max_entities),
                                                 schema=prompts.Extraction, stage="extract")
                     mentions = [e.name for e in res.entities if e.name.strip()]
                     how = "llm"
@@ -217,7 +217,7 @@ def decompose(ctx: IndexContext, question: str, use_llm: bool = True, op: Operat
     """Shared by the operator and the planner (which fills the sub-questions into the plan)."""
     if use_llm and ctx.llm_available:
         try:
-            res = ctx.llm.complete(prompts.DECOMPOSE.format(query=question), schema=prompts.Decomposition,
+            res = ctx.active_llm.complete(prompts.DECOMPOSE.format(query=question), schema=prompts.Decomposition,
                                    stage="decompose")
             subs = [s.question for s in res.sub_questions if s.type == "retrieval" and s.question.strip()]
             synth = next((s.question for s in res.sub_questions if s.type == "synthesis"), question)

@@ -300,7 +300,7 @@ class SelectBySection(Operator[SelectBySectionParams]):
         toc = "\n".join(f"[{i}] {'  ' * (tree.nodes[u].level - 1)}{tree.nodes[u].title[:100]} "
                         f"(p. {tree.nodes[u].page_idx + 1}-{tree.nodes[u].page_end_idx + 1})"
                         for i, u in enumerate(unit_ids))
-        res = self.ctx.llm.complete(prompts.SELECT_SECTIONS.format(toc=toc, query=state.question,
+        res = self.ctx.active_llm.complete(prompts.SELECT_SECTIONS.format(toc=toc, query=state.question,
                                                                    max_sections=self.params.max_sections),
                                     schema=prompts.SectionChoice, stage="select_section")
         return [unit_ids[i] for i in res.sections if 0 <= i < len(unit_ids)][: self.params.max_sections]

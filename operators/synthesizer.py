@@ -96,7 +96,7 @@ class Map(Operator[MapParams]):
             return None
         text = prompts.MAP.format(query=question, evidence=format_evidence(self.ctx.tree, ids, nums))
         text += f"\n\nThe {len(images)} attached image(s) show the figure/chart evidence items in order."
-        return self.ctx.vlm.complete([user_message(text, images)], schema=prompts.Partial, stage="map-vision")
+        return self.ctx.active_vlm.complete([user_message(text, images)], schema=prompts.Partial, stage="map-vision")
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -121,7 +121,7 @@ class Map(Operator[MapParams]):
                 ids = [i for i in ids if i in keep]
             groups = [(state.question, ids[k:k + g]) for k in range(0, len(ids), g)][: self.params.max_groups]
         use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
-        use_vlm = (self.params.use_llm and getattr(self.ctx, "vlm_available", False)
+        use_vlm = (self.params.use_llm and self.ctx.vlm_available
                    and state.operation not in ("COUNT", "LIST"))
         state.partials = []
         number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}
@@ -139,7 +139,7 @@ class Map(Operator[MapParams]):
                     use_vlm = False
             if use_llm and ids and "answer" not in part:
                 try:
-                    res = self.ctx.llm.complete(prompts.MAP.format(query=question, evidence=format_evidence(tree, ids, nums)),
+                    res = self.ctx.active_llm.complete(prompts.MAP.format(query=question, evidence=format_evidence(tree, ids, nums)),
                                                 schema=prompts.Partial, stage="map")
                     part.update(answer=res.answer, source="llm")
                 except Exception as exc:  # noqa: BLE001
@@ -203,7 +203,7 @@ class Reduce(Operator[ReduceParams]):
                     prompt = prompts.REDUCE.format(query=state.synthesis or state.question, partials=parts)
                 else:
                     prompt = prompts.ANSWER.format(query=state.question, evidence=format_evidence(tree, ev))
-                res = self.ctx.llm.complete(prompt, schema=prompts.Grounded, stage="answer")
+                res = self.ctx.active_llm.complete(prompt, schema=prompts.Grounded, stage="answer")
                 state.answer = res.answer.strip() or NOT_ANSWERABLE
                 state.citations = cited_numbers(state.answer)
                 self.note(source="llm", outputs={"citations": state.citations})

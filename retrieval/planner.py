@@ -72,7 +72,7 @@ def ext_mentions(question: str) -> list[str]:
 def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
     if ctx.llm_available:
         try:
-            res = ctx.llm.complete(prompts.CLASSIFY.format(query=question), schema=prompts.Classification,
+            res = ctx.active_llm.complete(prompts.CLASSIFY.format(query=question), schema=prompts.Classification,
                                    stage="classify")
             cat = {"simple": "single-hop", "complex": "multi-hop"}.get(res.category, res.category)
             if cat == "global" and not _AGGREGATION.search(question):
@@ -224,7 +224,7 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
     spec, extra = None, []
     if ctx.llm_available:
         try:
-            spec = ctx.llm.complete(prompts.FILTERS.format(query=question), schema=prompts.GlobalSpec, stage="filters")
+            spec = ctx.active_llm.complete(prompts.FILTERS.format(query=question), schema=prompts.GlobalSpec, stage="filters")
             notes["filters"] = "llm"
         except Exception as exc:  # noqa: BLE001
             notes["filters_fallback"] = f"LLM failed ({type(exc).__name__}); filters from rules"
