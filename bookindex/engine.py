@@ -211,7 +211,7 @@ class Engine:
         m = doc.manifest
         built = doc.status not in ("unchanged",)
         graph = (doc.build_report.get("graph") or {}) if built else {}
-        return IndexReport(doc_id=doc.doc_id, name=doc.name, status=doc.status,  # type: ignore[arg-type]
+        return IndexReport(doc_id=doc.doc_id, name=doc.name, status=doc.status,
                            pages=int(m.get("pages") or 0), blocks=int(m.get("blocks") or 0),
                            sections=int(m.get("sections") or 0), nodes=int(m.get("nodes") or 0),
                            graph_built=bool(m.get("graph")), graph=graph, retry=doc.retry,

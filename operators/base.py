@@ -87,6 +87,7 @@ def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -
 
 
 P = TypeVar("P", bound=Params)
+BaseParams = Params  # the base model, for annotations inside Operator (where `Params` is the ClassVar)
 
 
 class Operator(Generic[P]):
@@ -98,10 +99,10 @@ class Operator(Generic[P]):
     Params: ClassVar[type[Params]] = Params
     params: P
 
-    def __init__(self, ctx: IndexContext, params: dict[str, Any] | Params | None = None) -> None:
+    def __init__(self, ctx: IndexContext, params: dict[str, Any] | BaseParams | None = None) -> None:
         self.ctx = ctx
         model = params if isinstance(params, self.Params) else self.Params(**(
-            params.model_dump() if isinstance(params, Params) else (params or {})))
+            params.model_dump() if isinstance(params, BaseParams) else (params or {})))
         self.params = cast(P, model)
         self.record: dict[str, Any] = {}
 
@@ -113,7 +114,8 @@ class Operator(Generic[P]):
         self.record.update(kv)
 
     def run(self, state: State) -> State:
-        before = _ledger_total(self.ctx.llm) if self.ctx.llm is not None else None
+        llm = self.ctx.llm
+        before = _ledger_total(llm) if llm is not None else None
         n_in = None if state.candidates is None else len(state.candidates)
         t0 = time.perf_counter()
         self.record = {}
@@ -124,8 +126,8 @@ class Operator(Generic[P]):
                                "inputs": {"question": state.question,
                                           "candidates": "all" if n_in is None else n_in},
                                "ms": round(ms, 2)}
-        if before is not None:
-            after = _ledger_total(self.ctx.llm)
+        if llm is not None and before is not None:
+            after = _ledger_total(llm)
             rec["llm"] = {k: int(after[k] - before[k]) for k in after}
         rec.update(self.record)
         state.trace.append(rec)

@@ -181,13 +181,13 @@ class Reduce(Operator[ReduceParams]):
             if terms:
                 pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
                 items = [i for i in items if all(p.search(tree.nodes[i].content) for p in pats)]
-            listing = [{"node_id": i, "type": tree.nodes[i].type, "page": tree.nodes[i].page_idx + 1,
+            listing: list[dict[str, Any]] = [{"node_id": i, "type": tree.nodes[i].type, "page": tree.nodes[i].page_idx + 1,
                         "label": tree.nodes[i].label} for i in items]
             state.structural = {"operation": op, "count": len(items), "items": listing}
             if terms:
                 state.structural["must_contain"] = terms
             if op == "COUNT":
-                kinds = sorted({x["type"] for x in listing})
+                kinds = sorted({str(x["type"]) for x in listing})
                 cond = f" containing {', '.join(repr(t) for t in terms)}" if terms else ""
                 state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters{cond})" if kinds else "")
             else:

@@ -178,7 +178,7 @@ def global_spec_rules(question: str) -> tuple[prompts.GlobalSpec, list[str]]:
         n = 0
         if m:
             n = int(m.group(2)) if m.group(2).isdigit() else words.get(m.group(2).lower(), 0)
-        if n:
+        if m and n:
             filters.append(prompts.FilterSpec(filter_type="page", filter_value=f"{m.group(1).lower()} {n}"))
         else:
             m = re.search(r"\b(?:on|in|at) page\s+(\d+)\b", q, re.I)
@@ -221,7 +221,8 @@ def content_terms(question: str) -> list[str]:
 
 
 def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
-    spec, extra = None, []
+    spec: prompts.GlobalSpec | None = None
+    extra: list[str] = []
     if ctx.llm_available:
         try:
             spec = ctx.active_llm.complete(prompts.FILTERS.format(query=question), schema=prompts.GlobalSpec, stage="filters")

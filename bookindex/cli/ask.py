@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         _check(question)
         if method not in METHODS:
             raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
-        answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k))  # type: ignore[arg-type]
+        answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k))
         if save_plan is not None:
             if answer.plan is None:
                 raise InputError(f"--save-plan: method {method!r} has no plan")
