@@ -39,7 +39,7 @@ class TraceRecord(BaseModel):
     llm: dict[str, int] | None = None
     outputs: Any = None
     branches: list[TraceRecord] | None = None
-    sub_questions: list[SubQuestionTrace] | None = None
+    sub_questions: list[SubQuestionTrace | str] | None = None  # ForEach: traces; Decompose: the texts
     whole_question: SubQuestionTrace | None = None
 
 

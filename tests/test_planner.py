@@ -135,3 +135,16 @@ def test_prompts_carry_the_question():
     assert "What is X?" in prompts.CLASSIFY.format(query="What is X?")
     assert "sub_questions" in prompts.DECOMPOSE.format(query="q")
     assert '"filters"' in prompts.FILTERS.format(query="q")
+
+
+def test_a_decomposed_question_answers_with_its_trace_typed():
+    """Decompose records its sub-questions as text, ForEach as nested traces: both validate."""
+    ctx = make_context()
+    p = plan(ctx, "What is the difference between the png terminal and the pdf terminal?")
+    assert p.query_type == "multi-hop"
+    ans = run_plan(ctx, p)
+    dec = next(r for r in ans.trace if r.op == "Decompose")
+    assert dec.sub_questions and all(isinstance(q, str) for q in dec.sub_questions)
+    loop = next(r for r in ans.trace if r.op == "ForEach")
+    assert loop.sub_questions and all(q.trace for q in loop.sub_questions if not isinstance(q, str))
+    assert ans.evidence
