@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 
 from bookindex.core.config import load_settings
-from retrieval.baselines import clear_cache
+from bookindex.core.errors import InputError
+from bookindex.engine import Engine
 from bookindex.evaluation.mmlongbench_run import run
+from bookindex.evaluation.qasper_run import paper_to_markdown
+from bookindex.evaluation.qasper_run import run as run_qasper
+from retrieval.baselines import clear_cache
 from fakes import FakeLLM, LLMCall
 from library_helpers import HashEmbedder
 
@@ -154,8 +158,6 @@ PAPER = {
 
 
 def test_qasper_markdown_and_recall(tmp_path):
-    from bookindex.evaluation.qasper_run import paper_to_markdown, run
-
     md = paper_to_markdown({"id": "p1", **PAPER})
     assert "## Method\n\n### Data" in md and "\\- a dash line" in md
     assert "## Figures and tables\n\nTable 1: Counts" in md
@@ -163,17 +165,17 @@ def test_qasper_markdown_and_recall(tmp_path):
     d.mkdir()
     (d / "papers.json").write_text(json.dumps({"p1": PAPER}))
     clear_cache()
-    res = run(d, ["bm25"], [1, 2], index_dir=tmp_path / "idx", settings=_settings(),
-              embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
+    res = run_qasper(d, ["bm25"], [1, 2], index_dir=tmp_path / "idx", settings=_settings(),
+                     embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
     rec = res.records[0]
     assert rec["recall"] == {1: 0.5, 2: 1.0}  # paragraph first, then the caption
-    assert (tmp_path / "out" / "qasper.md").is_file()
+    md = (tmp_path / "out" / "qasper.md").read_text()
+    assert md.startswith("# Qasper (qasper-mini)\n") and "- papers: 1; questions: 1 (1 with evidence" in md
+    assert "| bm25 | 1 | 0.500 | 1.000 |" in md and "Recall@2 by evidence type:" in md
+    assert "Recall@2 by answer type:" in md and "extractive (n=1)" in md
 
 
 def test_a_document_that_fails_to_index_fails_only_its_questions(split, tmp_path, monkeypatch):
-    from bookindex.core.errors import InputError
-    from bookindex.engine import Engine
-
     def broken(self, path, **options):
         raise InputError(f"{path}: not a PDF")
 

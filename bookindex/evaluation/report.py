@@ -1,4 +1,5 @@
-"""Aggregate per-question records into per-method summaries, Markdown tables and a plot.
+"""Aggregate per-question records into per-method summaries, Markdown tables, a plot and the
+report files (JSON + Markdown + plot) of a benchmark run.
 
 A record is one (question, method) pair: `recall`/`hit` map k to a value (None when the
 question is excluded from recall), plus `nodes`, `chars`, `seconds`, optional answer `score`
@@ -7,9 +8,13 @@ and `f1`, and `groups` (e.g. evidence source, document type) for breakdowns.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+
+from bookindex.evaluation.benchmark import Benchmark, Meta, Q, Record, Summary
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -89,7 +94,7 @@ def markdown_breakdown(b: dict[str, Any], title: str) -> str:
 
 def plot_recall(summary: dict[str, dict[str, Any]], ks: Sequence[int], path: Path, title: str) -> Path:
     """Line plot of recall@k per method (matplotlib, Agg backend: no display needed)."""
-    import matplotlib
+    import matplotlib  # heavy optional dependency: loaded only when a plot is written
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -112,3 +117,51 @@ def plot_recall(summary: dict[str, dict[str, Any]], ks: Sequence[int], path: Pat
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def breakdown_k(ks: Sequence[int]) -> int:
+    """The k the hit@k column and the breakdown tables report: 5 when measured, else the largest."""
+    return 5 if 5 in ks else max(ks)
+
+
+def render_report(benchmark: Benchmark[Q], summary: Summary, records: Sequence[Record], rows: Sequence[str],
+                  ks: Sequence[int], meta: Meta) -> str:
+    """The run's Markdown: title, command, date and machine, the benchmark's own lines, the main
+    table (answer columns when any row was answered), then one recall table per breakdown."""
+    k = breakdown_k(ks)
+    has_answers = any("answers" in s for s in summary.values())
+    extra = [("acc", "accuracy"), ("F1", "f1")] if has_answers else []
+    failures = meta.get("index_failures") or {}
+    parts = [
+        f"# {benchmark.title} ({meta['split']})",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- date: {meta['date']}; machine: {meta['machine']}; LLM: {meta['llm']}",
+        *benchmark.summary_lines(meta),
+        *([f"- documents that failed to index: {', '.join(failures)}"] if failures else []),
+        "",
+        markdown_main(summary, ks, k, extra),
+    ]
+    for group, caption in benchmark.breakdowns:
+        parts += ["", f"Recall@{k} by {caption}:", "",
+                  markdown_breakdown(breakdown(records, rows, group, k), "method")]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(benchmark: Benchmark[Q], out_dir: Path, summary: Summary, records: Sequence[Record],
+                 rows: Sequence[str], ks: Sequence[int], meta: Meta, markdown: str) -> dict[str, str]:
+    """Write <name>.json (meta, summary, breakdowns, records; atomically), <name>.md and
+    <name>_recall.png under `out_dir`; returns their paths by kind."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = benchmark.name
+    jpath, mpath, ppath = out_dir / f"{stem}.json", out_dir / f"{stem}.md", out_dir / f"{stem}_recall.png"
+    k = breakdown_k(ks)
+    payload = {"meta": meta, "summary": summary,
+               "breakdown": {group: breakdown(records, rows, group, k) for group, _ in benchmark.breakdowns},
+               "records": list(records)}
+    tmp = jpath.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
+    tmp.replace(jpath)
+    mpath.write_text(markdown, encoding="utf-8")
+    plot_recall(summary, ks, ppath, f"{benchmark.title} {meta['split']}: {benchmark.recall_label}")
+    return {"json": str(jpath), "markdown": str(mpath), "plot": str(ppath)}
