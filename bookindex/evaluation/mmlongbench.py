@@ -126,10 +126,10 @@ def score_answer(gold: Any, pred: Any, answer_format: str) -> float:
     if fmt in ("Str", "None"):
         if isinstance(pred, (list, tuple)):
             pred = ", ".join(str(x) for x in pred)
-        g, p = clean_string(gold), clean_string(pred)
-        if is_exact_match_string(g):
-            return 1.0 if g == p else 0.0
-        return anls(g, p)
+        gs, ps = clean_string(gold), clean_string(pred)
+        if is_exact_match_string(gs):
+            return 1.0 if gs == ps else 0.0
+        return anls(gs, ps)
     if fmt == "List":
         gl = [clean_string(x) for x in _as_list(gold)]
         pl = [clean_string(x) for x in _as_list(pred)]
