@@ -160,10 +160,12 @@ def main() -> int:
     ap.add_argument("--reads", type=int, default=3, help="fresh read processes per case")
     ap.add_argument("--work", type=Path, default=Path("/tmp/bvs"))
     ap.add_argument("--out", type=Path, default=Path("bench-out/vectors"))
+    ap.add_argument("--builds", type=Path, default=None,
+                    help="reuse the libraries under --work and the build rows of this bench_vectors.json")
     args = ap.parse_args()
 
-    builds = []
-    for r in range(args.repeat):
+    builds = json.loads(args.builds.read_text())["builds"] if args.builds else []
+    for r in range(0 if args.builds else args.repeat):
         for name in args.docs:
             order = ("npz", "lancedb") if r % 2 == 0 else ("lancedb", "npz")
             for backend in order:
