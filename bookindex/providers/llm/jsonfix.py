@@ -60,7 +60,10 @@ def extract_json(text: str) -> Any:
                 segments.append((bad.segment, candidate[start]))
                 skip_until = start + len(bad.segment)
     for segment, opener in sorted(segments, key=lambda s: -len(s[0])):
-        value = json_repair.loads(segment, skip_json_loads=True)
+        try:
+            value = json_repair.loads(segment, skip_json_loads=True)
+        except (ValueError, RecursionError):  # a segment it cannot repair either: try the next
+            continue
         if isinstance(value, _TYPE[opener]) and (value or _is_empty(segment)):
             return value
     for candidate, start in inner:
