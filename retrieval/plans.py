@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bookindex.core.atomic import write_text_atomic
 from bookindex.core.errors import InputError
 from operators import OPERATORS
 
@@ -86,7 +87,8 @@ class Plan(BaseModel):
         return cls.from_json(p.read_text(encoding="utf-8"), str(p))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+        """Write the plan as JSON, atomically: an edited plan is never left half-written."""
+        write_text_atomic(path, self.to_json() + "\n")
 
 
 def validate_steps(steps: list[Step], source: str) -> None:

@@ -1,5 +1,6 @@
-"""Query processes stay light: ONNX embedder = torch embedder, numpy vector mirrors, and
-opening a library + answering a question imports neither torch nor lancedb."""
+"""Query processes stay light: ONNX embedder = torch embedder, numpy vector files, and
+opening a library + answering a question imports neither torch nor lancedb (the LanceDB
+backend is tested in tests/test_vector_storage.py)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bookindex.indexing import construction
 from bookindex.core.config import load_settings
 from bookindex.providers.embedding import get_embedder
 from bookindex.core.errors import ConfigError
-from bookindex.storage.graph_store import ENTITY_MIRROR, load_entity_vectors
 from bookindex.storage.library import Library
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
-from library_helpers import HashEmbedder
 from pdf_fixtures import build_handbook
 
 TEXTS = ["How do I reset my password?", "", "gnuplot " * 400,
@@ -33,22 +31,6 @@ def test_mirror_round_trip_and_absence(tmp_path: Path) -> None:
     assert ids == ["a", "b", "c"] and mat.dtype == np.float32 and np.array_equal(mat, vecs)
     assert load_mirror(tmp_path / "missing.npz") is None
     assert [p.name for p in tmp_path.iterdir()] == ["m.npz"]  # no temporary file left behind
-
-
-def test_mirrors_match_lancedb_and_old_indexes_still_load(tmp_path: Path) -> None:
-    settings = load_settings(overrides={"llm.provider": "none"}, env={})
-    lib = Library.open(tmp_path / "lib", settings, embedder=HashEmbedder(dim=64))
-    doc = lib.add(build_handbook(tmp_path / "handbook.pdf"))
-    ids, mat = construction.read_node_vectors(doc.dir)
-    eids, emat = load_entity_vectors(doc.dir)
-    assert len(ids) > 5 and mat.shape == (len(ids), 64) and emat.shape == (len(eids), 64)
-    # an index written before the mirrors existed reads the same rows from LanceDB
-    (doc.dir / construction.VECTOR_MIRROR).unlink()
-    (doc.dir / ENTITY_MIRROR).unlink()
-    ids2, mat2 = construction.read_node_vectors(doc.dir)
-    eids2, emat2 = load_entity_vectors(doc.dir)
-    assert ids2 == ids and np.allclose(mat2, mat)
-    assert eids2 == eids and np.allclose(emat2, emat)
 
 
 def test_onnx_backend_rejects_a_model_it_cannot_run(tmp_path: Path) -> None:

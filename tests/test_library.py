@@ -44,19 +44,14 @@ def test_index_markdown_document(lib: Library, md_file: Path):
         "handbook.md", str(md_file.resolve()), sha, 1, "markdown")
     assert m["options"]["graph"] is False and m["options"]["parser"] == "auto"
     assert m["graph"] is False and doc.graph.entities == {}
-    for name in ("manifest.json", "tree.json", "build.json", "vectors.lance"):
+    for name in ("manifest.json", "tree.json", "build.json", construction.VECTOR_MIRROR):
         assert (doc.dir / name).exists(), name
+    assert not list(doc.dir.glob("*.lance"))  # LanceDB tables only with storage.vectors=lancedb
     assert matches_expected(tree_shape(doc.tree), EXPECTED_TREE)
     # node vectors: one row per node with content, aligned ids, normalized, tagged for retrieval
     ids, vecs = doc.node_vectors()
     assert vecs.shape == (len(doc.tree) - 1, 32) and set(ids) == set(doc.tree.nodes) - {doc.tree.root_id}
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
-    import lancedb
-
-    rows = lancedb.connect(str(doc.dir / construction.VECTOR_DIR)).open_table("nodes").to_arrow().to_pylist()
-    table_row = next(r for r in rows if r["type"] == "table")
-    assert table_row["doc_id"] == doc.doc_id and table_row["page_idx"] == 0
-    assert {"node_id", "doc_id", "type", "page_idx", "vector"} <= set(rows[0])
     # lookups
     assert [d.doc_id for d in lib.documents] == [doc.doc_id]
     for key in (doc.doc_id, doc.doc_id[:6], "handbook.md", "handbook", str(md_file.resolve())):

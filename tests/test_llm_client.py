@@ -104,6 +104,17 @@ def test_truncated_json_is_repaired_without_a_second_call() -> None:
     assert len(fake.calls) == 1
 
 
+def test_broken_json_syntax_is_repaired_without_a_second_call() -> None:
+    fake = FakeProvider(["Here you go:\n```json\n{'name': 'Ada', // the person\n 'age': 36, 'active': True,}\n```"])
+    client, _ = make_client(fake)
+
+    class Active(Person):
+        active: bool
+
+    assert client.complete("Who?", schema=Active) == Active(name="Ada", age=36, active=True)
+    assert len(fake.calls) == 1
+
+
 def test_validation_failure_gets_one_repair_round_trip() -> None:
     fake = FakeProvider(['{"name": "Ada", "age": "old"}', '{"name": "Ada", "age": 36}'])
     client, _ = make_client(fake)

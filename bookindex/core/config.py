@@ -109,12 +109,19 @@ class RetrievalSettings(_Section):
     glossary_weight: float = Field(0.7, ge=0, le=1)
 
 
+class StorageSettings(_Section):
+    # Where a build stores node and entity vectors: "npz" (numpy files, read in milliseconds with
+    # no extra import) or "lancedb" (LanceDB tables, the optional `bookindex[lancedb]` extra).
+    # Queries read whichever a document holds; docs/architecture.md "Vector storage" says why npz.
+    vectors: Literal["npz", "lancedb"] = "npz"
+
+
 class CacheSettings(_Section):
     enabled: bool = True
     path: str = ""  # empty: ~/.cache/bookindex (or $BOOKINDEX_CACHE_DIR)
 
 
-SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "cache")
+SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "storage", "cache")
 ENV_PREFIX = "BOOKINDEX_"
 CONFIG_FILE_NAME = "bookindex.toml"
 _SECRET_WORDS = ("key", "token", "secret", "password")
@@ -134,6 +141,7 @@ class Settings(BaseSettings):
     parsing: ParsingSettings = Field(default_factory=ParsingSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)

@@ -9,7 +9,6 @@ from it); the per-stage timings and the LLM ledger go to build.json.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from datetime import datetime, timezone
@@ -18,19 +17,21 @@ from typing import Any, Callable
 
 import numpy as np
 
+from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
 from bookindex.core.model import DocumentTree, node_text
 from bookindex.indexing.graph.build import build_graph, update_graph
+from bookindex.storage import lance_store
 from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
 from parsing.dispatch import parse_file, to_tree
 
 TREE_FILE = "tree.json"
 BUILD_FILE = "build.json"
-VECTOR_DIR = "vectors.lance"
-NODE_TABLE = "nodes"
-# A plain-numpy mirror of the node table's ids and vectors: reading it takes milliseconds, where
-# importing lancedb alone takes over a second of every query process's start.
+VECTOR_DIR = lance_store.NODE_DIR  # node vectors with storage.vectors = "lancedb"
+NODE_TABLE = lance_store.NODE_TABLE
+# node ids and vectors as numpy (storage.vectors = "npz", the default): reading it takes
+# milliseconds, where importing lancedb alone takes over a second of every query process's start.
 VECTOR_MIRROR = "node_vectors.npz"
 EMBED_BATCH = 64
 
@@ -47,11 +48,10 @@ def node_texts(tree: DocumentTree) -> tuple[list[str], list[str]]:
     return [i for i, t in pairs if t], [t for _, t in pairs if t]
 
 
-def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Events = _noop) -> dict[str, Any]:
-    """Encode node texts in batches and store them in a LanceDB table inside doc_dir."""
-    import lancedb
-    import pyarrow as pa
-
+def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Events = _noop,
+                vectors_backend: str = "npz") -> dict[str, Any]:
+    """Encode node texts in batches and store them in doc_dir: node_vectors.npz, or with
+    `vectors_backend` "lancedb" the LanceDB table vectors.lance/nodes."""
     ids, texts = node_texts(tree)
     on_event("embed_start", {"total": len(texts)})
     t0 = time.perf_counter()
@@ -72,24 +72,10 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
         vecs[np.asarray(order)] = sorted_vecs
     if vecs.shape != (len(ids), dim):
         raise BookIndexError(f"embedder returned shape {vecs.shape}, expected ({len(ids)}, {dim})")
-    nodes = [tree.nodes[i] for i in ids]
-    schema = pa.schema([
-        ("node_id", pa.string()), ("doc_id", pa.string()), ("type", pa.string()),
-        ("level", pa.int32()), ("page_idx", pa.int32()), ("page_end_idx", pa.int32()),
-        ("vector", pa.list_(pa.float32(), dim)),
-    ])
-    table = pa.table({
-        "node_id": ids,
-        "doc_id": [tree.doc_id] * len(ids),
-        "type": [n.type for n in nodes],
-        "level": [n.level for n in nodes],
-        "page_idx": [n.page_idx for n in nodes],
-        "page_end_idx": [n.page_end_idx for n in nodes],
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), type=pa.float32()), dim),
-    }, schema=schema)
-    db = lancedb.connect(str(doc_dir / VECTOR_DIR))
-    db.create_table(NODE_TABLE, data=table)  # a fresh folder: no "overwrite" (it logs a warning)
-    save_mirror(doc_dir / VECTOR_MIRROR, ids, vecs)
+    if vectors_backend == "lancedb":
+        lance_store.write_node_table(doc_dir, tree.doc_id, [tree.nodes[i] for i in ids], vecs)
+    else:
+        save_mirror(doc_dir / VECTOR_MIRROR, ids, vecs)
     secs = time.perf_counter() - t0
     on_event("embed_done", {"n": len(ids), "seconds": secs})
     return {"nodes": len(ids), "dim": dim, "seconds": round(secs, 3),
@@ -97,22 +83,13 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
 
 
 def read_node_vectors(doc_dir: Path) -> tuple[list[str], np.ndarray]:
-    """(node ids, matrix) from a stored document's vectors, in tree order (the numpy mirror
-    when present, else the LanceDB table: indexes written before the mirror existed)."""
+    """(node ids, matrix) from a stored document's vectors, in tree order: node_vectors.npz when
+    present, else the LanceDB table (backend "lancedb", or an index from before the npz files)."""
     mirrored = load_mirror(doc_dir / VECTOR_MIRROR)
     if mirrored is not None:
         return mirrored
-    import lancedb
-
-    path = doc_dir / VECTOR_DIR
-    if not path.exists():
-        return [], np.zeros((0, 0), dtype=np.float32)
-    tbl = lancedb.connect(str(path)).open_table(NODE_TABLE).to_arrow()
-    ids = tbl.column("node_id").to_pylist()
-    col = tbl.column("vector").combine_chunks()
-    dim = col.type.list_size
-    mat = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dim)
-    return ids, mat
+    stored = lance_store.read_node_table(doc_dir)
+    return stored if stored is not None else ([], np.zeros((0, 0), dtype=np.float32))
 
 
 def _relativize_images(tree: DocumentTree, doc_dir: Path) -> None:
@@ -154,12 +131,12 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     tree = to_tree(parsed, doc_id, name, settings, llm)
     _relativize_images(tree, doc_dir)
     timings["tree_s"] = time.perf_counter() - t1
-    (doc_dir / TREE_FILE).write_text(json.dumps(tree.to_dict(), ensure_ascii=False), encoding="utf-8")
+    write_json_atomic(doc_dir / TREE_FILE, tree.to_dict(), indent=None)
     on_event("tree", {"nodes": len(tree), "sections": len(tree.sections())})
     shutil_rm(doc_dir / "mineru-out")
 
     if embedder is not None:
-        report["embedding"] = embed_nodes(tree, embedder, doc_dir, on_event)
+        report["embedding"] = embed_nodes(tree, embedder, doc_dir, on_event, settings.storage.vectors)
         timings["embed_s"] = report["embedding"]["seconds"]
 
     report["graph"] = {"built": False}
@@ -168,7 +145,7 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
         on_event("graph_start", {})
         graph, graph_report = build_graph(tree, settings=settings, llm=llm, embedder=embedder,
                                           reranker=reranker, progress=progress)
-        save_graph(graph, doc_dir, embedder=embedder)
+        save_graph(graph, doc_dir, embedder=embedder, vectors_backend=settings.storage.vectors)
         timings["graph_s"] = time.perf_counter() - t2
         report["graph"] = {"built": True, **graph_report}
         on_event("graph_done", {"seconds": timings["graph_s"]})
@@ -186,7 +163,7 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
             report["llm"] = llm.ledger.snapshot()
         except Exception:  # a ledger problem must not fail an otherwise finished build
             report["llm"] = None
-    (doc_dir / BUILD_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    write_json_atomic(doc_dir / BUILD_FILE, report, default=str)
     return report
 
 
@@ -218,7 +195,7 @@ def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm:
     on_event("graph_retry_start", {"nodes": len(node_ids)})
     rep = update_graph(graph, tree, list(node_ids), settings=settings, llm=llm, embedder=embedder,
                        reranker=reranker, vectors=(ids, mat) if ids else None, progress=progress)
-    save_graph(graph, doc_dir, embedder=embedder)
+    save_graph(graph, doc_dir, embedder=embedder, vectors_backend=settings.storage.vectors)
     still = [i for i in rep["failed_node_ids"]]
     outcome = {
         "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -239,16 +216,9 @@ def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm:
             outcome["llm"] = llm.ledger.snapshot()
         except Exception:  # accounting must not fail a finished retry
             outcome["llm"] = None
-    _write_json(doc_dir / BUILD_FILE, report)
+    write_json_atomic(doc_dir / BUILD_FILE, report, default=str)
     on_event("graph_retry_done", outcome)
     return outcome
-
-
-def _write_json(path: Path, data: Any) -> None:
-    """Write to a temporary name, then rename: readers never see a half-written file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def shutil_rm(p: Path) -> None:

@@ -3,26 +3,24 @@
 Layout inside a document directory:
 - `graph.json`   entities and relations (format 1) - what `load_graph` reads; one JSON parse,
   so opening a 300-page document's graph stays well under a second;
-- `graph.lance/` a LanceDB database with table `entities` (id, name, type, description,
-  aliases, node_ids, vector) for vector search over entities, and table `relations`
-  (source, target, description, keywords, weight, node_ids) alongside;
-- `entity_vectors.npz` the entity ids and vectors again, as numpy (see bookindex.storage.vector_mirror).
-All are written to temporary names first and then renamed, so a crash never leaves a
-half-written graph behind.
+- `entity_vectors.npz` the entity ids and vectors, as numpy (bookindex.storage.vector_mirror),
+  or with `storage.vectors = "lancedb"` instead `graph.lance/` (bookindex.storage.lance_store).
+All are written to unique temporary names first and then renamed, so a crash never leaves a
+half-written file behind.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import IndexFormatError
 from bookindex.core.graph import KnowledgeGraph
+from bookindex.storage import lance_store
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
 
 try:  # orjson parses the graph about twice as fast; the stdlib is the fallback
@@ -35,7 +33,7 @@ except ImportError:  # pragma: no cover
         return json.loads(b)
 
 GRAPH_FILE = "graph.json"
-LANCE_DIR = "graph.lance"
+LANCE_DIR = lance_store.GRAPH_DIR
 ENTITY_MIRROR = "entity_vectors.npz"  # numpy copy of the entity vectors (fast query-time load)
 FORMAT = 1
 
@@ -59,60 +57,24 @@ def _vectors_for(graph: KnowledgeGraph, embedder: Any) -> np.ndarray | None:
     return np.stack([known[e] for e in ids]).astype(np.float32)
 
 
-def _write_lance(graph: KnowledgeGraph, path: Path, vectors: np.ndarray | None) -> None:
-    import lancedb
-    import pyarrow as pa
-
-    ents = list(graph.entities.values())
-    cols: dict[str, Any] = {
-        "id": pa.array([e.id for e in ents], pa.string()),
-        "name": pa.array([e.name for e in ents], pa.string()),
-        "type": pa.array([e.type for e in ents], pa.string()),
-        "description": pa.array([e.description for e in ents], pa.string()),
-        "aliases": pa.array([list(e.aliases) for e in ents], pa.list_(pa.string())),
-        "node_ids": pa.array([list(e.node_ids) for e in ents], pa.list_(pa.string())),
-    }
-    if vectors is not None and len(vectors):
-        flat = pa.array(vectors.reshape(-1), pa.float32())
-        cols["vector"] = pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])
-    rels = graph.relations
-    rel_tab = pa.table({
-        "source": pa.array([r.source for r in rels], pa.string()),
-        "target": pa.array([r.target for r in rels], pa.string()),
-        "description": pa.array([r.description for r in rels], pa.string()),
-        "keywords": pa.array([list(r.keywords) for r in rels], pa.list_(pa.string())),
-        "weight": pa.array([float(r.weight) for r in rels], pa.float32()),
-        "node_ids": pa.array([list(r.node_ids) for r in rels], pa.list_(pa.string())),
-    })
-    db = lancedb.connect(str(path))  # `path` is a fresh folder (save_graph removes any leftover):
-    db.create_table("entities", pa.table(cols))  # mode="overwrite" would log a lance WARN per table
-    db.create_table("relations", rel_tab)
-
-
-def save_graph(graph: KnowledgeGraph, doc_dir: str | Path, embedder: Any = None) -> None:
-    """Write `graph.json` and the LanceDB entity/relation tables into `doc_dir`, atomically."""
+def save_graph(graph: KnowledgeGraph, doc_dir: str | Path, embedder: Any = None,
+               vectors_backend: str = "npz") -> None:
+    """Write `graph.json` and the entity vectors (`entity_vectors.npz`, or with backend
+    "lancedb" the graph.lance tables) into `doc_dir`; each file is replaced atomically."""
     doc_dir = Path(doc_dir)
     doc_dir.mkdir(parents=True, exist_ok=True)
     vectors = _vectors_for(graph, embedder)
-    tmp_lance = doc_dir / (LANCE_DIR + ".tmp")
-    shutil.rmtree(tmp_lance, ignore_errors=True)
-    _write_lance(graph, tmp_lance, vectors)
-    data = {"format": FORMAT, **graph.to_dict()}
-    tmp_json = doc_dir / (GRAPH_FILE + ".tmp")
-    with open(tmp_json, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
-    final_lance = doc_dir / LANCE_DIR
-    old = doc_dir / (LANCE_DIR + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final_lance.exists():
-        os.replace(final_lance, old)
-    os.replace(tmp_lance, final_lance)
-    if vectors is not None and len(vectors):
-        save_mirror(doc_dir / ENTITY_MIRROR, [e for e in graph.entities], vectors)
-    else:
+    if vectors_backend == "lancedb":
+        lance_store.write_graph_tables(doc_dir, graph, vectors)
+        # a retry in a copy of an npz-built folder: the old mirror would shadow the new table
         (doc_dir / ENTITY_MIRROR).unlink(missing_ok=True)
-    os.replace(tmp_json, doc_dir / GRAPH_FILE)
-    shutil.rmtree(old, ignore_errors=True)
+    else:
+        if vectors is not None and len(vectors):
+            save_mirror(doc_dir / ENTITY_MIRROR, list(graph.entities), vectors)
+        else:
+            (doc_dir / ENTITY_MIRROR).unlink(missing_ok=True)
+        lance_store.remove(doc_dir, LANCE_DIR)  # tables of an older build would now be stale
+    write_json_atomic(doc_dir / GRAPH_FILE, {"format": FORMAT, **graph.to_dict()}, indent=None)
 
 
 def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
@@ -140,20 +102,10 @@ def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
 
 
 def load_entity_vectors(doc_dir: str | Path) -> tuple[list[str], np.ndarray]:
-    """(entity ids, float32 matrix): the numpy mirror, else the LanceDB entity table; empty when
-    none were stored."""
+    """(entity ids, float32 matrix): entity_vectors.npz, else the LanceDB entity table (backend
+    "lancedb", or an index from before the npz files); empty when none were stored."""
     mirrored = load_mirror(Path(doc_dir) / ENTITY_MIRROR)
     if mirrored is not None:
         return mirrored
-    path = Path(doc_dir) / LANCE_DIR
-    if not path.exists():
-        return [], np.zeros((0, 0), np.float32)
-    import lancedb
-
-    tab = lancedb.connect(str(path)).open_table("entities").to_arrow()
-    ids = tab.column("id").to_pylist()
-    if "vector" not in tab.column_names or not ids:
-        return [], np.zeros((0, 0), np.float32)
-    col = tab.column("vector").combine_chunks()
-    mat = col.values.to_numpy(zero_copy_only=False).reshape(len(ids), -1).astype(np.float32)
-    return ids, mat
+    stored = lance_store.read_entity_table(Path(doc_dir))
+    return stored if stored is not None else ([], np.zeros((0, 0), np.float32))

@@ -2,10 +2,10 @@
 
 Layout of a library DIR:
     library.json            catalog: format version + {doc_id: {name, source, sha256, dir}}
-    docs/<doc_id>.<stamp>/  one document: manifest.json, tree.json, build.json,
-                            vectors.lance/ (LanceDB table `nodes`: node_id, doc_id, type, level,
-                            page_idx, page_end_idx, vector) + node_vectors.npz (numpy copy),
-                            graph.json + graph.lance/ + entity_vectors.npz, images/
+    docs/<doc_id>.<stamp>/  one document: manifest.json, tree.json, build.json, graph.json,
+                            node_vectors.npz + entity_vectors.npz (or, with storage.vectors =
+                            "lancedb", vectors.lance/ + graph.lance/: bookindex.storage.lance_store),
+                            images/
     .tmp/                   builds in progress
 The catalog is the single source of truth and is swapped with one `os.replace`, so adding,
 replacing and removing a document are each atomic: a build that fails (or a crash) leaves the
@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from bookindex.core.atomic import write_json_atomic
 from bookindex.core.config import Settings, load_settings
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.core.graph import KnowledgeGraph
@@ -40,6 +41,7 @@ from bookindex.providers.embedding import get_embedder
 from bookindex.providers.lexical import document_lexical_index
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
+from bookindex.storage import lance_store
 from bookindex.storage.graph_store import load_entity_vectors, load_graph
 from parsing.dispatch import sniff
 
@@ -81,15 +83,6 @@ def path_sha256(path: Path) -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class StoredDocument:
@@ -288,7 +281,7 @@ class Library:
     def _commit(self) -> None:
         if not self._catalog.get("created"):
             self._catalog["created"] = _now()
-        _write_json_atomic(self._catalog_path, self._catalog)
+        write_json_atomic(self._catalog_path, self._catalog)
 
     def _sweep(self) -> None:
         """Remove folders the catalog does not reference (failed or superseded builds)."""
@@ -358,6 +351,8 @@ class Library:
         recorded = {k: _get_dotted(s, key) for k, key in OPTION_KEYS.items()}
         recorded["llm"] = s.llm.model if s.llm.provider != "none" else None
         recorded["embedding"] = s.embedding.model or "default"
+        if s.storage.vectors != "npz":  # recorded only off the default: older manifests still match
+            recorded["vectors"] = s.storage.vectors
         return s, recorded
 
     def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False, **options: Any) -> StoredDocument:
@@ -377,6 +372,8 @@ class Library:
         sha = path_sha256(src)
         doc_id = sha[:16]
         settings, recorded = self._effective(options)
+        if settings.storage.vectors == "lancedb":
+            lance_store.require()
         name = src.name
         existing = self._catalog["documents"].get(doc_id)
         if existing is not None:
@@ -412,7 +409,7 @@ class Library:
                 "embedding": report.get("embedding"), "seconds": round(time.perf_counter() - t0, 3),
                 "warnings": report.get("warnings", []),
             }
-            _write_json_atomic(build_dir / MANIFEST, manifest)
+            write_json_atomic(build_dir / MANIFEST, manifest)
             with self._locked():
                 (self.root / "docs").mkdir(exist_ok=True)
                 final = self.root / "docs" / build_dir.name
@@ -456,7 +453,7 @@ class Library:
                                         embedder=self.embedder, reranker=self.reranker,
                                         on_event=on_event or (lambda e, i: None), progress=progress)
             manifest = dict(doc.manifest, updated=_now(), graph_failed=outcome["still_failed"])
-            _write_json_atomic(build_dir / MANIFEST, manifest)
+            write_json_atomic(build_dir / MANIFEST, manifest)
             with self._locked():
                 entry = self._catalog["documents"].get(doc.doc_id)
                 if entry is None or entry["dir"] != doc.dir.name:

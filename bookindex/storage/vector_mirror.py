@@ -1,22 +1,24 @@
-"""Plain-numpy copies of the LanceDB vector tables (ids + float32 matrix, one .npz file).
+"""Vectors as numpy files (ids + float32 matrix, one .npz): the default vector store.
 
 Why: a query process needs the vectors of one document as a matrix. Reading an .npz takes
 milliseconds; importing lancedb alone takes over a second, which would be most of the open
-budget. LanceDB stays the store of record; the mirror is written next to it, atomically.
+budget (docs/architecture.md, "Vector storage"). The name "mirror" stays from the time these
+files copied LanceDB tables; with `storage.vectors = "npz"` they are the store of record.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from bookindex.core.atomic import atomic_open
+
 
 def save_mirror(path: Path, ids: list[str], vectors: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, ids=np.asarray(ids, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
-    os.replace(tmp, path)
+    """Write ids and vectors to `path` atomically (a reader never sees a half-written file)."""
+    with atomic_open(path, "wb") as fh:
+        np.savez(fh, ids=np.asarray(ids, dtype=str), vectors=np.asarray(vectors, dtype=np.float32))
 
 
 def load_mirror(path: Path) -> tuple[list[str], np.ndarray] | None:
