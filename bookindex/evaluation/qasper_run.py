@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from bookindex.core.atomic import write_text_atomic
 from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
@@ -125,7 +126,7 @@ def write_documents(papers: dict[str, Any], doc_dir: Path) -> None:
         p = doc_dir / "documents" / f"{pid}.md"
         text = paper_to_markdown({"id": pid, **paper})
         if not p.is_file() or p.read_text(encoding="utf-8") != text:
-            p.write_text(text, encoding="utf-8")
+            write_text_atomic(p, text)
 
 
 class Qasper:

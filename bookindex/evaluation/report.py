@@ -8,12 +8,12 @@ and `f1`, and `groups` (e.g. evidence source, document type) for breakdowns.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bookindex.core.atomic import write_json_atomic, write_text_atomic
 from bookindex.evaluation.benchmark import Benchmark, Meta, Q, Record, Summary
 
 
@@ -159,9 +159,7 @@ def write_report(benchmark: Benchmark[Q], out_dir: Path, summary: Summary, recor
     payload = {"meta": meta, "summary": summary,
                "breakdown": {group: breakdown(records, rows, group, k) for group, _ in benchmark.breakdowns},
                "records": list(records)}
-    tmp = jpath.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
-    tmp.replace(jpath)
-    mpath.write_text(markdown, encoding="utf-8")
+    write_json_atomic(jpath, payload, indent=1, default=str)
+    write_text_atomic(mpath, markdown)
     plot_recall(summary, ks, ppath, f"{benchmark.title} {meta['split']}: {benchmark.recall_label}")
     return {"json": str(jpath), "markdown": str(mpath), "plot": str(ppath)}
