@@ -169,7 +169,8 @@ def split_question(question: str) -> tuple[list[str], str]:
     of B"] plus the original question as the synthesis step.
     """
     q = question.strip().rstrip("?").strip()
-    m = re.match(r"^(?P<head>.*?\b(?:difference|differ|compare|comparison|between|greater|higher|lower|larger|smaller|more|less)\b.*?\b(?:between|of|than|in)\b)\s+(?P<rest>.+)$", q, re.I)
+    m = re.match(r"^(?P<head>.*?\b(?:difference|differ|compare|comparison|between|greater|higher|lower|larger|smaller"
+                 r"|more|less)\b.*?\b(?:between|of|than|in)\b)\s+(?P<rest>.+)$", q, re.I)
     head, rest = ("", q)
     if m:
         head, rest = m.group("head"), m.group("rest")
@@ -181,7 +182,8 @@ def split_question(question: str) -> tuple[list[str], str]:
         frame = "What is"
     subs = []
     for part in parts[:4]:
-        subs.append(f"{frame} {part}?" if not re.match(r"^(what|which|who|how|when|where|why|is|are|does|do)\b", part, re.I) else part + "?")
+        asks = re.match(r"^(what|which|who|how|when|where|why|is|are|does|do)\b", part, re.I)
+        subs.append(part + "?" if asks else f"{frame} {part}?")
     return subs, question
 
 

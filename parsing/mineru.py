@@ -384,7 +384,8 @@ def _read_content_list_v2(r: _Reader, data: list[Any]) -> None:
                 src = f.obj(c.get("image_source") or {}, f"{w}.content.image_source")
                 r.table(f.text(c.get("html"), f"{w}.content.html"), p, bbox, sc,
                         [_spans(f, x, f"{w}.content.table_caption") for x in f.lst(c.get("table_caption"), f"{w}.content.table_caption")],
-                        [_spans(f, x, f"{w}.content.table_footnote") for x in f.lst(c.get("table_footnote"), f"{w}.content.table_footnote")],
+                        [_spans(f, x, f"{w}.content.table_footnote")
+                         for x in f.lst(c.get("table_footnote"), f"{w}.content.table_footnote")],
                         f.text(src.get("path"), f"{w}.content.image_source.path") or None)
             elif t in ("image", "chart"):
                 src = f.obj(c.get("image_source") or {}, f"{w}.content.image_source")

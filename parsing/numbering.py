@@ -45,7 +45,8 @@ def parse_numbering(text: str) -> Numbering | None:
     return None
 
 
-_STRIP = re.compile(rf"^\s*(?:(?:part|chapter|appendix|section)\s+(?:{_ROMAN}|\d+|[A-Z])\b[.:]?|(?:[A-Z]|\d{{1,3}})(?:\.\d{{1,3}})+\.?|\d{{1,3}}\.?(?=\s)|{_ROMAN}\.?(?=\s)|[A-Z]\.?(?=\s))\s*", re.I)
+_STRIP = re.compile(rf"^\s*(?:(?:part|chapter|appendix|section)\s+(?:{_ROMAN}|\d+|[A-Z])\b[.:]?"
+                    rf"|(?:[A-Z]|\d{{1,3}})(?:\.\d{{1,3}})+\.?|\d{{1,3}}\.?(?=\s)|{_ROMAN}\.?(?=\s)|[A-Z]\.?(?=\s))\s*", re.I)
 
 
 def strip_numbering(text: str) -> str:

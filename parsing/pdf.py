@@ -263,7 +263,7 @@ def _dedent(text: str) -> str:
 def _attach_captions(blocks: list[Block]) -> None:
     """Give each table/image the nearest "Table n"/"Figure n" block on its page; drop that block."""
     used: set[int] = set()
-    for i, b in enumerate(blocks):
+    for b in blocks:
         if b.type not in ("table", "image") or b.bbox is None:
             continue
         pat = _CAPTION_TABLE if b.type == "table" else _CAPTION_FIG

@@ -150,7 +150,7 @@ def _position_on_page(blocks: list[Block], e: OutlineEntry, lo: int, hi: int) ->
             if blocks[i].page_idx == e.page_idx and (bbox := blocks[i].bbox)]
     if not span:
         return None
-    for i, (x0, y0, x1, y1) in span:
+    for i, (_x0, y0, x1, y1) in span:
         if (y0 + y1) / 2 > e.y and (e.x is None or x1 > e.x):
             return i
     return span[-1][0] + 1

@@ -5,7 +5,8 @@
 """
 
 from retrieval.answer import Answer
-from retrieval.api import METHODS, ask, evidence_text, plan, run_plan, search
+from retrieval.api import METHODS, ask, plan, run_plan, search
+from retrieval.baselines import evidence_text
 from retrieval.plans import Plan, Step
 
 __all__ = ["Answer", "METHODS", "Plan", "Step", "ask", "evidence_text", "plan", "run_plan", "search"]

@@ -15,7 +15,7 @@ from operators.context import IndexContext
 from operators.synthesizer import NOT_ANSWERABLE, best_sentences, cited_numbers, format_evidence
 from retrieval.answer import Answer, TraceRecord, Usage, build_answer
 from bookindex.core.model import Evidence
-from retrieval.baselines import evidence_text, run_baseline
+from retrieval.baselines import run_baseline
 from retrieval.executor import execute
 from retrieval.planner import make_plan
 from retrieval.plans import Plan

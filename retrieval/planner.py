@@ -20,7 +20,9 @@ from operators.formulator import Extract, decompose, noun_chunk_mentions
 from operators.selector import unit_of
 from retrieval.plans import Plan, Step
 
-_STRUCT = r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?|tables?|equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)|code (?:listings?|blocks?|examples?)|pages?)"
+_STRUCT = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
+           r"|tables?|equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)"
+           r"|code (?:listings?|blocks?|examples?)|pages?)")
 _GLOBAL = [
     re.compile(rf"\bhow many\s+(?:\w+\s+){{0,3}}{_STRUCT}\b", re.I),
     re.compile(rf"\b(?:number|count|total)\s+of\s+(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),

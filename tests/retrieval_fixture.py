@@ -24,7 +24,8 @@ def _blocks() -> list[Block]:
     B = Block
     return [
         B("title", "1 Introduction", 0, (50, 50, 300, 70), level=1),
-        B("text", "Plotter is a command-line program that draws two- and three-dimensional plots of functions and data.", 0, (50, 80, 500, 120)),
+        B("text", "Plotter is a command-line program that draws two- and three-dimensional plots of functions and data.",
+          0, (50, 80, 500, 120)),
         B("text", "This handbook explains installation, plotting commands and output terminals.", 1, (50, 50, 500, 90)),
         B("title", "1.1 Installation", 1, (50, 100, 300, 120), level=2),
         B("text", "Install Plotter with the package manager. The build needs a C compiler and the cairo library.", 1, (50, 130, 500, 170)),
@@ -45,7 +46,8 @@ def _blocks() -> list[Block]:
         B("title", "3 Output terminals", 8, (50, 50, 300, 70), level=1),
         B("text", "A terminal decides the output format of a plot.", 8, (50, 80, 500, 120)),
         B("title", "3.1 The png terminal", 9, (50, 50, 300, 70), level=2),
-        B("text", "The png terminal writes bitmap images through the cairo library; its default size is 640 by 480 pixels.", 9, (50, 80, 500, 120)),
+        B("text", "The png terminal writes bitmap images through the cairo library; its default size is 640 by 480 pixels.",
+          9, (50, 80, 500, 120)),
         B("image", "", 10, (50, 50, 400, 300), extra={"caption": "Figure 3: Output of the png terminal"}),
         B("title", "3.2 The pdf terminal", 10, (50, 320, 300, 340), level=2),
         B("text", "The pdf terminal writes vector output that scales without loss.", 11, (50, 50, 500, 90)),

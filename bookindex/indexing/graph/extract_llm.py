@@ -15,7 +15,8 @@ none does), so GT-links stay node-precise.
 A node whose output is malformed (the call failed validation), missing, or empty although the
 node has real content is retried once: alone when its batch came back
 malformed (that fails the whole batch, so the retry isolates the culprit), with its fragment
-in a call of its own when the fragment was skipped or empty. If it fails again it is returned with `error` set, which the build report lists. It never aborts the build.
+in a call of its own when the fragment was skipped or empty. If it fails again it is returned with
+`error` set, which the build report lists. It never aborts the build.
 Image nodes go to the configured VLM when one is available, else their caption/footnote/OCR
 text is extracted like text. Table/equation/image structure is added by `add_structure`.
 """
@@ -360,7 +361,8 @@ class LLMExtractor:
             by_id = {n.id: (n, t) for n, t in items}
             # A malformed answer sinks its whole batch: those nodes go back one by one, which
             # isolates the culprit. A fragment that was skipped or came back empty goes back whole
-            # (batched retries cut calls 14 → 6 on 10 pages but failed 23 nodes instead of 4). `fresh`: a lone fragment would otherwise replay the cached failed answer.
+            # (batched retries saved calls but failed far more nodes; docs/benchmarks.md). `fresh`: a lone
+            # fragment would otherwise replay the cached failed answer.
             malformed = [by_id[i] for i, why in bad.items() if why.startswith("malformed")]
             other = [by_id[i] for i, why in bad.items() if not why.startswith("malformed")]
             bad = {}

@@ -156,12 +156,12 @@ class LLMClient:
             if hit is not None:
                 self.ledger.record(stage, cache_hits=1)
                 return Completion(**hit)
-        if judge:
-            call: Callable[[], Completion] = lambda: self.provider.yes_probability(msgs)
-        else:
-            call = lambda: self.provider.complete(  # noqa: E731
-                msgs, temperature=params["temperature"], max_tokens=params["max_tokens"],
-                json_schema=json_schema)
+        def call() -> Completion:
+            if judge:
+                return self.provider.yes_probability(msgs)
+            return self.provider.complete(msgs, temperature=params["temperature"],
+                                          max_tokens=params["max_tokens"], json_schema=json_schema)
+
         comp = self._attempt(stage, call)
         if self.cache is not None and self.available:
             self.cache.put(key, asdict(comp))
