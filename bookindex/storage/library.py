@@ -163,7 +163,8 @@ class StoredDocument:
     def entity_vectors(self) -> tuple[list[str], np.ndarray | None]:
         """Stored entity vectors (ids, matrix); empty without a graph or vectors."""
         if self._entity_vectors is None:
-            ids, mat = [], None
+            ids: list[str] = []
+            mat: np.ndarray | None = None
             if self.graph.entities:
                 try:
                     ids, mat = load_entity_vectors(self.dir)
