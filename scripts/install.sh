@@ -186,7 +186,8 @@ else
   fi
   begin "$llama_req: compiled from source (PyPI has no prebuilt wheel). About 5-10 minutes on 2 cores" \
         "the first time, nothing to do but wait; later installs reuse the wheel from pip's cache"
-  run_logged "${PIP[@]}" -v "$llama_req"
+  # -v (without -q) streams the compile output into the log, for the heartbeat's file counter
+  run_logged "$py" -m pip install -v "$llama_req"
 fi
 took
 
