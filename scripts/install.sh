@@ -100,9 +100,10 @@ key=$( { cat pyproject.toml "$self"; echo "$root"; "$py" -c 'import sys; print(s
 stamp_dir=$env_dir
 # The check: bookindex imports from this checkout and every pinned requirement of the chosen
 # extras is installed at its pinned version (torch 2.13.0 as well).
+# (-I: the current directory, the checkout, must not be on sys.path for this check.)
 check_env() {
-  "$py" - "$root" "$1" <<'EOF'
-import importlib.metadata as md, pathlib, re, sys
+  "$py" -I - "$root" "$1" <<'EOF'
+import importlib.metadata as md, pathlib, re, sys, sysconfig
 root, level = pathlib.Path(sys.argv[1]), sys.argv[2]
 try:
     import tomllib
@@ -111,6 +112,8 @@ except ImportError:  # Python 3.10
 import bookindex, llama_cpp  # noqa: F401
 if not pathlib.Path(bookindex.__file__).resolve().is_relative_to(root):
     sys.exit(f"bookindex imports from {bookindex.__file__}, not from {root}")
+if not (pathlib.Path(sysconfig.get_path("scripts")) / "bookindex").exists():
+    sys.exit("the bookindex command is not installed")
 meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
 reqs = list(meta["dependencies"]) + meta["optional-dependencies"]["local-llm"] + ["torch==2.13.0"]
 if level == "dev":
