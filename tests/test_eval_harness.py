@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from bookindex.core.config import load_settings
-from retrieval.baselines import clear_cache
 from bookindex.evaluation.mmlongbench_run import run
 from library_helpers import HashEmbedder
 
@@ -52,9 +51,7 @@ def split(tmp_path):
     (d / "documents").mkdir(parents=True)
     _make_pdf(d / "documents" / "fixture.pdf")
     (d / "questions.json").write_text(json.dumps(QUESTIONS))
-    clear_cache()
     yield d
-    clear_cache()
 
 
 def FakeEmbedder() -> HashEmbedder:
@@ -167,7 +164,6 @@ def test_qasper_markdown_and_recall(tmp_path):
     d = tmp_path / "qasper-mini"
     d.mkdir()
     (d / "papers.json").write_text(json.dumps({"p1": PAPER}))
-    clear_cache()
     res = run(d, ["bm25"], [1, 2], index_dir=tmp_path / "idx", settings=_settings(),
               embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
     rec = res.records[0]
