@@ -7,8 +7,8 @@ import pytest
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Block, build_tree
-from operators.context import IndexContext, MemoryIndex
-from retrieval.baselines import METHODS, clear_cache
+from operators.context import DerivedViews, IndexContext, MemoryIndex
+from retrieval.baselines import METHODS
 from retrieval.baselines import run_baseline as _run_baseline
 from retrieval.baselines.index import build_chunks, get_index
 from library_helpers import HashEmbedder
@@ -20,12 +20,14 @@ def FakeEmbedder() -> HashEmbedder:
 
 
 class FakeDoc(MemoryIndex):
-    """A MemoryIndex that counts how often its stored vectors are read."""
+    """A MemoryIndex that counts how often its stored vectors are read; its contexts share one
+    `DerivedViews`, as the Engine's contexts of one opened document do."""
 
     def __init__(self, tree, vectors=None):
         ids, mat = vectors if vectors is not None else ([], None)
         super().__init__(tree=tree, node_ids=list(ids), node_matrix=mat)
         self.vector_calls = 0
+        self.views = DerivedViews()
 
     def node_vectors(self):
         self.vector_calls += 1
@@ -33,7 +35,7 @@ class FakeDoc(MemoryIndex):
 
 
 def run_baseline(method, doc, question, k=10, embedder=None, llm=None):
-    return _run_baseline(method, IndexContext(index=doc, embedder=embedder, llm=llm), question, k)
+    return _run_baseline(method, IndexContext(index=doc, embedder=embedder, llm=llm, views=doc.views), question, k)
 
 
 def _tree():
@@ -51,13 +53,6 @@ def _tree():
         Block("text", "Zebra crossings appear nowhere else in this manual.", 6),
     ]
     return build_tree("t", "manual", blocks)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    clear_cache()
-    yield
-    clear_cache()
 
 
 def test_bm25_finds_the_matching_block_with_page_and_bbox():
@@ -101,7 +96,7 @@ def test_hybrid_fuses_both_rankings():
 
 def test_chunks_map_to_first_node_and_page():
     tree = _tree()
-    idx = get_index(FakeDoc(tree))
+    idx = get_index(IndexContext(index=FakeDoc(tree)))
     chunks = build_chunks(idx, size=12)
     assert len(chunks) > 2
     # every chunk starts in the leaf it names, and consecutive chunks cover the text in order
@@ -117,7 +112,7 @@ def test_chunks_map_to_first_node_and_page():
 
 def test_chunk_spanning_pages_contributes_first_node_page():
     tree = _tree()
-    idx = get_index(FakeDoc(tree))
+    idx = get_index(IndexContext(index=FakeDoc(tree)))
     big = build_chunks(idx, size=500)
     assert len(big) == 1 and big[0].node_id == "t-00001"
     ev = run_baseline("chunks", FakeDoc(tree), "anything", k=3, embedder=FakeEmbedder())
@@ -153,8 +148,28 @@ def test_bm25_pages_ranks_whole_pages_and_scores_exactly_that_page():
     from bookindex.evaluation import page_recall_at_k
 
     tree = _tree()
-    ev = run_baseline("bm25-pages", FakeDoc(tree), "palette colors red table default", k=2)
-    # page 3 holds the palette text and its heading; page 4 the table
+    ev = run_baseline("bm25-pages", FakeDoc(tree), "palette colors for plots, red default", k=2)
+    # page 3 holds the palette text and its heading; page 4 the table (color, red, default)
     assert [e.page for e in ev] == [3, 4]
     assert all(e.scores["page_unit"] == 1.0 for e in ev)
     assert page_recall_at_k(ev, [3, 4], [1, 2], tree=tree)[2].recall == 1.0
+
+
+def test_the_baseline_index_lives_on_the_opened_document():
+    doc = FakeDoc(_tree())
+    ctx = IndexContext(index=doc)
+    assert get_index(ctx) is get_index(ctx) is ctx.views.baseline
+    other = IndexContext(index=FakeDoc(_tree()))  # another opened copy: its own index
+    assert get_index(other) is not get_index(ctx)
+    run_baseline("bm25", doc, "install pip", k=1)
+    bm25 = doc.views.baseline.bm25
+    run_baseline("bm25", doc, "fonts", k=1)
+    assert doc.views.baseline.bm25 is bm25  # built once per opened document
+
+
+def test_bm25_uses_the_shared_analyser():
+    """The baselines analyse with the one shared analyser: whole words, library stopwords."""
+    doc = FakeDoc(_tree())
+    assert run_baseline("bm25", doc, "install", k=1)[0].node_id == "t-00001"
+    assert run_baseline("bm25", doc, "palette", k=1)[0].node_id == "t-00005"
+    assert run_baseline("bm25", doc, "installing", k=1) == []  # no stemming by default

@@ -22,7 +22,6 @@ from bookindex.evaluation.loop import run_benchmark
 from bookindex.evaluation.rows import make_rows
 from bookindex.providers.llm import Ledger
 from library_helpers import HashEmbedder
-from retrieval.baselines import clear_cache
 
 DOCS = {
     "zebra.md": "# Zebras\n\nZebras are striped animals of the African savanna.\n",
@@ -123,9 +122,7 @@ class PassageLLM:
 
 @pytest.fixture()
 def settings():
-    clear_cache()
-    yield load_settings(env={}, overrides={"llm.provider": "none", "graph.enabled": False})
-    clear_cache()
+    return load_settings(env={}, overrides={"llm.provider": "none", "graph.enabled": False})
 
 
 def _run(benchmark, settings, tmp_path, **kw):

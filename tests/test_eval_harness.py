@@ -17,7 +17,6 @@ from bookindex.engine import Engine
 from bookindex.evaluation.mmlongbench_run import run
 from bookindex.evaluation.qasper_run import paper_to_markdown
 from bookindex.evaluation.qasper_run import run as run_qasper
-from retrieval.baselines import clear_cache
 from fakes import FakeLLM, LLMCall
 from library_helpers import HashEmbedder
 
@@ -56,9 +55,7 @@ def split(tmp_path):
     (d / "documents").mkdir(parents=True)
     _make_pdf(d / "documents" / "fixture.pdf")
     (d / "questions.json").write_text(json.dumps(QUESTIONS))
-    clear_cache()
     yield d
-    clear_cache()
 
 
 def FakeEmbedder() -> HashEmbedder:
@@ -164,7 +161,6 @@ def test_qasper_markdown_and_recall(tmp_path):
     d = tmp_path / "qasper-mini"
     d.mkdir()
     (d / "papers.json").write_text(json.dumps({"p1": PAPER}))
-    clear_cache()
     res = run_qasper(d, ["bm25"], [1, 2], index_dir=tmp_path / "idx", settings=_settings(),
                      embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
     rec = res.records[0]

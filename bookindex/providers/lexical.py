@@ -1,56 +1,98 @@
-"""The one lexical (BM25) index: Text_Reasoning, library routing and the baselines all use it.
+"""The one lexical (BM25) index and analyser: Text_Reasoning, library routing and the baselines.
 
-`LexicalIndex` scores a fixed list of passages with bm25s; `tokenize` is the one analyser for
-passages and queries alike. `document_lexical_index` indexes a document's leaves by their
-"lexical" node text (content with its section titles, `bookindex.core.model.node_text`).
+`LexicalIndex` scores a fixed list of passages with bm25s; an `Analyser` turns passages and
+queries into terms the way `bm25s.tokenize` does, with bm25s's stopword lists and optionally a
+Snowball stemmer (PyStemmer), so no word list or suffix rule is maintained here. Words are kept
+whole by default: on MMLongBench dev, stemming cost bookindex 0.024 R@5 (docs/benchmarks.md).
+`tokenize` is the default
+analyser, which operators also use for term overlap. `document_lexical_index` indexes a
+document's leaves by their "lexical" node text (content with its section titles,
+`bookindex.core.model.node_text`).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import bm25s
 import numpy as np
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, node_text
 
-_TOKEN = re.compile(r"(?u)\b\w\w+\b|\b\d\b")
-STOPWORDS = frozenset("""a an and are as at be but by for if in into is it no not of on or such that the their
-then there these they this to was will with what which who whom whose when where why how does do did
-can could would should may might shall has have had been being its our your you we i me my he she his
-her them than so very just also about above after again all any both each few more most other some own
-same too only from up down out over under further once here those am were please tell give show list
-document according""".split())
+# NLTK's English list as bm25s ships it ("en_plus"): it also drops question words (what, how,
+# does, which ...), which Lucene's 33-word list ("en") keeps.
+STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
+# bm25s's default pattern (words of two or more characters) plus single digits ("Figure 3", "page 5")
+TOKEN_PATTERN = r"(?u)\b\w\w+\b|\b\d\b"
+
+_stemmers = threading.local()  # PyStemmer objects are not thread-safe: one per thread and algorithm
 
 
-def light_stem(tok: str) -> str:
-    """A tiny suffix stripper (plural, -ing, -ed): enough to match 'tables'/'table', 'plotting'/'plot'."""
-    if len(tok) <= 3 or tok.isdigit():
-        return tok
-    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
-        if tok.endswith(suf) and len(tok) - len(suf) >= 3:
-            if suf == "s" and tok.endswith(("ss", "us", "is")):
-                return tok
-            return tok[: len(tok) - len(suf)] + rep
-    return tok
+def _stemmer(algorithm: str) -> Stemmer.Stemmer:
+    per_thread: dict[str, Stemmer.Stemmer] | None = getattr(_stemmers, "by_algorithm", None)
+    if per_thread is None:
+        per_thread = _stemmers.by_algorithm = {}
+    st = per_thread.get(algorithm)
+    if st is None:
+        st = per_thread[algorithm] = Stemmer.Stemmer(algorithm)
+    return st
+
+
+@dataclass(frozen=True)
+class Analyser:
+    """Lower-case, split by `token_pattern`, drop `stopwords`, then stem with the Snowball
+    algorithm `stemmer` (PyStemmer; "english" is Porter2, None keeps words whole).
+
+    The default is the one analyser of passages and queries everywhere (Text_Reasoning, routing,
+    the bm25/hybrid baselines); docs/benchmarks.md has the variants measured against it.
+    """
+
+    stopwords: frozenset[str] = STOPWORDS
+    stemmer: str | None = None
+    token_pattern: str = TOKEN_PATTERN
+
+    def many(self, texts: Sequence[str]) -> list[list[str]]:
+        """The terms of each text, in order: the steps of `bm25s.tokenize`, without its per-call
+        set-up (progress bars, vocabulary ids), which cost ~0.3 ms a call, ten times the work
+        itself, and operators analyse every section title and answer sentence one by one."""
+        split = re.compile(self.token_pattern).findall
+        terms = [[t for t in split(text.lower()) if t not in self.stopwords] for text in texts]
+        if self.stemmer:
+            stem = _stemmer(self.stemmer).stemWords
+            terms = [stem(t) for t in terms]
+        return terms
+
+    def __call__(self, text: str) -> list[str]:
+        return self.many([text])[0]
+
+
+ANALYSER = Analyser()
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens without stopwords, stemmed."""
-    return [light_stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS]
+    """The default analyser's terms of `text` (lower-cased, without stopwords)."""
+    return ANALYSER(text)
 
 
 class LexicalIndex:
-    """BM25 (k1 = 1.2, b = 0.75) over `texts`, row-aligned with `ids`."""
+    """BM25 (bm25s, Lucene variant, k1 = 1.2, b = 0.75) over `texts`, row-aligned with `ids`."""
 
-    def __init__(self, ids: list[str], texts: list[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, ids: Sequence[str], texts: Sequence[str], *, analyser: Analyser = ANALYSER,
+                 k1: float = 1.2, b: float = 0.75) -> None:
         if len(ids) != len(texts):
             raise ValueError(f"{len(ids)} ids for {len(texts)} texts")
         self._ids = list(ids)
+        self.analyser = analyser
         self._bm25: bm25s.BM25 | None = None
-        if self._ids:
+        corpus = analyser.many(texts)
+        if any(corpus):  # bm25s cannot index a corpus without a single term
             self._bm25 = bm25s.BM25(k1=k1, b=b)
-            self._bm25.index([tokenize(t) or ["_empty_"] for t in texts], show_progress=False)
+            self._bm25.index(corpus, show_progress=False)
 
     @property
     def ids(self) -> list[str]:
@@ -58,10 +100,10 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """One BM25 score per passage (zeros when the query has no indexable term)."""
-        toks = tokenize(query)
-        if self._bm25 is None or not toks:
+        terms = self.analyser(query)
+        if self._bm25 is None or not terms:
             return np.zeros(len(self._ids), dtype=np.float32)
-        return np.asarray(self._bm25.get_scores(toks), dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(terms), dtype=np.float32)
 
 
 def document_lexical_index(tree: DocumentTree) -> LexicalIndex:

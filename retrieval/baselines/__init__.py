@@ -3,7 +3,7 @@
 All run over the same parsed tree leaves and embedder as bookindex and return ranked
 `bookindex.core.model.Evidence` (node, page, bbox), so one scorer serves every method:
 
-- ``bm25``: BM25 (bm25s) over blocks; only blocks sharing a term with the question.
+- ``bm25``: BM25 (the shared `LexicalIndex`) over blocks; only blocks sharing a term with the question.
 - ``dense``: cosine top-k over the leaf embeddings stored by the library.
 - ``hybrid``: reciprocal rank fusion (k = 60) of the BM25 and dense rankings.
 - ``chunks``: vanilla RAG, dense top-k over ~500-token chunks of the concatenated text; the
@@ -12,8 +12,8 @@ All run over the same parsed tree leaves and embedder as bookindex and return ra
 - ``bm25-pages``: calibration only, BM25 over whole pages (k pages), the unit of the
   reference figures in the data README.
 
-Per-document BM25 indexes and chunk/section vectors are cached in memory, so repeated
-questions over one document pay the indexing cost once.
+Per-document BM25 indexes and chunk/section vectors are kept on the opened document
+(`IndexContext.views.baseline`), so repeated questions over one document pay the indexing cost once.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from operators.context import IndexContext
 from retrieval.baselines import methods
-from retrieval.baselines.index import build_chunks, clear_cache, get_index
+from retrieval.baselines.index import build_chunks, get_index
 from retrieval.baselines.methods import rrf_fuse
 from retrieval.baselines.tree import tree_traverse
 
@@ -42,7 +42,7 @@ def run_baseline(method: str, ctx: IndexContext, question: str, k: int = 10) -> 
     if k < 1:
         raise InputError(f"k must be >= 1, got {k}")
     doc = ctx.index
-    idx = get_index(doc)
+    idx = get_index(ctx)
     if method == "bm25":
         return methods.bm25(idx, question, k)
     if method == "bm25-pages":
@@ -63,7 +63,7 @@ def evidence_text(ctx: IndexContext, ev: Evidence) -> str:
     """What a reader gets for one evidence item: the chunk for chunk evidence, the whole page
     for page evidence, else the node's content."""
     if "chunk_index" in ev.scores:
-        idx = get_index(ctx.index)
+        idx = get_index(ctx)
         chunks = idx.chunks if idx.chunks is not None else build_chunks(idx)
         return chunks[int(ev.scores["chunk_index"])].text
     if "page_unit" in ev.scores:
@@ -72,4 +72,4 @@ def evidence_text(ctx: IndexContext, ev: Evidence) -> str:
     return node.content if node is not None else ev.snippet
 
 
-__all__ = ["METHODS", "CALIBRATION_METHODS", "run_baseline", "evidence_text", "rrf_fuse", "clear_cache"]
+__all__ = ["METHODS", "CALIBRATION_METHODS", "run_baseline", "evidence_text", "rrf_fuse"]

@@ -1,7 +1,9 @@
-"""Per-document baseline indexes, built lazily and cached in memory for repeated questions.
+"""Per-document baseline indexes, built lazily and kept on the opened document for repeated questions.
 
-All baselines work over the same parsed tree leaves (the layout blocks) and the same embedder
-as bookindex, so differences in the comparison come from the retrieval method alone.
+All baselines work over the same parsed tree leaves (the layout blocks), the same embedder and
+the same BM25 index and analyser (`bookindex.providers.lexical`) as bookindex, so differences in
+the comparison come from the retrieval method alone. A `DocIndex` lives as long as the opened
+document (`IndexContext.views.baseline`), so no module-level cache outlives a re-index.
 """
 
 from __future__ import annotations
@@ -9,23 +11,19 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from bookindex.core.model import DocumentTree, Node
+from bookindex.core.protocols import Embedder
+from bookindex.providers.lexical import LexicalIndex
+from operators.context import IndexContext
 
 CHUNK_TOKENS = 500
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-_CACHE_SIZE = 64
-
-
-class Embedder(Protocol):
-    dim: int
-
-    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray: ...
+_create_lock = threading.Lock()
 
 
 @dataclass
@@ -43,67 +41,62 @@ class Chunk:
 
 
 @dataclass
+class PageIndex:
+    """BM25 over whole pages: each page's leaf texts joined, represented by its first leaf."""
+
+    lexical: LexicalIndex
+    first_leaf: list[int]
+    chars: list[int]
+
+
+@dataclass
 class DocIndex:
     tree: DocumentTree
     leaves: list[Node]
     texts: list[str]
-    bm25: Any = None
+    bm25: LexicalIndex | None = None
     leaf_vectors: np.ndarray | None = None
     chunks: list[Chunk] | None = None
     chunk_vectors: np.ndarray | None = None
     section_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     embedder_id: int | None = None
-    page_bm25: Any = None
+    page_bm25: PageIndex | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_cache: "OrderedDict[tuple[str, int], DocIndex]" = OrderedDict()
-_cache_lock = threading.Lock()
-
-
-def _tokens(text: str) -> list[str]:
-    import bm25s
-
-    return bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)[0]
-
-
-def get_index(doc: Any) -> DocIndex:
-    """The cached DocIndex of a StoredDocument-like object (keyed by doc id and tree size)."""
-    tree: DocumentTree = doc.tree
-    key = (tree.doc_id, len(tree))
-    with _cache_lock:
-        idx = _cache.get(key)
-        if idx is not None:
-            _cache.move_to_end(key)
-            return idx
-        leaves = [n for n in tree.leaves() if n.content.strip()]
-        idx = DocIndex(tree=tree, leaves=leaves, texts=[n.content for n in leaves])
-        _cache[key] = idx
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+def get_index(ctx: IndexContext) -> DocIndex:
+    """The opened document's DocIndex, created on first use and kept with its other views."""
+    idx = ctx.views.baseline
+    if isinstance(idx, DocIndex):
+        return idx
+    with _create_lock:
+        idx = ctx.views.baseline
+        if not isinstance(idx, DocIndex):
+            leaves = [n for n in ctx.tree.leaves() if n.content.strip()]
+            idx = ctx.views.baseline = DocIndex(tree=ctx.tree, leaves=leaves, texts=[n.content for n in leaves])
         return idx
 
 
-def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
-
-
 def bm25_scores(idx: DocIndex, question: str) -> np.ndarray:
-    """BM25 (bm25s, Lucene variant, English stopwords) score of every leaf for the question."""
-    import bm25s
-
+    """BM25 score of every leaf (its content, no section titles) for the question."""
     with idx.lock:
         if idx.bm25 is None:
-            corpus = bm25s.tokenize(idx.texts, stopwords="en", show_progress=False, return_ids=False)
-            retriever = bm25s.BM25()
-            if idx.texts:
-                retriever.index(corpus, show_progress=False)
-            idx.bm25 = retriever
-    q = _tokens(question)
-    if not q or not idx.texts:
-        return np.zeros(len(idx.texts), dtype=np.float32)
-    return np.asarray(idx.bm25.get_scores(q), dtype=np.float32)
+            idx.bm25 = LexicalIndex([n.id for n in idx.leaves], idx.texts)
+    return idx.bm25.scores(question)
+
+
+def page_index(idx: DocIndex) -> PageIndex:
+    """BM25 over whole pages (the bm25-pages calibration ranker)."""
+    with idx.lock:
+        if idx.page_bm25 is None:
+            by_page: dict[int, list[int]] = {}
+            for i, n in enumerate(idx.leaves):
+                by_page.setdefault(n.page_idx, []).append(i)
+            pages = sorted(by_page)
+            texts = ["\n".join(idx.texts[i] for i in by_page[p]) for p in pages]
+            idx.page_bm25 = PageIndex(LexicalIndex([str(p) for p in pages], texts),
+                                      [by_page[p][0] for p in pages], [len(t) for t in texts])
+        return idx.page_bm25
 
 
 def _check_embedder(idx: DocIndex, embedder: Embedder) -> None:

@@ -2,32 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Sequence, TypeVar
 
 import numpy as np
 
 from bookindex.core.model import Evidence
+from bookindex.core.protocols import Embedder
 from retrieval.baselines.index import (
     DocIndex,
-    Embedder,
     bm25_scores,
     chunk_vectors,
     leaf_vectors,
+    page_index,
     query_vector,
 )
 
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates taken from each ranking before fusion
+H = TypeVar("H", bound=Hashable)
 
 
-def rrf_fuse(rankings: Sequence[Sequence[Hashable]], k: int = RRF_K) -> list[tuple[Hashable, float]]:
+def rrf_fuse(rankings: Sequence[Sequence[H]], k: int = RRF_K) -> list[tuple[H, float]]:
     """Reciprocal rank fusion: score(d) = Σ_lists 1 / (k + rank_d), ranks 1-based.
 
     Ties keep the order of first appearance (earlier lists, then better ranks), so the result
     is deterministic.
     """
-    scores: dict[Hashable, float] = {}
-    first_seen: dict[Hashable, tuple[int, int]] = {}
+    scores: dict[H, float] = {}
+    first_seen: dict[H, tuple[int, int]] = {}
     for li, ranking in enumerate(rankings):
         for r, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + r)
@@ -107,25 +109,8 @@ def bm25_pages(idx: DocIndex, question: str, k: int) -> list[Evidence]:
     """Calibration baseline: BM25 over whole pages (k pages, not nodes), the unit of the
     reference figures in the data README. Each page is represented by its first leaf; the
     `page_unit` score tells the scorer to count exactly that page."""
-    import bm25s
-
-    with idx.lock:
-        if idx.page_bm25 is None:
-            by_page: dict[int, list[int]] = {}
-            for i, n in enumerate(idx.leaves):
-                by_page.setdefault(n.page_idx, []).append(i)
-            pages = sorted(by_page)
-            texts = ["\n".join(idx.texts[i] for i in by_page[p]) for p in pages]
-            retriever = bm25s.BM25()
-            if texts:
-                retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False, return_ids=False),
-                                show_progress=False)
-            idx.page_bm25 = (retriever, pages, [by_page[p][0] for p in pages], [len(t) for t in texts])
-    retriever, pages, first_leaf, chars = idx.page_bm25
-    q = bm25s.tokenize([question], stopwords="en", show_progress=False, return_ids=False)[0]
-    if not q or not pages:
-        return []
-    s = np.asarray(retriever.get_scores(q), dtype=np.float32)
+    pages = page_index(idx)
+    s = pages.lexical.scores(question)
     order = [int(i) for i in np.argsort(-s, kind="stable")[:k] if s[i] > 0]
-    return _evidence(idx, [first_leaf[i] for i in order],
-                     [{"bm25": float(s[i]), "page_unit": 1.0, "chunk_chars": float(chars[i])} for i in order])
+    return _evidence(idx, [pages.first_leaf[i] for i in order],
+                     [{"bm25": float(s[i]), "page_unit": 1.0, "chunk_chars": float(pages.chars[i])} for i in order])

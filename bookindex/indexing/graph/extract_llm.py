@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from pydantic import BaseModel, Field, field_validator
 
 from bookindex.indexing.graph.extraction import (
-    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
+    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
 )
 from bookindex.core.model import Node
 from bookindex.core.protocols import LLM
@@ -280,7 +280,7 @@ class LLMExtractor:
         if not path or not Path(path).is_file():
             return None
         text = _IMAGE_PROMPT.format(doc=self.doc_name, page=node.page_idx + 1,
-                                    context=" ".join(node_text(node).split())[:500] or "none")
+                                    context=" ".join(extractor_text(node).split())[:500] or "none")
         return {"messages": [user_message(text, images=[path])], "schema": NodeOut, "stage": "extract_image"}
 
     def _round(self, items: list[tuple[Node, str]], progress: bool, budget: int | None = None,
@@ -334,7 +334,7 @@ class LLMExtractor:
         items: list[tuple[Node, str]] = []
         image_calls: list[tuple[Node, dict[str, Any]]] = []
         for n in nodes:
-            text = node_text(n).strip()
+            text = extractor_text(n).strip()
             if n.type == "image" and self.vlm is not None:
                 call = self._image_call(n)
                 if call is not None:
@@ -350,7 +350,7 @@ class LLMExtractor:
                 if isinstance(res, NodeOut):
                     done[n.id] = _to_extraction(n, res)
                 else:  # VLM failed: fall back to the image's text
-                    text = node_text(n).strip()
+                    text = extractor_text(n).strip()
                     if text:
                         items.append((n, text))
                     else:

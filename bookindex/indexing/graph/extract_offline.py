@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from bookindex.core.model import Node
 from bookindex.indexing.graph.extraction import (
-    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, name_key, node_text,
+    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
 )
 from bookindex.providers.nlp import english
 
@@ -165,7 +165,7 @@ class OfflineExtractor:
         nlp = load_nlp()
         texts = []
         for n in nodes:
-            t = node_text(n)
+            t = extractor_text(n)
             if n.type == "code":
                 # Code is not English: only its identifiers are entities.
                 t = " ".join(m.group(0) for m in _IDENT.finditer(t))

@@ -211,8 +211,10 @@ def image_text(node: Node) -> str:
     return "\n".join(seen)
 
 
-def node_text(node: Node) -> str:
-    """The text an extractor reads for a node, by modality."""
+def extractor_text(node: Node) -> str:
+    """The text an entity extractor reads for a node, by modality (a table's caption and markdown,
+    an equation's LaTeX, an image's caption and OCR): not what the node is searched by, which is
+    `bookindex.core.model.node_text`."""
     if node.type == "section":
         return node.title
     if node.type == "image":

@@ -1,0 +1,77 @@
+"""The one BM25 index and analyser (bookindex.providers.lexical)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import bm25s
+import numpy as np
+import pytest
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
+
+from bookindex.core.model import Block, build_tree
+from bookindex.providers.lexical import STOPWORDS, Analyser, LexicalIndex, document_lexical_index, tokenize
+
+
+def test_stopwords_are_the_library_list():
+    assert STOPWORDS == frozenset(STOPWORDS_EN_PLUS)
+    assert tokenize("What is the total of these?") == ["total"]
+
+
+def test_words_are_kept_whole_by_default_and_snowball_is_one_argument_away():
+    assert tokenize("Tables plotting companies") == ["tables", "plotting", "companies"]
+    snowball = Analyser(stemmer="english")
+    assert snowball("Tables plotting companies") == snowball("table plots company") == ["tabl", "plot", "compani"]
+
+
+def test_single_digits_are_terms():
+    assert tokenize("Figure 3 on page 5") == ["figure", "3", "page", "5"]
+
+
+def test_analyser_reproduces_bm25s_tokenize():
+    """Configured like `bm25s.tokenize(stopwords="en")` (the baselines' analyser until the
+    shared one), the Analyser gives exactly its terms, with and without a stemmer."""
+    text = "The Installer's 2 options: running it, or don't; a B c-d 42 Tables"
+    for stemmer in (None, "english"):
+        a = Analyser(stopwords=frozenset(STOPWORDS_EN), stemmer=stemmer, token_pattern=r"(?u)\b\w\w+\b")
+        want = bm25s.tokenize([text], stopwords="en", stemmer=Stemmer.Stemmer("english") if stemmer else None,
+                              return_ids=False, show_progress=False)[0]
+        assert a(text) == want
+
+
+def test_index_scores_matching_passages_only():
+    idx = LexicalIndex(["p1", "p2", "p3"], ["Install with pip.", "Colours of the plots.", "Install on Windows."])
+    s = idx.scores("how do I install it?")
+    assert idx.ids == ["p1", "p2", "p3"]
+    assert s.dtype == np.float32 and s.shape == (3,)
+    assert s[0] > 0 and s[2] > 0 and s[1] == 0
+
+
+@pytest.mark.parametrize("texts", [[], ["the", "of and"]])
+def test_an_index_without_terms_scores_zero(texts):
+    idx = LexicalIndex([str(i) for i in range(len(texts))], texts)
+    assert idx.scores("anything at all").tolist() == [0.0] * len(texts)
+
+
+def test_ids_and_texts_must_align():
+    with pytest.raises(ValueError):
+        LexicalIndex(["a"], ["x", "y"])
+
+
+def test_document_index_covers_leaves_with_their_section_titles():
+    tree = build_tree("t", "doc", [
+        Block("title", "3 Zebra crossings", 0, level=1),
+        Block("text", "They are painted white.", 0),
+        Block("text", "   ", 1),
+    ])
+    idx = document_lexical_index(tree)
+    assert len(idx.ids) == 1  # the blank leaf is not indexed
+    assert idx.scores("zebra")[0] > 0  # found through its section title
+
+
+def test_threads_share_the_analyser_safely():
+    texts = [f"running tables {i} of studies and companies" for i in range(200)]
+    want = [tokenize(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(tokenize, texts)) == want
