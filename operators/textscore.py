@@ -3,7 +3,7 @@
 This is the S_T signal of Text_Reasoning and the no-LLM scent of Select_by_Section. Each leaf is
 indexed with the titles of its enclosing sections (a paragraph under "4.2 Tree Construction" is
 about tree construction even when it never says so), and its score may be blended with the best
-score on its page (off by default: it did not change page recall on the dev split).
+score on its page (off by default; docs/benchmarks.md, "Tuning history of Text_Reasoning").
 The index is built once per document and cached on the context.
 """
 
@@ -100,7 +100,7 @@ def _norm_max(x: np.ndarray) -> np.ndarray:
 
 def _norm_dense(x: np.ndarray) -> np.ndarray:
     """Cosine clipped to [0, 1], not rescaled: stretching each document's best match to 1 made
-    weak dense matches outvote exact terms (page recall@5 on MMLongBench-dev 0.67 → 0.71)."""
+    weak dense matches outvote exact terms."""
     return np.clip(x, 0.0, 1.0)
 
 
@@ -110,8 +110,8 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
     optionally smoothed by the best score on the node's page.
 
     Scores are computed over the whole document (so a score means the same thing whatever the
-    selection) and lie in [0, 1]. Without an embedder the dense half is dropped. Weights were
-    chosen on the MMLongBench dev split (73 questions, 11 documents; see the retrieval report).
+    selection) and lie in [0, 1]. Without an embedder the dense half is dropped. How the weights
+    were chosen: docs/benchmarks.md, "Tuning history of Text_Reasoning".
     """
     idx = get_text_index(ctx)
     if not idx.ids:
@@ -127,8 +127,8 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
     else:
         s = lexical_weight * lex + (1 - lexical_weight) * _norm_dense(den)
     if neighbour_weight > 0:
-        # + w × mean of the same-page neighbours: page recall@5 on MMLongBench-dev 0.683 → 0.698
-        # (w = 0.2; 0.1–0.25 all within 0.695–0.700, 0.4+ worse)
+        # + w × the mean of the same-page reading-order neighbours: layout parsers split one
+        # passage into several blocks
         s = s + neighbour_weight * idx.neighbour_mean(s)
     if page_weight > 0 and idx.pages.size:
         best = np.zeros(int(idx.pages.max()) + 1, dtype=np.float32)
@@ -149,7 +149,7 @@ _LAST_PAGE = re.compile(r"\b(?:last|final)\s+page\b", re.I)
 def page_references(question: str, page_count: int, labels: list[str] | None = None) -> set[int]:
     """0-based pages a question points at: "page 5", "pages 10 and 11", "the 6th page", "the
     second page", "the cover", "the last page". Used as a soft boost, not a filter: printed page
-    numbers can differ from the PDF's (page recall@5 on MMLongBench-dev 0.652 → 0.683).
+    numbers can differ from the PDF's.
 
     With the PDF's page labels (`labels[i]` is what page i prints, e.g. "iii", "17") a number also
     names the pages labelled with it: readers quote the printed number, which in a document with
