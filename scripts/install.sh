@@ -140,7 +140,7 @@ took
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 PIP=("$py" -m pip install -q)
 
-# Run a pip command with its output in a log; print a line every 30 s (with ninja's compile
+# Run a pip command with its output in a log; print a line every 30 s (with ninja's build-step
 # counter when there is one) so a long step is visibly alive; on failure show the log's end.
 run_logged() {
   local log pid rc=0 n=0 last
@@ -153,7 +153,7 @@ run_logged() {
     n=$((n + 1))
     if [ $((n % 30)) -eq 0 ]; then
       last=$(grep -oE '\[[0-9]+/[0-9]+\]' "$log" 2>/dev/null | tail -n 1 | tr -d '[]' || true)
-      say "      ... $((n / 60))m$((n % 60))s${last:+, compiled $last files}"
+      say "      ... $((n / 60))m$((n % 60))s${last:+, build step $last}"
     fi
   done
   wait $pid || rc=$?
@@ -189,7 +189,7 @@ else
   fi
   begin "$llama_req: compiled from source (PyPI has no prebuilt wheel). About 5-10 minutes on 2 cores" \
         "the first time, nothing to do but wait; later installs reuse the wheel from pip's cache"
-  # -v (without -q) streams the compile output into the log, for the heartbeat's file counter
+  # -v (without -q) streams the compile output into the log, for the heartbeat's build-step counter
   run_logged "$py" -m pip install -v "$llama_req"
 fi
 took
