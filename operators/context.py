@@ -23,7 +23,7 @@ from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
 from bookindex.providers.lexical import document_lexical_index
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # typing only: textscore builds its TextIndex from this module's IndexContext
     from operators.textscore import TextIndex
 
 T = TypeVar("T")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from bookindex.core.config import load_settings
 from bookindex.core.errors import BookIndexError
 
 
@@ -39,8 +40,6 @@ def eval_main(run: Callable[..., Any], *, script: str, description: str, data_he
     except ValueError:
         ap.error(f"--k: give positive integers, e.g. 1,3,5,10 (got {args.k!r})")
     try:
-        from bookindex.core.config import load_settings
-
         res = run(args.data_dir, _csv(args.method), ks, _csv(args.ablation),
                   limit=args.limit, index_dir=args.index_dir, out_dir=args.out,
                   settings=load_settings(args.config), progress=not args.no_progress,
