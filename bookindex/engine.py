@@ -28,6 +28,7 @@ from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from operators.context import IndexContext
+from operators.passages import build_passages
 from operators.textscore import get_text_index, query_vector
 from retrieval import METHODS, Answer, Plan, evidence_text
 from retrieval import api as retrieval_api
@@ -331,9 +332,16 @@ class Engine:
         ctx, _ = self._target(doc, question)
         return retrieval_api.search(ctx, question, method=method, k=k)
 
-    def passage(self, doc: str, evidence: Evidence) -> str:
-        """The text a reader gets for one evidence item of `doc` (a chunk, a page or a node)."""
-        return evidence_text(self.open(doc), evidence)
+    def passage(self, doc: str, evidence: Evidence, context: bool = True) -> str:
+        """The text a reader gets for one evidence item of `doc`: a chunk, a page, or for a node
+        its passage (title path, the node and the adjacent blocks of its entry or paragraph;
+        `operators.passages`). `context=False`: the node's own text only."""
+        ctx = self.open(doc)
+        if not context or evidence.node_id not in ctx.tree.nodes or \
+                "chunk_index" in evidence.scores or "page_unit" in evidence.scores:
+            return evidence_text(ctx, evidence)
+        p = build_passages(ctx.tree, [evidence.node_id])[0]
+        return f"({p.where})\n{p.text}"
 
     def plan(self, request: PlanRequest | str, **fields: Any) -> Plan:
         """Classify a question and build its operator plan; nothing is retrieved."""

@@ -54,6 +54,7 @@ class State:
     partials: list[dict[str, Any]] = field(default_factory=list)
     answer: str = ""
     citations: list[int] = field(default_factory=list)
+    citation_check: str = ""  # how the answer's citations were verified (operators.grounding)
     structural: dict[str, Any] | None = None
     sub_results: list[dict[str, Any]] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)

@@ -134,6 +134,14 @@ Question: {query}
 Evidence:
 {evidence}"""
 
+# appended to an answer prompt whose reply broke the citation rule (operators.grounding)
+REPAIR_CITATIONS = """
+
+Your previous answer was:
+{answer}
+
+It {problem}. Rule: cite every claim with the numbers of the evidence items it comes from, in square brackets like [1] or [2][3]; only numbers shown above ({allowed}) exist. If the evidence does not contain the answer, reply exactly "not answerable from the document". Rewrite the answer following the rule."""
+
 REDUCE = """Combine the partial answers below into one final answer to the question. Keep their citations [n] as they are and use no other knowledge. If they do not contain the answer, reply exactly "not answerable from the document".
 
 Question: {query}

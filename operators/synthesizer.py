@@ -16,46 +16,47 @@ from bookindex.core.model import DocumentTree
 from bookindex.providers.llm import user_message
 from operators import prompts
 from operators.base import Operator, Params, State
+from operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
+from operators.passages import build_passages, format_passages
 from bookindex.providers.lexical import tokenize
 from operators.textscore import hybrid_scores
 
-NOT_ANSWERABLE = "not answerable from the document"
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
 
 
-def format_evidence(tree: DocumentTree, ids: list[str], numbers: list[int] | None = None,
-                    chars: int = 1200) -> str:
-    """Evidence as numbered passages; `numbers` keeps citation numbers global across sub-questions."""
-    out = []
-    for k, nid in zip(numbers or range(1, len(ids) + 1), ids):
-        n = tree.nodes[nid]
-        sec = tree.section_of(n)
-        where = f"p. {n.page_idx + 1}" + (f", {sec.title[:80]}" if sec.type == "section" else "")
-        out.append(f"[{k}] ({where}; {n.type}) {' '.join(n.content.split())[:chars]}")
-    return "\n\n".join(out)
+def format_evidence(tree: DocumentTree, ids: list[str], numbers: list[int] | None = None) -> str:
+    """Evidence as numbered passages (`operators.passages`); `numbers` keeps citation numbers
+    global across sub-questions."""
+    return format_passages(build_passages(tree, ids), numbers)
 
 
 def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: int = 2,
                    max_nodes: int = 3, numbers: list[int] | None = None) -> tuple[str, list[int]]:
-    """Extractive answer: the sentences of the top evidence sharing most query terms, cited [k]."""
+    """Extractive answer: the sentences of the top passages sharing most query terms, each
+    quoted with the entry or section it comes from and its page, and cited [k]."""
     q = set(tokenize(question))
-    cands: list[tuple[float, int, int, str]] = []
-    for k, nid in zip(numbers or range(1, len(ids) + 1), ids[:max_nodes]):
-        text = " ".join(tree.nodes[nid].content.split()) if tree.nodes[nid].type != "table" else tree.nodes[nid].content
-        for j, s in enumerate(x.strip() for x in _SENT.split(text)):
+    cands: list[tuple[float, int, int, str, str]] = []
+    passages = build_passages(tree, ids[:max_nodes])
+    for k, p in zip(numbers or range(1, len(ids) + 1), passages):
+        where = f'"{p.name}", p. {p.first_page}' if p.name else f"p. {p.first_page}"
+        for j, s in enumerate(x.strip() for x in _SENT.split(p.text)):
             if len(s) < 3:
                 continue
             toks = tokenize(s)
             overlap = len(q & set(toks))
             score = overlap / math.sqrt(len(toks) + 1) + 0.15 / k  # earlier evidence breaks ties
-            cands.append((score, k, j, s[:600]))
+            cands.append((score, k, j, " ".join(s.split())[:600], where))
     if not cands:
         return NOT_ANSWERABLE, []
     cands.sort(key=lambda c: (-c[0], c[1], c[2]))
     top = cands[0][0]
     picked = sorted([c for c in cands[:n_sent] if c[0] >= 0.6 * top], key=lambda c: (c[1], c[2]))
     cites = sorted({c[1] for c in picked})
-    return " ".join(f"{c[3]} [{c[1]}]" for c in picked), cites
+    out: list[str] = []
+    for c in picked:
+        label = "" if out and out[-1].startswith(f"From {c[4]}:") else f"From {c[4]}: "
+        out.append(f"{label}{c[3]} [{c[1]}]")
+    return " ".join(out), cites
 
 
 def diversify(tree: DocumentTree, scored: list[tuple[str, float]], decay: float = 0.3) -> list[tuple[str, float]]:
@@ -67,10 +68,6 @@ def diversify(tree: DocumentTree, scored: list[tuple[str, float]], decay: float 
         adj.append((sc * decay ** seen.get(pg, 0), pos, i, sc))
         seen[pg] = seen.get(pg, 0) + 1
     return [(i, sc) for _, _, i, sc in sorted(adj, key=lambda t: (-t[0], t[1]))]
-
-
-def cited_numbers(text: str) -> list[int]:
-    return sorted({int(x) for x in re.findall(r"\[(\d+)\]", text)})
 
 
 class MapParams(Params):
@@ -196,24 +193,26 @@ class Reduce(Operator[ReduceParams]):
             return state
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]
-        if self.params.use_llm and self.ctx.llm_available:
-            try:
-                if state.partials and (state.sub_results or op in ("SUMMARIZE", "ANALYZE")):
-                    parts = "\n".join(f"- {p['question']}: {p['answer']}" for p in state.partials)
-                    prompt = prompts.REDUCE.format(query=state.synthesis or state.question, partials=parts)
-                else:
-                    prompt = prompts.ANSWER.format(query=state.question, evidence=format_evidence(tree, ev))
-                res = self.ctx.active_llm.complete(prompt, schema=prompts.Grounded, stage="answer")
-                state.answer = res.answer.strip() or NOT_ANSWERABLE
-                state.citations = cited_numbers(state.answer)
-                self.note(source="llm", outputs={"citations": state.citations})
-                return state
-            except Exception as exc:  # noqa: BLE001
-                self.note(fallback=self.llm_failed(exc))
-        if state.partials and state.sub_results:
-            state.answer = " ".join(p["answer"] for p in state.partials if p["answer"] != NOT_ANSWERABLE) or NOT_ANSWERABLE
-            state.citations = cited_numbers(state.answer)
+        merge = bool(state.partials and (state.sub_results or op in ("SUMMARIZE", "ANALYZE")))
+        if merge:
+            parts = "\n".join(f"- {p['question']}: {p['answer']}" for p in state.partials)
+            prompt = prompts.REDUCE.format(query=state.synthesis or state.question, partials=parts)
         else:
-            state.answer, state.citations = best_sentences(tree, state.question, ev)
-        self.note(source="extractive", outputs={"citations": state.citations})
+            prompt = prompts.ANSWER.format(query=state.question, evidence=format_evidence(tree, ev))
+
+        # partials cite the whole ranking (Map numbers it); the answer's evidence then reaches the
+        # highest number cited (build_answer)
+        allowed = range(1, (len(state.ranked) if merge and state.ranked else len(ev)) + 1)
+
+        def extractive() -> tuple[str, list[int]]:
+            if state.partials and state.sub_results:
+                text = " ".join(p["answer"] for p in state.partials if p["answer"] != NOT_ANSWERABLE) or NOT_ANSWERABLE
+                return text, [n for n in cited_numbers(text) if n in allowed]
+            return best_sentences(tree, state.question, ev)
+
+        llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
+        res = grounded_answer(llm, prompt, allowed, extractive)
+        state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
+        self.note(source="llm" if res.check in ("valid", "repaired", "not-answerable") else "extractive",
+                  citations=res.check, outputs={"citations": state.citations}, **res.notes)
         return state

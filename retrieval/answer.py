@@ -74,6 +74,9 @@ class Answer(BaseModel):
     answer: str
     usage: Usage = Field(default_factory=Usage)
     citations: list[int] = Field(default_factory=list)
+    # how the citations were verified: valid | repaired | fallback (LLM answer replaced by the
+    # extractive one) | extractive (no LLM) | not-answerable; None for structural answers
+    citation_check: str | None = None
     structural: dict[str, Any] | None = None
     method: str = "bookindex"
 
@@ -93,7 +96,9 @@ def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: Usage) -> A
     ids = [i for i, _ in state.ranked]
     if not ids and state.candidates:
         ids = [i for i in state.candidates if tree.nodes[i].type != "document"]
-    ids = ids[:cap]  # structural COUNT/LIST results keep every item in `structural`
+    # structural COUNT/LIST results keep every item in `structural`; a merged answer citing an
+    # item past the cap keeps the evidence up to it, so every citation resolves
+    ids = ids[:max([cap, *state.citations])]
     score_of = dict(state.ranked)
     evidence = []
     for rank, nid in enumerate(ids, 1):
@@ -106,4 +111,4 @@ def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: Usage) -> A
     return Answer(question=plan.question, doc={"doc_id": tree.doc_id, "name": tree.name},
                   query_type=plan.query_type, plan=plan, trace=state.trace, evidence=evidence,
                   answer=state.answer or NOT_ANSWERABLE, usage=usage, citations=state.citations,
-                  structural=state.structural)
+                  citation_check=state.citation_check or None, structural=state.structural)

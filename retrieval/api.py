@@ -12,7 +12,8 @@ from typing import Any
 from bookindex.core.errors import InputError
 from operators import prompts
 from operators.context import IndexContext
-from operators.synthesizer import NOT_ANSWERABLE, best_sentences, cited_numbers, format_evidence
+from operators.grounding import GroundedAnswer, grounded_answer
+from operators.synthesizer import NOT_ANSWERABLE, best_sentences, format_evidence
 from retrieval.answer import Answer, TraceRecord, Usage, build_answer
 from bookindex.core.model import Evidence
 from retrieval.baselines import run_baseline
@@ -79,11 +80,11 @@ def ask(ctx: IndexContext, question: str, method: str = "bookindex", k: int | No
     for rank, ev in enumerate(evidence, 1):
         ev.rank = rank
     ids = [e.node_id for e in evidence if e.node_id in ctx.tree.nodes]
-    text, cites = _grounded(ctx, q, ids)
+    g = _grounded(ctx, q, ids)
     return Answer(question=q, doc={"doc_id": ctx.tree.doc_id, "name": ctx.tree.name}, query_type="n/a",
                   plan=None, trace=[TraceRecord(op=f"baseline:{method}", k=k, outputs=[[e.node_id, e.scores] for e in evidence])],
-                  evidence=evidence, answer=text, usage=_usage(before, _ledger(ctx), t0),
-                  citations=cites, method=method)
+                  evidence=evidence, answer=g.answer, usage=_usage(before, _ledger(ctx), t0),
+                  citations=g.citations, citation_check=g.check, method=method)
 
 
 def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int | None = None) -> list[Evidence]:
@@ -97,12 +98,8 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
     return evidence
 
 
-def _grounded(ctx: IndexContext, question: str, ids: list[str]) -> tuple[str, list[int]]:
-    if ctx.llm is not None and ctx.llm.available and ids:
-        try:
-            res = ctx.llm.complete(prompts.ANSWER.format(query=question, evidence=format_evidence(ctx.tree, ids)),
-                                   schema=prompts.Grounded, stage="answer")
-            return res.answer.strip() or NOT_ANSWERABLE, cited_numbers(res.answer)
-        except Exception:  # noqa: BLE001 - extractive answer instead
-            pass
-    return best_sentences(ctx.tree, question, ids) if ids else (NOT_ANSWERABLE, [])
+def _grounded(ctx: IndexContext, question: str, ids: list[str]) -> GroundedAnswer:
+    """A baseline's answer from its top evidence, citations verified as bookindex's are."""
+    prompt = prompts.ANSWER.format(query=question, evidence=format_evidence(ctx.tree, ids))
+    return grounded_answer(ctx.llm, prompt, range(1, len(ids) + 1),
+                           lambda: best_sentences(ctx.tree, question, ids) if ids else (NOT_ANSWERABLE, []))

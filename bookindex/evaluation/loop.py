@@ -137,7 +137,9 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     ranked = dedupe(evidence)
     tree = row.engine.tree(doc) if doc is not None else None
     rec["nodes"], rec["chars"] = context_size(ranked, tree)
-    got = Retrieved(ranked, tree, read=lambda e: row.engine.passage(doc or e.doc_id, e),
+    # baselines read their plain top-k units, as the papers' baselines do; bookindex rows read
+    # passages (the node with its entry or paragraph), which is part of the method
+    got = Retrieved(ranked, tree, read=lambda e: row.engine.passage(doc or e.doc_id, e, context=row.method == "bookindex"),
                     names={i: name for name, i in docs.items()})
     score = benchmark.score_evidence(q, got, ks)
     if score is not None:

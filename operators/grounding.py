@@ -1,0 +1,92 @@
+"""Verified citations: an LLM answer must cite the evidence it uses, or it is not returned.
+
+Small models often answer without citing, or cite a number no evidence item has. A user cannot
+check such an answer, so it is checked here: every LLM answer must cite at least one item [n],
+and every cited n must be an item the prompt showed. An answer that breaks the rule gets one
+repair round (the same prompt, the answer, and the rule it broke); if the repaired answer still
+breaks it, the extractive answer is returned instead. Which of these happened is recorded
+(`check`), so traces and benchmarks can count it. "Not answerable" needs no citation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bookindex.core.protocols import LLM
+from operators import prompts
+
+NOT_ANSWERABLE = "not answerable from the document"
+
+CitationCheck = Literal["valid", "repaired", "fallback", "extractive", "not-answerable"]
+
+@dataclass
+class GroundedAnswer:
+    answer: str
+    citations: list[int]
+    check: CitationCheck
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The evidence numbers an answer cites: [3], [2][3] and [2, 3] all count."""
+    nums: set[int] = set()
+    for group in re.findall(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]", text):
+        nums.update(int(x) for x in re.split(r"\s*[,;]\s*", group))
+    return sorted(nums)
+
+
+def is_not_answerable(text: str) -> bool:
+    t = " ".join(text.lower().split()).strip(" .\"'")
+    return t.startswith("not answerable") or t.startswith(NOT_ANSWERABLE)
+
+
+def _span(allowed: Collection[int]) -> str:
+    nums = sorted(allowed)
+    if nums and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"{nums[0]} to {nums[-1]}"
+    return ", ".join(str(n) for n in nums)
+
+
+def citation_problem(answer: str, allowed: Collection[int]) -> str | None:
+    """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers."""
+    if is_not_answerable(answer):
+        return None
+    nums = cited_numbers(answer)
+    if not nums:
+        return "cites no evidence"
+    bad = [n for n in nums if n not in allowed]
+    if bad:
+        return f"cites {', '.join(f'[{n}]' for n in bad)}, which no evidence item has"
+    return None
+
+
+def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
+                    extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer") -> GroundedAnswer:
+    """Answer with `prompt` and check the citations against `allowed`; one repair round, then
+    the `extractive` answer. Without an available LLM, or when a call fails, extractive at once."""
+    notes: dict[str, Any] = {}
+    if llm is not None and llm.available and allowed:
+        try:
+            first = str(llm.complete(prompt, schema=prompts.Grounded, stage=stage).answer).strip() or NOT_ANSWERABLE
+            problem = citation_problem(first, allowed)
+            if problem is None:
+                check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
+                return GroundedAnswer(first, cited_numbers(first) if check == "valid" else [], check, notes)
+            notes["citation_problem"] = problem
+            repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
+            second = str(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair").answer).strip()
+            problem2 = citation_problem(second, allowed) if second else "was empty"
+            if problem2 is None:
+                check = "not-answerable" if is_not_answerable(second) else "repaired"
+                return GroundedAnswer(second, cited_numbers(second) if check == "repaired" else [], check, notes)
+            notes["discarded_answer"] = second[:500] or first[:500]
+            notes["repair_problem"] = problem2
+            text, cites = extractive()
+            return GroundedAnswer(text, cites, "fallback", notes)
+        except Exception as exc:  # noqa: BLE001 - the extractive answer still answers
+            notes["fallback"] = f"LLM failed ({type(exc).__name__}: {str(exc)[:160]}); used the no-LLM path"
+    text, cites = extractive()
+    return GroundedAnswer(text, cites, "extractive", notes)

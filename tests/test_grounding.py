@@ -1,0 +1,132 @@
+"""Verified citations (operators.grounding) and evidence passages (operators.passages)."""
+
+from __future__ import annotations
+
+from bookindex.core.model import Block, build_tree
+from operators.grounding import cited_numbers, citation_problem, grounded_answer
+from operators.passages import build_passages, format_passages
+from retrieval.api import ask
+from tests.fakes import FakeLLM
+from tests.retrieval_fixture import make_context, node
+
+
+def _extractive() -> tuple[str, list[int]]:
+    return "the best sentence [1]", [1]
+
+
+def test_cited_numbers_reads_every_citation_style():
+    assert cited_numbers("a [3] b [2][3] c [4, 5]; d [6;7]") == [2, 3, 4, 5, 6, 7]
+    assert cited_numbers("no citations (1) here") == []
+
+
+def test_citation_problem_names_the_broken_rule():
+    allowed = range(1, 4)
+    assert citation_problem("asn1_der_decoding [1]", allowed) is None
+    assert citation_problem("Not answerable from the document.", allowed) is None
+    assert citation_problem("asn1_der_decoding", allowed) == "cites no evidence"
+    assert "[7]" in (citation_problem("x [1][7]", allowed) or "")
+
+
+def test_a_valid_answer_is_returned_as_it_is():
+    llm = FakeLLM({"answer": {"answer": "It is asn1_der_decoding [2]."}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive)
+    assert (res.answer, res.citations, res.check) == ("It is asn1_der_decoding [2].", [2], "valid")
+    assert llm.stages == ["answer"]
+
+
+def test_an_answer_without_citations_gets_one_repair_round_with_the_rule():
+    llm = FakeLLM({"answer": {"answer": "asn1_der_decoding"},
+                   "answer-repair": {"answer": "asn1_der_decoding [1]"}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive)
+    assert (res.answer, res.citations, res.check) == ("asn1_der_decoding [1]", [1], "repaired")
+    repair = llm.calls[1].prompt
+    assert repair.startswith("PROMPT") and "cites no evidence" in repair and "1 to 3" in repair
+    assert res.notes["citation_problem"] == "cites no evidence"
+
+
+def test_a_second_bad_answer_falls_back_to_the_extractive_one_and_says_so():
+    llm = FakeLLM({"answer": {"answer": "see [9]"}, "answer-repair": {"answer": "still [9]"}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive)
+    assert (res.answer, res.citations, res.check) == ("the best sentence [1]", [1], "fallback")
+    assert res.notes["discarded_answer"] == "still [9]" and "[9]" in res.notes["repair_problem"]
+
+
+def test_not_answerable_needs_no_citation_and_a_failing_llm_is_recorded():
+    res = grounded_answer(FakeLLM({"answer": {"answer": "not answerable from the document"}}),
+                          "P", range(1, 3), _extractive)
+    assert res.check == "not-answerable" and res.citations == []
+    from bookindex.core.errors import LLMUnavailable
+
+    res = grounded_answer(FakeLLM({"answer": LLMUnavailable("down")}), "P", range(1, 3), _extractive)
+    assert res.check == "extractive" and "LLMUnavailable" in res.notes["fallback"]
+    assert grounded_answer(None, "P", range(1, 3), _extractive).check == "extractive"
+
+
+def test_ask_records_the_citation_check_in_the_answer_and_the_trace():
+    ctx = make_context(llm=FakeLLM({"answer": {"answer": "png"}, "answer-repair": {"answer": "the png terminal [42]"}},
+                                   default={"category": "single-hop"}))
+    ans = ask(ctx, "Which terminal writes bitmap images?")
+    assert ans.citation_check == "fallback"
+    assert ans.citations and all(1 <= c <= len(ans.evidence) for c in ans.citations)
+    reduce = [t for t in ans.trace if t.op == "Reduce"][0]
+    assert reduce.model_extra["citations"] == "fallback"
+    no_llm = ask(make_context(), "Which terminal writes bitmap images?")
+    assert no_llm.citation_check == "extractive" and no_llm.citations
+
+
+def test_baseline_answers_are_verified_too():
+    ctx = make_context(llm=FakeLLM({"answer": {"answer": "The png terminal [1]."}}))
+    ans = ask(ctx, "Which terminal writes bitmap images?", method="bm25", k=3)
+    assert ans.citation_check == "valid" and ans.citations == [1]
+
+
+# -- passages ---------------------------------------------------------------------------------
+
+def _entry_tree():
+    B = Block
+    blocks = [
+        B("title", "4.3 DER functions", 0, (50, 40, 300, 60), level=1),
+        B("title", "asn1_der_coding", 0, (50, 70, 300, 85), level=2),
+        B("text", "int asn1_der_coding (asn1_node element, const char * name, void * ider, int * len)", 0, (50, 90, 500, 110)),
+        B("text", "element: pointer to an ASN1 element. name: the name of the structure.", 0, (50, 120, 500, 140)),
+        B("text", "Creates the DER encoding for the NAME structure.", 0, (50, 150, 500, 170)),
+        B("title", "asn1_der_decoding", 1, (50, 40, 300, 60), level=2),
+        B("text", "int asn1_der_decoding (asn1_node * element, const void * ider, int ider_len, char * err)", 1, (50, 70, 500, 90)),
+        B("text", "element: pointer to an ASN1 structure. ider: vector that contains the DER encoding.", 1, (50, 100, 500, 120)),
+        B("text", "Fill the structure element with values of a DER encoding string.", 1, (50, 130, 500, 150)),
+    ]
+    return build_tree("entries000000000", "manual.pdf", blocks, {"pages": 2})
+
+
+def test_a_passage_shows_the_whole_entry_with_its_title_path():
+    tree = _entry_tree()
+    params = node(tree, "ider: vector that contains")
+    [p] = build_passages(tree, [params])
+    assert p.node_id == params and p.name == "asn1_der_decoding"
+    assert p.title_path == ("4.3 DER functions", "asn1_der_decoding")
+    assert "int asn1_der_decoding" in p.text and "Fill the structure" in p.text
+    assert (p.first_page, p.last_page) == (2, 2) and len(p.node_ids) == 3
+    text = format_passages([p])
+    assert text.startswith("[1] (p. 2 · 4.3 DER functions > asn1_der_decoding)\n")
+
+
+def test_passages_do_not_repeat_context_and_keep_to_the_budget():
+    tree = _entry_tree()
+    a, b = node(tree, "Fill the structure"), node(tree, "ider: vector that contains")
+    first, second = build_passages(tree, [a, b])
+    assert b in first.node_ids  # shown as context of the first item
+    assert second.node_ids == (b,)  # the ranked node is still shown; its context is not repeated
+    long_text = "word " * 2000
+    tree2 = build_tree("long000000000000", "long.pdf", [Block("text", long_text, 0, (0, 0, 10, 10))], {"pages": 1})
+    [p] = build_passages(tree2, [tree2.leaves()[0].id], budget_chars=1000)
+    assert len(p.text) <= 1000
+
+
+def test_a_paragraph_passage_adds_its_neighbours_within_the_budget():
+    ctx = make_context()
+    tree = ctx.tree
+    nid = node(tree, "The splot command draws")
+    [p] = build_passages(tree, [nid])
+    assert p.name == "2.1 The plot command"
+    assert "The plot command draws functions" in p.text  # the block before it in the same section
+    assert nid in p.node_ids
