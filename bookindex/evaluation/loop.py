@@ -123,14 +123,14 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     doc = docs.get(q.doc) if q.doc is not None else None
     rec: Record = {"qid": q.qid, "doc": q.doc, "method": row.name, "question": q.text,
                    **benchmark.record_fields(q), "groups": benchmark.groups(q),
-                   "recall": None, "hit": None, "error": None}
+                   "recall": None, "hit": None, "error": None, "citation_check": None}
     t0 = time.perf_counter()
     evidence: list[Evidence] = []
     raw: str | None = None
     try:
         if q.doc is not None and doc is None:
             raise InputError(f"{q.doc}: document could not be indexed")
-        evidence, raw = retrieve(row, doc, q.text, kmax)
+        evidence, raw, rec["citation_check"] = retrieve(row, doc, q.text, kmax)
     except Exception as e:  # one failing question must not end a 20-minute run: it scores 0
         rec["error"] = f"{type(e).__name__}: {e}"
     rec["seconds"] = round(time.perf_counter() - t0, 4)
@@ -183,14 +183,32 @@ def machine_info() -> str:
     return f"{platform.system()} {platform.machine()}, {cpus} cores, Python {platform.python_version()}"
 
 
+def select_questions(benchmark: Benchmark[Q], offset: int = 0, limit: int | None = None,
+                     only: Mapping[str, str] | None = None) -> list[Q]:
+    """The questions a run asks: those whose breakdown groups hold every `only` value (e.g.
+    {"source": "text"}), then `limit` of them from `offset` (a long run split in parts)."""
+    if offset < 0 or (limit is not None and limit < 1):
+        raise InputError("--offset must be >= 0 and --limit >= 1")
+    qs = benchmark.questions(None)
+    for group, value in (only or {}).items():
+        def has(q: Q, group: str = group, value: str = value) -> bool:
+            g = benchmark.groups(q).get(group)
+            return value in (g if isinstance(g, list) else [g])
+        if not any(group in benchmark.groups(q) for q in qs[:1]):
+            raise InputError(f"--only {group}=...: the groups are {', '.join(g for g, _ in benchmark.breakdowns)}")
+        qs = [q for q in qs if has(q)]
+    return qs[offset:offset + limit] if limit else qs[offset:]
+
+
 def run_benchmark(benchmark: Benchmark[Q], rows: Sequence[Row], ks: Sequence[int], *, settings: Settings,
-                  index_dir: Path, limit: int | None = None, out_dir: Path | None = None,
+                  index_dir: Path, limit: int | None = None, offset: int = 0,
+                  only: Mapping[str, str] | None = None, out_dir: Path | None = None,
                   llm: LLM | None = None, embedder: Embedder | None = None, index_without_llm: bool = False,
                   progress: bool = True, command: str | None = None) -> RunResult:
     """The whole evaluation of `benchmark` for `rows` (ks sorted); with `out_dir`, writes
     <name>.json, <name>.md and <name>_recall.png there."""
     t_start = time.perf_counter()
-    questions = benchmark.questions(limit)
+    questions = select_questions(benchmark, offset, limit, only)
     corpus = benchmark.corpus(questions, Path(index_dir))
     engine, llm = open_engine(settings, corpus.library, llm=llm, embedder=embedder,
                               index_without_llm=index_without_llm)
@@ -226,7 +244,8 @@ def run_benchmark(benchmark: Benchmark[Q], rows: Sequence[Row], ks: Sequence[int
 
 def run_methods(benchmark: Benchmark[Q], methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
                 limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
-                settings: Settings | None = None, llm: LLM | None = None, embedder: Embedder | None = None,
+                offset: int = 0, only: Mapping[str, str] | None = None, settings: Settings | None = None,
+                llm: LLM | None = None, embedder: Embedder | None = None,
                 progress: bool = True, command: str | None = None, index_without_llm: bool = False) -> RunResult:
     """`run_benchmark` from the command line's words: method and ablation names, the k values,
     the index folder defaulting to <cache dir>/eval/<split>. Each benchmark's `run` is this."""
@@ -234,5 +253,6 @@ def run_methods(benchmark: Benchmark[Q], methods: Sequence[str], ks: Sequence[in
     rows = make_rows(methods, ablations, settings)
     index_dir = Path(index_dir) if index_dir else default_index_dir(settings, benchmark.split)
     return run_benchmark(benchmark, rows, ks, settings=settings, index_dir=index_dir, limit=limit,
+                         offset=offset, only=only,
                          out_dir=out_dir, llm=llm, embedder=embedder, index_without_llm=index_without_llm,
                          progress=progress, command=command)

@@ -140,9 +140,10 @@ class MMLongBench:
 
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
         limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
+        offset: int = 0, only: Mapping[str, str] | None = None,
         settings: Settings | None = None, llm: LLM | None = None, embedder: Embedder | None = None,
         progress: bool = True, command: str | None = None, index_without_llm: bool = False) -> RunResult:
     """The whole evaluation; writes mmlongbench.json/.md/_recall.png under `out_dir`."""
-    return run_methods(MMLongBench(data_dir), methods, ks, ablations, limit=limit, index_dir=index_dir,
+    return run_methods(MMLongBench(data_dir), methods, ks, ablations, limit=limit, offset=offset, only=only, index_dir=index_dir,
                        out_dir=out_dir, settings=settings, llm=llm, embedder=embedder, progress=progress,
                        command=command, index_without_llm=index_without_llm)

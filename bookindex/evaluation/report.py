@@ -17,6 +17,10 @@ from bookindex.core.atomic import write_json_atomic, write_text_atomic
 from bookindex.evaluation.benchmark import Benchmark, Meta, Q, Record, Summary
 
 
+# citation checks of answers an LLM wrote (operators.grounding); "extractive" answers had no LLM
+LLM_CHECKS = ("valid", "repaired", "fallback", "not-answerable")
+
+
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -42,6 +46,10 @@ def summarize(records: Sequence[dict[str, Any]], rows: Sequence[str], ks: Sequen
         answered = [r for r in recs if r.get("score") is not None]
         if answered and answer_metrics is not None:
             s["answers"] = answer_metrics(answered)
+            checked = [r["citation_check"] for r in answered if r.get("citation_check") in LLM_CHECKS]
+            if checked:  # LLM answers whose citations all point at shown evidence (after repair)
+                s["answers"]["valid_citations"] = sum(c != "fallback" for c in checked) / len(checked)
+                s["answers"]["repaired"] = sum(c == "repaired" for c in checked) / len(checked)
         out[row] = s
     return out
 
@@ -130,7 +138,11 @@ def render_report(benchmark: Benchmark[Q], summary: Summary, records: Sequence[R
     table (answer columns when any row was answered), then one recall table per breakdown."""
     k = breakdown_k(ks)
     has_answers = any("answers" in s for s in summary.values())
-    extra = [("acc", "accuracy"), ("F1", "f1")] if has_answers else []
+    # a benchmark may name its own answer columns (header, answer-metrics key)
+    columns = getattr(benchmark, "answer_columns", (("acc", "accuracy"), ("F1", "f1")))
+    extra = list(columns) if has_answers else []
+    if any("valid_citations" in s.get("answers", {}) for s in summary.values()):
+        extra += [("valid cites", "valid_citations"), ("repaired", "repaired")]
     failures = meta.get("index_failures") or {}
     parts = [
         f"# {benchmark.title} ({meta['split']})",

@@ -55,11 +55,12 @@ def bind_rows(rows: Sequence[Row], indexer: Engine, llm: LLM) -> None:
                             reranker=indexer.reranker, vlm=indexer.vlm)
 
 
-def retrieve(row: Row, doc: str | None, question: str, k: int) -> tuple[list[Evidence], str | None]:
-    """Ranked evidence for one question (and bookindex's own answer text, when it made one).
+def retrieve(row: Row, doc: str | None, question: str, k: int) -> tuple[list[Evidence], str | None, str | None]:
+    """Ranked evidence for one question, and for bookindex its own answer text and how that
+    answer's citations were verified (`Answer.citation_check`).
 
     `doc` None asks the whole library: the Engine routes the question to its best document."""
     if row.method == "bookindex":
         ans = row.engine.ask(question, doc=doc, method="bookindex")
-        return list(ans.evidence), (ans.answer or None)
-    return row.engine.search(question, doc=doc, method=row.method, k=k), None
+        return list(ans.evidence), (ans.answer or None), ans.citation_check
+    return row.engine.search(question, doc=doc, method=row.method, k=k), None, None
