@@ -176,7 +176,15 @@ def test_real_llm_classification_plan_and_grounded_answer(llama_server, libdir):
     assert ans.answer.strip()
     assert ans.usage.llm.total.calls >= 1
     reduce = [r.model_dump(exclude_none=True) for r in ans.trace if r.op == "Reduce"][-1]
-    assert reduce["source"] == "llm" and "fallback" not in reduce  # the model answered, schema-valid
+    # the model was asked; its answer was kept (citations valid, possibly after the repair round)
+    # or, cited wrongly twice, replaced by the extractive answer with the discarded one recorded
+    assert llm.ledger.stage("answer").calls >= 1 and "fallback" not in reduce  # no transport failure
+    assert reduce["citations"] in ("valid", "repaired", "not-answerable", "fallback")
+    assert ans.citation_check == reduce["citations"]
+    if reduce["citations"] == "fallback":
+        assert reduce["discarded_answer"] and reduce["source"] == "extractive"
+    else:
+        assert reduce["source"] == "llm"
     # citations parse and point at evidence that exists
     cites = [int(x) for x in re.findall(r"\[(\d+)\]", ans.answer)]
     assert ans.citations == sorted(set(cites))

@@ -79,6 +79,15 @@ def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
                 _trace_node(sub, r)
 
 
+CHECK_WORDS = {
+    "valid": "verified (every [n] is shown evidence)",
+    "repaired": "verified after one repair round",
+    "fallback": "the LLM answer cited no shown evidence twice; extractive answer shown instead",
+    "extractive": "extractive answer (no LLM)",
+    "not-answerable": "none needed (not answerable)",
+}
+
+
 def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
     if as_json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
@@ -95,6 +104,8 @@ def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
     for e in answer.evidence:
         mark = "*" if e.rank in answer.citations else " "
         con.print(f"{mark}[{e.rank}] p.{e.page} {e.type:<7} {escape(e.section[:40]):<40} {escape(e.snippet[:80])}")
+    if answer.citation_check:
+        con.print(f"[dim]citations: {CHECK_WORDS.get(answer.citation_check, answer.citation_check)}[/dim]")
     usage = answer.usage.llm.total
     con.print(f"[dim]{answer.usage.ms:.0f} ms · LLM calls {usage.calls} · "
               f"tokens {usage.prompt_tokens}+{usage.completion_tokens}[/dim]")
