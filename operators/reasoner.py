@@ -3,12 +3,15 @@
 Graph_Reasoning: personalized PageRank on the subgraph G' of the selected nodes, seeded by the
 query entities (I_G), mapped to tree nodes through the GT-links (S_G = I_G × M).
 Text_Reasoning: S_T, the relevance of each node's text to the query.
-Skyline_Ranker: the Pareto frontier over (S_G, S_T) — no fixed top-k.
+Skyline_Ranker: the Pareto frontier over (S_G, S_T) — no fixed top-k (`pareto` mode), or the
+weighted top-k over the frontier's layers (`weighted` mode).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import networkx as nx
@@ -211,10 +214,67 @@ def pareto_front(points: dict[str, tuple[float, ...]]) -> list[str]:
     return keep
 
 
+def pareto_layers(points: dict[str, tuple[float, ...]]) -> Iterator[list[str]]:
+    """Skyline layers, best first: layer 0 is `pareto_front(points)`, layer k the front of what is
+    left after layers 0..k-1. Within a layer ids keep their input order; lazy, so a caller that
+    stops after a few layers pays for those only (one or two criteria: all layers in one sort)."""
+    ids = list(points)
+    if not ids:
+        return
+    dims = len(next(iter(points.values())))
+    if dims == 1:  # one criterion: a layer is a score level
+        levels = sorted({points[i][0] for i in ids}, reverse=True)
+        rank = {v: k for k, v in enumerate(levels)}
+        groups: list[list[str]] = [[] for _ in levels]
+        for i in ids:
+            groups[rank[points[i][0]]].append(i)
+        yield from groups
+        return
+    if dims == 2:
+        # One sweep, x then y descending: a point's layer is one more than the deepest layer
+        # holding a point with y >= its own (all such points seen so far dominate it, equal
+        # points excepted). best_y[l] = the highest y in layer l, non-increasing in l.
+        order = sorted(ids, key=lambda i: (-points[i][0], -points[i][1]))
+        layer_of: dict[str, int] = {}
+        neg_best: list[float] = []  # -best_y[l], non-decreasing: searchable with bisect
+        k = 0
+        while k < len(order):
+            x, y = points[order[k]]
+            j = k
+            while j < len(order) and points[order[j]] == (x, y):
+                j += 1
+            lv = bisect.bisect_right(neg_best, -y)  # first layer whose best y is below y
+            if lv == len(neg_best):
+                neg_best.append(-y)
+            else:
+                neg_best[lv] = -y
+            for i in order[k:j]:
+                layer_of[i] = lv
+            k = j
+        layers: list[list[str]] = [[] for _ in neg_best]
+        for i in ids:
+            layers[layer_of[i]].append(i)
+        yield from layers
+        return
+    rest = dict(points)
+    while rest:
+        front = pareto_front(rest)
+        yield front
+        for i in front:
+            rest.pop(i)
+
+
 class SkylineRankerParams(Params):
     criteria: list[str] = ["graph", "text"]
     weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
-    max_results: int = 10
+    # "pareto": the frontier of eq. (14), whole layers until the evidence budget is met;
+    # "weighted": the frontier widened by the weighted top-k and cut to `max_results`
+    mode: Literal["pareto", "weighted"] = "weighted"
+    max_results: int = 10  # both modes: never more nodes than this
+    # pareto: layers are peeled until at least `budget_nodes` nodes on `budget_pages` pages
+    budget_nodes: int = 5
+    budget_pages: int = 5
+    # weighted: layers peeled until `min_pages` pages or `pool_factor × max_results` nodes
     min_pages: int = 10
     pool_factor: int = 4
     diversify_pages: bool = True
@@ -226,11 +286,21 @@ class SkylineRankerParams(Params):
 class SkylineRanker(Operator[SkylineRankerParams]):
     """Eq. (14): N_R = the skyline (Pareto frontier) of the selected nodes over the criteria.
 
-    Layers are peeled until `min_pages` distinct pages are covered (a lone frontier point is a
-    thin answer) or `pool_factor × max_results` nodes are kept. The kept nodes are ordered by the
-    weighted combined score, ties by id — with `diversify_pages` the k-th node of a page counts
-    `page_decay^k` of its score — and cut at `max_results`.
-    With a single non-empty criterion (a reasoner ablated) it is a plain ranking, as in the paper.
+    `pareto` mode returns the frontier itself: skyline layers are peeled, best first, until the
+    kept nodes meet the evidence budget (`budget_nodes` nodes on `budget_pages` distinct pages; a
+    lone frontier point is a thin answer), so the set's size varies with the question. At most
+    `max_results` nodes: a layer that would pass the cap is cut by combined score. A node
+    left out is never one that dominates a returned node (every earlier layer is whole). Order:
+    by layer, then by the weighted combined score, ties by id.
+
+    `weighted` mode (the ranking before the frontier was returned as such): layers are peeled
+    until `min_pages` distinct pages are covered or `pool_factor × max_results` nodes are kept,
+    the weighted top `pool_factor × max_results` are added (`keep_ranked`), the nodes are ordered
+    by combined score — with `diversify_pages` the k-th node of a page counts `page_decay^k` of
+    its score — and cut at `max_results`; dominated nodes can be returned.
+
+    With a single non-empty criterion (a reasoner ablated) `pareto` layers are score levels, so
+    it is a ranking cut by the same budget; `weighted` is the plain ranking, as in the paper.
     """
 
     name = "Skyline_Ranker"
@@ -252,6 +322,46 @@ class SkylineRanker(Operator[SkylineRankerParams]):
         pool = {i for i in pool if any(state.scores[c].get(i, 0.0) > 0 for c in dims)}
         wsum = sum(p.weights.get(c, 1.0) for c in dims) or 1.0
         combined = {i: sum(p.weights.get(c, 1.0) * state.scores[c].get(i, 0.0) for c in dims) / wsum for i in pool}
+        if p.mode == "pareto":
+            kept, layers = self._frontier(pool, dims, combined, state)
+        else:
+            kept, layers = self._weighted(pool, dims, combined, state)
+        state.ranked = [(i, combined[i]) for i in kept]
+        state.candidates = kept
+        self.note(mode=p.mode, criteria=dims, layers=[len(x) for x in layers], returned=len(kept), pool=len(pool),
+                  ranking="skyline" if len(dims) >= 2 else "single-criterion ranking",
+                  outputs=[[i, round(s, 4), {c: round(state.scores[c].get(i, 0.0), 4) for c in dims}]
+                           for i, s in state.ranked])
+        return state
+
+    def _frontier(self, pool: set[str], dims: list[str], combined: dict[str, float],
+                  state: State) -> tuple[list[str], list[list[str]]]:
+        """Whole skyline layers until the budget is met, the last one cut at `max_results`."""
+        tree = self.ctx.tree
+        p = self.params
+        points = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in sorted(pool)}
+        kept: list[str] = []
+        layers: list[list[str]] = []
+        pages: set[int] = set()
+        for layer in pareto_layers(points):
+            if len(kept) >= p.max_results:
+                break
+            layer = sorted(layer, key=lambda i: (-combined[i], i))
+            room = p.max_results - len(kept)
+            if len(layer) > room:
+                self.note(cut_layer={"layer": len(layers), "size": len(layer), "kept": room})
+                layer = layer[:room]
+            layers.append(layer)
+            kept.extend(layer)
+            pages.update(tree.nodes[i].page_idx for i in layer)
+            if len(kept) >= p.budget_nodes and len(pages) >= p.budget_pages:
+                break
+        return kept, layers
+
+    def _weighted(self, pool: set[str], dims: list[str], combined: dict[str, float],
+                  state: State) -> tuple[list[str], list[list[str]]]:
+        tree = self.ctx.tree
+        p = self.params
         by_combined = sorted(pool, key=lambda i: (-combined[i], i))
         layers: list[list[str]] = []
         kept: list[str] = []
@@ -282,11 +392,4 @@ class SkylineRanker(Operator[SkylineRankerParams]):
                 adj[i] = combined[i] * (p.page_decay ** seen.get(pg, 0))
                 seen[pg] = seen.get(pg, 0) + 1
             kept = sorted(kept, key=lambda i: (-adj[i], -combined[i], i))  # ties: by score
-        kept = kept[: p.max_results]
-        state.ranked = [(i, combined[i]) for i in kept]
-        state.candidates = kept
-        self.note(criteria=dims, layers=[len(x) for x in layers], pool=len(pool),
-                  mode="skyline" if len(dims) >= 2 else "single-criterion ranking",
-                  outputs=[[i, round(s, 4), {c: round(state.scores[c].get(i, 0.0), 4) for c in dims}]
-                           for i, s in state.ranked])
-        return state
+        return kept[: p.max_results], layers

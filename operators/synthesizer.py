@@ -78,7 +78,10 @@ class MapParams(Params):
 
 
 class Map(Operator[MapParams]):
-    """Partial answers: one per sub-question (multi-hop) or per group of filtered evidence (global)."""
+    """Partial answers: one per sub-question (multi-hop) or per group of filtered evidence (global).
+
+    For a COUNT or LIST plan (`state.operation`, which the executor takes from the plan's Reduce)
+    the partials are extractive: Reduce answers from the tree, so a model call would be wasted."""
 
     name = "Map"
     kind = "synthesizer"
@@ -120,6 +123,8 @@ class Map(Operator[MapParams]):
         use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
         use_vlm = (self.params.use_llm and self.ctx.vlm_available
                    and state.operation not in ("COUNT", "LIST"))
+        if state.operation in ("COUNT", "LIST"):
+            self.note(skipped_llm=f"{state.operation}: Reduce computes the answer from the tree")
         state.partials = []
         number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}
         for question, ids in groups:

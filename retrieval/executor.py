@@ -18,7 +18,8 @@ from retrieval.plans import Plan, Step
 
 
 def execute(plan: Plan, ctx: IndexContext) -> State:
-    state = State(question=plan.question, query_type=plan.query_type)
+    # the plan's operation is known before its Reduce runs: Map skips the LLM for COUNT/LIST
+    state = State(question=plan.question, query_type=plan.query_type, operation=plan.operation())
     _run_steps(plan.steps, state, ctx)
     return state
 

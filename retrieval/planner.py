@@ -17,6 +17,7 @@ from typing import Any
 from operators import prompts
 from operators.context import IndexContext
 from operators.formulator import Extract, decompose, noun_chunk_mentions
+from operators.reasoner import SkylineRankerParams
 from operators.selector import unit_of
 from retrieval.plans import Plan, Step
 
@@ -100,7 +101,8 @@ def _flags(ctx: IndexContext) -> dict[str, Any]:
     return {"selector": g("selector", True), "graph": g("graph_reasoning", True),
             "text": g("text_reasoning", True), "depth": g("select_depth", 2),
             "cap": g("max_evidence", 10), "alpha": g("ppr_alpha", 0.85),
-            "offline_graph_weight": g("offline_graph_weight", 0.05)}
+            "offline_graph_weight": g("offline_graph_weight", 0.05),
+            "skyline": g("skyline", SkylineRankerParams.model_fields["mode"].default)}
 
 
 def retrieval_steps(ctx: IndexContext) -> list[Step]:
@@ -118,7 +120,8 @@ def retrieval_steps(ctx: IndexContext) -> list[Step]:
     if not branches:  # both reasoners off: keep text so the plan still ranks something
         branches.append(Step(op="Text_Reasoning"))
     steps.append(Step(op="Parallel", steps=branches) if len(branches) > 1 else branches[0])
-    sky: dict[str, Any] = {"criteria": [b.op.split("_")[0].lower() for b in branches], "max_results": f["cap"]}
+    sky: dict[str, Any] = {"criteria": [b.op.split("_")[0].lower() for b in branches], "max_results": f["cap"],
+                           "mode": f["skyline"]}
     if f["graph"] and not ctx.graph_from_llm:
         # An offline (co-occurrence) G is a weaker signal than an LLM-built one: it shapes the
         # skyline set and only nudges the order (see docs/benchmarks.md for the measured weights).

@@ -54,6 +54,15 @@ class Plan(BaseModel):
     def shape(self) -> list[str]:
         return [x for s in self.steps for x in s.ops()]
 
+    def operation(self) -> str:
+        """The operation of the plan's final Reduce (ANSWER, COUNT, LIST, ...), "" without one.
+        The executor puts it on the state before the first step, so the steps before the Reduce
+        (Map) know what the answer will be made of."""
+        for s in reversed(self.steps):
+            if s.op == "Reduce":
+                return str(getattr(OPERATORS["Reduce"].Params(**s.params), "operation", ""))
+        return ""
+
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
 

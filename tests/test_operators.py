@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
+
 import networkx as nx
 import pytest
 
 from bookindex.core.errors import LLMRequestError
 from operators import (Decompose, Extract, FilterModal, FilterRange, GraphReasoning, Map, Reduce,
                        SelectByEntity, SelectBySection, SkylineRanker, State, TextReasoning)
-from operators.reasoner import pareto_front, personalized_pagerank
+from bookindex.core.model import LEAF_TYPES
+from operators.reasoner import SkylineRankerParams, pareto_front, pareto_layers, personalized_pagerank
 from operators.selector import parse_page_range
 from operators.formulator import split_question
 from operators.context import DerivedViews
@@ -66,7 +69,7 @@ def test_skyline_returns_pareto_set_of_hand_made_scores(ctx):
     st = State("q", candidates=[a, b, c, d, e])
     st.scores = {"graph": {a: 1.0, b: 0.8, c: 0.2, d: 0.5, e: 0.1},
                  "text": {a: 0.2, b: 0.8, c: 1.0, d: 0.5, e: 0.1}}
-    pure = {"diversify_pages": False, "keep_ranked": False, "weights": {"graph": 0.3, "text": 0.7}}
+    pure = {"mode": "weighted", "diversify_pages": False, "keep_ranked": False, "weights": {"graph": 0.3, "text": 0.7}}
     SkylineRanker(ctx, {"min_pages": 0, **pure}).run(st)
     # d=(0.5,0.5) is dominated by b, e by everything; order by 0.3*S_G + 0.7*S_T: b .8, c .76, a .44
     assert [i for i, _ in st.ranked] == [b, c, a]
@@ -84,7 +87,7 @@ def test_skyline_keeps_the_best_combined_nodes_the_frontier_would_drop(ctx):
     as it would without the graph."""
     a, b, c = ids(ctx, "The plot command draws", "The linewidth option", "Colors are given")
     scores = {"graph": {a: 1.0, b: 0.1, c: 0.9}, "text": {a: 1.0, b: 0.9, c: 0.2}}
-    params = {"min_pages": 1, "pool_factor": 1, "max_results": 2, "diversify_pages": False,
+    params = {"mode": "weighted", "min_pages": 1, "pool_factor": 1, "max_results": 2, "diversify_pages": False,
               "weights": {"graph": 0.0, "text": 1.0}}
     st = State("q", candidates=[a, b, c], scores={k: dict(v) for k, v in scores.items()})
     SkylineRanker(ctx, {**params, "keep_ranked": False}).run(st)
@@ -97,7 +100,7 @@ def test_skyline_keeps_the_best_combined_nodes_the_frontier_would_drop(ctx):
 def test_skyline_single_criterion_is_a_ranking_with_cap(ctx):
     leaves = [n.id for n in ctx.tree.leaves()]
     st = State("q", candidates=leaves, scores={"text": {i: 1.0 / (k + 1) for k, i in enumerate(leaves)}})
-    SkylineRanker(ctx, {"max_results": 3, "diversify_pages": False}).run(st)
+    SkylineRanker(ctx, {"mode": "weighted", "max_results": 3, "diversify_pages": False}).run(st)
     assert [i for i, _ in st.ranked] == leaves[:3]
 
 
@@ -109,8 +112,192 @@ def test_skyline_page_diversity_keeps_score_order_within_a_page(ctx):
         ctx.tree.nodes[i].page_idx = 0
     scores = {i: (k * 7 % 11 + 1) / 11 for k, i in enumerate(leaves)}
     st = State("q", candidates=leaves, scores={"text": scores})
-    SkylineRanker(ctx, {"max_results": 5, "page_decay": 0.0}).run(st)
+    SkylineRanker(ctx, {"mode": "weighted", "max_results": 5, "page_decay": 0.0}).run(st)
     assert [i for i, _ in st.ranked] == sorted(leaves, key=lambda i: -scores[i])[:5]
+
+
+def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return all(x >= y for x, y in zip(a, b)) and a != b
+
+
+def _random_scores(ctx, rng: random.Random, levels: list[float] | None = None) -> dict[str, dict[str, float]]:
+    """Random S_G and S_T over the fixture's leaves; `levels` draws from a few values (ties)."""
+    leaves = [n.id for n in ctx.tree.leaves()]
+    draw = (lambda: rng.choice(levels)) if levels else (lambda: round(rng.random(), 3))
+    return {"graph": {i: draw() for i in leaves if rng.random() < 0.8}, "text": {i: draw() for i in leaves}}
+
+
+def test_pareto_layers_match_repeated_fronts():
+    """The one-sweep layering (two criteria), the score levels (one) and the repeated fronts
+    (three) agree with peeling `pareto_front` by hand, ties included."""
+    rng = random.Random(7)
+    for _ in range(300):
+        dims = rng.choice([1, 2, 3])
+        levels = [0.0, 0.1, 0.5, 1.0] if rng.random() < 0.5 else None
+        pts = {f"n{k}": tuple(rng.choice(levels) if levels else round(rng.random(), 3) for _ in range(dims))
+               for k in range(rng.randint(1, 30))}
+        rest, expected = dict(pts), []
+        while rest:
+            front = [i for i in rest if not any(_dominates(rest[j], rest[i]) for j in rest)]
+            expected.append(front)
+            for i in front:
+                rest.pop(i)
+        assert list(pareto_layers(pts)) == expected
+
+
+def test_pareto_mode_returns_whole_frontier_layers_up_to_the_budget(ctx):
+    a, b, c, d, e = ids(ctx, "The plot command draws", "The linewidth option", "Colors are given",
+                        "The png terminal writes", "The pdf terminal writes")
+    scores = {"graph": {a: 1.0, b: 0.8, c: 0.2, d: 0.5, e: 0.1},
+              "text": {a: 0.2, b: 0.8, c: 1.0, d: 0.5, e: 0.1}}
+    base = {"mode": "pareto", "weights": {"graph": 0.3, "text": 0.7}, "budget_pages": 0}
+    got = {}
+    for nodes in (1, 3, 4, 5, 10):
+        st = State("q", candidates=[a, b, c, d, e], scores={k: dict(v) for k, v in scores.items()})
+        SkylineRanker(ctx, {**base, "budget_nodes": nodes}).run(st)
+        got[nodes] = ([i for i, _ in st.ranked], st.trace[-1])
+    # layer 0 = {a, b, c} (read by 0.3*S_G + 0.7*S_T: b .8, c .76, a .44), layer 1 = {d}, layer 2 = {e}
+    assert got[1][0] == got[3][0] == [b, c, a]  # a whole layer, never a part of it
+    assert got[4][0] == [b, c, a, d]
+    assert got[5][0] == got[10][0] == [b, c, a, d, e]  # the pool ran out before the budget
+    rec = got[4][1]
+    assert rec["mode"] == "pareto" and rec["layers"] == [3, 1] and rec["returned"] == 4
+    # the page budget peels on too: a, b, c, d are on 4 distinct pages
+    st = State("q", candidates=[a, b, c, d, e], scores={k: dict(v) for k, v in scores.items()})
+    SkylineRanker(ctx, {**base, "budget_nodes": 1, "budget_pages": 4}).run(st)
+    assert [i for i, _ in st.ranked] == [b, c, a, d]
+    # the hard cap cuts the last layer by combined score
+    st = State("q", candidates=[a, b, c, d, e], scores={k: dict(v) for k, v in scores.items()})
+    SkylineRanker(ctx, {**base, "budget_nodes": 5, "max_results": 2}).run(st)
+    assert [i for i, _ in st.ranked] == [b, c] and st.trace[-1]["cut_layer"] == {"layer": 0, "size": 3, "kept": 2}
+
+
+def test_pareto_mode_never_returns_a_node_dominated_by_one_left_out(ctx):
+    """Over random scores (ties included), budgets and caps: every returned node is undominated
+    by every node left out, the order is by layer then combined score, and the size varies."""
+    rng = random.Random(11)
+    sizes = set()
+    for trial in range(200):
+        scores = _random_scores(ctx, rng, [0.0, 0.2, 0.5, 0.8, 1.0] if trial % 2 else None)
+        params = {"mode": "pareto", "budget_nodes": rng.randint(1, 6), "budget_pages": rng.randint(0, 5),
+                  "max_results": rng.randint(2, 12), "weights": {"graph": 0.05, "text": 1.0}}
+        st = State("q", scores={k: dict(v) for k, v in scores.items()})
+        SkylineRanker(ctx, params).run(st)
+        kept = [i for i, _ in st.ranked]
+        point = {i: (scores["graph"].get(i, 0.0), scores["text"].get(i, 0.0)) for i in scores["text"]}
+        pool = [i for i, v in point.items() if max(v) > 0]
+        left_out = [i for i in pool if i not in kept]
+        assert not any(_dominates(point[x], point[r]) for x in left_out for r in kept)
+        assert 0 < len(kept) <= params["max_results"]
+        layer = {i: k for k, layer in enumerate(pareto_layers({i: point[i] for i in sorted(pool)})) for i in layer}
+        comb = dict(st.ranked)
+        assert kept == sorted(kept, key=lambda i: (layer[i], -comb[i], i))
+        pages = {ctx.tree.nodes[i].page_idx for i in kept}
+        budget_met = len(kept) >= params["budget_nodes"] and len(pages) >= params["budget_pages"]
+        assert budget_met or len(kept) == min(len(pool), params["max_results"])
+        sizes.add(len(kept))
+    assert len(sizes) >= 5
+
+
+def test_pareto_mode_size_follows_the_frontier(ctx):
+    """Same budget, different inputs: a dominant node alone, or a frontier of three."""
+    a, b, c, d = ids(ctx, "The plot command draws", "The linewidth option", "Colors are given", "The png terminal writes")
+    params = {"mode": "pareto", "budget_nodes": 1, "budget_pages": 0}
+    st = State("q", scores={"graph": {a: 1.0, b: 0.5, c: 0.4, d: 0.1}, "text": {a: 1.0, b: 0.5, c: 0.3, d: 0.2}})
+    SkylineRanker(ctx, params).run(st)
+    assert [i for i, _ in st.ranked] == [a]
+    st = State("q", scores={"graph": {a: 1.0, b: 0.5, c: 0.1, d: 0.1}, "text": {a: 0.1, b: 0.5, c: 1.0, d: 0.05}})
+    SkylineRanker(ctx, params).run(st)
+    assert sorted(i for i, _ in st.ranked) == sorted([a, b, c]) and st.trace[-1]["returned"] == 3
+    # one criterion (a reasoner ablated): layers are score levels, cut by the same budget
+    st = State("q", scores={"text": {a: 1.0, b: 1.0, c: 0.5, d: 0.2}})
+    SkylineRanker(ctx, {**params, "budget_nodes": 3}).run(st)
+    assert [i for i, _ in st.ranked] == sorted([a, b]) + [c] and st.trace[-1]["layers"] == [2, 1]
+
+
+def _weighted_reference(ctx, state: State, p: dict) -> list[tuple[str, float]]:
+    """SkylineRanker.apply as it was before the modes (commit 1e304e6), kept to pin `weighted`."""
+    tree = ctx.tree
+    P = SkylineRankerParams(**p)
+    dims = [c for c in P.criteria if state.scores.get(c)]
+    pool: set[str] = set()
+    for c in dims:
+        pool.update(state.scores[c])
+    if state.candidates is not None:
+        pool &= set(state.candidates)
+    if P.leaves_only:
+        pool = {i for i in pool if tree.nodes[i].type in LEAF_TYPES}
+    pool = {i for i in pool if any(state.scores[c].get(i, 0.0) > 0 for c in dims)}
+    wsum = sum(P.weights.get(c, 1.0) for c in dims) or 1.0
+    combined = {i: sum(P.weights.get(c, 1.0) * state.scores[c].get(i, 0.0) for c in dims) / wsum for i in pool}
+    by_combined = sorted(pool, key=lambda i: (-combined[i], i))
+    kept: list[str] = []
+    if len(dims) >= 2:
+        shortlist: set[str] = set(by_combined[:300])
+        for c in dims:
+            shortlist.update(sorted(pool, key=lambda i: (-state.scores[c].get(i, 0.0), i))[:100])
+        rest = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in shortlist}
+        while rest and len(kept) < P.pool_factor * P.max_results:
+            front = sorted(pareto_front(rest), key=lambda i: (-combined[i], i))
+            kept.extend(front)
+            for i in front:
+                rest.pop(i)
+            if len({tree.nodes[i].page_idx for i in kept}) >= P.min_pages:
+                break
+        if P.keep_ranked:
+            kept = list(dict.fromkeys(kept + by_combined[: P.pool_factor * P.max_results]))
+        kept = sorted(kept, key=lambda i: (-combined[i], i))
+    else:
+        kept = by_combined[: P.max_results * 4]
+    if P.diversify_pages:
+        seen: dict[int, int] = {}
+        adj: dict[str, float] = {}
+        for i in kept:
+            pg = tree.nodes[i].page_idx
+            adj[i] = combined[i] * (P.page_decay ** seen.get(pg, 0))
+            seen[pg] = seen.get(pg, 0) + 1
+        kept = sorted(kept, key=lambda i: (-adj[i], -combined[i], i))
+    kept = kept[: P.max_results]
+    return [(i, combined[i]) for i in kept]
+
+
+def test_weighted_mode_is_the_ranking_before_the_modes(ctx):
+    rng = random.Random(3)
+    for trial in range(150):
+        scores = _random_scores(ctx, rng, [0.0, 0.3, 0.6, 1.0] if trial % 3 == 0 else None)
+        if trial % 5 == 0:
+            scores.pop("graph")
+        p = {"max_results": rng.randint(1, 10), "min_pages": rng.randint(0, 8), "pool_factor": rng.randint(1, 4),
+             "keep_ranked": rng.random() < 0.7, "diversify_pages": rng.random() < 0.7,
+             "page_decay": rng.choice([0.0, 0.3]), "weights": {"graph": rng.choice([0.0, 0.05, 0.2]), "text": 1.0}}
+        st = State("q", scores={k: dict(v) for k, v in scores.items()})
+        SkylineRanker(ctx, {**p, "mode": "weighted"}).run(st)
+        assert st.ranked == _weighted_reference(ctx, State("q", scores=scores), p)
+        assert st.trace[-1]["mode"] == "weighted" and st.trace[-1]["returned"] == len(st.ranked)
+
+
+def test_skyline_mode_comes_from_the_settings():
+    from bookindex.core.config import RetrievalSettings, load_settings
+    from bookindex.core.errors import ConfigError
+    from retrieval.executor import execute
+    from retrieval.planner import make_plan, retrieval_steps
+
+    assert RetrievalSettings().skyline == SkylineRankerParams().mode  # one default, in both places
+    q = "What is the default linewidth?"
+    for mode in ("pareto", "weighted"):
+        for s in (load_settings(overrides={"retrieval.skyline": mode}, env={}),
+                  load_settings(env={"BOOKINDEX_RETRIEVAL__SKYLINE": mode})):
+            c = make_context(settings=s)
+            sky = [st for st in retrieval_steps(c) if st.op == "Skyline_Ranker"][0]
+            assert sky.params["mode"] == mode
+            plan = make_plan(q, c)
+            rec = [r for r in execute(plan, c).trace if r["op"] == "Skyline_Ranker"][0]
+            assert rec["mode"] == mode and rec["params"]["mode"] == mode
+        multi = make_plan("What is the difference between the png terminal and the pdf terminal?", c)
+        inner = [st for st in multi.steps if st.op == "ForEach"][0].steps or []
+        assert [st.params["mode"] for st in inner if st.op == "Skyline_Ranker"] == [mode]
+    with pytest.raises(ConfigError):
+        load_settings(overrides={"retrieval.skyline": "top-k"}, env={})
 
 
 def test_ppr_mass_concentrates_near_seed():

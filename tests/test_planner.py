@@ -124,6 +124,30 @@ def test_llm_planning_uses_paper_prompts_and_filters(fake_llm):
     assert run_plan(ctx, p).structural["count"] == 2
 
 
+@pytest.mark.parametrize("question,operation", [("How many tables are in pages 3-12?", "COUNT"),
+                                                 ("List all figures in section 2", "LIST")])
+def test_count_and_list_plans_make_no_map_llm_call(fake_llm, question, operation):
+    """COUNT/LIST answers are counted from the tree: Map must not ask the LLM for partial answers
+    that Reduce throws away (it did: only Reduce set the operation, after Map had run)."""
+    p = plan(make_context(), question)  # planned by rules: the LLM below sees only execution
+    assert p.shape()[-2:] == ["Map", "Reduce"] and p.operation() == operation
+    llm = fake_llm(default={"answer": "a partial answer"})
+    ans = run_plan(make_context(llm=llm), p)
+    assert llm.stages == []  # no "map" call (and Reduce counts from the tree)
+    assert ans.structural is not None and ans.structural["operation"] == operation
+    map_rec = next(r for r in ans.trace if r.op == "Map")
+    assert map_rec.llm == {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    assert (map_rec.model_extra or {})["skipped_llm"].startswith(operation)
+    # the control: a SUMMARIZE plan of the same shape does ask the LLM per group
+    p2 = plan(make_context(), "Summarize section 2")
+    assert p2.steps[-1].params["operation"] == "SUMMARIZE"
+    llm2 = fake_llm(default={"answer": "a partial answer"})
+    run_plan(make_context(llm=llm2), p2)
+    assert "map" in llm2.stages
+    assert Plan(question="q", query_type="single-hop", steps=[]).operation() == ""
+    assert plan(make_context(), "What is the default linewidth?").operation() == "ANSWER"
+
+
 def test_llm_classification_failure_falls_back_to_rules(fake_llm):
     from bookindex.core.errors import LLMOutputError
     llm = fake_llm({"classify": LLMOutputError("bad json"), "decompose": LLMOutputError("bad json")})

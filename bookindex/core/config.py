@@ -101,6 +101,11 @@ class RetrievalSettings(_Section):
     max_evidence: int = Field(10, ge=1)
     select_depth: int = Field(2, ge=1)
     ppr_alpha: float = Field(0.85, gt=0, lt=1)
+    # Skyline_Ranker (eq. 14): "pareto" returns the frontier, whole skyline layers until a minimum
+    # evidence budget is met (a variable-size set of at most max_evidence nodes); "weighted" ranks
+    # the layers and the weighted top-k by the combined score and always cuts at max_evidence.
+    # Default weighted: MMLongBench dev R@5 0.780 vs 0.657 (docs/benchmarks.md, "Skyline modes")
+    skyline: Literal["pareto", "weighted"] = "weighted"
     # weight of S_G (against S_T = 1) when ordering the skyline over a graph built without an LLM
     offline_graph_weight: float = Field(0.05, ge=0)
     # no-LLM query expansion from a domain glossary (financial ratios → the statement line items
