@@ -67,7 +67,8 @@ _C_TYPE_WORDS = {"int", "char", "const", "unsigned", "signed", "void", "long", "
 # options: "--long", "-s", "-name" (X11/Java style); a lone "-1" is a number, not an option
 _OPTION = r"(?:--[A-Za-z0-9][\w.+-]*|-[A-Za-z?][\w.+-]*)"
 _ARG = r"(?:[ =]?(?:[A-Z][A-Z0-9_-]*\b|<[^>\s]+>|\[[^\]\s]+\]|\{[^}\s]+\})|=[\w.-]+)"
-_OPT_SPEC = re.compile(rf"^\s*(?P<spec>{_OPTION}{_ARG}?(?:\s*(?:,|\||/|\bor\b)\s*{_OPTION}{_ARG}?)*)(?P<rest>.*)$", re.S)
+_OPT_SPEC = re.compile(rf"^\s*(?P<spec>{_OPTION}{_ARG}?(?:(?:\s*(?:,|\||/|\bor\b)\s*|\s+(?=-)){_OPTION}{_ARG}?)*)(?P<rest>.*)$",
+                       re.S)
 _OPT_TOKEN = re.compile(_OPTION)
 _R_LABELS = {"description", "usage", "arguments", "details", "value", "note", "author(s)", "authors", "references",
              "see also", "examples", "format", "source", "slots", "methods", "warning", "extends",
@@ -161,6 +162,14 @@ def _union(boxes: list[BBox | None]) -> BBox | None:
     return (min(b[0] for b in bs), min(b[1] for b in bs), max(b[2] for b in bs), max(b[3] for b in bs))
 
 
+def _same_row(a: Block, b: Block | None) -> bool:
+    """Two blocks side by side on one line of a page."""
+    if b is None or a.page_idx != b.page_idx or a.bbox is None or b.bbox is None:
+        return False
+    overlap = min(a.bbox[3], b.bbox[3]) - max(a.bbox[1], b.bbox[1])
+    return overlap > 0.5 * min(a.bbox[3] - a.bbox[1], b.bbox[3] - b.bbox[1])
+
+
 def _is_heading(b: Block) -> bool:
     return b.type == "title" and b.level is not None
 
@@ -183,7 +192,8 @@ def _split_option_listings(blocks: list[Block]) -> list[Block]:
             continue
         lines = b.content.split("\n")
         starts = [k for k, ln in enumerate(lines) if _option_line(ln)]
-        if len(starts) < 2:
+        if len(starts) < 2 or len(starts) < 0.5 * sum(1 for ln in lines if _OPT_SPEC.match(ln)):
+            # a synopsis of bare options ("-V, --version", "-c scriptfile ARG1 ..."), not a listing
             out.append(b)
             continue
         pieces: list[tuple[int, int, bool]] = []  # (first line, end line, is option)
@@ -216,11 +226,15 @@ def _split_option_listings(blocks: list[Block]) -> list[Block]:
 
 
 def _option_line(line: str) -> bool:
-    """A line that starts with an option spec and goes on with a description after a gap."""
+    """A line that starts with an option spec and goes on with a description: at least two
+    words, the first a word of prose (not an ARGUMENT, a "quoted" value or another option)."""
     if line[:1].isspace():
         return False
     m = _OPT_SPEC.match(line)
-    return bool(m and m.group("rest").strip() and re.match(r"\s{2,}|\s+\S", m.group("rest")))
+    if m is None:
+        return False
+    words = m.group("rest").split()
+    return len(words) >= 2 and bool(re.fullmatch(r"[A-Za-z][a-z]*[.,:;]?", words[0])) and words[0].upper() != words[0]
 
 
 # -- detection ---------------------------------------------------------------------------------
@@ -379,7 +393,11 @@ def _sibling(blocks: list[Block], i: int, step: int, margins: dict[int, float]) 
 def signature_name(text: str) -> str | None:
     """The name a one-line declaration defines: `[keywords/type] name(args) [-> type | const]`.
 
-    None for anything else (prose that mentions a call, an expression, a sentence)."""
+    None for anything else: prose that mentions a call, an expression, a sentence, and the
+    bold captions of reports ("Operating Income (Loss)", "EXTERIOR DIMENSIONS (in.)", "as
+    follows (amounts in millions):"). A declaration is told from them by its code-like parts:
+    a name with "_", ".", "::", digits or camelCase, a typed prefix ("const char *", "int",
+    "FILE *") or an argument list with commas, defaults or pointers."""
     t = " ".join(text.split())
     t = re.sub(r"\s*(\[source\]|¶)\s*$", "", t)
     if len(t) > 300 or "(" not in t:
@@ -389,8 +407,12 @@ def signature_name(text: str) -> str | None:
     m = re.search(r"([A-Za-z_~][\w.:~]*)$", head)
     if m is None:
         return None
+    name = m.group(1)
     prefix = head[:m.start()].split()
-    if len(prefix) > 6 or any(not re.fullmatch(r"[\w:<>\*&\[\],.]+", p) for p in prefix):
+    # a return type and keywords ("const char *", "static std::vector<int>", "class"), never a
+    # prompt ("R>", ">>>", "$") or a label starting with a digit ("1D sampling (x or t axis)")
+    if len(prefix) > 6 or any(not re.fullmatch(r"[A-Za-z_][\w:<>\*&\[\],.]*|[\*&]+", p) or (p.endswith(">") and "<" not in p)
+                              for p in prefix):
         return None
     depth, close = 0, -1
     for k in range(i, len(t)):
@@ -403,31 +425,66 @@ def signature_name(text: str) -> str | None:
                 break
     if close < 0:
         return None
-    args, tail = t[i + 1:close], t[close + 1:].strip()
-    if re.search(r"[.!?]\s+[A-Z]", args) or len(tail) > 40 or re.search(r"[.!?]\s+\S", tail):
+    args, tail = t[i + 1:close].strip(), t[close + 1:].strip()
+    if len(tail) > 40 or re.search(r"[.!?]\s+\S", tail):
         return None
-    if tail and not re.match(r"(->|:|const\b|;|=|noexcept|override|throws?\b|\{)", tail):
+    if tail and not re.match(r"(->|const\b|;|=|noexcept|override|throws?\b|\{)", tail):
         return None
-    return m.group(1)
+    if not _code_args(args):
+        return None
+    code_name = bool(re.search(r"[_.:\d]|[a-z][A-Z]", name))
+    typed = bool(prefix) and all(p.lower() in _PREFIX_WORDS or re.search(r"[_*&:<>\[\]\d]", p) or (p.isupper() and len(p) > 1)
+                                 for p in prefix)
+    listed = args == "" or bool(re.search(r"[,=*&]|\.\.\.", args)) or bool(re.fullmatch(r"[a-z_][\w.]*", args))
+    return name if (code_name or typed or listed) else None
+
+
+_PREFIX_WORDS = _C_TYPE_WORDS | {"class", "def", "async", "function", "method", "virtual", "public", "private",
+                                 "protected", "final", "abstract", "synchronized", "native", "exception", "struct",
+                                 "interface", "fn", "func", "sub", "proc", "procedure", "constexpr", "template", "string",
+                                 "integer", "boolean", "object", "var", "let", "pure", "elemental", "subroutine"}
+
+
+def _code_args(args: str) -> bool:
+    """Whether the text between a declaration's parentheses reads as parameters: comma-separated
+    items of a few tokens (types, names, defaults, "..."), no sentence, no quotes of prose."""
+    if not args:
+        return True
+    if re.search(r"[“”‘’]|[.!?]\s+[A-Z]", args) or args.rstrip().endswith(".") and not args.rstrip().endswith("..."):
+        return False
+    for item in args.split(","):
+        words = item.split("=")[0].split()
+        if len(words) > 6:
+            return False
+        if len(words) >= 3 and not re.search(r"[*&:\[\]_<>]", item) and not any(w.lower() in _PREFIX_WORDS for w in words):
+            return False  # "amounts in millions": words, not a typed parameter
+    return True
 
 
 def _signature(blocks: list[Block], i: int, used: int, margins: dict[int, float]) -> Entry | None:
     b = blocks[i]
-    if b.type not in ("text", "code", "title") or b.content.count("\n") > 2 or len(b.content) > 300:
+    # a real heading is already a node of its own; "foo(x)" set as one is not re-made here
+    if b.type not in ("text", "code", "title") or _is_heading(b) or b.content.count("\n") > 2 or len(b.content) > 300:
         return None
     name = signature_name(b.content)
     if name is None:
         return None
     f = b.features
     nxt = blocks[i + 1] if i + 1 < len(blocks) else None
-    title = _title_line(blocks, i, used, [name, name.split(".")[-1], name.split("::")[-1]])
-    if title is not None and (_is_heading(blocks[title[0]]) or blocks[title[0]].type == "title"):
-        return Entry(kind="signature", name=name, sig=[i], title=title[0])
     styled = b.type == "code" or f.get("mono") or f.get("bold") or (
         nxt is not None and f.get("font_name") and nxt.features.get("font_name") not in (None, f.get("font_name")))
-    if not styled or nxt is None or _is_heading(nxt) or nxt.type == "code" or nxt.features.get("mono"):
+    if not styled:
         return None
-    if not _indented(nxt, b, margins, by=6.0):
+    title = _title_line(blocks, i, used, [name, name.split(".")[-1], name.split("::")[-1]])
+    if title is not None and (_is_heading(blocks[title[0]]) or blocks[title[0]].type == "title"):
+        return Entry(kind="signature", name=name, sig=[i], title=title[0])  # Doxygen: "foo()" heading, then its signature
+    # otherwise the description must follow, indented, as prose, close below on the same page
+    if nxt is None or nxt.type not in ("text", "list") or nxt.features.get("mono"):
+        return None
+    if not _indented(nxt, b, margins, by=6.0) or nxt.page_idx != b.page_idx or b.bbox is None or nxt.bbox is None:
+        return None
+    line_h = max(1.0, float(f.get("font_size") or (b.bbox[3] - b.bbox[1])))
+    if nxt.bbox[1] - b.bbox[3] > 3 * line_h or len(nxt.content.split()) < 3:
         return None
     return Entry(kind="signature", name=name, sig=[i], indent_ref=i)
 
@@ -460,13 +517,19 @@ def _r_topic(blocks: list[Block], i: int, used: int) -> Entry | None:
             start = k
             break
         k -= 1
+    # the header names the topic ("zoo   Z's Ordered Observations"); its two halves may be two
+    # blocks on one row, the name first
     title = None
-    h = start - 1
-    if h > used and h >= 0:
+    for h in (start - 1, start - 2):
+        if h <= used or h < 0:
+            break
         hb = blocks[h]
         words = hb.content.split()
         if words and hb.type in ("title", "text") and len(hb.content) <= 200 and _norm(words[0]) == _norm(name):
             title = h
+            break
+        if not _same_row(hb, blocks[h - 1] if h >= 1 else None):
+            break
     e = Entry(kind="r", name=name, sig=sig, title=title, aliases=list(dict.fromkeys(calls[1:])))
     e.start = title if title is not None else start
     return e
@@ -663,6 +726,15 @@ def _summary(e: Entry, sig_text: str, body: list[Block]) -> str:
         spec_rest = _option_spec(body[0]) if body and body[0].extra.get("signature") else None
         if spec_rest is not None and spec_rest[1]:
             texts.append(" ".join(spec_rest[1].split()))  # "-c, --check   checks the syntax only"
+    if e.kind == "r":  # the topic's title (the header's right half) and its Description
+        label: str | None = None
+        for b in body:
+            lab = _r_label(b)
+            if lab is not None:
+                label = lab
+            elif label in (None, "description") and b.type in ("text", "list", "title") and not b.extra.get("signature"):
+                texts.append(" ".join(b.content.split()).rstrip(".") + ".")
+        body = []
     labels = _parameter_labels(sig_text) if e.kind == "texinfo" else None
     prose: list[str] = []  # blocks that describe (neither a parameter nor "Returns:")
     rest: list[str] = []  # what follows the parameters in a block that starts with them, and "Returns:"
