@@ -40,8 +40,11 @@ class HeadingScore:
                 "false_negatives": self.false_negatives[:examples], "level_errors": self.level_errors[:examples]}
 
 
-def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 1) -> HeadingScore:
-    pred = [b for b in blocks if b.type == "title" and b.level is not None and not is_promoted(b)]
+def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 1, *,
+                   skip_entries: bool = True) -> HeadingScore:
+    """Precision/recall/F1 of the leveled title blocks against the outline; `skip_entries=False`
+    counts the entry headings too (what they would cost if they were taken for headings)."""
+    pred = [b for b in blocks if b.type == "title" and b.level is not None and not (skip_entries and is_promoted(b))]
     gold = [e for e in outline if e.page_idx is not None]
     gold_page = [e.page_idx for e in outline if e.page_idx is not None]  # row-aligned with gold
     pn = [norm_title(b.content) for b in pred]
