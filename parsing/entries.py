@@ -95,6 +95,7 @@ class Entry:
     start: int = 0
     end: int = 0
     indent_ref: int | None = None  # the block whose indentation the body must exceed (None: no rule)
+    sig_starts: list[int] = field(default_factory=list)  # further signatures in `sig` (Texinfo @deffnx)
 
 
 # -- entry point ----------------------------------------------------------------------------
@@ -205,7 +206,7 @@ def _split_option_listings(blocks: list[Block]) -> list[Block]:
                 pieces.append((k, len(lines), False))  # the listing ended ("Report bugs to ...")
                 break
             e = k + 1
-            while e < len(lines) and not _option_line(lines[e]) and (lines[e].startswith((" ", "\t")) or not lines[e].strip()):
+            while e < len(lines) and not _option_line(lines[e]) and (lines[e][:1] in (" ", "\t") or not lines[e].strip()):
                 e += 1
             pieces.append((k, e, True))
             k = e
@@ -227,8 +228,10 @@ def _split_option_listings(blocks: list[Block]) -> list[Block]:
 
 def _option_line(line: str) -> bool:
     """A line that starts with an option spec and goes on with a description: at least two
-    words, the first a word of prose (not an ARGUMENT, a "quoted" value or another option)."""
-    if line[:1].isspace():
+    words, the first a word of prose (not an ARGUMENT, a "quoted" value or another option).
+    A long-only option may be indented to the long-option column ("    --debug  Print ..."); a
+    description's continuation sits further right."""
+    if len(line) - len(line.lstrip(" ")) >= 8 or line[:1] == "\t":
         return False
     m = _OPT_SPEC.match(line)
     if m is None:
@@ -276,12 +279,14 @@ def _title_line(blocks: list[Block], sig: int, used: int, names: list[str]) -> t
     return None
 
 
-def _texinfo(blocks: list[Block], i: int, used: int) -> Entry | None:
+def _texinfo(blocks: list[Block], i: int, used: int, alias: bool = False) -> Entry | None:
     b = blocks[i]
     if b.type not in ("text", "code", "list", "title") or len(b.content) > 600:
         return None
     m = _TAG.search(b.content[:400])
     if m is None or not b.content[:m.start()].strip():
+        return None
+    if alias and _is_heading(b):
         return None
     sig = [i]
     text = b.content[:m.start()] + b.content[m.end():]
@@ -301,11 +306,22 @@ def _texinfo(blocks: list[Block], i: int, used: int) -> Entry | None:
     if not cands:
         return None
     name = _texinfo_name(pre)
+    if alias:
+        return Entry(kind="texinfo", name=name, sig=sig, category=m.group(1), indent_ref=i)
     title = _title_line(blocks, i, used, [name] + [c for c in cands if c != name])
     if title is not None:
         name = title[1]
-    return Entry(kind="texinfo", name=name, sig=sig, title=title[0] if title else None,
-                 category=m.group(1), indent_ref=i)
+    e = Entry(kind="texinfo", name=name, sig=sig, title=title[0] if title else None,
+              category=m.group(1), indent_ref=i)
+    # @deftypefnx: further signatures right below, sharing the one description
+    while e.sig[-1] + 1 < len(blocks) and len(e.aliases) < 8:
+        more = _texinfo(blocks, e.sig[-1] + 1, e.sig[-1], alias=True)
+        if more is None:
+            break
+        e.sig_starts.append(more.sig[0])
+        e.sig.extend(more.sig)
+        e.aliases.append(more.name)
+    return e
 
 
 def _texinfo_name(sig: str) -> str:
@@ -378,7 +394,7 @@ def _sibling(blocks: list[Block], i: int, step: int, margins: dict[int, float]) 
     k = i + step
     while 0 <= k < len(blocks) and abs(k - i) <= 6:
         nb = blocks[k]
-        if _is_heading(nb):
+        if _is_heading(nb) and _option_spec(nb) is None:  # a bold option line may be a rule heading
             return None
         ind = _indented(nb, blocks[i], margins, by=3.0)
         if ind is None:
@@ -627,18 +643,23 @@ def _entry_blocks(blocks: list[Block], e: Entry, section_level: int) -> list[Blo
 
 
 def _joined_signature(e: Entry, sig_blocks: list[Block]) -> str:
+    """The signature as one line ("int f (a, b) [Function]": Texinfo's tag moved to the end);
+    an Rd Usage keeps its lines, and Texinfo's @deffnx signatures get one line each."""
     if e.kind == "r":
         return "\n".join(b.content.strip() for b in sig_blocks)
-    first = sig_blocks[0].content
-    tag = ""
-    if e.kind == "texinfo":
-        m = _TAG.search(first[:400])
-        if m is not None:
-            tag = f" [{m.group(1)}]"
-            first = first[:m.start()] + first[m.end():]
-    text = join_lines([first] + [b.content for b in sig_blocks[1:]])
-    text = re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", " ".join(text.split())))
-    return text + tag
+    cuts = [0] + [e.sig.index(k) for k in e.sig_starts] + [len(sig_blocks)]
+    lines = []
+    for lo, hi in zip(cuts, cuts[1:]):
+        first = sig_blocks[lo].content
+        tag = ""
+        if e.kind == "texinfo":
+            m = _TAG.search(first[:400])
+            if m is not None:
+                tag = f" [{m.group(1)}]"
+                first = first[:m.start()] + first[m.end():]
+        text = join_lines([first] + [b.content for b in sig_blocks[lo + 1:hi]])
+        lines.append(re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", " ".join(text.split()))) + tag)
+    return "\n".join(lines)
 
 
 def _signature_block(sig_blocks: list[Block], text: str, e: Entry) -> Block:
@@ -657,15 +678,16 @@ def _signature_block(sig_blocks: list[Block], text: str, e: Entry) -> Block:
 
 def _parameters(sig_text: str) -> list[str]:
     """Parameter names of a C-like signature: the last identifier of each comma-separated argument."""
-    if "(" not in sig_text:
-        return []
-    inner = sig_text[sig_text.index("(") + 1:]
-    inner = inner[:inner.rfind(")")] if ")" in inner else inner
     names = []
-    for arg in inner.split(","):
-        ids = re.findall(r"[A-Za-z_]\w*", arg)
-        if ids and ids[-1] not in _C_TYPE_WORDS:
-            names.append(ids[-1])
+    for line in sig_text.split("\n"):  # one line per signature
+        if "(" not in line:
+            continue
+        inner = line[line.index("(") + 1:]
+        inner = inner[:inner.rfind(")")] if ")" in inner else inner
+        for arg in inner.split(","):
+            ids = re.findall(r"[A-Za-z_]\w*", arg)
+            if ids and ids[-1] not in _C_TYPE_WORDS and ids[-1] not in names:
+                names.append(ids[-1])
     return names
 
 

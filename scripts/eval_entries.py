@@ -46,7 +46,7 @@ from parsing.pdf import parse_pdf  # noqa: E402
 from parsing.sections import assign_levels  # noqa: E402
 
 # "Function and Data Index", "Index of Functions", "Variable Index", "Command and Option Index"
-_INDEX_TITLE = re.compile(r"\b(function|data|variable|command|macro|option|program|type|symbol)s?\b.*\bindex\b"
+_INDEX_TITLE = re.compile(r"\b(function|data|variable|command|macro|option|program|type|symbol|interface|api)s?\b.*\bindex\b"
                           r"|\bindex of (functions|commands|variables|symbols|options)\b", re.I)
 # one index line: a name, a dotted leader, page numbers ("asn1_der_decoding . . . . 20")
 _INDEX_LINE = re.compile(r"(?P<name>[^\s.][^\s]*?)\s*(?:\.\s*){2,}(?P<pages>\d+(?:\s*,\s*\d+)*)")

@@ -185,6 +185,19 @@ def test_mark_entries_on_blocks_and_build_tree_closes_the_entry() -> None:
     assert _kids(tree, entry)[2].text == "Counts the words of s."
 
 
+def test_texinfo_deftypefnx_signatures_share_one_entry() -> None:
+    blocks = [_b("title", "2 Functions", 90, 80, level=1, bold=True, font_size=14.0),
+              _b("text", "int foo_open (const char * path) [Function]", 90, 100),
+              _b("text", "int foo_openat (int dir, const char * path) [Function]", 90, 112),
+              _b("text", "Open the file at path and return a descriptor.", 119, 126)]
+    tree = build_tree("d", "d", mark_entries(blocks))
+    entry = _section(tree, "foo_open")
+    assert entry.meta["entry"]["aliases"] == ["foo_openat"]
+    sig, desc = _kids(tree, entry)
+    assert sig.text == "int foo_open (const char * path) [Function]\nint foo_openat (int dir, const char * path) [Function]"
+    assert desc.text.startswith("Open the file")
+
+
 def test_entry_name_reaches_retrieval_texts() -> None:
     tree = build_tree("d", "d", mark_entries(_texinfo_blocks()))
     entry = _section(tree, "foo_bar")
