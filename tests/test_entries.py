@@ -219,12 +219,14 @@ def test_heading_eval_skips_entry_headings() -> None:
 def test_option_listing_in_a_code_block_is_split() -> None:
     listing = ("Mandatory arguments to long options are mandatory for short options too.\n"
                "-c, --check checks the syntax only\n-o, --output=FILE output file\n"
-               "-h, --help display this help and exit\nReport bugs to: bugs@example.org")
+               "-h, --help display this help and exit\n   --debug print debugging information\n"
+               "Report bugs to: bugs@example.org")
     blocks = [_b("title", "Invoking tool", 90, 80, level=1, bold=True, font_size=14.0),
               Block(type="code", content=listing, page_idx=0, bbox=(101, 100, 400, 160), features={"mono": True})]
     tree = build_tree("d", "d", mark_entries(blocks))
     sec = _section(tree, "Invoking tool")
-    assert [k.title or k.text[:9] for k in _kids(tree, sec)] == ["Mandatory", "--check", "--output", "--help", "Report bu"]
+    assert [k.title or k.text[:9] for k in _kids(tree, sec)] == ["Mandatory", "--check", "--output", "--help", "--debug",
+                                                               "Report bu"]
     assert _kids(tree, _section(tree, "--output"))[0].text == "-o, --output=FILE output file"
     assert _section(tree, "--check").meta["entry"]["summary"] == "checks the syntax only"
 
