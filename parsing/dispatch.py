@@ -117,8 +117,12 @@ def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Settings,
     else:
         use_llm = llm if (settings.parsing.llm_sections and llm is not None and llm.available) else None
         blocks = assign_levels(parsed, use_outline=settings.parsing.use_outline, llm=use_llm)
-    blocks = mark_entries(blocks)
-    meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": list(parsed.warnings),
+    warnings = list(parsed.warnings)
+    try:
+        blocks = mark_entries(blocks)
+    except Exception as exc:  # a rule's bug must not lose the document: keep the blocks as they are
+        warnings.append(f"reference entries not grouped ({type(exc).__name__}: {exc})")
+    meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": warnings,
             "page_sizes": [list(s) for s in parsed.page_sizes]}
     for k in ("mineru_format", "format", "page_labels"):
         if k in parsed.meta:

@@ -59,7 +59,7 @@ SUMMARY_CHARS = 240
 
 _TAG = re.compile(
     r"\[((?:[A-Z][a-z]+ )?(?:Function|Variable|Macro|Command|Data [Tt]ype|Form|Option|Constant|Type|Method|"
-    r"Class|Procedure|Constructor|Structure|Hook|Operator|Property|Signal|Slot|Variable))\](?=\s|$)")
+    r"Class|Procedure|Constructor|Structure|Hook|Operator|Property|Signal|Slot))\](?=\s|$)")
 _IDENT = re.compile(r"[A-Za-z_~][\w$.:~]*")
 _C_TYPE_WORDS = {"int", "char", "const", "unsigned", "signed", "void", "long", "short", "float", "double",
                  "extern", "static", "struct", "union", "enum", "bool", "size_t", "ssize_t", "volatile", "inline",
@@ -116,7 +116,9 @@ def mark_entries(blocks: list[Block]) -> list[Block]:
 
 
 def is_promoted(b: Block) -> bool:
-    """True for a heading this pass made (not an outline/rule heading): heading evaluation skips it."""
+    """True for an entry heading this pass made, or took over from the layout rules (a gdoc
+    title line, a bold option line): a name, never an outline heading, so heading evaluation
+    skips it. Entry headings that were outline headings already are not promoted."""
     e = b.extra.get(ENTRY_KEY)
     return isinstance(e, dict) and bool(e.get("promoted"))
 

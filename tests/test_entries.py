@@ -325,3 +325,16 @@ def test_parsed_document_levels_final_still_gets_entries() -> None:
     parsed = ParsedDocument(blocks=blocks, page_count=1, parser="mineru", levels_final=True)
     tree = to_tree(parsed, "m", "m", load_settings(env={}))
     assert _section(tree, "foo_bar").meta["entry"]["kind"] == "texinfo"
+
+
+def test_a_failing_entry_pass_keeps_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    import parsing.dispatch as dispatch
+
+    def boom(blocks: list[Block]) -> list[Block]:
+        raise ValueError("rule bug")
+
+    monkeypatch.setattr(dispatch, "mark_entries", boom)
+    parsed = ParsedDocument(blocks=_texinfo_blocks(), page_count=1, parser="pymupdf", levels_final=True)
+    tree = to_tree(parsed, "w", "w", load_settings(env={}))
+    assert [s.title for s in tree.sections()] == ["2 Functions", "3 Next chapter"]
+    assert tree.meta["warnings"] == ["reference entries not grouped (ValueError: rule bug)"]
