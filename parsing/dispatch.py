@@ -3,7 +3,8 @@
 `parse_file` picks by `settings.parsing.parser` or, for "auto", by content: the `%PDF-`
 signature (never the extension alone), MinerU JSON by shape, Markdown and text by extension.
 `to_tree` runs section filtering (outline / rules / LLM) unless the parser already knows the
-final heading levels, then assembles the tree.
+final heading levels, groups reference entries (a function's signature, parameters and
+description) into sub-sections named by the entry (parsing.entries), then assembles the tree.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from bookindex.core.errors import InputError
 from bookindex.core.model import DocumentTree, build_tree
 from bookindex.core.protocols import LLM
 from parsing.base import ParsedDocument
+from parsing.entries import mark_entries
 from parsing.markdown import parse_markdown, parse_text
 from parsing.mineru import detect_format, find_outputs, load_json, parse_mineru, run_mineru
 from parsing.pdf import parse_pdf
@@ -106,13 +108,21 @@ def parse_file(path: str | Path, settings: Settings, llm: LLM | None = None,
 
 def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Settings,
             llm: LLM | None = None) -> DocumentTree:
-    """Section filtering (unless levels are final), then the tree (BookRAG §4.2.2)."""
+    """Section filtering (unless levels are final), reference entries, then the tree (BookRAG §4.2.2).
+
+    Entries are grouped after every heading source has spoken (outline, rules, LLM), so the
+    LLM pass cannot undo them and they never compete with real headings."""
     if parsed.levels_final:
         blocks = parsed.blocks
     else:
         use_llm = llm if (settings.parsing.llm_sections and llm is not None and llm.available) else None
         blocks = assign_levels(parsed, use_outline=settings.parsing.use_outline, llm=use_llm)
-    meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": list(parsed.warnings),
+    warnings = list(parsed.warnings)
+    try:
+        blocks = mark_entries(blocks)
+    except Exception as exc:  # a rule's bug must not lose the document: keep the blocks as they are
+        warnings.append(f"reference entries not grouped ({type(exc).__name__}: {exc})")
+    meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": warnings,
             "page_sizes": [list(s) for s in parsed.page_sizes]}
     for k in ("mineru_format", "format", "page_labels"):
         if k in parsed.meta:

@@ -1,7 +1,9 @@
 """Heading detection quality against a PDF outline (numbering stripped, same page ±1).
 
 Used by scripts/bench_parse.py and the tests: a predicted heading is a title block with a
-level; a gold heading is an outline entry. Matching is one-to-one, greedy by text similarity.
+level, except the reference-entry headings that parsing.entries made (a function's name: an
+outline never lists those, and a manual has a hundred of them); a gold heading is an outline
+entry. Matching is one-to-one, greedy by text similarity.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from rapidfuzz import fuzz
 
 from bookindex.core.model import Block
 from parsing.base import OutlineEntry
+from parsing.entries import is_promoted
 from parsing.numbering import norm_title
 
 MATCH_SCORE = 88.0
@@ -37,8 +40,11 @@ class HeadingScore:
                 "false_negatives": self.false_negatives[:examples], "level_errors": self.level_errors[:examples]}
 
 
-def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 1) -> HeadingScore:
-    pred = [b for b in blocks if b.type == "title" and b.level is not None]
+def score_headings(blocks: list[Block], outline: list[OutlineEntry], tol: int = 1, *,
+                   skip_entries: bool = True) -> HeadingScore:
+    """Precision/recall/F1 of the leveled title blocks against the outline; `skip_entries=False`
+    counts the entry headings too (what they would cost if they were taken for headings)."""
+    pred = [b for b in blocks if b.type == "title" and b.level is not None and not (skip_entries and is_promoted(b))]
     gold = [e for e in outline if e.page_idx is not None]
     gold_page = [e.page_idx for e in outline if e.page_idx is not None]  # row-aligned with gold
     pn = [norm_title(b.content) for b in pred]

@@ -5,8 +5,11 @@
 
 Each PDF is parsed in a fresh child process (so peak RSS is per document): without table
 detection and with it, --repeat times each, the fastest run counting (pages/s for both), then section filtering runs with the outline
-hidden and, when the PDF has an outline, heading precision/recall/F1 (numbering stripped, same
-page ±1) and level accuracy are computed against it. Prints a Markdown table and writes
+hidden, followed by the reference-entry pass (parsing.entries, as `to_tree` runs it), and, when
+the PDF has an outline, heading precision/recall/F1 (numbering stripped, same page ±1) and level
+accuracy are computed against it. Entry headings (a function's name) are not outline headings
+and are left out of the comparison; the JSON also gives the F1 if they were counted
+(`headings_counting_entries`) and the number of entries. Prints a Markdown table and writes
 bench_parse.json and bench_parse.md into --out.
 """
 
@@ -28,6 +31,7 @@ def _bench_one(path: str, with_tables: bool, examples: int, repeat: int = 1) -> 
     """Runs in a child process: parse, time, score."""
     import resource
 
+    from parsing.entries import entry_counts, is_promoted, mark_entries
     from parsing.heading_eval import score_headings
     from parsing.pdf import parse_pdf
     from parsing.pdf_open import import_pymupdf
@@ -63,12 +67,14 @@ def _bench_one(path: str, with_tables: bool, examples: int, repeat: int = 1) -> 
     rec["blocks"] = types
     rec["warnings"] = len(parsed.warnings)
     t4 = time.perf_counter()
-    blocks = assign_levels(parsed, use_outline=False)
+    blocks = mark_entries(assign_levels(parsed, use_outline=False))
     rec["seconds_sections"] = round(time.perf_counter() - t4, 3)
-    rec["headings_found"] = sum(1 for b in blocks if b.type == "title" and b.level is not None)
+    rec["headings_found"] = sum(1 for b in blocks if b.type == "title" and b.level is not None and not is_promoted(b))
+    rec["entries"] = entry_counts(blocks)
     rec["outline_entries"] = len(parsed.outline)
     if parsed.outline:
         rec["headings"] = score_headings(blocks, parsed.outline).to_dict(examples)
+        rec["headings_counting_entries"] = score_headings(blocks, parsed.outline, skip_entries=False).to_dict(0)
     rec["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return rec
 
@@ -85,19 +91,19 @@ def _collect(paths: list[str]) -> list[Path]:
 
 def _markdown(rows: list[dict], totals: dict) -> str:
     head = ("| file | pages | p/s no tables | p/s tables | CPU p/s no tables | CPU p/s tables | table pages | "
-            "peak RSS MB | headings | P | R | F1 | level acc |")
-    lines = [head, "|" + "---|" * 13]
+            "peak RSS MB | headings | entries | P | R | F1 | level acc |")
+    lines = [head, "|" + "---|" * 14]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['file']} | error: {r['error']} |" + " |" * 11)
+            lines.append(f"| {r['file']} | error: {r['error']} |" + " |" * 12)
             continue
         h = r.get("headings")
         hs = (f"{h['precision']:.3f} | {h['recall']:.3f} | {h['f1']:.3f} | {h['level_accuracy']:.3f}" if h
               else "– | – | – | –")
         lines.append(f"| {r['file']} | {r['pages']} | {r['pages_per_s_no_tables']} | {r.get('pages_per_s_tables', '–')} | "
-                     f"{r['cpu_pages_per_s_no_tables']} | {r.get('cpu_pages_per_s_tables', '–')} | {r.get('table_pages', '–')} | {r['peak_rss_mb']} | {r['headings_found']}/{r['outline_entries'] or '–'} | {hs} |")
+                     f"{r['cpu_pages_per_s_no_tables']} | {r.get('cpu_pages_per_s_tables', '–')} | {r.get('table_pages', '–')} | {r['peak_rss_mb']} | {r['headings_found']}/{r['outline_entries'] or '–'} | {sum(r.get('entries', {}).values())} | {hs} |")
     lines.append(f"| **total** | {totals['pages']} | {totals['pages_per_s_no_tables']} | {totals.get('pages_per_s_tables', '–')} | "
-                 f"{totals.get('cpu_pages_per_s_no_tables', '–')} | {totals.get('cpu_pages_per_s_tables', '–')} | {totals.get('table_pages', '–')} | {totals['max_peak_rss_mb']} | | | | | |")
+                 f"{totals.get('cpu_pages_per_s_no_tables', '–')} | {totals.get('cpu_pages_per_s_tables', '–')} | {totals.get('table_pages', '–')} | {totals['max_peak_rss_mb']} | | | | | | |")
     return "\n".join(lines)
 
 

@@ -296,3 +296,180 @@ def build_run_in(path: Path) -> Path:
     c.showPage()
     c.save()
     return path
+
+
+# -- reference entries (parsing.entries) ------------------------------------------------------
+
+def _line(c: canvas.Canvas, x: float, y: float, text: str, font: str = BODY_FONT, size: float = BODY_SIZE) -> None:
+    c.setFont(font, size)
+    c.drawString(x, y, text)
+
+
+def build_texinfo_entries(path: Path) -> Path:
+    """A Texinfo (gdoc) function reference: a section, then per function a bold title line with
+    the name spelled with spaces, a monospace signature whose first line ends with a roman
+    "[Function]" tag and whose rest is a second, indented line (a block of its own), and an
+    indented body (parameters, description); then a paragraph back at the margin."""
+    c = _canvas(path)
+    y = H - 90
+    y = _heading(c, y, "4 Function reference", 1, False)
+    y = _heading(c, y, "4.3 DER functions", 2, False)
+    funcs = [
+        ("asn1 der decoding", "int asn1_der_decoding (asn1_node * element, const void * ider,",
+         "int ider_len, char * errorDescription)",
+         ["element: pointer to an ASN1 structure.", "ider: vector that contains the DER encoding.",
+          "ider len: number of bytes of ider."],
+         "Fill the structure element with values of a DER encoding string. The structure must just be created."),
+        ("asn1 der coding", "int asn1_der_coding (asn1_node element, const char * name,",
+         "void * ider, int * len, char * ErrorDescription)",
+         ["element: pointer to an ASN1 element.", "name: the name of the structure you want to encode."],
+         "Creates the DER encoding for the NAME structure (inside the POINTER structure)."),
+    ]
+    for title, sig1, sig2, params, desc in funcs:
+        _line(c, LEFT, y, title, "Times-Bold", 13)
+        y -= 22
+        _line(c, LEFT, y, sig1, "Courier", 9.5)
+        _line(c, W - LEFT - 44, y, "[Function]", BODY_FONT, 10)
+        y -= 13
+        _line(c, LEFT + 50, y, sig2, "Courier-Oblique", 9.5)
+        y -= 18
+        for p in params:
+            _line(c, LEFT + 29, y, p)
+            y -= 16
+        y = _para(c, y, desc, width=W - 2 * LEFT - 29, x=LEFT + 29)
+        y -= 8
+    _para(c, y, "All DER functions return ASN1_SUCCESS on success and an error code otherwise.")
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_sphinx_entries(path: Path) -> Path:
+    """Sphinx/Doxygen-style API reference: monospace (bold) signature lines at the margin, each
+    followed by its description indented below it; the section ends with a plain paragraph."""
+    c = _canvas(path)
+    y = H - 90
+    y = _heading(c, y, "API reference", 1, False)
+    y = _para(c, y, "The functions below are the public interface of the library.")
+    api = [
+        ("Courier-Bold", "parse_file(path, settings, llm=None)",
+         "Parse one document with the configured parser and return its blocks in reading order."),
+        ("Courier-Bold", "build_tree(doc_id, name, blocks)",
+         "Assemble the section tree from blocks whose heading levels are known."),
+        ("Courier", "int bi_open(const char * path, int flags)",
+         "Open an index folder for reading and return a handle, or a negative error code."),
+    ]
+    for font, sig, desc in api:
+        _line(c, LEFT, y, sig, font, 10)
+        y -= 15
+        y = _para(c, y, desc, width=W - 2 * LEFT - 30, x=LEFT + 30)
+    _para(c, y - 6, "Every function raises InputError for a file it cannot read.")
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_option_list(path: Path) -> Path:
+    """A program's options: each `-o, --output FILE` line set apart (bold) with its description
+    indented below; a closing paragraph at the margin."""
+    c = _canvas(path)
+    y = H - 90
+    y = _heading(c, y, "2 Running bookindex", 1, False)
+    y = _heading(c, y, "2.1 Options", 2, False)
+    y = _para(c, y, "The command accepts the following options, in any order.")
+    opts = [("-o, --output FILE", "Write the answer to FILE instead of the standard output."),
+            ("-v, --verbose", "Print every retrieval step and its timing while answering."),
+            ("-q", "Quiet mode: print nothing but the answer itself.")]
+    for spec, desc in opts:
+        _line(c, LEFT + 10, y, spec, "Courier-Bold", 10)
+        y -= 14
+        y = _para(c, y, desc, width=W - 2 * LEFT - 50, x=LEFT + 50)
+    _para(c, y, "Options may also be set in the configuration file.")
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_man_page(path: Path) -> Path:
+    """A man page as groff sets it: bold NAME / SYNOPSIS / DESCRIPTION / OPTIONS headings at the
+    margin, indented text, and in OPTIONS a bold option tag with its description indented more."""
+    c = _canvas(path)
+    y = H - 60
+    _line(c, LEFT, y, "BOOKINDEX(1)", BODY_FONT, 10)
+    c.drawRightString(W - LEFT, y, "BOOKINDEX(1)")
+    y -= 34
+    body = LEFT + 36
+
+    def head(text: str) -> None:
+        nonlocal y
+        _line(c, LEFT, y, text, "Times-Bold", 10)
+        y -= 14
+
+    head("NAME")
+    y = _para(c, y, "bookindex - answer questions over long documents", x=body)
+    head("SYNOPSIS")
+    _line(c, body, y, "bookindex", "Times-Bold", 10)
+    _line(c, body + 50, y, "[OPTION]... QUESTION FILE...", BODY_FONT, 10)
+    y -= 24
+    head("DESCRIPTION")
+    y = _para(c, y, "Index the FILEs and answer the QUESTION with the pages that support the answer. " + LOREM,
+              width=W - body - LEFT, x=body)
+    head("OPTIONS")
+    for spec, desc in [("-a, --all", "search every indexed document, not only the FILEs given."),
+                       ("-k, --top-k=N", "return at most N evidence passages (default 10)."),
+                       ("--json", "print the answer and its evidence as one JSON object.")]:
+        _line(c, body, y, spec, "Times-Bold", 10)
+        y -= 13
+        y = _para(c, y, desc, width=W - body - 36 - LEFT, x=body + 36)
+    head("SEE ALSO")
+    _para(c, y, "The full manual is maintained as a PDF handbook.", x=body)
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_r_manual(path: Path) -> Path:
+    """Two topics of an R reference manual (Rd2pdf layout): a header line with the topic name and
+    its title, then the Rd labels Description, Usage (code), Arguments (name + description
+    rows), Details and Examples, in bold at the margin with their content indented."""
+    c = _canvas(path)
+    y = H - 80
+    topics = [
+        ("zoo", "Z's Ordered Observations", "zoo is the creator for an S3 class of indexed totally ordered observations.",
+         ["zoo(x = NULL, order.by = index(x), frequency = NULL)", "## S3 method for class 'zoo'",
+          "print(x, style = c(\"horizontal\", \"vertical\"), ...)"],
+         [("x", "a numeric vector, matrix or a factor."), ("order.by", "an index vector with unique entries."),
+          ("frequency", "a numeric indicating the frequency of order.by.")],
+         "The zoo class stores observations in x ordered by the index order.by."),
+        ("index", "Extracting/Replacing the Index of Objects", "Generic functions for extracting the index of an object.",
+         ["index(x, ...)", "time(x, ...)"],
+         [("x", "an object.")],
+         "The index of a zoo object is the vector its observations are ordered by."),
+    ]
+    for name, title, desc, usage, args, details in topics:
+        _line(c, LEFT, y, name, "Helvetica-Bold", 12)
+        c.setFont("Helvetica-Bold", 12)
+        c.drawRightString(W - LEFT, y, title)
+        y -= 26
+        for label, draw in [("Description", "desc"), ("Usage", "usage"), ("Arguments", "args"), ("Details", "details")]:
+            _line(c, LEFT, y, label, "Helvetica-Bold", 10)
+            y -= 16
+            if draw == "desc":
+                y = _para(c, y, desc, width=W - 2 * LEFT - 20, x=LEFT + 20)
+            elif draw == "usage":
+                for ln in usage:
+                    _line(c, LEFT + 20, y, ln, "Courier", 9)
+                    y -= 11
+                y -= 10
+            elif draw == "args":
+                for a, d in args:
+                    _line(c, LEFT + 20, y, a, "Courier", 9)
+                    _line(c, LEFT + 90, y, d)
+                    y -= 13
+                y -= 10
+            else:
+                y = _para(c, y, details, width=W - 2 * LEFT - 20, x=LEFT + 20)
+        y -= 16
+    c.showPage()
+    c.save()
+    return path

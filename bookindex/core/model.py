@@ -214,8 +214,11 @@ def build_tree(doc_id: str, name: str, blocks: list[Block], meta: dict[str, Any]
 
     Title blocks with a level open a section; the section stack pops every open section of
     the same or deeper level first, so text belongs to the nearest preceding heading of a
-    higher level. Title blocks without a level become text. Node ids are `doc_id` plus the
-    block position, so re-parsing the same file gives the same ids.
+    higher level. Title blocks without a level become text. A block marked
+    `extra["after_entry"]` (parsing.entries: the first block after a reference entry that is
+    not part of it) first closes the open entry sections (`meta["entry"]`), so it goes back to
+    the enclosing section. Node ids are `doc_id` plus the block position, so re-parsing the
+    same file gives the same ids.
     """
     root_id = f"{doc_id}-root"
     pages = [b.page_idx for b in blocks]
@@ -225,6 +228,9 @@ def build_tree(doc_id: str, name: str, blocks: list[Block], meta: dict[str, Any]
     stack: list[Node] = [root]
     for i, b in enumerate(blocks):
         nid = f"{doc_id}-{i:05d}"
+        if b.extra.get("after_entry"):
+            while len(stack) > 1 and stack[-1].meta.get("entry"):
+                stack.pop()
         if b.type == "title" and b.level is not None and b.level >= 1:
             while len(stack) > 1 and stack[-1].level >= b.level:
                 stack.pop()
@@ -263,8 +269,10 @@ def node_text(tree: DocumentTree, node: Node, purpose: TextPurpose = "vector") -
     """The one definition of the text a node is searched by.
 
     - "vector" (what is embedded): a section is its title path ("2 Usage > 2.1 Options"), which
-      lets a query match a section its short heading alone would not describe; any other node is
-      its content. Whitespace collapsed, at most MAX_VECTOR_CHARS.
+      lets a query match a section its short heading alone would not describe; a reference
+      entry's section (parsing.entries: its title is a bare name such as "asn1_der_decoding")
+      adds what the entry does, `meta["entry"]["summary"]`, since a path of names says little;
+      any other node is its content. Whitespace collapsed, at most MAX_VECTOR_CHARS.
     - "lexical" (what BM25 indexes): the node's content prefixed by the titles of its two nearest
       enclosing sections, since a paragraph under "4.2 Tree Construction" is about tree
       construction even when it never says so. At most MAX_LEXICAL_CHARS.
@@ -275,6 +283,9 @@ def node_text(tree: DocumentTree, node: Node, purpose: TextPurpose = "vector") -
     if node.type == "section":
         path = [p.title for p in tree.parent_path(node) if p.type == "section"] + [node.title]
         text = " > ".join(t for t in path if t)
+        entry = node.meta.get("entry")
+        if isinstance(entry, dict) and entry.get("summary"):
+            text = f"{text}: {entry['summary']}"
     else:
         text = node.content
     return " ".join(text.split())[:MAX_VECTOR_CHARS]
