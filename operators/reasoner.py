@@ -18,9 +18,9 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from bookindex.core.model import LEAF_TYPES, node_text
+from bookindex.core.model import DocumentTree, node_text
 from operators.base import Operator, Params, State, top_items
-from operators.selector import leaves_of
+from operators.selector import entry_of, is_unit, leaves_of
 from operators.textscore import hybrid_scores, page_references
 
 
@@ -264,6 +264,25 @@ def pareto_layers(points: dict[str, tuple[float, ...]]) -> Iterator[list[str]]:
             rest.pop(i)
 
 
+def collapse_entries(tree: DocumentTree, scores: dict[str, dict[str, float]], dims: list[str],
+                     pool: set[str]) -> set[str]:
+    """Blocks of a reference entry stand for their entry: the entry takes each criterion's best
+    score among itself and its blocks, and the blocks leave the pool, so one entry fills one
+    place and its passage shows it whole (operators.passages). Other nodes pass unchanged."""
+    out: set[str] = set()
+    for i in pool:
+        e = entry_of(tree, i)
+        if e is None or e == i:
+            out.add(i)
+            continue
+        for c in dims:
+            sc = scores[c]
+            if sc.get(i, 0.0) > sc.get(e, 0.0):
+                sc[e] = sc[i]
+        out.add(e)
+    return out
+
+
 class SkylineRankerParams(Params):
     criteria: list[str] = ["graph", "text"]
     weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
@@ -317,8 +336,9 @@ class SkylineRanker(Operator[SkylineRankerParams]):
             pool.update(state.scores[c])
         if state.candidates is not None:
             pool &= set(state.candidates)
-        if p.leaves_only:
-            pool = {i for i in pool if tree.nodes[i].type in LEAF_TYPES}
+        if p.leaves_only:  # a reference entry is one unit of content (name, signature, description)
+            pool = {i for i in pool if is_unit(tree.nodes[i])}
+        pool = collapse_entries(tree, state.scores, dims, pool)
         pool = {i for i in pool if any(state.scores[c].get(i, 0.0) > 0 for c in dims)}
         wsum = sum(p.weights.get(c, 1.0) for c in dims) or 1.0
         combined = {i: sum(p.weights.get(c, 1.0) * state.scores[c].get(i, 0.0) for c in dims) / wsum for i in pool}
@@ -385,10 +405,12 @@ class SkylineRanker(Operator[SkylineRankerParams]):
         else:
             kept = by_combined[: p.max_results * 4]
         if p.diversify_pages:  # the k-th node of a page counts page_decay^k of its score
-            seen: dict[int, int] = {}
+            # a reference entry is its own unit, however many share its page: distinct functions
+            # on one page are not the same passage twice, the blocks of one entry are
+            seen: dict[int | str, int] = {}
             adj: dict[str, float] = {}
             for i in kept:
-                pg = tree.nodes[i].page_idx
+                pg = entry_of(tree, i) or tree.nodes[i].page_idx
                 adj[i] = combined[i] * (p.page_decay ** seen.get(pg, 0))
                 seen[pg] = seen.get(pg, 0) + 1
             kept = sorted(kept, key=lambda i: (-adj[i], -combined[i], i))  # ties: by score

@@ -307,11 +307,25 @@ class SelectBySection(Operator[SelectBySectionParams]):
 
 
 def leaves_of(tree: DocumentTree, ids: list[str] | None) -> list[str]:
-    """The content leaves among `ids` (None = the whole document)."""
+    """The units reasoners score among `ids` (None = the whole document): content leaves, and
+    reference entries (parsing.entries), whose name and description are one unit."""
     if ids is None:
-        return [n.id for n in tree.leaves()]
-    return [i for i in ids if tree.nodes[i].type in LEAF_TYPES]
+        return [n.id for n in tree.walk() if is_unit(n)]
+    return [i for i in ids if is_unit(tree.nodes[i])]
+
+
+def entry_of(tree: DocumentTree, node_id: str) -> str | None:
+    """The reference entry a node is or belongs to (parsing.entries), else None."""
+    n = tree.nodes[node_id]
+    if n.type == "section":
+        return n.id if n.meta.get("entry") else None
+    parent = tree.nodes.get(n.parent) if n.parent is not None else None
+    return parent.id if parent is not None and parent.meta.get("entry") else None
+
+
+def is_unit(node: Node) -> bool:
+    return node.type in LEAF_TYPES or (node.type == "section" and bool(node.meta.get("entry")))
 
 
 __all__ = ["FilterModal", "FilterRange", "SelectByEntity", "SelectBySection", "parse_page_range",
-           "leaves_of", "unit_of", "get_text_index"]
+           "leaves_of", "is_unit", "entry_of", "unit_of", "get_text_index"]

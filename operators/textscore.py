@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LexicalIndex
+from bookindex.providers.lexical import Analyser
+from bookindex.providers.lexical import LexicalIndex as BM25Index
 from operators.context import IndexContext
 from operators.glossary import expansion
 
@@ -33,6 +36,15 @@ class TextIndex:
     # relevant block is more likely relevant itself
     prev_idx: np.ndarray | None = None
     next_idx: np.ndarray | None = None
+    # reference entries (parsing.entries) are also matched with stemmed terms: a query describes
+    # what a function does ("decodes a DER encoded buffer") in other forms of the words its name
+    # and description use ("asn1_der_decoding", "DER encoding"). Only entries: on prose, stemming
+    # cost recall (docs/benchmarks.md, "One BM25 analyser from libraries").
+    entry_mask: np.ndarray | None = None
+    stemmed: BM25Index | None = None
+    # an entry's name words (stemmed; words most names share, such as a library prefix, left out):
+    # a query that says what the entry does usually says it with the words of its name
+    name_terms: dict[int, frozenset[str]] | None = None
 
     @classmethod
     def build(cls, ctx: IndexContext) -> "TextIndex":
@@ -52,8 +64,33 @@ class TextIndex:
             prev_idx[1:][pages[1:] != pages[:-1]] = -1
             next_idx[:-1][pages[:-1] != pages[1:]] = -1
             next_idx[-1] = -1
+        mask = np.array([bool(tree.nodes[i].meta.get("entry")) or bool(entry_parent(tree, i)) for i in ids], dtype=bool)
+        stemmed = None
+        names: dict[int, frozenset[str]] | None = None
+        if mask.any():
+            stem = Analyser(stemmer="english", stopwords=frozenset())
+            stemmed = BM25Index(ids, [node_text(tree, tree.nodes[i], "lexical") for i in ids], analyser=stem)
+            raw = {k: frozenset(stem(re.sub(r"[_\W]+", " ", tree.nodes[i].title)))
+                   for k, i in enumerate(ids) if tree.nodes[i].meta.get("entry")}
+            df: dict[str, int] = {}
+            for terms in raw.values():
+                for t in terms:
+                    df[t] = df.get(t, 0) + 1
+            common = {t for t, n in df.items() if n > max(2, len(raw) // 2)}
+            names = {k: terms - common for k, terms in raw.items() if terms - common}
         return cls(ids=ids, pos={i: k for k, i in enumerate(ids)}, pages=pages,
-                   lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx)
+                   lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx,
+                   entry_mask=mask if mask.any() else None, stemmed=stemmed, name_terms=names)
+
+    def name_match(self, query: str) -> np.ndarray:
+        """For each entry, the share of its name words the query uses (0 for other nodes)."""
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        if not self.name_terms or self.stemmed is None:
+            return out
+        q = set(self.stemmed.analyser(query))
+        for k, terms in self.name_terms.items():
+            out[k] = len(terms & q) / len(terms)
+        return out
 
     def neighbour_mean(self, s: np.ndarray) -> np.ndarray:
         """Mean score of each leaf's same-page reading-order neighbours (0 when it has none)."""
@@ -76,6 +113,12 @@ class TextIndex:
         sims = self.vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
         out = np.where(self.vec_rows >= 0, sims[np.clip(self.vec_rows, 0, None)], 0.0)
         return out.astype(np.float32)
+
+
+def entry_parent(tree: DocumentTree, node_id: str) -> bool:
+    """Whether the node is a block of a reference entry."""
+    parent = tree.nodes[node_id].parent
+    return parent is not None and bool(tree.nodes[parent].meta.get("entry"))
 
 
 def get_text_index(ctx: IndexContext) -> TextIndex:
@@ -105,7 +148,7 @@ def _norm_dense(x: np.ndarray) -> np.ndarray:
 
 
 def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6, page_weight: float = 0.0,
-                  neighbour_weight: float = 0.2) -> dict[str, float]:
+                  neighbour_weight: float = 0.2, name_weight: float = 0.3) -> dict[str, float]:
     """S_T for every non-empty leaf: BM25 (max-normalized) blended with the dense cosine,
     optionally smoothed by the best score on the node's page.
 
@@ -121,6 +164,8 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
     if extra:  # glossary terms: the line items a named ratio is computed from (see glossary.py)
         w = float(ctx.retrieval_setting("glossary_weight", 0.7))
         lex = (1 - w) * lex + w * _norm_max(idx.lexical(extra))
+    if idx.stemmed is not None and idx.entry_mask is not None:
+        lex = np.where(idx.entry_mask, np.maximum(lex, _norm_max(idx.stemmed.scores(query))), lex)
     den = idx.dense(query_vector(ctx, query))
     if den is None:
         s = lex
@@ -130,6 +175,8 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
         # + w × the mean of the same-page reading-order neighbours: layout parsers split one
         # passage into several blocks
         s = s + neighbour_weight * idx.neighbour_mean(s)
+    if name_weight > 0 and idx.name_terms:  # reference entries the query names by its words
+        s = s + name_weight * idx.name_match(query)
     if page_weight > 0 and idx.pages.size:
         best = np.zeros(int(idx.pages.max()) + 1, dtype=np.float32)
         np.maximum.at(best, idx.pages, s)

@@ -275,10 +275,17 @@ def node_text(tree: DocumentTree, node: Node, purpose: TextPurpose = "vector") -
       any other node is its content. Whitespace collapsed, at most MAX_VECTOR_CHARS.
     - "lexical" (what BM25 indexes): the node's content prefixed by the titles of its two nearest
       enclosing sections, since a paragraph under "4.2 Tree Construction" is about tree
-      construction even when it never says so. At most MAX_LEXICAL_CHARS.
+      construction even when it never says so. A reference entry's section is indexed whole: its
+      name, the name's words ("asn1 der decoding": manuals typeset names both ways) and the text
+      of its blocks, since the name and what the entry does sit in different blocks and a query
+      names the one by describing the other. At most MAX_LEXICAL_CHARS.
     """
     if purpose == "lexical":
         titles = [p.title for p in tree.parent_path(node) if p.type == "section" and p.title][-2:]
+        if node.type == "section" and node.meta.get("entry"):
+            words = re.sub(r"[_\W]+", " ", node.title).strip()
+            body = [tree.nodes[c].content for c in node.children if tree.nodes[c].type in LEAF_TYPES]
+            return "\n".join(titles + [node.title, words] + body)[:MAX_LEXICAL_CHARS]
         return "\n".join(titles + [node.content])[:MAX_LEXICAL_CHARS]
     if node.type == "section":
         path = [p.title for p in tree.parent_path(node) if p.type == "section"] + [node.title]
@@ -352,7 +359,10 @@ class Evidence(BaseModel):
     @classmethod
     def from_node(cls, tree: DocumentTree, node: Node, scores: dict[str, float] | None = None,
                   rank: int = 0, snippet_chars: int = 400) -> "Evidence":
-        text = " ".join(node.content.split())
+        content = node.content
+        if node.type == "section" and node.meta.get("entry"):  # an entry's snippet is what it says
+            content = "\n".join([node.title] + [tree.nodes[c].content for c in node.children])
+        text = " ".join(content.split())
         sec = tree.section_of(node)
         return cls(doc_id=tree.doc_id, node_id=node.id, type=node.type, page_idx=node.page_idx,
                    bbox=node.bbox, snippet=text[:snippet_chars], scores=dict(scores or {}),

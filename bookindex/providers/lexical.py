@@ -107,6 +107,8 @@ class LexicalIndex:
 
 
 def document_lexical_index(tree: DocumentTree) -> LexicalIndex:
-    """BM25 over a document's non-empty leaves, each with its section context."""
-    leaves = [n for n in tree.walk() if n.type in LEAF_TYPES and n.content.strip()]
+    """BM25 over a document's non-empty leaves, each with its section context, and its reference
+    entries (parsing.entries), each indexed whole (`node_text`)."""
+    leaves = [n for n in tree.walk() if (n.type in LEAF_TYPES and n.content.strip()) or
+              (n.type == "section" and n.meta.get("entry"))]
     return LexicalIndex([n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves])
