@@ -63,6 +63,15 @@ def citation_problem(answer: str, allowed: Collection[int]) -> str | None:
     return None
 
 
+def _reply_text(reply: Any) -> str:
+    """The answer text, with the `citations` field written in when the prose cites nothing."""
+    text = str(getattr(reply, "answer", reply)).strip()
+    listed = sorted({n for n in getattr(reply, "citations", None) or [] if isinstance(n, int)})
+    if listed and text and not cited_numbers(text) and not is_not_answerable(text):
+        text = f"{text} " + "".join(f"[{n}]" for n in listed)
+    return text
+
+
 def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer") -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
@@ -70,14 +79,14 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
     notes: dict[str, Any] = {}
     if llm is not None and llm.available and allowed:
         try:
-            first = str(llm.complete(prompt, schema=prompts.Grounded, stage=stage).answer).strip() or NOT_ANSWERABLE
+            first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage)) or NOT_ANSWERABLE
             problem = citation_problem(first, allowed)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
                 return GroundedAnswer(first, cited_numbers(first) if check == "valid" else [], check, notes)
             notes["citation_problem"] = problem
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
-            second = str(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair").answer).strip()
+            second = _reply_text(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair"))
             problem2 = citation_problem(second, allowed) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"

@@ -127,7 +127,7 @@ class Partial(BaseModel):
     answer: str
 
 
-ANSWER = """Answer the question using ONLY the numbered evidence from the document below. Cite every claim with the evidence numbers in square brackets, like [1] or [2][3]. If the evidence does not contain the answer, reply exactly "not answerable from the document". Be concise.
+ANSWER = """Answer the question using ONLY the numbered evidence from the document below. Cite every claim with the evidence numbers in square brackets, like [1] or [2][3], and list those numbers in "citations". If the evidence does not contain the answer, reply exactly "not answerable from the document". Be concise.
 
 Question: {query}
 
@@ -152,3 +152,6 @@ Partial answers:
 
 class Grounded(BaseModel):
     answer: str
+    # the evidence numbers again, as data: small models fill a field more reliably than they
+    # write [n] into prose; operators.grounding adds them to an answer that cites nothing inline
+    citations: list[int] = Field(default_factory=list)

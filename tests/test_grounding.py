@@ -130,3 +130,12 @@ def test_a_paragraph_passage_adds_its_neighbours_within_the_budget():
     assert p.name == "2.1 The plot command"
     assert "The plot command draws functions" in p.text  # the block before it in the same section
     assert nid in p.node_ids
+
+
+def test_numbers_listed_in_the_citations_field_cite_an_answer_without_inline_citations():
+    llm = FakeLLM({"answer": {"answer": "asn1_der_decoding", "citations": [2, 1]}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive)
+    assert (res.answer, res.citations, res.check) == ("asn1_der_decoding [1][2]", [1, 2], "valid")
+    bad = FakeLLM({"answer": {"answer": "x", "citations": [7]}, "answer-repair": {"answer": "x", "citations": [3]}})
+    res = grounded_answer(bad, "PROMPT", range(1, 4), _extractive)
+    assert (res.answer, res.check) == ("x [3]", "repaired")
