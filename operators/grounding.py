@@ -11,11 +11,12 @@ breaks it, the extractive answer is returned instead. Which of these happened is
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bookindex.core.protocols import LLM
+from bookindex.providers.lexical import tokenize
 from operators import prompts
 
 NOT_ANSWERABLE = "not answerable from the document"
@@ -72,11 +73,43 @@ def _reply_text(reply: Any) -> str:
     return text
 
 
+def drop_unsupported(answer: str, sources: Mapping[int, str]) -> tuple[str, list[int]]:
+    """Remove citations [n] whose evidence shares no word with the answer (a model that cites
+    every item it was shown): a passage that says nothing the answer says cannot support it.
+    Returns the answer and the dropped numbers; when no cited item shares a word (the answer
+    paraphrases), nothing is dropped, since words alone cannot judge it."""
+    words = set(tokenize(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", " ", answer)))
+    cited = [n for n in cited_numbers(answer) if n in sources]
+    if not words or not cited:
+        return answer, []
+    keep = [n for n in cited if words & set(tokenize(sources[n]))]
+    if not keep:
+        return answer, []
+    dropped = [n for n in cited if n not in keep]
+    for n in dropped:
+        answer = answer.replace(f"[{n}]", "")
+    return " ".join(answer.split()), dropped
+
+
 def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
-                    extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer") -> GroundedAnswer:
+                    extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer",
+                    sources: Mapping[int, str] | None = None) -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
-    the `extractive` answer. Without an available LLM, or when a call fails, extractive at once."""
+    the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
+    With `sources` (number -> the text shown for it), citations of items that share no word
+    with the answer are dropped (`drop_unsupported`) and listed in the notes."""
     notes: dict[str, Any] = {}
+    result = _grounded(llm, prompt, allowed, extractive, stage, notes)
+    if sources and result.check in ("valid", "repaired"):
+        text, dropped = drop_unsupported(result.answer, sources)
+        if dropped:
+            notes["unsupported_citations_dropped"] = dropped
+            result = GroundedAnswer(text, cited_numbers(text), result.check, notes)
+    return result
+
+
+def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
+              extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any]) -> GroundedAnswer:
     if llm is not None and llm.available and allowed:
         try:
             first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage)) or NOT_ANSWERABLE

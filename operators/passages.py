@@ -133,3 +133,9 @@ def format_passages(passages: list[Passage], numbers: list[int] | None = None) -
     """Numbered passages for a prompt; `numbers` keeps citation numbers global across sub-questions."""
     nums = numbers or list(range(1, len(passages) + 1))
     return "\n\n".join(f"[{k}] ({p.where})\n{p.text}" for k, p in zip(nums, passages))
+
+
+def passage_sources(passages: list[Passage], numbers: list[int] | None = None) -> dict[int, str]:
+    """Citation number -> everything the reader was shown for it (title path and text)."""
+    nums = numbers or list(range(1, len(passages) + 1))
+    return {k: f"{p.where}\n{p.text}" for k, p in zip(nums, passages)}

@@ -17,7 +17,7 @@ from bookindex.providers.llm import user_message
 from operators import prompts
 from operators.base import Operator, Params, State
 from operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
-from operators.passages import build_passages, format_passages
+from operators.passages import build_passages, format_passages, passage_sources
 from bookindex.providers.lexical import tokenize
 from operators.textscore import hybrid_scores
 
@@ -202,8 +202,11 @@ class Reduce(Operator[ReduceParams]):
         if merge:
             parts = "\n".join(f"- {p['question']}: {p['answer']}" for p in state.partials)
             prompt = prompts.REDUCE.format(query=state.synthesis or state.question, partials=parts)
+            sources = None
         else:
-            prompt = prompts.ANSWER.format(query=state.question, evidence=format_evidence(tree, ev))
+            passages = build_passages(tree, ev)
+            prompt = prompts.ANSWER.format(query=state.question, evidence=format_passages(passages))
+            sources = passage_sources(passages)
 
         # partials cite the whole ranking (Map numbers it); the answer's evidence then reaches the
         # highest number cited (build_answer)
@@ -216,7 +219,7 @@ class Reduce(Operator[ReduceParams]):
             return best_sentences(tree, state.question, ev)
 
         llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
-        res = grounded_answer(llm, prompt, allowed, extractive)
+        res = grounded_answer(llm, prompt, allowed, extractive, sources=sources)
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
         self.note(source="llm" if res.check in ("valid", "repaired", "not-answerable") else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)

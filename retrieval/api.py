@@ -13,7 +13,8 @@ from bookindex.core.errors import InputError
 from operators import prompts
 from operators.context import IndexContext
 from operators.grounding import GroundedAnswer, grounded_answer
-from operators.synthesizer import NOT_ANSWERABLE, best_sentences, format_evidence
+from operators.passages import build_passages, format_passages, passage_sources
+from operators.synthesizer import NOT_ANSWERABLE, best_sentences
 from retrieval.answer import Answer, TraceRecord, Usage, build_answer
 from bookindex.core.model import Evidence
 from retrieval.baselines import run_baseline
@@ -100,6 +101,8 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
 
 def _grounded(ctx: IndexContext, question: str, ids: list[str]) -> GroundedAnswer:
     """A baseline's answer from its top evidence, citations verified as bookindex's are."""
-    prompt = prompts.ANSWER.format(query=question, evidence=format_evidence(ctx.tree, ids))
+    passages = build_passages(ctx.tree, ids)
+    prompt = prompts.ANSWER.format(query=question, evidence=format_passages(passages))
     return grounded_answer(ctx.llm, prompt, range(1, len(ids) + 1),
-                           lambda: best_sentences(ctx.tree, question, ids) if ids else (NOT_ANSWERABLE, []))
+                           lambda: best_sentences(ctx.tree, question, ids) if ids else (NOT_ANSWERABLE, []),
+                           sources=passage_sources(passages))

@@ -139,3 +139,14 @@ def test_numbers_listed_in_the_citations_field_cite_an_answer_without_inline_cit
     bad = FakeLLM({"answer": {"answer": "x", "citations": [7]}, "answer-repair": {"answer": "x", "citations": [3]}})
     res = grounded_answer(bad, "PROMPT", range(1, 4), _extractive)
     assert (res.answer, res.check) == ("x [3]", "repaired")
+
+
+def test_citations_of_items_that_share_no_word_with_the_answer_are_dropped():
+    from operators.grounding import drop_unsupported
+
+    sources = {1: "asn1_der_decoding: Fill the structure", 2: "asn1_length_der: length", 3: "see asn1_der_decoding()"}
+    assert drop_unsupported("asn1_der_decoding [1][2][3]", sources) == ("asn1_der_decoding [1][3]", [2])
+    assert drop_unsupported("a paraphrase [2]", sources) == ("a paraphrase [2]", [])  # cannot judge: kept
+    llm = FakeLLM({"answer": {"answer": "asn1_der_decoding", "citations": [1, 2, 3]}})
+    res = grounded_answer(llm, "P", range(1, 4), _extractive, sources=sources)
+    assert (res.answer, res.citations, res.notes["unsupported_citations_dropped"]) == ("asn1_der_decoding [1][3]", [1, 3], [2])

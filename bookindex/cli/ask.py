@@ -105,7 +105,7 @@ def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
         mark = "*" if e.rank in answer.citations else " "
         con.print(f"{mark}[{e.rank}] p.{e.page} {e.type:<7} {escape(e.section[:40]):<40} {escape(e.snippet[:80])}")
     if answer.citation_check:
-        con.print(f"[dim]citations: {CHECK_WORDS.get(answer.citation_check, answer.citation_check)}[/dim]")
+        con.print(f"[dim]citations: {escape(CHECK_WORDS.get(answer.citation_check, answer.citation_check))}[/dim]")
     usage = answer.usage.llm.total
     con.print(f"[dim]{answer.usage.ms:.0f} ms · LLM calls {usage.calls} · "
               f"tokens {usage.prompt_tokens}+{usage.completion_tokens}[/dim]")
