@@ -150,3 +150,15 @@ def test_citations_of_items_that_share_no_word_with_the_answer_are_dropped():
     llm = FakeLLM({"answer": {"answer": "asn1_der_decoding", "citations": [1, 2, 3]}})
     res = grounded_answer(llm, "P", range(1, 4), _extractive, sources=sources)
     assert (res.answer, res.citations, res.notes["unsupported_citations_dropped"]) == ("asn1_der_decoding [1][3]", [1, 3], [2])
+
+
+def test_reports_count_valid_citations_over_substantive_llm_answers():
+    from bookindex.evaluation.report import summarize
+
+    def rec(check, score=1.0):
+        return {"method": "bookindex", "recall": None, "nodes": 1, "chars": 1, "seconds": 0.1,
+                "score": score, "citation_check": check}
+
+    records = [rec("valid"), rec("repaired"), rec("fallback"), rec("not-answerable"), rec("extractive")]
+    s = summarize(records, ["bookindex"], [5], lambda rs: {"accuracy": 1.0})["bookindex"]["answers"]
+    assert s["valid_citations"] == 2 / 3 and s["repaired"] == 1 / 3 and s["refused"] == 1 / 4

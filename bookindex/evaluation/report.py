@@ -46,10 +46,13 @@ def summarize(records: Sequence[dict[str, Any]], rows: Sequence[str], ks: Sequen
         answered = [r for r in recs if r.get("score") is not None]
         if answered and answer_metrics is not None:
             s["answers"] = answer_metrics(answered)
-            checked = [r["citation_check"] for r in answered if r.get("citation_check") in LLM_CHECKS]
-            if checked:  # LLM answers whose citations all point at shown evidence (after repair)
-                s["answers"]["valid_citations"] = sum(c != "fallback" for c in checked) / len(checked)
-                s["answers"]["repaired"] = sum(c == "repaired" for c in checked) / len(checked)
+            llm_checks = [r["citation_check"] for r in answered if r.get("citation_check") in LLM_CHECKS]
+            cited = [c for c in llm_checks if c != "not-answerable"]
+            if cited:  # LLM answers (not refusals) whose citations all point at shown evidence
+                s["answers"]["valid_citations"] = sum(c != "fallback" for c in cited) / len(cited)
+                s["answers"]["repaired"] = sum(c == "repaired" for c in cited) / len(cited)
+            if llm_checks:
+                s["answers"]["refused"] = sum(c == "not-answerable" for c in llm_checks) / len(llm_checks)
         out[row] = s
     return out
 
@@ -142,7 +145,7 @@ def render_report(benchmark: Benchmark[Q], summary: Summary, records: Sequence[R
     columns = getattr(benchmark, "answer_columns", (("acc", "accuracy"), ("F1", "f1")))
     extra = list(columns) if has_answers else []
     if any("valid_citations" in s.get("answers", {}) for s in summary.values()):
-        extra += [("valid cites", "valid_citations"), ("repaired", "repaired")]
+        extra += [("valid cites", "valid_citations"), ("repaired", "repaired"), ("refused", "refused")]
     failures = meta.get("index_failures") or {}
     parts = [
         f"# {benchmark.title} ({meta['split']})",
