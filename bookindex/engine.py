@@ -340,8 +340,7 @@ class Engine:
         if not context or evidence.node_id not in ctx.tree.nodes or \
                 "chunk_index" in evidence.scores or "page_unit" in evidence.scores:
             return evidence_text(ctx, evidence)
-        p = build_passages(ctx.tree, [evidence.node_id])[0]
-        return f"({p.where})\n{p.text}"
+        return build_passages(ctx.tree, [evidence.node_id])[0].render()
 
     def plan(self, request: PlanRequest | str, **fields: Any) -> Plan:
         """Classify a question and build its operator plan; nothing is retrieved."""

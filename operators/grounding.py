@@ -31,10 +31,13 @@ class GroundedAnswer:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
+_CITATION = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")  # [3], [2, 3], [2; 3]
+
+
 def cited_numbers(text: str) -> list[int]:
     """The evidence numbers an answer cites: [3], [2][3] and [2, 3] all count."""
     nums: set[int] = set()
-    for group in re.findall(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]", text):
+    for group in _CITATION.findall(text):
         nums.update(int(x) for x in re.split(r"\s*[,;]\s*", group))
     return sorted(nums)
 
@@ -78,7 +81,7 @@ def drop_unsupported(answer: str, sources: Mapping[int, str]) -> tuple[str, list
     every item it was shown): a passage that says nothing the answer says cannot support it.
     Returns the answer and the dropped numbers; when no cited item shares a word (the answer
     paraphrases), nothing is dropped, since words alone cannot judge it."""
-    words = set(tokenize(re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", " ", answer)))
+    words = set(tokenize(_CITATION.sub(" ", answer)))
     cited = [n for n in cited_numbers(answer) if n in sources]
     if not words or not cited:
         return answer, []

@@ -37,6 +37,10 @@ class Passage:
         pages = f"p. {self.first_page}" if self.first_page == self.last_page else f"pp. {self.first_page}-{self.last_page}"
         return pages + (f" · {' > '.join(self.title_path)}" if self.title_path else "")
 
+    def render(self) -> str:
+        """Where it is, then what it says: the text a reader is shown for this item."""
+        return f"({self.where})\n{self.text}"
+
     @property
     def name(self) -> str:
         """The entry or section the passage comes from: the innermost title ('' at top level)."""
@@ -132,10 +136,10 @@ def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BU
 def format_passages(passages: list[Passage], numbers: list[int] | None = None) -> str:
     """Numbered passages for a prompt; `numbers` keeps citation numbers global across sub-questions."""
     nums = numbers or list(range(1, len(passages) + 1))
-    return "\n\n".join(f"[{k}] ({p.where})\n{p.text}" for k, p in zip(nums, passages))
+    return "\n\n".join(f"[{k}] {p.render()}" for k, p in zip(nums, passages))
 
 
 def passage_sources(passages: list[Passage], numbers: list[int] | None = None) -> dict[int, str]:
     """Citation number -> everything the reader was shown for it (title path and text)."""
     nums = numbers or list(range(1, len(passages) + 1))
-    return {k: f"{p.where}\n{p.text}" for k, p in zip(nums, passages)}
+    return {k: p.render() for k, p in zip(nums, passages)}

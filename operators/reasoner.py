@@ -18,9 +18,9 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from bookindex.core.model import DocumentTree, node_text
+from bookindex.core.model import DocumentTree, entry_of, node_text
 from operators.base import Operator, Params, State, top_items
-from operators.selector import entry_of, is_unit, leaves_of
+from operators.selector import is_unit, leaves_of
 from operators.textscore import hybrid_scores, page_references
 
 
@@ -189,21 +189,8 @@ def pareto_front(points: dict[str, tuple[float, ...]]) -> list[str]:
     ids = list(points)
     if not ids:
         return []
-    if len(next(iter(points.values()))) == 2:  # O(n log n) sweep for two criteria
-        order = sorted(ids, key=lambda i: (-points[i][0], -points[i][1]))
-        keep_set: set[str] = set()
-        best_y = -np.inf
-        k = 0
-        while k < len(order):
-            x, y = points[order[k]]
-            j = k
-            while j < len(order) and points[order[j]] == (x, y):
-                j += 1
-            if y > best_y:
-                keep_set.update(order[k:j])
-            best_y = max(best_y, y)
-            k = j
-        return [i for i in ids if i in keep_set]
+    if len(next(iter(points.values()))) == 2:  # the first layer of the O(n log n) sweep
+        return next(pareto_layers(points))
     m = np.array([points[i] for i in ids], dtype=np.float64)
     keep = []
     for k in range(len(ids)):
@@ -391,12 +378,12 @@ class SkylineRanker(Operator[SkylineRankerParams]):
             for c in dims:
                 shortlist.update(sorted(pool, key=lambda i: (-state.scores[c].get(i, 0.0), i))[:100])
             rest = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in shortlist}
-            while rest and len(kept) < p.pool_factor * p.max_results:
-                front = sorted(pareto_front(rest), key=lambda i: (-combined[i], i))
+            for layer in pareto_layers(rest):
+                if len(kept) >= p.pool_factor * p.max_results:
+                    break
+                front = sorted(layer, key=lambda i: (-combined[i], i))
                 layers.append(front)
                 kept.extend(front)
-                for i in front:
-                    rest.pop(i)
                 if len({tree.nodes[i].page_idx for i in kept}) >= p.min_pages:
                     break
             if p.keep_ranked:  # the frontier adds nodes one criterion favours; it never drops the best combined

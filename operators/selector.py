@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
+from bookindex.core.model import LEAF_TYPES, DocumentTree, Node, is_entry
 from operators import prompts
 from operators.base import Operator, Params, State, top_items
 from operators.context import IndexContext
@@ -314,18 +314,9 @@ def leaves_of(tree: DocumentTree, ids: list[str] | None) -> list[str]:
     return [i for i in ids if is_unit(tree.nodes[i])]
 
 
-def entry_of(tree: DocumentTree, node_id: str) -> str | None:
-    """The reference entry a node is or belongs to (parsing.entries), else None."""
-    n = tree.nodes[node_id]
-    if n.type == "section":
-        return n.id if n.meta.get("entry") else None
-    parent = tree.nodes.get(n.parent) if n.parent is not None else None
-    return parent.id if parent is not None and parent.meta.get("entry") else None
-
-
 def is_unit(node: Node) -> bool:
-    return node.type in LEAF_TYPES or (node.type == "section" and bool(node.meta.get("entry")))
+    return node.type in LEAF_TYPES or is_entry(node)
 
 
 __all__ = ["FilterModal", "FilterRange", "SelectByEntity", "SelectBySection", "parse_page_range",
-           "leaves_of", "is_unit", "entry_of", "unit_of", "get_text_index"]
+           "leaves_of", "is_unit", "unit_of", "get_text_index"]

@@ -53,9 +53,10 @@ def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: in
     picked = sorted([c for c in cands[:n_sent] if c[0] >= 0.6 * top], key=lambda c: (c[1], c[2]))
     cites = sorted({c[1] for c in picked})
     out: list[str] = []
-    for c in picked:
-        label = "" if out and out[-1].startswith(f"From {c[4]}:") else f"From {c[4]}: "
-        out.append(f"{label}{c[3]} [{c[1]}]")
+    last_where = None
+    for c in picked:  # the source is named once for consecutive sentences from it
+        out.append(("" if c[4] == last_where else f"From {c[4]}: ") + f"{c[3]} [{c[1]}]")
+        last_where = c[4]
     return " ".join(out), cites
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bookindex.core.model import DocumentTree, node_text
+from bookindex.core.model import entry_of, is_entry, name_words, node_text
 from bookindex.core.protocols import LexicalIndex
 from bookindex.providers.lexical import Analyser
 from bookindex.providers.lexical import LexicalIndex as BM25Index
@@ -64,14 +64,14 @@ class TextIndex:
             prev_idx[1:][pages[1:] != pages[:-1]] = -1
             next_idx[:-1][pages[:-1] != pages[1:]] = -1
             next_idx[-1] = -1
-        mask = np.array([bool(tree.nodes[i].meta.get("entry")) or bool(entry_parent(tree, i)) for i in ids], dtype=bool)
+        mask = np.array([entry_of(tree, i) is not None for i in ids], dtype=bool)
         stemmed = None
         names: dict[int, frozenset[str]] | None = None
         if mask.any():
             stem = Analyser(stemmer="english", stopwords=frozenset())
             stemmed = BM25Index(ids, [node_text(tree, tree.nodes[i], "lexical") for i in ids], analyser=stem)
-            raw = {k: frozenset(stem(re.sub(r"[_\W]+", " ", tree.nodes[i].title)))
-                   for k, i in enumerate(ids) if tree.nodes[i].meta.get("entry")}
+            raw = {k: frozenset(stem(name_words(tree.nodes[i].title)))
+                   for k, i in enumerate(ids) if is_entry(tree.nodes[i])}
             df: dict[str, int] = {}
             for terms in raw.values():
                 for t in terms:
@@ -113,12 +113,6 @@ class TextIndex:
         sims = self.vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
         out = np.where(self.vec_rows >= 0, sims[np.clip(self.vec_rows, 0, None)], 0.0)
         return out.astype(np.float32)
-
-
-def entry_parent(tree: DocumentTree, node_id: str) -> bool:
-    """Whether the node is a block of a reference entry."""
-    parent = tree.nodes[node_id].parent
-    return parent is not None and bool(tree.nodes[parent].meta.get("entry"))
 
 
 def get_text_index(ctx: IndexContext) -> TextIndex:

@@ -260,6 +260,30 @@ def build_tree(doc_id: str, name: str, blocks: list[Block], meta: dict[str, Any]
 
 
 
+def is_entry(node: Node) -> bool:
+    """Whether `node` is a reference entry's section (parsing.entries)."""
+    return node.type == "section" and bool(node.meta.get("entry"))
+
+
+def entry_of(tree: DocumentTree, node_id: str) -> str | None:
+    """The reference entry a node is or belongs to, else None."""
+    n = tree.nodes[node_id]
+    if n.type == "section":
+        return n.id if is_entry(n) else None
+    parent = tree.nodes.get(n.parent) if n.parent is not None else None
+    return parent.id if parent is not None and is_entry(parent) else None
+
+
+def entry_body(tree: DocumentTree, entry: Node) -> list[str]:
+    """The texts of an entry's blocks (signature, parameters, description), in order."""
+    return [tree.nodes[c].content for c in entry.children if tree.nodes[c].type in LEAF_TYPES]
+
+
+def name_words(name: str) -> str:
+    """An identifier's words ("asn1_der_decoding" -> "asn1 der decoding")."""
+    return re.sub(r"[_\W]+", " ", name).strip()
+
+
 MAX_VECTOR_CHARS = 2000
 MAX_LEXICAL_CHARS = 3000
 TextPurpose = Literal["vector", "lexical"]
@@ -282,10 +306,8 @@ def node_text(tree: DocumentTree, node: Node, purpose: TextPurpose = "vector") -
     """
     if purpose == "lexical":
         titles = [p.title for p in tree.parent_path(node) if p.type == "section" and p.title][-2:]
-        if node.type == "section" and node.meta.get("entry"):
-            words = re.sub(r"[_\W]+", " ", node.title).strip()
-            body = [tree.nodes[c].content for c in node.children if tree.nodes[c].type in LEAF_TYPES]
-            return "\n".join(titles + [node.title, words] + body)[:MAX_LEXICAL_CHARS]
+        if is_entry(node):
+            return "\n".join(titles + [node.title, name_words(node.title)] + entry_body(tree, node))[:MAX_LEXICAL_CHARS]
         return "\n".join(titles + [node.content])[:MAX_LEXICAL_CHARS]
     if node.type == "section":
         path = [p.title for p in tree.parent_path(node) if p.type == "section"] + [node.title]
@@ -360,8 +382,8 @@ class Evidence(BaseModel):
     def from_node(cls, tree: DocumentTree, node: Node, scores: dict[str, float] | None = None,
                   rank: int = 0, snippet_chars: int = 400) -> "Evidence":
         content = node.content
-        if node.type == "section" and node.meta.get("entry"):  # an entry's snippet is what it says
-            content = "\n".join([node.title] + [tree.nodes[c].content for c in node.children])
+        if is_entry(node):  # an entry's snippet is what it says
+            content = "\n".join([node.title] + entry_body(tree, node))
         text = " ".join(content.split())
         sec = tree.section_of(node)
         return cls(doc_id=tree.doc_id, node_id=node.id, type=node.type, page_idx=node.page_idx,

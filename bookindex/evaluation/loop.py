@@ -194,7 +194,7 @@ def select_questions(benchmark: Benchmark[Q], offset: int = 0, limit: int | None
         def has(q: Q, group: str = group, value: str = value) -> bool:
             g = benchmark.groups(q).get(group)
             return value in (g if isinstance(g, list) else [g])
-        if not any(group in benchmark.groups(q) for q in qs[:1]):
+        if group not in dict(benchmark.breakdowns):
             raise InputError(f"--only {group}=...: the groups are {', '.join(g for g, _ in benchmark.breakdowns)}")
         qs = [q for q in qs if has(q)]
     return qs[offset:offset + limit] if limit else qs[offset:]

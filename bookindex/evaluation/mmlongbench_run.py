@@ -13,10 +13,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
-from bookindex.core.protocols import LLM, Embedder
 from bookindex.evaluation.benchmark import (
     Corpus,
     EvidenceScore,
@@ -139,11 +138,7 @@ class MMLongBench:
 
 
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
-        limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
-        offset: int = 0, only: Mapping[str, str] | None = None,
-        settings: Settings | None = None, llm: LLM | None = None, embedder: Embedder | None = None,
-        progress: bool = True, command: str | None = None, index_without_llm: bool = False) -> RunResult:
-    """The whole evaluation; writes mmlongbench.json/.md/_recall.png under `out_dir`."""
-    return run_methods(MMLongBench(data_dir), methods, ks, ablations, limit=limit, offset=offset, only=only, index_dir=index_dir,
-                       out_dir=out_dir, settings=settings, llm=llm, embedder=embedder, progress=progress,
-                       command=command, index_without_llm=index_without_llm)
+        **options: Any) -> RunResult:
+    """The whole evaluation; writes mmlongbench.json/.md/_recall.png under `out_dir`.
+    `options` are `run_methods`'s (limit, offset, only, index_dir, out_dir, settings, llm, ...)."""
+    return run_methods(MMLongBench(data_dir), methods, ks, ablations, **options)

@@ -16,10 +16,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
-from bookindex.core.protocols import LLM, Embedder
 from bookindex.evaluation.benchmark import Corpus, EvidenceScore, Group, Meta, Record, Retrieved
 from bookindex.evaluation.loop import RunResult, run_methods
 from bookindex.evaluation.recall import page_recall_at_k
@@ -127,15 +126,8 @@ class ReferenceLookup:
         ]
 
 
-def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (),
-        limit: int | None = None, index_dir: Path | None = None, out_dir: Path | None = None,
-        offset: int = 0, only: Mapping[str, str] | None = None,
-        settings: Settings | None = None, llm: LLM | None = None, embedder: Embedder | None = None,
-        progress: bool = True, command: str | None = None, index_without_llm: bool = False,
-        questions: Path | None = None) -> RunResult:
-    """The whole evaluation; writes reference.json/.md/_recall.png under `out_dir`."""
-    if questions is None:
-        raise InputError("reference lookup: give the question file (--questions)")
-    return run_methods(ReferenceLookup(data_dir, questions), methods, ks, ablations, limit=limit, offset=offset,
-                       only=only, index_dir=index_dir, out_dir=out_dir, settings=settings, llm=llm,
-                       embedder=embedder, progress=progress, command=command, index_without_llm=index_without_llm)
+def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], ablations: Sequence[str] = (), *, questions: Path,
+        **options: Any) -> RunResult:
+    """The whole evaluation of the questions in `questions`; writes reference.json/.md/_recall.png under `out_dir`.
+    `options` are `run_methods`'s (limit, offset, only, index_dir, out_dir, settings, llm, ...)."""
+    return run_methods(ReferenceLookup(data_dir, questions), methods, ks, ablations, **options)
