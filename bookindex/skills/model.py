@@ -1,0 +1,197 @@
+"""The skill tree as data: what the compiler writes and the navigators read.
+
+A skill folder holds
+- `SKILL.md` / `INDEX.md` files (for agents; see `materialise`),
+- `skills.json`: this module's `SkillTree` (clusters, their paths, summaries and members),
+- `vectors.npz`: document and cluster-summary embeddings (the no-LLM navigator and incremental
+  updates need them; `doc_ids`/`doc_vectors`, `cluster_ids`/`cluster_vectors`, float32, L2-normed),
+- the document store: `documents.json` (`{doc_id: {"title", "text", "source"}}`, as in the paper).
+
+Plain dataclasses and JSON on purpose: a tree must be byte-identical for the same corpus and
+seed, and diffable by a person.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bookindex.core.atomic import atomic_open, write_json_atomic
+from bookindex.core.errors import InputError
+
+FORMAT = "bookindex-skills/1"
+TREE_FILE = "skills.json"
+VECTORS_FILE = "vectors.npz"
+DOCUMENTS_FILE = "documents.json"
+
+
+@dataclass
+class CorpusDocument:
+    """One document of a corpus: what `get_document` returns."""
+
+    id: str
+    title: str
+    text: str
+    source: str = ""  # the file (and line) it came from, for error messages and provenance
+
+
+@dataclass
+class Cluster:
+    """One node of the hierarchy. Level 1 clusters are leaves and hold documents; higher levels
+    hold child clusters. Roots are the top level and become `skill-NN-label/` folders."""
+
+    id: str                     # stable within a tree, e.g. "L2-C03"
+    level: int                  # 1 = leaf
+    label: str                  # 2-5 words from the LLM, or key terms without one
+    path: str                   # folder relative to the skill root, e.g. "skill-01-x/group-00-y"
+    summary: str                # overview paragraph: topic, questions answered, key terms
+    description: str            # one line for the parent's listing / YAML (<= 1024 chars)
+    children: list[str] = field(default_factory=list)   # cluster ids (internal clusters)
+    documents: list[str] = field(default_factory=list)  # document ids (leaves)
+    num_documents: int = 0
+    parent: str | None = None
+
+
+@dataclass
+class DocumentEntry:
+    """What a leaf listing says of a document, and where it hangs."""
+
+    title: str
+    line: str          # one-line summary
+    cluster: str       # id of its leaf cluster
+
+
+@dataclass
+class BuildParams:
+    branching: int = 10
+    top: int = 8
+    min_size: int = 3
+    seed: int = 0
+    compact: bool = False
+    embed_chars: int = 2000
+    embedder: str = ""
+    llm: str = ""       # model name, "" when built without an LLM
+
+
+@dataclass
+class SkillTree:
+    roots: list[str]
+    clusters: dict[str, Cluster]
+    documents: dict[str, DocumentEntry]
+    params: BuildParams = field(default_factory=BuildParams)
+    format: str = FORMAT
+
+    def cluster(self, cluster_id: str) -> Cluster:
+        try:
+            return self.clusters[cluster_id]
+        except KeyError:
+            raise InputError(f"no cluster {cluster_id!r} in this skill tree") from None
+
+    def by_path(self, path: str) -> Cluster | None:
+        """The cluster whose folder is `path` (relative, '/'-separated), or None."""
+        want = path.strip("/")
+        for c in self.clusters.values():
+            if c.path == want:
+                return c
+        return None
+
+    def leaves(self) -> list[Cluster]:
+        return [c for c in self.clusters.values() if not c.children]
+
+    def ancestors(self, cluster_id: str) -> list[Cluster]:
+        """From the cluster itself up to its root."""
+        out: list[Cluster] = []
+        cur: str | None = cluster_id
+        while cur is not None:
+            c = self.cluster(cur)
+            out.append(c)
+            cur = c.parent
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "params": asdict(self.params),
+            "roots": list(self.roots),
+            "clusters": {k: asdict(v) for k, v in sorted(self.clusters.items())},
+            "documents": {k: asdict(v) for k, v in sorted(self.documents.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SkillTree:
+        return cls(
+            roots=list(data["roots"]),
+            clusters={k: Cluster(**v) for k, v in data["clusters"].items()},
+            documents={k: DocumentEntry(**v) for k, v in data["documents"].items()},
+            params=BuildParams(**data.get("params", {})),
+            format=data.get("format", FORMAT),
+        )
+
+
+def is_skill_dir(folder: str | Path) -> bool:
+    return (Path(folder) / TREE_FILE).is_file()
+
+
+def load_tree(folder: str | Path) -> SkillTree:
+    """Read `skills.json`; a clear InputError when the folder is not a skill tree."""
+    path = Path(folder) / TREE_FILE
+    if not path.is_file():
+        raise InputError(f"{folder}: not a skill tree (no {TREE_FILE}); build one with `bookindex skills build`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            raise InputError(f"{path}: unknown format {data.get('format')!r}, expected {FORMAT!r}")
+        return SkillTree.from_json(data)
+    except InputError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: damaged skill tree ({exc})") from None
+
+
+def save_tree(folder: str | Path, tree: SkillTree) -> None:
+    write_json_atomic(Path(folder) / TREE_FILE, tree.to_json())
+
+
+@dataclass
+class TreeVectors:
+    doc_ids: list[str]
+    doc_vectors: np.ndarray       # (n_docs, dim) float32, L2-normalised
+    cluster_ids: list[str]
+    cluster_vectors: np.ndarray   # (n_clusters, dim) embeddings of the cluster summaries
+
+    def doc(self, doc_id: str) -> np.ndarray:
+        return self.doc_vectors[self.doc_ids.index(doc_id)]
+
+
+def load_vectors(folder: str | Path) -> TreeVectors:
+    path = Path(folder) / VECTORS_FILE
+    if not path.is_file():
+        raise InputError(f"{folder}: not a skill tree (no {VECTORS_FILE})")
+    with np.load(path, allow_pickle=False) as z:
+        return TreeVectors([str(x) for x in z["doc_ids"]], z["doc_vectors"].astype(np.float32),
+                           [str(x) for x in z["cluster_ids"]], z["cluster_vectors"].astype(np.float32))
+
+
+def save_vectors(folder: str | Path, vectors: TreeVectors) -> None:
+    with atomic_open(Path(folder) / VECTORS_FILE, "wb") as fh:
+        np.savez(fh, doc_ids=np.array(vectors.doc_ids, dtype=str), doc_vectors=vectors.doc_vectors.astype(np.float32),
+                 cluster_ids=np.array(vectors.cluster_ids, dtype=str),
+                 cluster_vectors=vectors.cluster_vectors.astype(np.float32))
+
+
+def load_documents(folder: str | Path) -> dict[str, CorpusDocument]:
+    path = Path(folder) / DOCUMENTS_FILE
+    if not path.is_file():
+        raise InputError(f"{folder}: not a skill tree (no {DOCUMENTS_FILE})")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {k: CorpusDocument(id=k, title=v.get("title", ""), text=v.get("text", ""), source=v.get("source", ""))
+            for k, v in data.items()}
+
+
+def save_documents(folder: str | Path, docs: dict[str, CorpusDocument]) -> None:
+    write_json_atomic(Path(folder) / DOCUMENTS_FILE,
+                      {k: {"title": d.title, "text": d.text, "source": d.source} for k, d in sorted(docs.items())})
