@@ -265,6 +265,8 @@ class Engine:
                 return ctx
         ctx = self._context(stored)
         with self._lock:
+            for old in [k for k in self._opened if k[0] == stored.doc_id and k != key]:
+                del self._opened[old]  # a superseded version: its reader lease goes with it
             self._opened[key] = ctx
             while len(self._opened) > self._capacity:
                 self._opened.popitem(last=False)

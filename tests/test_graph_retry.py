@@ -88,6 +88,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert not any(set(bad) & set(e.node_ids) for e in doc.graph.entities.values())
     links_before = sum(len(e.node_ids) for e in doc.graph.entities.values())
     old_dir = doc.dir
+    del doc  # a held document keeps its version on disk (a reader lease)
 
     # Second run, same unchanged file: the model now answers; only the failed nodes are sent.
     script.broken.clear()

@@ -79,7 +79,11 @@ def test_changed_file_is_replaced(lib: Library, md_file: Path):
     new = lib.add(md_file, graph=False)
     assert new.status == "replaced" and new.doc_id != old.doc_id
     assert [d.doc_id for d in lib.documents] == [new.doc_id]
-    assert not old.dir.exists() and new.dir.exists()
+    old_dir = old.dir
+    assert old_dir.exists() and new.dir.exists()  # `old` still holds a reader lease on its version
+    del old  # the lease goes with the last reference; the next write sweeps the old version
+    assert lib.add(md_file, graph=False).status == "unchanged"
+    assert not old_dir.exists()
     assert new.tree.find_section("4 Appendix") is not None
     catalog = json.loads((lib.root / "library.json").read_text())
     assert list(catalog["documents"]) == [new.doc_id]
@@ -90,9 +94,11 @@ def test_new_options_rebuild_in_place(lib: Library, tmp_path: Path):
     f = tmp_path / "h_content_list.json"
     f.write_text(json.dumps(handbook_content_list()))
     a = lib.add(f, graph=False)
+    a_dir = a.dir
+    del a  # a held document keeps its version on disk (a reader lease)
     b = lib.add(f, graph=False, tables=False)
-    assert b.status == "replaced" and b.doc_id == a.doc_id and b.dir != a.dir
-    assert b.manifest["options"]["tables"] is False and not a.dir.exists()
+    assert b.status == "replaced" and b.dir != a_dir
+    assert b.manifest["options"]["tables"] is False and not a_dir.exists()
 
 
 def test_fatal_error_mid_build_leaves_library_exactly_as_it_was(lib: Library, md_file: Path, tmp_path: Path,
@@ -173,13 +179,15 @@ def test_remove(lib: Library, md_file: Path, tmp_path: Path):
     a = lib.add(md_file, graph=False)
     other = tmp_path / "src" / "notes.txt"
     other.write_text("1 Notes\n\nSome notes.\n")
-    b = lib.add(other, graph=False)
+    b_id = lib.add(other, graph=False).doc_id
+    a_id, a_dir = a.doc_id, a.dir
+    del a  # a held document keeps its version on disk (a reader lease)
     removed = lib.remove("handbook.md")
-    assert removed.doc_id == a.doc_id and not a.dir.exists()
-    assert [d.doc_id for d in lib.documents] == [b.doc_id]
+    assert removed.doc_id == a_id and not a_dir.exists()
+    assert [d.doc_id for d in lib.documents] == [b_id]
     with pytest.raises(InputError):
-        lib.get(a.doc_id)
-    lib.remove(b.doc_id[:8])
+        lib.get(a_id)
+    lib.remove(b_id[:8])
     assert lib.documents == [] and not any((lib.root / "docs").iterdir())
 
 

@@ -7,9 +7,13 @@ Layout of a library DIR:
                             "lancedb", vectors.lance/ + graph.lance/: bookindex.storage.lance_store),
                             images/
     .tmp/                   builds in progress
+    .lock                   the writer lock (bookindex.storage.lock), with its holder's record
+    .leases/, .leases.lock  reader leases on generation folders (bookindex.storage.leases)
 The catalog is the single source of truth and is swapped with one `os.replace`, so adding,
 replacing and removing a document are each atomic: a build that fails (or a crash) leaves the
-library as it was; its half-built folder under .tmp/ is swept on the next change.
+library as it was. Writers hold the writer lock for the whole build (`Library.writer`), so any
+folder under .tmp/ found by the holder belongs to a dead build and is removed at the start of
+the run. A superseded generation folder is removed only when no reader holds a lease on it.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
+import weakref
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -41,12 +47,14 @@ from bookindex.providers.embedding import get_embedder
 from bookindex.providers.lexical import document_lexical_index
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
-from bookindex.storage import lance_store
+from bookindex.storage import lance_store, leases
 from bookindex.storage.graph_store import load_entity_vectors, load_graph
+from bookindex.storage.lock import WriterLock, command_line
 from parsing.dispatch import sniff
 
 FORMAT_VERSION = 1
 CATALOG = "library.json"
+TRASH = ".tmp/trash-"  # a superseded generation is renamed here (one rename), then deleted
 MANIFEST = "manifest.json"
 
 # Library.add keyword options -> settings keys (CLI flags map onto the same names).
@@ -93,8 +101,10 @@ class StoredDocument:
     """
 
     def __init__(self, library: "Library", doc_id: str, directory: Path, manifest: dict[str, Any],
-                 status: str = "stored") -> None:
+                 status: str = "stored", lease: leases.Lease | None = None) -> None:
         self.library = library
+        # the generation folder stays on disk while this object lives (or until close())
+        self._release = weakref.finalize(self, lease.release) if lease is not None else None
         self.doc_id = doc_id
         self.dir = directory
         self.manifest = manifest
@@ -105,6 +115,12 @@ class StoredDocument:
         self._lexical: LexicalIndex | None = None
         self._node_vectors: tuple[list[str], np.ndarray | None] | None = None
         self._entity_vectors: tuple[list[str], np.ndarray | None] | None = None
+
+    def close(self) -> None:
+        """Give up the reader lease now (else it goes when the object is garbage collected);
+        files not read yet may then be swept by the next writer."""
+        if self._release is not None:
+            self._release()
 
     @property
     def name(self) -> str:
@@ -202,6 +218,10 @@ class Library:
         self._llm = llm
         self._reranker = reranker
         self._providers = providers
+        self._lock = WriterLock(root)
+        self._owner: int | None = None  # thread holding the writer lock through this object
+        self._depth = 0
+        self._stat: tuple[int, int, int] | None = None  # library.json as last read
         self._catalog = self._read_catalog()
 
     @classmethod
@@ -249,6 +269,7 @@ class Library:
 
     def _read_catalog(self) -> dict[str, Any]:
         p = self._catalog_path
+        self._stat = _stat_of(p)
         if not p.exists():
             if self.root.exists() and any(x for x in self.root.iterdir() if not x.name.startswith(".")):
                 raise IndexFormatError(f"{self.root}: not a bookindex library (no {CATALOG}); "
@@ -268,57 +289,124 @@ class Library:
     def refresh(self) -> None:
         self._catalog = self._read_catalog()
 
+    def _fresh(self) -> dict[str, Any]:
+        """The catalog, re-read when library.json changed on disk (another process committed):
+        a long-lived reader (a server's Engine) then sees new versions as they are committed."""
+        if _stat_of(self._catalog_path) != self._stat:
+            self._catalog = self._read_catalog()
+        return self._catalog
+
+    @contextlib.contextmanager
+    def writer(self, command: str | None = None, wait: bool = True, timeout: float | None = None,
+               on_wait: Callable[[dict[str, Any] | None], None] | None = None) -> Iterator["Library"]:
+        """Hold the library's writer lock: one writer per library across processes and threads.
+
+        Every add/replace/remove takes it for its whole run (re-entrant in the thread that holds
+        it, so a server can wrap `Engine.index` to choose `wait=False` or a timeout). Refused:
+        `LibraryBusy` (an InputError, exit 2) naming the holder's pid, command and start time.
+        `on_wait(holder)` is called once before blocking. On entry, leftovers of dead builds
+        (.tmp/ folders, uncommitted or superseded generations no reader holds) are removed.
+        """
+        me = threading.get_ident()
+        if self._owner == me:
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+            return
+        lock = WriterLock(self.root)
+        lock.acquire(command or command_line(), wait=wait, timeout=timeout, on_wait=on_wait)
+        self._lock, self._owner, self._depth = lock, me, 1
+        try:
+            self._catalog = self._read_catalog()
+            self._sweep(start=True)
+            yield self
+            self._sweep()  # versions this run's own frames held until now
+        finally:
+            self._owner, self._depth = None, 0
+            lock.release()
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a+") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                self._catalog = self._read_catalog()
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        """The commit section: under the writer lock (taken here when the caller has not)."""
+        with self.writer():
+            self._catalog = self._read_catalog()
+            yield
 
     def _commit(self) -> None:
         if not self._catalog.get("created"):
             self._catalog["created"] = _now()
         write_json_atomic(self._catalog_path, self._catalog)
+        self._stat = _stat_of(self._catalog_path)
 
-    def _sweep(self) -> None:
-        """Remove folders the catalog does not reference (failed or superseded builds)."""
+    def _sweep(self, start: bool = False) -> None:
+        """Remove generation folders the catalog does not reference and no reader holds, and
+        (at the start of a run: every build there is dead, since we hold the lock) .tmp/."""
         live = {e["dir"] for e in self._catalog["documents"].values()}
         docs = self.root / "docs"
-        if docs.is_dir():
-            for d in docs.iterdir():
-                if d.name not in live:
-                    shutil.rmtree(d, ignore_errors=True)
         tmp = self.root / ".tmp"
+        doomed: list[Path] = []
+        if docs.is_dir():
+            with leases.guard(self.root, exclusive=True):
+                for d in docs.iterdir():
+                    if d.name in live or leases.live(self.root, d.name):
+                        continue
+                    tmp.mkdir(exist_ok=True)
+                    trash = self.root / f"{TRASH}{d.name}"
+                    try:
+                        os.replace(d, trash)  # one rename: no reader ever sees a half-deleted folder
+                    except OSError:
+                        continue
+                    leases.forget(self.root, d.name)
+                    doomed.append(trash)
         if tmp.is_dir():
             for d in tmp.iterdir():
-                if d.is_dir() and time.time() - d.stat().st_mtime > 24 * 3600:
-                    shutil.rmtree(d, ignore_errors=True)
+                if d in doomed or start or d.name.startswith(TRASH.split("/")[1]):
+                    if d.is_dir() and not d.is_symlink():
+                        shutil.rmtree(d, ignore_errors=True)
+                    else:
+                        with contextlib.suppress(OSError):
+                            d.unlink()
+            with contextlib.suppress(OSError):
+                tmp.rmdir()
 
     # -- reading -------------------------------------------------------------------------
     def _doc(self, doc_id: str, status: str = "stored") -> StoredDocument:
-        entry = self._catalog["documents"][doc_id]
-        d = self.root / "docs" / entry["dir"]
+        """The document's current generation, with a reader lease on it (taken under the lease
+        guard together with the catalog read, so the folder cannot be swept in between)."""
+        with leases.guard(self.root, exclusive=False):
+            entry = self._fresh()["documents"].get(doc_id)
+            if entry is None:
+                raise InputError(f"{self.root}: document {doc_id} was removed by another process")
+            d = self.root / "docs" / entry["dir"]
+            lease = leases.acquire(self.root, entry["dir"], command_line()) if self.root.is_dir() else None
         try:
             manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
+            if lease is not None:
+                lease.release()
             raise IndexFormatError(f"{d}: unreadable manifest ({e}); remove and re-index {entry.get('name')}") from None
-        return StoredDocument(self, doc_id, d, manifest, status)
+        return StoredDocument(self, doc_id, d, manifest, status, lease)
 
     @property
     def documents(self) -> list[StoredDocument]:
-        ids = sorted(self._catalog["documents"], key=lambda i: (self._catalog["documents"][i]["name"], i))
-        return [self._doc(i) for i in ids]
+        cat = self._fresh()["documents"]
+        ids = sorted(cat, key=lambda i: (cat[i]["name"], i))
+        out = []
+        for i in ids:
+            try:
+                out.append(self._doc(i))
+            except InputError:  # removed by another process since the listing: skip it
+                continue
+        return out
 
     def __len__(self) -> int:
-        return len(self._catalog["documents"])
+        return len(self._fresh()["documents"])
 
     def get(self, doc: str) -> StoredDocument:
         """A document by id (or unique id prefix), file name, file stem or source path."""
-        docs = self._catalog["documents"]
+        docs = self._fresh()["documents"]
         if doc in docs:
             return self._doc(doc)
         hits = [i for i, e in docs.items() if doc in (e["name"], Path(e["name"]).stem, e.get("source"))]
@@ -334,7 +422,7 @@ class Library:
 
     def doc_of_node(self, node_id: str) -> StoredDocument:
         doc_id = node_id.split("-", 1)[0]
-        if doc_id not in self._catalog["documents"]:
+        if doc_id not in self._fresh()["documents"]:
             raise InputError(f"{self.root}: node {node_id!r} belongs to no document here")
         return self._doc(doc_id)
 
@@ -376,6 +464,16 @@ class Library:
         if settings.storage.vectors == "lancedb":
             lance_store.require()
         name = src.name
+        created_root = not self.root.exists()
+        emit = on_event or (lambda e, i: None)
+        with self.writer(on_wait=lambda holder: emit("lock_wait", {"holder": holder})):
+            emit("locked", {"doc_id": doc_id})
+            return self._add_locked(src, sha, doc_id, name, settings, recorded, created_root, emit, progress)
+
+    def _add_locked(self, src: Path, sha: str, doc_id: str, name: str, settings: Any,
+                    recorded: dict[str, Any], created_root: bool, on_event: Any,
+                    progress: bool) -> StoredDocument:
+        """add() under the writer lock: a second writer of the same file finds it current here."""
         existing = self._catalog["documents"].get(doc_id)
         if existing is not None:
             doc = self._doc(doc_id)
@@ -389,7 +487,6 @@ class Library:
         stale = [i for i, e in self._catalog["documents"].items() if e.get("source") == str(src) and i != doc_id]
 
         tmp_root = self.root / ".tmp"
-        created_root = not self.root.exists()
         tmp_root.mkdir(parents=True, exist_ok=True)
         stamp = f"{int(time.time()):x}{uuid.uuid4().hex[:6]}"
         build_dir = tmp_root / f"{doc_id}.{stamp}"
@@ -399,7 +496,7 @@ class Library:
             report = build_document(src, build_dir, doc_id=doc_id, name=name, settings=settings,
                                     llm=self.llm, embedder=self.embedder,
                                     reranker=self.reranker if settings.graph.enabled else None,
-                                    on_event=on_event or (lambda e, i: None), progress=progress)
+                                    on_event=on_event, progress=progress)
             manifest = {
                 "format_version": FORMAT_VERSION, "doc_id": doc_id, "name": name, "source": str(src),
                 "sha256": sha, "size": src.stat().st_size if src.is_file() else None,
@@ -420,6 +517,7 @@ class Library:
                 for i in stale:
                     docs.pop(i, None)
                 docs[doc_id] = {"name": name, "source": str(src), "sha256": sha, "dir": final.name}
+                on_event("commit", {"doc_id": doc_id, "dir": final.name})
                 self._commit()  # the commit point: one os.replace of library.json
                 self._sweep()
         except BaseException:
@@ -479,6 +577,9 @@ class Library:
         """Remove a document (by id or name); atomic like add()."""
         target = self.get(doc)
         with self._locked():
+            if target.doc_id not in self._catalog["documents"]:
+                raise InputError(f"{self.root}: {target.name} ({target.doc_id}) was removed by another process")
+            target.close()  # what is returned only describes the removed document
             self._catalog["documents"].pop(target.doc_id, None)
             self._commit()
             self._sweep()
@@ -499,8 +600,10 @@ def _remove_if_empty_library(root: Path) -> None:
     if (root / CATALOG).exists():
         return
     shutil.rmtree(root / ".tmp", ignore_errors=True)
-    with contextlib.suppress(OSError):
-        (root / ".lock").unlink()
+    shutil.rmtree(root / leases.LEASES, ignore_errors=True)
+    for name in (".lock", leases.GUARD):
+        with contextlib.suppress(OSError):
+            (root / name).unlink()
     with contextlib.suppress(OSError):
         root.rmdir()
 
@@ -509,3 +612,11 @@ def _get_dotted(obj: Any, key: str) -> Any:
     for part in key.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _stat_of(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
