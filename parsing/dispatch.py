@@ -9,6 +9,8 @@ description) into sub-sections named by the entry (parsing.entries), then assemb
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,6 +25,7 @@ from parsing.markdown import parse_markdown, parse_text
 from parsing.mineru import detect_format, find_outputs, load_json, parse_mineru, run_mineru
 from parsing.pdf import parse_pdf
 from parsing.sections import assign_levels
+from parsing.textdecode import SAMPLE, guess_encoding
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 TEXT_EXT = {".txt", ".text", ".rst", ".asc", ".adoc"}
@@ -31,23 +34,51 @@ JSON_EXT = {".json"}
 SUPPORTED = "PDF, MinerU JSON (content_list / middle.json, or their folder), Markdown, plain text"
 
 
+def check_path(path: Path) -> None:
+    """InputError naming what is wrong with a path that cannot be opened: a symlink loop, a
+    broken link, a missing file (`Path.exists` says False for all three)."""
+    if path.exists():
+        return
+    if os.path.islink(path):
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:
+            raise InputError(f"{path}: symbolic link loop") from None
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise InputError(f"{path}: symbolic link loop") from None
+            raise InputError(f"{path}: broken symbolic link (its target {os.readlink(path)!r} does not exist)") from None
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InputError(f"{path}: symbolic link loop") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise InputError(f"{path}: permission denied") from None
+        if e.errno == errno.ENAMETOOLONG:
+            raise InputError(f"{path}: file name too long") from None
+    raise InputError(f"{path}: no such file or folder")
+
+
 def sniff(path: Path) -> str:
     """The kind of input at `path`: pdf, mineru, markdown or text. Raises InputError otherwise."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file or folder")
+    check_path(path)
     if path.is_dir():
         if find_outputs(path):
             return "mineru"
         raise InputError(f"{path}: is a folder without MinerU output; pass files, or let "
                          "`bookindex index` expand the folder")
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file")
     try:
         with open(path, "rb") as fh:
-            head = fh.read(1024)
+            head = fh.read(SAMPLE)
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
     ext = path.suffix.lower()
-    if head.lstrip(b"\x00\t\r\n ").startswith(b"%PDF-") or b"%PDF-" in head:
-        return "pdf"
+    text_ext = ext in MARKDOWN_EXT or ext in TEXT_EXT
+    if head.lstrip(b"\x00\t\r\n ").startswith(b"%PDF-") or (b"%PDF-" in head[:1024] and not text_ext):
+        return "pdf"  # a text file that merely mentions %PDF- is text
     if ext in PDF_EXT:
         if not head:
             raise InputError(f"{path}: empty file, not a PDF")
@@ -59,10 +90,10 @@ def sniff(path: Path) -> str:
                              "content_list_v2.json or middle.json)")
         return "mineru"
     if ext in MARKDOWN_EXT:
+        guess_encoding(head, path, "Markdown")
         return "markdown"
     if ext in TEXT_EXT or ext == "":
-        if b"\x00" in head:
-            raise InputError(f"{path}: binary data, not a text file")
+        guess_encoding(head, path, "text")
         return "text"
     raise InputError(f"{path}: unsupported file type {ext!r}; supported: {SUPPORTED}")
 
@@ -130,4 +161,4 @@ def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Settings,
     return build_tree(doc_id, name, blocks, meta)
 
 
-__all__ = ["parse_file", "to_tree", "sniff", "SUPPORTED"]
+__all__ = ["parse_file", "to_tree", "sniff", "check_path", "SUPPORTED"]

@@ -18,6 +18,7 @@ from typing import Any
 from bookindex.core.errors import InputError
 from bookindex.core.model import Block
 from parsing.base import ParsedDocument
+from parsing.textdecode import decode_text
 from parsing.htmltable import html_table_rows, html_table_to_markdown, rows_to_markdown
 
 _TABLE_CAP = re.compile(r"^\s*(?:\*\*|_)?(Table|Tab\.)\s+[\w.\-]+\s*[:.]", re.I)
@@ -33,13 +34,12 @@ def _read(path_or_text: str | Path, kind: str) -> tuple[str, Path | None]:
             raise InputError(f"{p}: no such file")
         if p.is_dir():
             raise InputError(f"{p}: is a folder, not a {kind} file")
-        raw = p.read_bytes()
-        if b"\x00" in raw[:4096]:
-            raise InputError(f"{p}: binary data, not a {kind} file")
         try:
-            return raw.decode("utf-8-sig"), p
-        except UnicodeDecodeError:
-            return raw.decode("latin-1"), p
+            raw = p.read_bytes()
+        except OSError as e:
+            raise InputError(f"{p}: cannot read ({e.strerror})") from None
+        text = decode_text(raw, p, kind)
+        return (text[1:] if text.startswith("\ufeff") else text), p
     return str(path_or_text), None
 
 

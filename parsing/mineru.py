@@ -20,12 +20,13 @@ PDF headings; MinerU's own level is kept in `features["mineru_level"]`.
 from __future__ import annotations
 
 import importlib.util
-import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any, Callable
 
 from bookindex.core.errors import InputError
+from bookindex.core.limits import loads_bounded
 from bookindex.core.model import Block
 from parsing.base import OutlineEntry, ParsedDocument
 from parsing.htmltable import html_table_to_markdown
@@ -38,6 +39,9 @@ _SUFFIXES = ("_content_list_v2", "_content_list", "_middle_json", "_middle", "_m
              "content_list_v2", "content_list", "middle_json", "middle")
 
 FORMATS = ("content_list_v1", "content_list_v2", "middle_v1", "middle_v4")
+MAX_PAGES = 100_000  # a page_idx of 1e9 made a document of a billion (empty) pages
+MAX_COORD = 1e6  # points or normalized units; anything larger is a corrupt field
+MAX_JSON_BYTES = 512 << 20
 
 
 # -- format detection --------------------------------------------------------------------
@@ -45,15 +49,16 @@ FORMATS = ("content_list_v1", "content_list_v2", "middle_v1", "middle_v4")
 def load_json(path: Path) -> Any:
     """Parse a JSON file, turning syntax errors into an InputError with line and column."""
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise InputError(f"{path}: {size / 2**20:.0f} MiB of JSON is more than the {MAX_JSON_BYTES >> 20} MiB "
+                             "a MinerU output may have")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a UTF-8 JSON file ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return loads_bounded(text, str(path))
 
 
 def detect_format(data: Any) -> str | None:
@@ -80,8 +85,8 @@ def is_mineru_json(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
     try:
-        return detect_format(json.loads(path.read_text(encoding="utf-8"))) is not None
-    except (OSError, ValueError):
+        return detect_format(load_json(path)) is not None
+    except InputError:
         return False
 
 
@@ -145,16 +150,43 @@ class _Fields:
 
     def page(self, v: Any, where: str) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise self.fail(where, f"must be a non-negative integer page index, got {v!r}")
+            raise self.fail(where, f"must be a non-negative integer page index, got {_short(v)}")
+        if v >= MAX_PAGES:
+            raise self.fail(where, f"is {v:,}; a document has at most {MAX_PAGES:,} pages")
         return v
+
+    def size(self, v: Any, where: str) -> tuple[float, float]:
+        """A page size [width, height] in points: two finite positive numbers."""
+        if (not isinstance(v, (list, tuple)) or len(v) != 2
+                or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)):
+            raise self.fail(where, f"must be [width, height] in points, got {_short(v)}")
+        if any(not math.isfinite(x) or x < 0 or x > MAX_COORD for x in v):
+            raise self.fail(where, f"must be two numbers in [0, {MAX_COORD:g}] points, got {_short(v)}")
+        return (float(v[0]), float(v[1]))
 
     def bbox(self, v: Any, where: str) -> tuple[float, float, float, float] | None:
         if v is None:
             return None
         if (not isinstance(v, (list, tuple)) or len(v) != 4
                 or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v)):
-            raise self.fail(where, f"must be 4 numbers [x0, y0, x1, y1], got {v!r}")
+            raise self.fail(where, f"must be 4 numbers [x0, y0, x1, y1], got {_short(v)}")
+        if any(not math.isfinite(x) or abs(x) > MAX_COORD for x in v):
+            raise self.fail(where, f"must hold finite coordinates within ±{MAX_COORD:g}, got {_short(v)}")
         return (float(v[0]), float(v[1]), float(v[2]), float(v[3]))
+
+
+def f_page_count(path: Path, n: int) -> int:
+    """metadata.document.page_count, within MAX_PAGES."""
+    if not 0 <= n <= MAX_PAGES:
+        raise InputError(f"{path}: malformed MinerU output: field metadata.document.page_count is {n:,}; "
+                         f"a document has at most {MAX_PAGES:,} pages")
+    return n
+
+
+def _short(v: Any) -> str:
+    """A value as shown in a one-line message: repr cut to 60 characters."""
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _tname(v: Any) -> str:
@@ -450,10 +482,7 @@ def _read_middle_v1(r: _Reader, data: dict[str, Any]) -> None:
         pidx = f.page(page.get("page_idx", pi), f"{pw}.page_idx")
         size = page.get("page_size")
         if size is not None:
-            if (not isinstance(size, (list, tuple)) or len(size) != 2
-                    or not all(isinstance(x, (int, float)) for x in size)):
-                raise f.fail(f"{pw}.page_size", f"must be [width, height] in points, got {size!r}")
-            r.page_sizes[pidx] = (float(size[0]), float(size[1]))
+            r.page_sizes[pidx] = f.size(size, f"{pw}.page_size")
         for _ in f.lst(page.get("discarded_blocks"), f"{pw}.discarded_blocks"):
             r.skip("discarded", pidx)
         for bi, raw in enumerate(f.lst(page.get("para_blocks"), f"{pw}.para_blocks")):
@@ -525,7 +554,8 @@ def _read_middle_v4(r: _Reader, data: dict[str, Any]) -> None:
             pg = f.obj(pg, f"extensions.docvortex_layout.pages[{k}]")
             wv, hv = pg.get("width_pt"), pg.get("height_pt")
             if isinstance(wv, (int, float)) and isinstance(hv, (int, float)):
-                r.page_sizes[f.page(pg.get("page_idx", k), f"extensions.docvortex_layout.pages[{k}].page_idx")] = (float(wv), float(hv))
+                where = f"extensions.docvortex_layout.pages[{k}]"
+                r.page_sizes[f.page(pg.get("page_idx", k), f"{where}.page_idx")] = f.size([wv, hv], f"{where}.width_pt")
     pages = f.lst(data.get("pages"), "pages", optional=False)
     for pi, raw_page in enumerate(pages):
         pw = f"pages[{pi}]"
@@ -705,7 +735,7 @@ def parse_mineru(path: str | Path, *, pdf_path: str | Path | None = None, image_
     if fmt == "middle_v4" and isinstance(data.get("metadata"), dict):
         doc_meta = data["metadata"].get("document")
         if isinstance(doc_meta, dict) and isinstance(doc_meta.get("page_count"), int):
-            page_count = max(page_count or 0, doc_meta["page_count"])
+            page_count = max(page_count or 0, f_page_count(path, doc_meta["page_count"]))
     if fmt == "middle_v1":
         page_count = max(page_count or 0, len(data["pdf_info"]))
     if fmt == "content_list_v2":

@@ -56,9 +56,11 @@ def open_pdf(path: str | Path) -> Document:
     try:
         if doc.needs_pass or doc.is_encrypted:
             raise InputError(f"{p}: encrypted PDF (password required); decrypt it first")
-        if doc.page_count == 0:
-            raise InputError(f"{p}: PDF has no pages")
         truncated = b"%%EOF" not in tail
+        if doc.page_count == 0:
+            if truncated:  # mupdf's repair found no page tree: the file stops before it
+                raise InputError(f"{p}: truncated PDF (no %%EOF marker, no readable pages; the file is incomplete)")
+            raise InputError(f"{p}: PDF has no pages")
         if truncated and getattr(doc, "is_repaired", False):
             # mupdf rebuilt the xref of a file that stops mid-way: pages may silently vanish.
             raise InputError(f"{p}: truncated PDF (no %%EOF marker; the file is incomplete)")

@@ -43,9 +43,24 @@ def _run_step(step: Step, state: State, ctx: IndexContext) -> None:
         return
     op = OPERATORS[step.op](ctx, step.params)
     op.run(state)
+    unknown = unknown_ids(step.params, ctx)
+    if unknown and state.trace:
+        rec = state.trace[-1]
+        note = f"unknown ids ignored: {', '.join(unknown[:10])}" + (" ..." if len(unknown) > 10 else "")
+        rec["warning"] = f"{rec['warning']}; {note}" if rec.get("warning") else note
     if getattr(op, "fallback_needed", False) and step.fallback is not None:
         state.trace[-1]["fallback_to"] = step.fallback.op
         _run_step(step.fallback, state, ctx)
+
+
+def unknown_ids(params: dict[str, Any], ctx: IndexContext) -> list[str]:
+    """Section or entity ids an (edited) plan names that this document does not have: the
+    operators skip them, and the trace says so (issue 18) instead of ignoring them silently."""
+    out = [str(i) for i in params.get("section_ids") or [] if str(i) not in ctx.tree.nodes]
+    if params.get("entity_ids"):
+        entities = ctx.graph.entities
+        out += [str(i) for i in params["entity_ids"] if str(i) not in entities]
+    return out
 
 
 def _for_each(step: Step, state: State, ctx: IndexContext) -> None:

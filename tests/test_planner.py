@@ -92,7 +92,7 @@ def test_invalid_plans_are_clear_errors():
     with pytest.raises(InputError, match="Filter_Range parameter"):
         Plan.from_dict({"question": "q", "query_type": "global",
                         "steps": [{"op": "Filter_Range", "params": {"range_type": "chapter"}}]})
-    with pytest.raises(InputError, match="not JSON"):
+    with pytest.raises(InputError, match="malformed JSON"):
         Plan.from_json("{nope")
     with pytest.raises(InputError, match="version"):
         Plan.from_dict({"version": 0, "question": "q", "query_type": "single-hop", "steps": []})

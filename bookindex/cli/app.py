@@ -165,14 +165,57 @@ _register_features(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: a BookIndexError becomes one red line on stderr and exit code 2."""
+    """Entry point: every error that reaches a user is one red line `error: FILE: problem` on
+    stderr and exit code 2 (a BookIndexError, Typer's own usage errors, an unexpected OS error
+    or input deeper than Python can walk), never a traceback or a boxed multi-line message."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, prog_name="bookindex")
+        rc = app(args=args, prog_name="bookindex", standalone_mode=False)
     except BookIndexError as exc:
-        set_current(None)
-        message = " ".join(str(exc).split())
-        err_console.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
+    except typer.TyperException as exc:  # Typer's (vendored click's) usage errors
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]  # bare `bookindex`: the help, as before
+            sys.exit(int(getattr(exc, "exit_code", 2)))
+        _fail(_dash_name(exc, args) if type(exc).__name__ == "NoSuchOption" else _usage_message(exc), 2)
+    except typer.Abort:
+        _fail("interrupted", 130)
+    except RecursionError:
+        _fail("input nested too deeply to read (RecursionError)", 2)
+    except OSError as exc:
+        _fail(f"{exc.filename or 'file'}: {exc.strerror or exc}", 2)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    set_current(None)
+    text = " ".join(message.split())
+    err_console.print(f"[bold red]error:[/bold red] {escape(text)}", soft_wrap=True)
+    sys.exit(code)
+
+
+def _usage_message(exc: Exception) -> str:
+    """Click's message with the parameter it concerns in front, as `PARAM: problem`."""
+    fmt = getattr(exc, "format_message", None)
+    msg = fmt() if callable(fmt) else str(exc)
+    param = getattr(exc, "param", None)
+    opts = [o for o in getattr(param, "opts", None) or [] if str(o).startswith("-")]
+    hint = getattr(exc, "param_hint", None) or (opts[0] if opts else getattr(param, "name", None))
+    if isinstance(hint, (list, tuple)):
+        hint = "/".join(hint)
+    if hint and msg.startswith("Invalid value for"):
+        msg = msg.split(":", 1)[-1].strip()
+    return f"{hint}: {msg}" if hint else msg
+
+
+def _dash_name(exc: Exception, args: list[str]) -> str:
+    """A file name starting with a dash is taken for an option: say so, and how to pass it."""
+    name = str(getattr(exc, "option_name", "") or "-")
+    token = next((a for a in args if a == name or (a.startswith(name) and not a.startswith("--"))), name)
+    if Path(token).exists() or "." in token:
+        return (f"{token}: a name starting with '-' is read as an option; put `--` before it "
+                f"(bookindex ... -- {token}) or write ./{token}")
+    return f"{token}: no such option (see --help)"
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,6 +25,20 @@ def _console(stderr: bool = False) -> Any:
 def _check(question: str) -> None:
     if not question.strip():
         raise InputError('the question is empty: bookindex ask DIR "What is ...?"')
+    if not any(ch.isalnum() for ch in question):
+        # nothing to retrieve with: evidence for "?!" would be noise shown with confidence
+        raise InputError(f"the question {question[:40]!r} has no words or numbers to search for")
+
+
+def _check_save_plan(path: Path) -> None:
+    """--save-plan must name a file in an existing folder; checked before the question is answered."""
+    if path.is_dir():
+        raise InputError(f"{path}: --save-plan names a folder; give a file name, e.g. {path / 'plan.json'}")
+    parent = path.expanduser().parent
+    if not parent.is_dir():
+        raise InputError(f"{path}: --save-plan folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"{path}: --save-plan folder {parent} is not writable")
 
 
 def render_explain(answer: Any) -> Any:
@@ -121,12 +136,14 @@ def register(app: typer.Typer) -> None:
         explain: bool = typer.Option(False, "--explain", help="Show the plan and its trace as a tree."),
         save_plan: Optional[Path] = typer.Option(None, "--save-plan", help="Write the plan as JSON."),
         method: str = typer.Option("bookindex", "--method", help=METHOD_HELP),
-        k: Optional[int] = typer.Option(None, "--k", help="Evidence count for baseline methods."),
+        k: Optional[int] = typer.Option(None, "--k", min=1, max=1000, help="Evidence count for baseline methods."),
     ) -> None:
         """Answer QUESTION from the indexed documents, with cited evidence."""
         _check(question)
         if method not in METHODS:
             raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
+        if save_plan is not None:
+            _check_save_plan(save_plan)
         answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k))
         if save_plan is not None:
             if answer.plan is None:

@@ -15,6 +15,8 @@ from rich.markup import escape
 from bookindex.cli.context import engine_for
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.model import DocumentTree, Node
+from bookindex.storage.lock import describe
+from parsing.dispatch import check_path
 from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
 
 PARSERS = ("auto", "pymupdf", "mineru", "markdown", "text")
@@ -30,9 +32,8 @@ def _console() -> Any:
 def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
     """Files to index: files as given; folders searched recursively for PDFs, Markdown, text
     and MinerU JSON (one JSON per MinerU output, and a PDF and its MinerU output only once)."""
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise InputError(f"{missing[0]}: no such file or folder")
+    for p in paths:
+        check_path(p)
     out: list[Path] = []
     for p in paths:
         if p.is_file():
@@ -69,6 +70,12 @@ def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
     return out
 
 
+def one_line(message: str, limit: int = 400) -> str:
+    """A message as one line of at most `limit` characters (what every user-facing error is)."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class _Progress:
     """tqdm bars fed by construction events: embedding nodes; PDF parsing draws its own pages/s bar."""
 
@@ -83,6 +90,9 @@ class _Progress:
             return
         from tqdm import tqdm
 
+        if event == "lock_wait":
+            _console().print(f"  waiting for the library lock, held by {escape(describe(info.get('holder')))} ...")
+            return
         if event == "parsed":
             c = _console()
             rate = info["pages"] / info["seconds"] if info["seconds"] > 0 else float("inf")
@@ -146,7 +156,11 @@ def index_cmd(
             doc = engine.index(f, on_event=prog, progress=not quiet, **opts)
         except BookIndexError as e:
             counts["failed"] += 1
-            c.print(f"[bold red]error:[/] {escape(str(e))}")
+            c.print(f"[bold red]error:[/] {escape(one_line(str(e)))}")
+            continue
+        except (Exception, RecursionError) as e:  # one file's bug never stops the batch (issue 18)
+            counts["failed"] += 1
+            c.print(f"[bold red]error:[/] {escape(one_line(f'{f}: could not be indexed ({type(e).__name__}: {e})'))}")
             continue
         counts[doc.status] += 1
         if doc.status != "unchanged":

@@ -147,6 +147,13 @@ def live(root: Path, generation: str) -> int:
     return count
 
 
+def held_here(root: Path, generation: str) -> bool:
+    """Whether this process holds a lease on `generation` (perhaps only through garbage)."""
+    with _registry_lock:
+        lease = _registry.get((str(root), generation))
+        return lease is not None and lease.count > 0
+
+
 def forget(root: Path, generation: str) -> None:
     """Drop the (empty) lease folder of a generation that was deleted."""
     with contextlib.suppress(OSError):

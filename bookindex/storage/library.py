@@ -19,7 +19,7 @@ the run. A superseded generation folder is removed only when no reader holds a l
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import gc
 import hashlib
 import json
 import os
@@ -50,7 +50,7 @@ from bookindex.providers.reranker import get_reranker
 from bookindex.storage import lance_store, leases
 from bookindex.storage.graph_store import load_entity_vectors, load_graph
 from bookindex.storage.lock import WriterLock, command_line
-from parsing.dispatch import sniff
+from parsing.dispatch import check_path, sniff
 
 FORMAT_VERSION = 1
 CATALOG = "library.json"
@@ -348,9 +348,15 @@ class Library:
         tmp = self.root / ".tmp"
         doomed: list[Path] = []
         if docs.is_dir():
+            collected = False
             with leases.guard(self.root, exclusive=True):
                 for d in docs.iterdir():
-                    if d.name in live or leases.live(self.root, d.name):
+                    if d.name in live:
+                        continue
+                    if leases.live(self.root, d.name) and not collected and leases.held_here(self.root, d.name):
+                        gc.collect()  # our own lease may be held only by unreachable objects (cycles)
+                        collected = True
+                    if leases.live(self.root, d.name):
                         continue
                     tmp.mkdir(exist_ok=True)
                     trash = self.root / f"{TRASH}{d.name}"
@@ -454,8 +460,7 @@ class Library:
         """
 
         src = Path(path).expanduser()
-        if not src.exists():
-            raise InputError(f"{src}: no such file or folder")
+        check_path(src)
         src = src.resolve()
         sniff(src)  # fail fast on an unsupported or mislabeled file, before anything is written
         sha = path_sha256(src)
