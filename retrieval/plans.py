@@ -26,7 +26,7 @@ PLAN_VERSION = 1
 COMPOSITES = ("Parallel", "ForEach")
 MAX_PLAN_DEPTH = 24  # JSON levels: a real plan (ForEach > Parallel > step > params) uses about 8
 MAX_PAGE = 1_000_000
-CRITERIA = ("graph", "text")  # the score dimensions SkylineRanker can combine
+CRITERIA = ("graph", "text")  # the score dimensions Skyline_Ranker can combine
 # Sane ranges of numeric operator parameters (inclusive); other ints: 0..1000, floats: 0..1000.
 PARAM_RANGES: dict[str, tuple[float, float]] = {
     "alpha": (0.01, 0.99), "min_similarity": (-1.0, 1.0), "min_fuzzy": (0.0, 100.0),
@@ -166,14 +166,14 @@ def check_params(op: str, params: dict[str, Any], source: str) -> None:
             raise InputError(f"{source}: Filter_Range value {value!r}: pages run from 1 to {MAX_PAGE:,}")
     if op == "Filter_Range" and params.get("range_type") == "section" and not str(params.get("value", "")).strip():
         raise InputError(f"{source}: Filter_Range value: name a section (title or number)")
-    if op == "SkylineRanker":
+    if op == "Skyline_Ranker":
         unknown = [c for c in list(params.get("criteria") or []) + list(params.get("weights") or {})
                    if c not in CRITERIA]
         if unknown:
-            raise InputError(f"{source}: SkylineRanker criterion {unknown[0]!r} is unknown; "
+            raise InputError(f"{source}: Skyline_Ranker criterion {unknown[0]!r} is unknown; "
                              f"known: {', '.join(CRITERIA)}")
         if "criteria" in params and not params["criteria"]:
-            raise InputError(f"{source}: SkylineRanker criteria: name at least one of {', '.join(CRITERIA)}")
+            raise InputError(f"{source}: Skyline_Ranker criteria: name at least one of {', '.join(CRITERIA)}")
 
 
 def _check_value(op: str, key: str, value: Any, source: str) -> None:

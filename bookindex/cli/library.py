@@ -39,6 +39,8 @@ def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
         if p.is_file():
             out.append(p)
             continue
+        if not p.is_dir():
+            raise InputError(f"{p}: not a regular file or folder (a pipe, socket or device)")
         files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in DOC_EXT
                        and not any(part.startswith(".") for part in f.relative_to(p).parts))
         by_dir: dict[tuple[Path, str], list[Path]] = {}
@@ -155,12 +157,17 @@ def index_cmd(
         try:
             doc = engine.index(f, on_event=prog, progress=not quiet, **opts)
         except BookIndexError as e:
+            if len(files) == 1:
+                raise  # one file: its error is the whole message (one line, exit 2)
             counts["failed"] += 1
             c.print(f"[bold red]error:[/] {escape(one_line(str(e)))}")
             continue
         except (Exception, RecursionError) as e:  # one file's bug never stops the batch (issue 18)
+            message = one_line(f"{f}: could not be indexed ({type(e).__name__}: {e})")
+            if len(files) == 1:
+                raise InputError(message) from e
             counts["failed"] += 1
-            c.print(f"[bold red]error:[/] {escape(one_line(f'{f}: could not be indexed ({type(e).__name__}: {e})'))}")
+            c.print(f"[bold red]error:[/] {escape(message)}")
             continue
         counts[doc.status] += 1
         if doc.status != "unchanged":
