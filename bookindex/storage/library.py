@@ -514,6 +514,7 @@ class Library:
             }
             write_json_atomic(build_dir / MANIFEST, manifest)
             with self._locked():
+                on_event("commit", {"doc_id": doc_id})
                 (self.root / "docs").mkdir(exist_ok=True)
                 final = self.root / "docs" / build_dir.name
                 os.replace(build_dir, final)
@@ -522,7 +523,7 @@ class Library:
                 for i in stale:
                     docs.pop(i, None)
                 docs[doc_id] = {"name": name, "source": str(src), "sha256": sha, "dir": final.name}
-                on_event("commit", {"doc_id": doc_id, "dir": final.name})
+                on_event("catalog", {"doc_id": doc_id, "dir": final.name})  # moved, not yet committed
                 self._commit()  # the commit point: one os.replace of library.json
                 self._sweep()
         except BaseException:
