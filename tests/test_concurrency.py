@@ -30,7 +30,7 @@ STRESS_SECONDS = float(os.environ.get("BOOKINDEX_STRESS_SECONDS", "60"))
 # alternate, so each run is a real rebuild and a generation swap); a reader asks in a loop, through
 # the CLI (a fresh Engine per question) or through one long-lived Engine (as a server would).
 WORKER = textwrap.dedent('''
-    import json, os, sys, time
+    import contextlib, io, json, os, sys, time
     from pathlib import Path
     from library_helpers import HashEmbedder
     from bookindex.cli.app import main
@@ -45,11 +45,18 @@ WORKER = textwrap.dedent('''
     counts = {"role": role, "runs": 0, "failed": 0, "errors": [], "statuses": {}}
 
     def cli(args):
+        err = io.StringIO()
         try:
-            main(args)
+            with contextlib.redirect_stderr(err):
+                main(args)
         except SystemExit as e:
-            return int(e.code or 0)
-        return 0
+            code = int(e.code or 0)
+        else:
+            code = 0
+        for status in ("added", "replaced", "unchanged", "retried"):
+            if f"1 {status}" in err.getvalue():
+                counts["statuses"][status] = counts["statuses"].get(status, 0) + 1
+        return code
 
     engine = Engine(lib) if role == "engine-reader" else None
     k = 0
@@ -57,7 +64,7 @@ WORKER = textwrap.dedent('''
         k += 1
         doc = docs[k % len(docs)]
         if role == "writer":
-            args = ["index", "--no-graph", "-q", "-i", lib, doc] + (["--no-tables"] if k % 2 else [])
+            args = ["index", "--no-graph", "-q", "-i", lib, doc] + (["--no-tables"] if (k // 2) % 2 else [])
             rc = cli(args)
         elif role == "cli-reader":
             rc = cli(["ask", lib, "What does the parser read?", "--doc", Path(doc).name, "--json"])
@@ -115,6 +122,14 @@ def _new_id(src: Path) -> str:
     return hashlib.sha256(src.read_bytes()).hexdigest()[:16]
 
 
+def _sum_statuses(results: list[dict]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for r in results:
+        for k, v in r["statuses"].items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
 def _catalog(root: Path) -> dict:
     return json.loads((root / "library.json").read_text())["documents"]
 
@@ -154,7 +169,8 @@ def test_writers_and_readers_stress(tmp_path: Path) -> None:
     failed_asks = sum(r["failed"] for r in results if r["role"] != "writer")
     reindexes = sum(r["runs"] for r in results if r["role"] == "writer")
     failed_writes = sum(r["failed"] for r in results if r["role"] == "writer")
-    summary = {"seconds": STRESS_SECONDS, "asks": asks, "failed_asks": failed_asks, "reindexes": reindexes,
+    summary = {"seconds": STRESS_SECONDS, "per_worker": [[r["role"], r["runs"], r["failed"]] for r in results],
+               "writer_statuses": _sum_statuses(results), "asks": asks, "failed_asks": failed_asks, "reindexes": reindexes,
                "failed_reindexes": failed_writes, "errors": [e for r in results for e in r["errors"]][:5]}
     print("stress:", json.dumps(summary))
     (tmp_path / "stress.json").write_text(json.dumps(summary))
