@@ -218,7 +218,6 @@ class Library:
         self._llm = llm
         self._reranker = reranker
         self._providers = providers
-        self._lock = WriterLock(root)
         self._owner: int | None = None  # thread holding the writer lock through this object
         self._depth = 0
         self._stat: tuple[int, int, int] | None = None  # library.json as last read
@@ -317,7 +316,7 @@ class Library:
             return
         lock = WriterLock(self.root)
         lock.acquire(command or command_line(), wait=wait, timeout=timeout, on_wait=on_wait)
-        self._lock, self._owner, self._depth = lock, me, 1
+        self._owner, self._depth = me, 1
         try:
             self._catalog = self._read_catalog()
             self._sweep(start=True)
