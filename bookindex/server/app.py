@@ -27,12 +27,12 @@ import bookindex
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
-from bookindex.server import problems, validate
+from bookindex.server import handlers, run, validate
 from bookindex.server.auth import Keys, Role, allows
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.pages import page_png
-from bookindex.server.problems import Problem
+from bookindex.server.problem import Problem
 from bookindex.server.sse import ask_events
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
 from parsing.pdf_open import open_pdf
@@ -122,7 +122,7 @@ def create_app(engine: Engine, keys: Keys | None = None) -> FastAPI:
     api = FastAPI(title="bookindex", version=bookindex.__version__, lifespan=lifespan,
                   description="Question answering over long documents: upload, index, browse, ask.")
     api.state.server = srv
-    problems.install(api)
+    handlers.install(api)
 
     def need(role: Role) -> Any:
         def check(request: Request) -> None:
@@ -312,3 +312,16 @@ def _forget_files(srv: Server, removed: DocumentInfo) -> None:
     files = (srv.dir / "files").resolve()
     if src.parent.parent == files and not any(d.source == removed.source for d in srv.engine.documents()):
         shutil.rmtree(src.parent, ignore_errors=True)
+
+
+def pending_app() -> FastAPI:
+    """The app `bookindex serve` starts (uvicorn's factory): built from `run.pending()`."""
+    p = run.pending()
+    engine = Engine(p.library, p.settings)
+    app = create_app(engine, p.keys)
+    jobs = app.state.server.jobs
+    for job_id in jobs.interrupted:
+        job = jobs.get(job_id)
+        p.say(f"job {job.id} ({job.name}) was interrupted (x{job.interruptions}); resuming it")
+    p.say(f"library {engine.root}: {len(engine.library)} document(s); API docs at http://{p.host}:{p.port}/docs")
+    return app

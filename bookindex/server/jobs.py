@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine, IndexReport
-from bookindex.server.problems import Problem
+from bookindex.server.problem import Problem
 
 log = logging.getLogger("bookindex.server.jobs")
 
@@ -126,6 +126,7 @@ class JobManager:
         if throttle and now - self._saved_at.get(job.id, 0.0) < SAVE_EVERY_S:
             return
         self._saved_at[job.id] = now
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.jobs_dir / f"{job.id}.json", job.model_dump(mode="json"))
 
     # -- the API -------------------------------------------------------------------------
@@ -248,6 +249,7 @@ class JobManager:
             return
         except Exception as e:  # a failed build leaves the library unchanged (Library.add)
             msg = " ".join(str(e).split()) if isinstance(e, BookIndexError) else f"{type(e).__name__}: {e}"
+            msg = msg.replace(str(path), job.name)  # the client knows its file by name, not by our path
             with self._cond:
                 self._finish(job, "failed", error=msg)
             self._discard_upload(job)

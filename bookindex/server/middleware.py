@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from http import HTTPStatus
 from typing import Any
 
 from bookindex.server.auth import Keys, Role, allows, presented_key
-from bookindex.server.problems import PROBLEM_JSON, Problem
+from bookindex.server.problem import PROBLEM_JSON, Problem, problem_body
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -24,8 +23,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 async def send_problem(send: Send, path: str, status: int, detail: str,
                        headers: dict[str, str] | None = None) -> None:
-    body = json.dumps({"type": "about:blank", "title": HTTPStatus(status).phrase, "status": status,
-                       "detail": detail, "instance": path}).encode()
+    body = json.dumps(problem_body(status, detail, path)).encode()
     hdrs = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
     hdrs += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": hdrs})

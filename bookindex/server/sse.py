@@ -18,7 +18,7 @@ from typing import Any
 
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import AskRequest, Engine
-from bookindex.server.problems import status_of
+from bookindex.server.problem import status_of
 
 CHUNK_WORDS = 4
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from bookindex.server.problems import Problem
+from bookindex.server.problem import Problem
 
 DOC_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}")  # a doc id, file name or stem
 NODE_ID = re.compile(r"[0-9a-f]{4,64}-[A-Za-z0-9_]{1,40}")  # "<doc id>-<00042|root>"

@@ -1,9 +1,8 @@
-"""Errors as RFC 9457 problem details: `{"type", "title", "status", "detail", "instance"}`
-served as `application/problem+json`, so every client parses one error shape."""
+"""FastAPI exception handlers: every error the app can raise becomes a problem document
+(`problem.problem_body`) with its status."""
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -11,42 +10,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
-
-PROBLEM_JSON = "application/problem+json"
-
-
-class Problem(Exception):
-    """Raise from a route to answer with a problem document of this status."""
-
-    def __init__(self, status: int, detail: str, *, title: str | None = None,
-                 headers: dict[str, str] | None = None, **extra: Any) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.title = title or HTTPStatus(status).phrase
-        self.headers = headers or {}
-        self.extra = extra
+from bookindex.core.errors import BookIndexError
+from bookindex.server.problem import PROBLEM_JSON, Problem, problem_body, status_of
 
 
 def problem_response(request: Request, status: int, detail: str, *, title: str | None = None,
                      headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
-    body: dict[str, Any] = {"type": "about:blank", "title": title or HTTPStatus(status).phrase,
-                            "status": status, "detail": detail, "instance": request.url.path}
-    body.update(extra)
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
-
-
-def status_of(exc: BookIndexError) -> int:
-    """An Engine error's HTTP status: a missing document or node is 404, an ambiguous name or
-    other bad input 400 (the message says which), an unreadable index 409."""
-    msg = str(exc)
-    if isinstance(exc, IndexFormatError):
-        return 409
-    if isinstance(exc, InputError) and (": no document " in msg or ": no node " in msg
-                                        or "belongs to no document" in msg):
-        return 404
-    return 400
+    return JSONResponse(problem_body(status, detail, request.url.path, title, **extra), status_code=status,
+                        media_type=PROBLEM_JSON, headers=headers)
 
 
 def install(app: FastAPI) -> None:
