@@ -240,7 +240,7 @@ def create_app(engine: Engine, keys: Keys | None = None) -> FastAPI:
     def run_plan(req: RunPlanRequest, engine: E) -> Answer:
         try:
             p = Plan.from_dict(req.plan)
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, InputError) as e:
             raise Problem(422, f"plan: {' '.join(str(e).split())[:300]}") from None
         srv.check_question(p.question)
         return engine.run_plan(p, doc=validate.doc_ref(req.doc) if req.doc else None)
@@ -248,8 +248,9 @@ def create_app(engine: Engine, keys: Keys | None = None) -> FastAPI:
     @api.post("/search", response_model=list[Evidence], tags=["questions"])
     def search(req: SearchRequest, engine: E) -> list[Evidence]:
         srv.check_question(req.query)
-        return engine.search(req.query, doc=validate.doc_ref(req.doc) if req.doc else None,
+        hits = engine.search(req.query, doc=validate.doc_ref(req.doc) if req.doc else None,
                              method=req.method, k=req.k)
+        return hits[:req.k] if req.k else hits  # the bookindex method ranks its own number
 
     limit = int(srv.limits.max_upload_mb * 2**20) + MULTIPART_SLACK
     api.add_middleware(BodyLimit, limit=limit, paths=frozenset({"/documents"}))
