@@ -177,13 +177,17 @@ class JobManager:
             if job.state not in ACTIVE:
                 raise Problem(409, f"job {job_id} has already ended ({job.state})")
             job.cancel_requested = True
-            if job.state == "queued":
+            queued = job.state == "queued"
+            if queued:
                 with contextlib.suppress(ValueError):
                     self._queue.remove(job_id)
                 self._finish(job, "cancelled", error="cancelled before it started")
             else:
                 self._save(job)
-            return job.model_copy(deep=True)
+            copy = job.model_copy(deep=True)
+        if queued:
+            self._discard_upload(job)
+        return copy
 
     # -- the worker ----------------------------------------------------------------------
     def start(self) -> None:
