@@ -72,13 +72,13 @@ class Server:
     """What the routes share: the Engine, the jobs, the keys, the limits, and the catalog
     watch that picks up changes other processes (`bookindex index`) made to the library."""
 
-    def __init__(self, engine: Engine, keys: Keys) -> None:
+    def __init__(self, engine: Engine, keys: Keys, isolate_builds: bool = True) -> None:
         self.engine = engine
         self.keys = keys
         self.limits = engine.settings.server
         self.root = Path(engine.library.root)
         self.dir = self.root / SERVER_DIR
-        self.jobs = JobManager(engine, self.dir, self.limits.max_jobs)
+        self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds)
         self._catalog_mtime: int | None = None
 
     def fresh(self) -> Engine:
@@ -106,10 +106,12 @@ def _engine(request: Request) -> Engine:
 E = Annotated[Engine, Depends(_engine)]
 
 
-def create_app(engine: Engine, keys: Keys | None = None) -> FastAPI:
-    """The app for one library; keys default to the environment variables the settings name."""
+def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool = True) -> FastAPI:
+    """The app for one library; keys default to the environment variables the settings name.
+    `isolate_builds=False` runs index jobs in the server process, with the Engine's own
+    providers (for an Engine given test doubles); by default each runs in a child process."""
     keys = keys if keys is not None else Keys.from_env(engine.settings)
-    srv = Server(engine, keys)
+    srv = Server(engine, keys, isolate_builds)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
