@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Query, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile as StarletteUpload
 
 import bookindex
@@ -165,8 +166,8 @@ def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool
         if suffix not in SUFFIXES:
             raise Problem(415, f"{name}: unsupported file type; upload {', '.join(sorted(SUFFIXES))}")
         staged, sha = await _stage(file, srv.dir / "uploads", int(srv.limits.max_upload_mb * 2**20))
-        try:
-            _check_content(staged, name, suffix, srv.limits.max_pages)
+        try:  # PyMuPDF opens the file: off the event loop
+            await run_in_threadpool(_check_content, staged, name, suffix, srv.limits.max_pages)
         except BaseException:
             staged.unlink(missing_ok=True)
             raise
