@@ -9,12 +9,8 @@ unless a stored document already uses it.
 
 One worker thread runs the jobs one at a time through `Engine.index`, which writes through the
 library (its lock and atomic catalog swap); queueing here keeps the server itself to one writer.
-By default each build runs in a child process (spawned, niced by BUILD_NICE, exiting when the
-server dies) that streams its index events back over a pipe: a build is CPU-bound Python
-(parsing, tokenising) plus ONNX threads, and in the server's own process it held the GIL and
-the cores long enough to slow every question (docs/benchmarks.md, "Serving"); as a separate,
-lower-priority process the questions keep most of the CPU. The server's catalog is re-read
-after the child commits.
+In the server each build runs in a child process (`builds`); the catalog is re-read after it
+commits.
 A restarted server marks the jobs it finds `running` as interrupted (`interruptions` counts
 them) and queues them again with the queued ones: the build starts over, cheaply, because LLM
 calls are answered from the disk cache.
@@ -25,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import multiprocessing
-import os
 import shutil
 import threading
 import time
@@ -40,9 +34,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from bookindex.core.atomic import write_json_atomic
-from bookindex.core.config import Settings
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine, IndexReport
+from bookindex.server.builds import JobCancelled, build_in_process
 from bookindex.server.problem import Problem
 
 log = logging.getLogger("bookindex.server.jobs")
@@ -50,8 +44,6 @@ log = logging.getLogger("bookindex.server.jobs")
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 ACTIVE: tuple[str, ...] = ("queued", "running")
 SAVE_EVERY_S = 0.5  # progress is persisted at most this often (state changes always)
-BUILD_NICE = 10  # the build process's niceness: questions first when the CPU is short
-STOP_GRACE_S = 5.0  # a build process not stopping this long after a cancel is killed
 
 
 class JobProgress(BaseModel):
@@ -82,10 +74,6 @@ class Job(BaseModel):
     error: str | None = None
     interruptions: int = 0  # times a server stopped while this job ran; each restart resumed it
     cancel_requested: bool = False
-
-
-class JobCancelled(Exception):
-    """Raised from the index event callback to stop a build (the library discards it)."""
 
 
 def _now() -> str:
@@ -281,49 +269,10 @@ class JobManager:
             self._finish(job, "done")
 
     def _index_in_child(self, job: Job, path: Path) -> IndexReport:
-        """Run `Engine.index` in a spawned child process; relay its events to the job's progress
-        (which raises JobCancelled on a cancel: passed on to the child, killed if it lingers)."""
-        ctx = multiprocessing.get_context("spawn")
-        here, there = ctx.Pipe()
-        proc = ctx.Process(target=build_in_child, name=f"bookindex-build-{job.id[:8]}", daemon=True,
-                           args=(str(self.engine.root), self.engine.settings, str(path), job.options, there))
-        proc.start()
-        there.close()
-        on_event = self._events(job)
-        cancelled_at: float | None = None
-        try:
-            while True:
-                if cancelled_at is None and job.cancel_requested:
-                    cancelled_at = time.monotonic()
-                    with contextlib.suppress(OSError):
-                        here.send("cancel")
-                if cancelled_at is not None and time.monotonic() - cancelled_at > STOP_GRACE_S:
-                    raise JobCancelled(job.id)
-                if not here.poll(0.2):
-                    if not proc.is_alive() and not here.poll():
-                        raise BookIndexError(f"{job.name}: the build process ended ({proc.exitcode}) without a result")
-                    continue
-                try:
-                    msg = here.recv()
-                except EOFError:
-                    raise BookIndexError(f"{job.name}: the build process ended ({proc.exitcode}) without a result") from None
-                if msg[0] == "event":
-                    with contextlib.suppress(JobCancelled):  # seen above on the next turn
-                        on_event(msg[1], msg[2])
-                elif msg[0] == "done":
-                    report = IndexReport.model_validate(msg[1])
-                    self.engine.library.refresh()  # the child committed: read the new catalog
-                    return report
-                elif msg[0] == "cancelled":
-                    raise JobCancelled(job.id)
-                else:
-                    raise BookIndexError(str(msg[1]))
-        finally:
-            proc.join(STOP_GRACE_S)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(STOP_GRACE_S)
-            here.close()
+        report = build_in_process(self.engine, job.name, path, job.options, self._events(job),
+                                  lambda: job.cancel_requested)
+        self.engine.library.refresh()  # the child committed: read the new catalog
+        return report
 
     def _finish(self, job: Job, state: JobState, error: str | None = None) -> None:
         """(Under the condition lock.) Record a job's end and wake waiters."""
@@ -374,37 +323,3 @@ class JobManager:
                 raise JobCancelled(job.id)
         return on_event
 
-
-def _watch_parent(parent: int) -> None:
-    """In a build process: exit when the server that started it is gone (kill -9 included),
-    so a restarted server's resumed build never races an orphan. The uncommitted build folder
-    stays under LIB/.tmp, which the library sweeps."""
-    while True:
-        if os.getppid() != parent:
-            os._exit(3)
-        time.sleep(0.5)
-
-
-def build_in_child(library: str, settings: Settings, path: str, options: dict[str, Any], conn: Any) -> None:
-    """The build process: niced, watched, one `Engine.index`, events and the outcome sent to
-    the server as ("event", name, info), ("done", report), ("cancelled",) or ("error", message)."""
-    with contextlib.suppress(OSError):
-        os.nice(BUILD_NICE)
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-
-    def on_event(event: str, info: dict[str, Any]) -> None:
-        conn.send(("event", event, json.loads(json.dumps(info, default=str))))
-        if conn.poll() and conn.recv() == "cancel":
-            raise JobCancelled(path)
-
-    try:
-        report = Engine(library, settings).index(path, on_event=on_event, **options)
-        conn.send(("done", report.model_dump(mode="json")))
-    except JobCancelled:
-        conn.send(("cancelled",))
-    except BookIndexError as e:
-        conn.send(("error", " ".join(str(e).split())))
-    except Exception as e:  # anything else a parser or model raises: its type and message
-        conn.send(("error", f"{type(e).__name__}: {e}"))
-    finally:
-        conn.close()
