@@ -114,3 +114,22 @@ def fake_embedder() -> FakeEmbedder:
     from fakes import FakeEmbedder
 
     return FakeEmbedder()
+
+
+@pytest.fixture(scope="session")
+def libtasn1_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """data/libtasn1.pdf indexed once per session, no LLM, no graph, with the default embedder:
+    (library folder, cache folder). The cache holds the embedder's ONNX export, so servers
+    started in subprocesses (BOOKINDEX_CACHE_DIR=cache) embed queries the same way. Read-only:
+    tests that change a library build their own."""
+    from bookindex.core.config import load_settings
+    from bookindex.engine import Engine
+
+    pdf = Path(__file__).resolve().parents[1] / "data" / "libtasn1.pdf"
+    if not pdf.is_file():
+        pytest.skip("data/libtasn1.pdf absent")
+    root = tmp_path_factory.mktemp("libtasn1")
+    cache = root / "cache"
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={})
+    Engine(root / "lib", settings).index(pdf, graph=False)
+    return root / "lib", cache

@@ -126,7 +126,21 @@ class CacheSettings(_Section):
     path: str = ""  # empty: ~/.cache/bookindex (or $BOOKINDEX_CACHE_DIR)
 
 
-SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "storage", "cache")
+class ServerSettings(_Section):
+    """`bookindex serve` and `bookindex mcp`: which environment variables hold the API keys (the
+    keys themselves never live in a config file) and the limits a public server needs."""
+
+    api_keys_env: str = "BOOKINDEX_API_KEYS"  # comma-separated read keys: ask and browse
+    admin_keys_env: str = "BOOKINDEX_ADMIN_KEYS"  # comma-separated admin keys: also upload, delete, cancel
+    max_upload_mb: float = Field(200.0, gt=0)
+    max_pages: int = Field(5000, ge=1)  # pages per uploaded document
+    max_question_chars: int = Field(2000, ge=1)
+    max_jobs: int = Field(8, ge=1)  # index jobs queued or running at once; more are refused (429)
+    max_dpi: int = Field(300, ge=36)  # page images: /documents/{doc}/pages/{n}.png?dpi=
+
+
+SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "storage", "cache",
+            "server")
 ENV_PREFIX = "BOOKINDEX_"
 CONFIG_FILE_NAME = "bookindex.toml"
 _SECRET_WORDS = ("key", "token", "secret", "password")
@@ -148,6 +162,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _config_file: str | None = PrivateAttr(default=None)

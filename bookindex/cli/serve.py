@@ -1,0 +1,43 @@
+"""`bookindex serve LIB` (REST API) and `bookindex mcp LIB` (MCP server): start-up only; the
+servers themselves live in bookindex.server and bookindex.mcp_server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bookindex.cli.context import get_settings
+from bookindex.core.errors import InputError
+from bookindex.engine import Engine
+from bookindex.mcp_server import run as run_mcp
+from bookindex.server.run import serve as run_rest
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        ctx: typer.Context,
+        library: Path = typer.Argument(..., metavar="LIB", help="Library folder (created by the first upload)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind; non-loopback needs API keys."),
+        port: int = typer.Option(8000, "--port", help="TCP port."),
+    ) -> None:
+        """Serve a library over HTTP: REST API with OpenAPI docs at /docs, background indexing jobs.
+
+        Keys: $BOOKINDEX_API_KEYS (read) and $BOOKINDEX_ADMIN_KEYS (admin), comma-separated."""
+        run_rest(library, get_settings(ctx), host=host, port=port)
+
+    @app.command("mcp")
+    def mcp(
+        ctx: typer.Context,
+        library: Path = typer.Argument(..., metavar="LIB", help="Library folder."),
+        transport: str = typer.Option("stdio", "--transport", help="stdio (launched by an agent) or http."),
+        host: str = typer.Option("127.0.0.1", "--host", help="HTTP transport: interface to bind."),
+        port: int = typer.Option(8001, "--port", help="HTTP transport: TCP port (endpoint /mcp)."),
+    ) -> None:
+        """Serve a library to agents over the Model Context Protocol (tools and resources)."""
+        if transport not in ("stdio", "http"):
+            raise InputError(f"--transport {transport!r}: use stdio or http")
+        engine = Engine(library, get_settings(ctx))
+        engine.require_library()
+        run_mcp(engine, "http" if transport == "http" else "stdio", host=host, port=port)

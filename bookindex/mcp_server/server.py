@@ -1,0 +1,195 @@
+"""MCP tools and resources over one library, with the SDK 2.x `MCPServer` API.
+
+API used (mcp 2.x): `MCPServer(name, instructions=...)`, `@server.tool(description=...)`,
+`@server.resource("bookindex://...{doc}...")` for template resources, `server.run("stdio")` and
+`server.streamable_http_app(...)` (served by uvicorn behind the REST server's `KeyGuard`, so
+the same API keys work). Sync tool functions: the SDK runs them in worker threads.
+
+Every tool returns text or JSON shaped for an agent's context window: outlines as indented
+lines with node ids, evidence with page numbers and node ids, so the agent can cite pages and
+drill down with `get_node` or `get_pages`.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import TYPE_CHECKING, Any, Literal
+
+import bookindex
+from bookindex.core.errors import BookIndexError
+from bookindex.engine import Engine
+from bookindex.server import validate
+from bookindex.server.auth import Keys, check_bind
+from bookindex.server.middleware import KeyGuard
+from bookindex.server.problem import Problem
+from bookindex.server.views import MAX_DEPTH, outline, outline_text, summary
+
+if TYPE_CHECKING:  # the SDK is imported when a server is built (its import takes ~1 s)
+    from mcp.server.mcpserver import MCPServer
+
+MAX_PAGES_PER_CALL = 10
+MAX_K = 50
+
+INSTRUCTIONS = """\
+bookindex answers questions over long documents (manuals, handbooks, reports) indexed as a
+section tree plus a knowledge graph. Start with list_documents, read a document's outline with
+get_structure, then either ask (a grounded answer with cited pages) or search (ranked passages
+to read yourself). Use get_node or get_pages to read exact text before quoting it."""
+
+
+def _guard(fn: Any) -> Any:
+    """Turn Engine and validation errors into MCP tool errors with their one-line message."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from mcp.server.mcpserver.exceptions import ToolError  # deferred with the SDK (see build_server)
+
+        try:
+            return fn(*args, **kwargs)
+        except BookIndexError as e:
+            raise ToolError(" ".join(str(e).split())) from None
+        except Problem as e:
+            raise ToolError(e.detail) from None
+    return call
+
+
+def parse_pages(spec: str, last: int) -> list[int]:
+    """'3', '3-5', '3,7,9-10' → sorted 1-based pages within 1..last, at most MAX_PAGES_PER_CALL."""
+    pages: set[int] = set()
+    for part in spec.replace(" ", "").split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            raise Problem(400, f"pages {spec!r}: use numbers and ranges like '3', '3-5' or '3,7'")
+        a, b = int(lo), int(hi or lo)
+        if a > b or a < 1 or b > last:
+            raise Problem(400, f"pages {spec!r}: the document has pages 1-{last}")
+        pages.update(range(a, b + 1))
+        if len(pages) > MAX_PAGES_PER_CALL:
+            raise Problem(400, f"pages {spec!r}: at most {MAX_PAGES_PER_CALL} pages per call")
+    if not pages:
+        raise Problem(400, "pages: give at least one page, e.g. '3' or '3-5'")
+    return sorted(pages)
+
+
+def build_server(engine: Engine) -> MCPServer:
+    """The MCP server of one library (the tools and resources below)."""
+    from mcp.server.mcpserver import MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
+
+    mcp = MCPServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
+
+    def ref(doc: str | None) -> str | None:
+        return validate.doc_ref(doc) if doc else None
+
+    @mcp.tool(description=(
+        "List the documents in this library. Returns one object per document: doc_id, name "
+        "(file name), pages, nodes, sections, graph (whether a knowledge graph was built), created. "
+        "Call this first to learn which documents exist; pass a doc_id or name as `doc` to other tools."))
+    @_guard
+    def list_documents() -> list[dict[str, Any]]:
+        engine.library.refresh()
+        return [summary(d) for d in engine.documents()]
+
+    @mcp.tool(description=(
+        "Show a document's table of contents as indented lines 'title [pages] (node_id)', down to "
+        "`depth` section levels (1 = chapters; default 2; '+N below' marks sections cut off). Use it "
+        "to see how a document is organised and to find the node_id of a section to read with get_node."))
+    @_guard
+    def get_structure(doc: str, depth: int = 2) -> str:
+        depth = max(0, min(depth, MAX_DEPTH))
+        return outline_text(outline(engine.tree(validate.doc_ref(doc)), depth))
+
+    @mcp.tool(description=(
+        "Read one node of a document tree by node_id (ids look like '3917eb460d87e275-00042'). Returns "
+        "its type, title, full text, 1-based page range, the titles of its ancestors (parent_path) and "
+        "its children's ids. Use it to read a section found with get_structure or a search hit exactly."))
+    @_guard
+    def get_node(node_id: str) -> dict[str, Any]:
+        view = engine.node(validate.node_id(node_id))
+        data = view.model_dump(mode="json", exclude={"image_file", "meta"})
+        data["page"], data["page_end"] = view.page_idx + 1, view.page_end_idx + 1
+        return data
+
+    @mcp.tool(description=(
+        "Read the text of whole pages of a document, in reading order, each block prefixed by its "
+        "node_id. `pages` is 1-based: '12', '12-14' or '3,7' (at most 10 pages per call). Use it when "
+        "an answer cites pages and you need the surrounding text, or for tables and lists that span nodes."))
+    @_guard
+    def get_pages(doc: str, pages: str) -> str:
+        info = engine.document(validate.doc_ref(doc))
+        tree = engine.tree(info.doc_id)
+        wanted = parse_pages(pages, int(info.pages or 0))
+        out: list[str] = []
+        for p in wanted:
+            out.append(f"--- page {p} ---")
+            for n in tree.nodes_on_pages(p - 1, p - 1):
+                if n.type == "document" or n.page_idx != p - 1:
+                    continue
+                body = n.title if n.type == "section" else n.text
+                if body.strip():
+                    out.append(f"[{n.id}] {body.strip()}")
+        return "\n".join(out)
+
+    @mcp.tool(description=(
+        "Find passages relevant to `query` without writing an answer. Returns up to `k` (default 5) "
+        "ranked hits: node_id, page, section title, scores and the passage text (title path + text). Without `doc` the query "
+        "goes to the best-matching document. Use it to gather evidence to read and cite yourself; use "
+        "`ask` when you just want the answer."))
+    @_guard
+    def search(query: str, doc: str | None = None, k: int = 5) -> list[dict[str, Any]]:
+        k = max(1, min(k, MAX_K))
+        hits = engine.search(query, doc=ref(doc), k=k)
+        return [{"rank": e.rank or i, "node_id": e.node_id, "page": e.page, "section": e.section,
+                 "scores": {n: round(float(v), 4) for n, v in e.scores.items()},
+                 "text": engine.passage(e.doc_id, e)} for i, e in enumerate(hits[:k], 1)]
+
+    @mcp.tool(description=(
+        "Answer a question from the library with bookindex's planned retrieval (section tree + "
+        "knowledge graph). Returns the answer text with [n] citations, the cited evidence (node_id, "
+        "page, snippet) and the query type. Without `doc` the question is routed to the best document. "
+        "Answers are grounded in the documents only; check cited pages with get_pages if it matters."))
+    @_guard
+    def ask(question: str, doc: str | None = None) -> dict[str, Any]:
+        a = engine.ask(question, doc=ref(doc))
+        return {"answer": a.answer, "query_type": a.query_type, "document": a.doc.get("name"),
+                "citations": a.citations, "citation_check": a.citation_check,
+                "evidence": [{"n": i, "node_id": e.node_id, "page": e.page, "section": e.section,
+                              "snippet": e.snippet} for i, e in enumerate(a.evidence, 1)]}
+
+    @mcp.tool(description=(
+        "Show how bookindex would answer a question without running it: the query type (single-hop, "
+        "multi-hop, global, ...) and the operator plan (JSON steps). Use it to understand or debug "
+        "retrieval; it retrieves nothing."))
+    @_guard
+    def plan(question: str, doc: str | None = None) -> dict[str, Any]:
+        return engine.plan(question, doc=ref(doc)).model_dump(mode="json")
+
+    @mcp.resource("bookindex://documents", name="documents", mime_type="application/json",
+                  description="The library's documents (doc_id, name, pages, nodes, sections).")
+    def documents_resource() -> list[dict[str, Any]]:
+        return [summary(d) for d in engine.documents()]
+
+    @mcp.resource("bookindex://documents/{doc}/tree", name="document-tree", mime_type="text/plain",
+                  description="A document's section outline, all levels: 'title [pages] (node_id)' lines.")
+    @_guard
+    def tree_resource(doc: str) -> str:
+        return outline_text(outline(engine.tree(validate.doc_ref(doc)), MAX_DEPTH))
+
+    return mcp
+
+
+def run(engine: Engine, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
+        port: int = 8001) -> None:
+    """Serve over stdio (for an agent that launches the command) or streamable HTTP at /mcp."""
+    mcp = build_server(engine)
+    if transport == "stdio":
+        mcp.run("stdio")
+        return
+    import uvicorn  # deferred: only the HTTP transport needs the ASGI server
+
+    keys = Keys.from_env(engine.settings)
+    print(check_bind(host, keys, engine.settings), file=sys.stderr, flush=True)
+    app = KeyGuard(mcp.streamable_http_app(host=host), keys, open_paths=frozenset())
+    print(f"MCP endpoint: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,106 @@
+"""The MCP server through the SDK's own client, over stdio and over streamable HTTP (with the
+REST server's keys), against the session's real libtasn1 library: every tool and the tree
+resource."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp SDK (>=2,<3) is not installed")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from conftest import free_port  # noqa: E402
+from server_helpers import cli_env, cli_server  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TOOLS = {"list_documents", "get_structure", "get_node", "get_pages", "search", "ask", "plan"}
+KEY = "mcp-test-key"
+
+
+async def exercise(client: Client) -> dict[str, object]:
+    """List the tools, call each once, read the tree resource; return what came back."""
+    tools = await client.list_tools()
+    names = {t.name for t in tools.tools}
+    assert names == TOOLS
+    assert all(len(t.description or "") > 80 for t in tools.tools)  # written for an agent
+    out: dict[str, object] = {}
+
+    async def call(name: str, args: dict[str, object]) -> Any:
+        """The tool's value: its structured content (`{"result": ...}` for lists and strings)."""
+        r = await client.call_tool(name, args)
+        assert not r.is_error, (name, r.content)
+        sc = r.structured_content
+        value = sc["result"] if isinstance(sc, dict) and set(sc) == {"result"} else sc
+        out[name] = value
+        return value
+
+    docs = await call("list_documents", {})
+    doc = docs[0]["doc_id"]
+    outline = await call("get_structure", {"doc": "libtasn1.pdf", "depth": 1})
+    assert "Function reference" in outline and f"({doc}-" in outline
+    node_id = outline.splitlines()[1].rsplit("(", 1)[1].split(")")[0]
+    node = await call("get_node", {"node_id": node_id})
+    assert node["id"] == node_id and node["page"] >= 1
+    pages = await call("get_pages", {"doc": doc, "pages": "4-5"})
+    assert "--- page 4 ---" in pages and "--- page 5 ---" in pages and f"[{doc}-" in pages
+    hits = await call("search", {"query": "decode a DER encoded tag", "k": 3})
+    assert 0 < len(hits) <= 3 and hits[0]["node_id"].startswith(doc) and hits[0]["text"]
+    answer = await call("ask", {"question": "Which function decodes a DER tag?", "doc": doc})
+    assert answer["answer"] and answer["evidence"]
+    plan = await call("plan", {"question": "Which function decodes a DER tag?"})
+    assert plan["steps"]
+
+    bad = await client.call_tool("get_node", {"node_id": "../../etc/passwd"})
+    assert bad.is_error and "invalid node id" in "".join(getattr(c, "text", "") for c in bad.content)
+    bad = await client.call_tool("get_pages", {"doc": doc, "pages": "1-99"})
+    assert bad.is_error
+
+    templates = await client.list_resource_templates()
+    assert any("{doc}/tree" in t.uri_template for t in templates.resource_templates)
+    res = await client.read_resource(f"bookindex://documents/{doc}/tree")
+    assert "Function reference" in res.contents[0].text
+    return out
+
+
+def test_mcp_over_stdio(libtasn1_library: tuple[Path, Path], tmp_path: Path) -> None:
+    lib, cache = libtasn1_library
+    params = StdioServerParameters(command=sys.executable, args=["-m", "bookindex.cli.app", "mcp", str(lib)],
+                                   env=cli_env(cache), cwd=str(tmp_path))
+
+    async def main() -> None:
+        with anyio.fail_after(240):
+            async with Client(params) as client:
+                await exercise(client)
+
+    anyio.run(main)
+
+
+def test_mcp_over_http_with_keys(libtasn1_library: tuple[Path, Path], tmp_path: Path) -> None:
+    lib, cache = libtasn1_library
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    env = cli_env(cache, BOOKINDEX_API_KEYS=KEY)
+    with cli_server(["mcp", str(lib), "--transport", "http", "--port", str(port)], env, tmp_path,
+                    tmp_path / "mcp.log", url):
+        r = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert r.status_code == 401 and r.json()["status"] == 401
+        assert httpx.post(url, headers={"Authorization": "Bearer wrong"}, json={}).status_code == 401
+
+        from mcp.client.streamable_http import streamable_http_client
+        import httpx2
+
+        async def main() -> None:
+            with anyio.fail_after(240):
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
+                    async with Client(streamable_http_client(url, http_client=http)) as client:
+                        await exercise(client)
+
+        anyio.run(main)

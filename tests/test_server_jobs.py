@@ -1,0 +1,155 @@
+"""Index jobs: persisted state, resume after a restart, the queue limit, cancellation — with a
+scripted engine (unit), and `kill -9` of a real `bookindex serve` during a build (fault)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bookindex.engine import IndexReport
+from bookindex.server.jobs import Job, JobManager
+from bookindex.server.problem import Problem
+from conftest import free_port
+from server_helpers import LIBTASN1, cli_env, cli_server, poll_job
+
+
+class ScriptedEngine:
+    """Stands in for the Engine: `index` emits embed events until released (or cancelled)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Path] = []
+        self.release = threading.Event()
+        self.release.set()
+
+    def index(self, path: Path, on_event: Any = None, **options: Any) -> IndexReport:
+        self.calls.append(Path(path))
+        on_event("parsed", {"pages": 3, "blocks": 9})
+        on_event("tree", {"nodes": 4, "sections": 2})
+        on_event("embed_start", {"total": 4})
+        while not self.release.wait(0.02):
+            on_event("embed_advance", {"n": 0})
+        on_event("embed_advance", {"n": 4})
+        on_event("embed_done", {"n": 4})
+        return IndexReport(doc_id="ab" * 8, name=Path(path).name, status="added", pages=3, nodes=4)
+
+    def documents(self) -> list[Any]:
+        return []
+
+
+def staged(root: Path, text: str = "hello") -> Path:
+    p = root / "uploads" / f"{time.monotonic_ns()}.part"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+def test_running_job_is_reported_interrupted_and_resumed(tmp_path: Path) -> None:
+    root = tmp_path / ".server"
+    eng = ScriptedEngine()
+    first = JobManager(eng, root, max_jobs=4)  # type: ignore[arg-type]
+    job = first.submit(staged(root), "doc.md", "cd" * 32, {})
+    # the process dies while the job runs: its file says "running"
+    data = json.loads((root / "jobs" / f"{job.id}.json").read_text())
+    data["state"] = "running"
+    (root / "jobs" / f"{job.id}.json").write_text(json.dumps(data))
+
+    second = JobManager(eng, root, max_jobs=4)  # type: ignore[arg-type]
+    assert second.interrupted == [job.id]
+    j = second.get(job.id)
+    assert j.state == "queued" and j.interruptions == 1
+    second.start()
+    try:
+        assert second.wait_idle(20)
+    finally:
+        second.stop()
+    done = Job.model_validate_json((root / "jobs" / f"{job.id}.json").read_text())
+    assert done.state == "done" and done.interruptions == 1 and done.progress.nodes_embedded == 4
+    assert eng.calls == [root / "files" / ("cd" * 8) / "doc.md"]
+
+
+def test_queue_limit_is_429_and_cancel(tmp_path: Path) -> None:
+    root = tmp_path / ".server"
+    eng = ScriptedEngine()
+    jobs = JobManager(eng, root, max_jobs=1)  # type: ignore[arg-type]  # not started: jobs stay queued
+    a = jobs.submit(staged(root), "a.md", "aa" * 32, {})
+    with pytest.raises(Problem) as e:
+        jobs.submit(staged(root), "b.md", "bb" * 32, {})
+    assert e.value.status == 429 and e.value.headers["Retry-After"]
+    assert not list((root / "uploads").iterdir())  # the refused upload is not kept
+    c = jobs.cancel(a.id)
+    assert c.state == "cancelled" and not (root / "files" / ("aa" * 8)).exists()
+    with pytest.raises(Problem) as e:
+        jobs.cancel(a.id)
+    assert e.value.status == 409
+
+    eng.release.clear()  # the next build blocks in its embedding stage until cancelled
+    jobs.start()
+    try:
+        b = jobs.submit(staged(root), "b.md", "bb" * 32, {})
+        deadline = time.monotonic() + 20
+        while jobs.get(b.id).state != "running" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        jobs.cancel(b.id)
+        assert jobs.wait_idle(20)
+        assert jobs.get(b.id).state == "cancelled" and "running" in (jobs.get(b.id).error or "")
+    finally:
+        eng.release.set()
+        jobs.stop()
+
+
+def consistent(lib: Path) -> list[str]:
+    """The catalog's documents, after checking every one has its folder and manifest and no
+    document folder is left outside the catalog."""
+    cat_path = lib / "library.json"
+    if not cat_path.exists():
+        assert not (lib / "docs").exists() or not any((lib / "docs").iterdir())
+        return []
+    cat = json.loads(cat_path.read_text())
+    dirs = {e["dir"] for e in cat["documents"].values()}
+    for d in dirs:
+        assert (lib / "docs" / d / "manifest.json").is_file()
+    assert {p.name for p in (lib / "docs").iterdir()} == dirs
+    return [e["name"] for e in cat["documents"].values()]
+
+
+@pytest.mark.slow
+def test_kill_9_during_index_then_restart_resumes(tmp_path: Path, libtasn1_library: tuple[Path, Path]) -> None:
+    _, cache = libtasn1_library
+    lib = tmp_path / "lib"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = cli_env(cache)
+    args = ["serve", str(lib), "--port", str(port)]
+    log = tmp_path / "serve.log"
+    with cli_server(args, env, tmp_path, log, base + "/health") as proc:
+        with open(LIBTASN1, "rb") as fh:
+            r = httpx.post(f"{base}/documents", files={"file": ("libtasn1.pdf", fh, "application/pdf")}, timeout=60)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        job = poll_job(base, job_id, timeout=120, until=("running",))
+        deadline = time.monotonic() + 120
+        while job["progress"]["stage"] in ("queued", "parsing") and time.monotonic() < deadline:
+            time.sleep(0.05)
+            job = httpx.get(f"{base}/jobs/{job_id}").json()
+        assert job["state"] == "running", job
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert consistent(lib) == []  # the build never committed: nothing half-added
+
+    with cli_server(args, env, tmp_path, log, base + "/health"):
+        job = httpx.get(f"{base}/jobs/{job_id}").json()
+        assert job["interruptions"] == 1 and job["state"] in ("queued", "running")
+        job = poll_job(base, job_id, timeout=240)
+        assert job["state"] == "done", job
+        assert job["interruptions"] == 1 and job["report"]["pages"] == 36
+        assert [d["name"] for d in httpx.get(f"{base}/documents").json()] == ["libtasn1.pdf"]
+    assert "was interrupted (x1); resuming it" in log.read_text()
+    assert consistent(lib) == ["libtasn1.pdf"]
