@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm", action="store_true", help="Summarise with the configured LLM (use with --sample).")
     ap.add_argument("--sample", type=int, default=0, help="Use this many documents (a fixed random sample).")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-incremental", action="store_true",
+                    help="Only the full compile (with a slow LLM: the incremental counts are the same in no-LLM mode, "
+                         "one summary = one call).")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
     if not args.corpus.is_file():
@@ -100,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         full = engine.skills_build(SkillsBuildRequest(sources=[str(full_src)], output=str(work / "full"), no_llm=no_llm),
                                    progress=True)
         wall = time.perf_counter() - t0
+        if args.skip_incremental:
+            return report(args, full, wall, None)
         # 2. incremental: 90% + 10%, document vectors reused
         inc_engine = engine
         shuffled = list(records)
@@ -117,16 +122,16 @@ def main(argv: list[str] | None = None) -> int:
                                                           drift=0.0, no_llm=no_llm))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return report(args, full, wall, (part, extra, add_default, add_zero))
 
+
+def report(args: argparse.Namespace, full: Any, wall: float, inc: tuple[Any, list[Any], Any, Any] | None) -> int:
+    """Print and save the JSON and the Markdown table."""
     mode = f"LLM {full.llm}" if full.llm else "no LLM"
     result = {
         "corpus": str(args.corpus), "documents": full.documents, "mode": mode, "sample": args.sample or None,
         "full": full.model_dump(mode="json"), "wall_seconds": round(wall, 1),
-        "incremental": {
-            "base_documents": part.documents, "added": len(extra), "base_build": part.model_dump(mode="json"),
-            "drift_0.2": add_default.model_dump(mode="json", exclude={"added"}),
-            "drift_0": add_zero.model_dump(mode="json", exclude={"added"}),
-        },
+        "incremental": None,
     }
     unit = "LLM calls" if full.llm else "summaries"
     full_cost = calls(full.llm_usage) if full.llm else full.summaries
@@ -143,13 +148,20 @@ def main(argv: list[str] | None = None) -> int:
     if full.llm:
         rows.append(f"| LLM (full compile) | {calls(full.llm_usage)} calls, {tokens(full.llm_usage)} tokens, "
                     f"{sum(u.get('seconds', 0) for u in full.llm_usage.values()) / 60:.1f} min in the model |")
-    rows += [
-        f"| full compile {unit} | {full_cost} |",
-        f"| incremental: build {part.documents} + add {len(extra)}, drift 0.2 | {cost(add_default)} {unit} "
-        f"({cost(add_default) / max(1, full_cost):.1%} of a full compile), {add_default.splits} splits, {add_default.seconds:.1f} s |",
-        f"| incremental, drift 0 (every touched cluster) | {cost(add_zero)} {unit} "
-        f"({cost(add_zero) / max(1, full_cost):.1%}), {add_zero.touched} clusters touched |",
-    ]
+    rows.append(f"| full compile {unit} | {full_cost} |")
+    if inc is not None:
+        part, extra, add_default, add_zero = inc
+        result["incremental"] = {
+            "base_documents": part.documents, "added": len(extra), "base_build": part.model_dump(mode="json"),
+            "drift_0.2": add_default.model_dump(mode="json", exclude={"added"}),
+            "drift_0": add_zero.model_dump(mode="json", exclude={"added"}),
+        }
+        rows += [
+            f"| incremental: build {part.documents} + add {len(extra)}, drift 0.2 | {cost(add_default)} {unit} "
+            f"({cost(add_default) / max(1, full_cost):.1%} of a full compile), {add_default.splits} splits, {add_default.seconds:.1f} s |",
+            f"| incremental, drift 0 (every touched cluster) | {cost(add_zero)} {unit} "
+            f"({cost(add_zero) / max(1, full_cost):.1%}), {add_zero.touched} clusters touched |",
+        ]
     table = "\n".join(rows)
     tag = f"{'llm' if full.llm else 'nollm'}-{args.sample or 'all'}"
     (args.out / f"skills-build-{tag}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
