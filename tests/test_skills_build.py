@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
-from bookindex.core.errors import InputError
+from bookindex.core.errors import InputError, LLMRequestError
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest, SkillsRemoveRequest
 from bookindex.skills.corpus import content_id, load_corpus
 from bookindex.skills.materialise import SKILL_FILE
@@ -386,3 +386,10 @@ def test_vectors_are_normalised(tmp_path: Path, corpus: Path, embedder: FakeEmbe
     v = load_vectors(tmp_path / "s")
     assert np.allclose(np.linalg.norm(v.doc_vectors, axis=1), 1.0, atol=1e-5)
     assert np.allclose(np.linalg.norm(v.cluster_vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_llm_outage_stops_the_build_and_leaves_no_output(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
+    llm = FakeLLM(default=LLMRequestError("endpoint down after 4 retries"))
+    with pytest.raises(LLMRequestError):
+        engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
+    assert not (tmp_path / "s").exists()

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sklearn.feature_extraction.text import CountVectorizer
 
-from bookindex.core.errors import BookIndexError
+from bookindex.core.errors import BookIndexError, LLMOutputError
 from bookindex.core.protocols import LLM
 from bookindex.skills.model import CorpusDocument
 
@@ -125,7 +125,8 @@ class ExtractiveSummariser:
 class LLMSummariser:
     """Paper appendix C prompts, asking for JSON (`ClusterSummary`), one call per cluster, run
     through `LLM.map` (concurrent, cached). A cluster whose reply stays invalid after the
-    client's repair round gets the extractive summary instead, with a warning."""
+    client's repair round gets the extractive summary instead, with a warning; any other LLM
+    error (an endpoint down, a runtime missing) stops the compile, which resumes from the cache."""
 
     def __init__(self, llm: LLM, fallback: ExtractiveSummariser) -> None:
         self.llm = llm
@@ -138,7 +139,9 @@ class LLMSummariser:
         replies = self.llm.map(requests, progress=len(requests) > 1, desc="summarise", return_exceptions=True)
         out = []
         for c, reply in zip(clusters, replies):
-            if isinstance(reply, BookIndexError) or not isinstance(reply, ClusterSummary):
+            if isinstance(reply, BookIndexError) and not isinstance(reply, LLMOutputError):
+                raise reply  # unreachable endpoint, missing runtime: not a per-cluster problem
+            if not isinstance(reply, ClusterSummary):
                 self.warnings.append(f"level {c.level} cluster of {c.num_documents} documents: "
                                      f"extractive summary used ({str(reply)[:160]})")
                 out.append(self.fallback.one(c))
