@@ -393,3 +393,11 @@ def test_llm_outage_stops_the_build_and_leaves_no_output(tmp_path: Path, corpus:
     with pytest.raises(LLMRequestError):
         engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
     assert not (tmp_path / "s").exists()
+
+
+def test_missing_label_is_made_from_key_terms(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
+    llm = FakeLLM(default={"topic": "Things.", "questions": [], "key_terms": ["Domain Names", "DNS", "SSL", "x"]})
+    engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
+    tree = load_tree(tmp_path / "s")
+    assert {c.label for c in tree.clusters.values()} == {"domain-names-dns-ssl"}
+    assert len(llm.calls) == len(tree.clusters)  # no repair rounds

@@ -73,7 +73,9 @@ class ClusterSummary(BaseModel):
     topic: str = Field(description="2-3 sentences: the common topic area, naming concrete products, features, processes")
     questions: list[str] = Field(default_factory=list, description="2-4 kinds of question these documents answer")
     key_terms: list[str] = Field(default_factory=list, description="up to 8 key terms or features")
-    label: str = Field(description="a 2-5 word lowercase label with hyphens instead of spaces, e.g. payment-fraud-prevention")
+    # optional: small models drop it now and then, and a label can be made from the key terms,
+    # which is cheaper than a repair round trip
+    label: str = Field("", description="a 2-5 word lowercase label with hyphens instead of spaces, e.g. payment-fraud-prevention")
 
 
 class Summariser(Protocol):
@@ -147,11 +149,11 @@ class LLMSummariser:
                 out.append(self.fallback.one(c))
                 continue
             extract = self.fallback.one(c)
+            terms = [" ".join(t.split()) for t in reply.key_terms if t.strip()][:KEY_TERMS]
+            label = next((x for x in (reply.label, " ".join(terms[:3])) if slug(x)), extract.label)
             out.append(Summary(overview=" ".join(reply.topic.split()) or extract.overview,
                                questions=[" ".join(q.split()) for q in reply.questions if q.strip()][:4],
-                               key_terms=[" ".join(t.split()) for t in reply.key_terms if t.strip()][:KEY_TERMS]
-                               or extract.key_terms,
-                               label=reply.label if slug(reply.label) else extract.label))
+                               key_terms=terms or extract.key_terms, label=label))
         return out
 
 
