@@ -7,9 +7,10 @@ No-LLM mode (default), on the whole corpus:
   1. a full compile with the configured embedder, timed end to end (wall seconds, split into
      load / embed / compile / write), the number of navigation files and their median size;
   2. incremental: compile 90% of the corpus (a fixed random split), add the other 10% with
-     `skills add` at drift 0.2 (the default) and at drift 0 (every touched cluster), and count
-     the summaries recomputed against the full compile's. Document vectors from step 1 are
-     reused (by text) so steps 2 measure clustering and summaries, not re-embedding.
+     `skills add` at each `--drifts` value (0.2 is the default; 0 re-summarises every touched
+     cluster), and count the summaries recomputed against the full compile's. Document vectors
+     from step 1 are reused (by text) so step 2 measures clustering and summaries, not
+     re-embedding. `--vectors-cache FILE.npz` keeps them across runs (step 1 is then not cold).
 With --llm: the same on a `--sample` of documents with the configured LLM (calls, tokens, minutes
 per stage from the client's ledger); the incremental part then counts LLM calls.
 
@@ -19,6 +20,7 @@ Writes JSON and a Markdown table into --out and prints the table.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import shutil
@@ -38,9 +40,19 @@ from bookindex.providers.embedding import get_embedder
 class CachingEmbedder:
     """The configured embedder with a memo by text: repeated texts are not embedded twice."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, path: Path | None = None) -> None:
         self.inner = inner
+        self.path = path
         self.memo: dict[str, np.ndarray] = {}
+        self.saved: dict[str, np.ndarray] = {}
+        if path is not None and path.is_file():
+            with np.load(path) as z:
+                self.saved = {k: z[k] for k in z.files}
+
+    def save(self) -> None:
+        if self.path is not None:
+            arrays: dict[str, Any] = {**self.saved, **{_key(t): v for t, v in self.memo.items()}}
+            np.savez(self.path, **arrays)
 
     @property
     def name(self) -> str:
@@ -51,11 +63,18 @@ class CachingEmbedder:
         return self.inner.dim
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        for t in texts:
+            if t not in self.memo and _key(t) in self.saved:
+                self.memo[t] = self.saved[_key(t)]
         todo = sorted({t for t in texts if t not in self.memo})
         if todo:
             for t, v in zip(todo, self.inner.encode(todo, progress=progress)):
                 self.memo[t] = np.asarray(v, dtype=np.float32)
         return np.stack([self.memo[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+
+def _key(text: str) -> str:
+    return "k" + hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
@@ -77,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm", action="store_true", help="Summarise with the configured LLM (use with --sample).")
     ap.add_argument("--sample", type=int, default=0, help="Use this many documents (a fixed random sample).")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--drifts", default="0.2,0.34,0", help="Drift thresholds of the incremental runs.")
+    ap.add_argument("--vectors-cache", type=Path, default=None, help="An .npz memo of document vectors across runs.")
     ap.add_argument("--skip-incremental", action="store_true",
                     help="Only the full compile (with a slow LLM: the incremental counts are the same in no-LLM mode, "
                          "one summary = one call).")
@@ -86,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.corpus}: no such file", file=sys.stderr)
         return 2
     settings = load_settings(None, dict(o.split("=", 1) for o in args.overrides))
-    cached = CachingEmbedder(get_embedder(settings))  # cold for the full compile; reused after it
+    cached = CachingEmbedder(get_embedder(settings), args.vectors_cache)  # cold unless cached; reused after
     engine = Engine(None, settings, embedder=cached)
     records = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     rng = random.Random(args.seed)
@@ -103,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         full = engine.skills_build(SkillsBuildRequest(sources=[str(full_src)], output=str(work / "full"), no_llm=no_llm),
                                    progress=True)
         wall = time.perf_counter() - t0
+        cached.save()
         if args.skip_incremental:
             return report(args, full, wall, None)
         # 2. incremental: 90% + 10%, document vectors reused
@@ -115,17 +137,17 @@ def main(argv: list[str] | None = None) -> int:
         write_jsonl(work / "extra.jsonl", extra)
         part = inc_engine.skills_build(SkillsBuildRequest(sources=[str(work / "base.jsonl")], output=str(work / "inc"),
                                                           no_llm=no_llm))
-        shutil.copytree(work / "inc", work / "inc0")
-        add_default = inc_engine.skills_add(SkillsAddRequest(folder=str(work / "inc"), sources=[str(work / "extra.jsonl")],
-                                                             no_llm=no_llm))
-        add_zero = inc_engine.skills_add(SkillsAddRequest(folder=str(work / "inc0"), sources=[str(work / "extra.jsonl")],
-                                                          drift=0.0, no_llm=no_llm))
+        adds = []
+        for i, drift in enumerate(float(x) for x in args.drifts.split(",")):
+            shutil.copytree(work / "inc", work / f"inc{i}")
+            adds.append((drift, inc_engine.skills_add(SkillsAddRequest(
+                folder=str(work / f"inc{i}"), sources=[str(work / "extra.jsonl")], drift=drift, no_llm=no_llm))))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return report(args, full, wall, (part, extra, add_default, add_zero))
+    return report(args, full, wall, (part, extra, adds))
 
 
-def report(args: argparse.Namespace, full: Any, wall: float, inc: tuple[Any, list[Any], Any, Any] | None) -> int:
+def report(args: argparse.Namespace, full: Any, wall: float, inc: tuple[Any, list[Any], list[tuple[float, Any]]] | None) -> int:
     """Print and save the JSON and the Markdown table."""
     mode = f"LLM {full.llm}" if full.llm else "no LLM"
     result = {
@@ -150,18 +172,14 @@ def report(args: argparse.Namespace, full: Any, wall: float, inc: tuple[Any, lis
                     f"{sum(u.get('seconds', 0) for u in full.llm_usage.values()) / 60:.1f} min in the model |")
     rows.append(f"| full compile {unit} | {full_cost} |")
     if inc is not None:
-        part, extra, add_default, add_zero = inc
+        part, extra, adds = inc
         result["incremental"] = {
             "base_documents": part.documents, "added": len(extra), "base_build": part.model_dump(mode="json"),
-            "drift_0.2": add_default.model_dump(mode="json", exclude={"added"}),
-            "drift_0": add_zero.model_dump(mode="json", exclude={"added"}),
+            **{f"drift_{d:g}": r.model_dump(mode="json", exclude={"added"}) for d, r in adds},
         }
-        rows += [
-            f"| incremental: build {part.documents} + add {len(extra)}, drift 0.2 | {cost(add_default)} {unit} "
-            f"({cost(add_default) / max(1, full_cost):.1%} of a full compile), {add_default.splits} splits, {add_default.seconds:.1f} s |",
-            f"| incremental, drift 0 (every touched cluster) | {cost(add_zero)} {unit} "
-            f"({cost(add_zero) / max(1, full_cost):.1%}), {add_zero.touched} clusters touched |",
-        ]
+        rows.append(f"| incremental base: compile {part.documents} | {cost(part)} {unit}, {part.clusters} clusters |")
+        rows += [f"| add {len(extra)}, drift {d:g} | {cost(r)} {unit} ({cost(r) / max(1, full_cost):.1%} of a full compile); "
+                 f"{r.touched} clusters touched, {r.splits} splits, {r.seconds:.1f} s |" for d, r in adds]
     table = "\n".join(rows)
     tag = f"{'llm' if full.llm else 'nollm'}-{args.sample or 'all'}"
     (args.out / f"skills-build-{tag}.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

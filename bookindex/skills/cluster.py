@@ -77,6 +77,21 @@ def centroid(rows: np.ndarray) -> np.ndarray:
     return normalise(np.asarray(rows, dtype=np.float32).mean(axis=0, keepdims=True))[0]
 
 
+def cap_size(groups: list[list[int]], vectors: np.ndarray, max_size: int, *, seed: int) -> list[list[int]]:
+    """Groups larger than `max_size` split by 2-means until none is (the same rule incremental
+    updates apply, so a fresh leaf does not split on the first document added to it)."""
+    out: list[list[int]] = []
+    todo = [sorted(g) for g in groups]
+    while todo:
+        g = todo.pop(0)
+        if len(g) <= max_size:
+            out.append(g)
+            continue
+        a, b = split_in_two(vectors[g], seed=seed)
+        todo[:0] = [[g[i] for i in a], [g[i] for i in b]]
+    return sorted(out, key=lambda g: g[0])
+
+
 def split_in_two(vectors: np.ndarray, *, seed: int) -> tuple[list[int], list[int]]:
     """2-means of an oversized leaf (incremental updates); falls back to halves when the rows
     cannot be separated (identical vectors)."""

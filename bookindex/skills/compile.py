@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bookindex.core.protocols import Embedder
-from bookindex.skills.cluster import centroid, n_groups, normalise, partition
+from bookindex.skills.cluster import cap_size, centroid, n_groups, normalise, partition
 from bookindex.skills.model import BuildParams, Cluster, CorpusDocument, DocumentEntry, SkillTree, TreeVectors
 from bookindex.skills.summarise import ClusterInput, Summariser, Summary, clip, doc_line, slug
 
@@ -48,6 +48,7 @@ def compile_tree(docs: Sequence[CorpusDocument], doc_vectors: np.ndarray, params
 
     # level 1: documents into leaves
     groups = partition(x, n_groups(len(docs), params.branching), min_size=params.min_size, seed=params.seed)
+    groups = cap_size(groups, x, max_leaf_size(params), seed=params.seed)
     level = 1
     current = []
     for i, g in enumerate(groups):
@@ -87,6 +88,11 @@ def compile_tree(docs: Sequence[CorpusDocument], doc_vectors: np.ndarray, params
     vectors = TreeVectors(doc_ids=[d.id for d in docs], doc_vectors=x, cluster_ids=ids,
                           cluster_vectors=np.stack([summary_vecs[i] for i in ids]) if ids else np.zeros((0, x.shape[1]), np.float32))
     return tree, vectors
+
+
+def max_leaf_size(params: BuildParams) -> int:
+    """2p: a leaf listing stays short (a small navigation file); larger leaves are split."""
+    return 2 * params.branching
 
 
 def cluster_id(level: int, index: int) -> str:

@@ -6,11 +6,12 @@ renamed), and re-summarises only clusters on the touched paths. `remove` takes d
 drops clusters left empty and re-summarises likewise. Labels of existing clusters are kept, so
 folder paths stay stable for agents that remember them.
 
-Which touched clusters are re-summarised: a new or split cluster, a parent whose list of
-children changed, and any cluster whose size moved by more than `drift` (a fraction) since its
-summary was written. With drift 0 every touched cluster is re-summarised; a small drift keeps
-one added document from costing an LLM call per level, while the listings (documents, counts)
-are always current because they are rendered from the tree.
+Which touched clusters are re-summarised: a new or split leaf, a parent that lost a child, and
+any cluster whose size moved by more than `drift` (a fraction) since its summary was written
+(a split leaves its parent's documents as they were, so the parent is judged by its drift).
+With drift 0 every touched cluster is re-summarised; a drift keeps one added document from
+costing an LLM call per level, while the listings (documents, counts) are always current
+because they are rendered from the tree.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.build import make_summariser, usage_delta
 from bookindex.skills.cluster import centroid, split_in_two
-from bookindex.skills.compile import apply_summary, assign_paths, cluster_id, cluster_input, embed_documents, embed_summaries
+from bookindex.skills.compile import (
+    apply_summary, assign_paths, cluster_id, cluster_input, embed_documents, embed_summaries, max_leaf_size,
+)
 from bookindex.skills.corpus import check_unique, load_corpus
 from bookindex.skills.materialise import replace_folder
 from bookindex.skills.model import (
@@ -112,7 +115,7 @@ def remove(req: SkillsRemoveRequest, embedder: Embedder, llm: LLM | None) -> Ski
 def _split_if_large(st: _State, leaf: Cluster) -> None:
     """A leaf with more than 2p documents becomes two (the second appended to the parent), and
     again while either half is still too large."""
-    if len(leaf.documents) <= 2 * st.tree.params.branching:
+    if len(leaf.documents) <= max_leaf_size(st.tree.params):
         return
     row = st.row
     members = sorted(leaf.documents)
@@ -126,9 +129,8 @@ def _split_if_large(st: _State, leaf: Cluster) -> None:
         st.tree.documents[d].cluster = twin.id
     if leaf.parent is None:
         st.tree.roots.append(twin.id)
-    else:
+    else:  # the parent's documents are the same: its summary is judged by its own drift
         st.tree.clusters[leaf.parent].children.append(twin.id)
-        st.forced.add(leaf.parent)
     st.touched.add(twin.id)
     st.forced.update({leaf.id, twin.id})
     st.splits += 1
