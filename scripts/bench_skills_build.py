@@ -7,7 +7,7 @@ No-LLM mode (default), on the whole corpus:
   1. a full compile with the configured embedder, timed end to end (wall seconds, split into
      load / embed / compile / write), the number of navigation files and their median size;
   2. incremental: compile 90% of the corpus (a fixed random split), add the other 10% with
-     `skills add` at each `--drifts` value (0.2 is the default; 0 re-summarises every touched
+     `skills add` at each `--drifts` value (0.34 is the default; 0 re-summarises every touched
      cluster), and count the summaries recomputed against the full compile's. Document vectors
      from step 1 are reused (by text) so step 2 measures clustering and summaries, not
      re-embedding. `--vectors-cache FILE.npz` keeps them across runs (step 1 is then not cold).

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DEFAULT_DRIFT = 0.2
+DEFAULT_DRIFT = 0.34  # a third of a cluster new since its summary: measured 9.9% of a full compile for +10% (docs/benchmarks.md)
 
 
 class SkillsBuildRequest(BaseModel):
