@@ -26,6 +26,12 @@ from bookindex.indexing.graph.stats import graph_stats, tree_stats
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
+from bookindex.skills import build as skills_build_mod
+from bookindex.skills import update as skills_update
+from bookindex.skills.requests import (
+    SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
+)
+from bookindex.skills.treeview import tree_view
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from operators.context import IndexContext
 from operators.passages import build_passages
@@ -39,7 +45,9 @@ OPEN_DOCUMENTS = 16  # opened documents kept in memory (their derived views cost
 Events = Callable[[str, dict[str, Any]], None]
 
 __all__ = ["Engine", "AskRequest", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
-           "RouteChoice", "Answer", "Plan", "METHODS", "OPEN_DOCUMENTS"]
+           "RouteChoice", "Answer", "Plan", "METHODS", "OPEN_DOCUMENTS",
+           "SkillsBuildRequest", "SkillsBuildReport", "SkillsAddRequest", "SkillsRemoveRequest",
+           "SkillsUpdateReport", "SkillsTreeView"]
 
 
 class AskRequest(BaseModel):
@@ -355,6 +363,29 @@ class Engine:
         p = plan if isinstance(plan, Plan) else (Plan.from_json(plan) if isinstance(plan, str) else Plan.from_dict(plan))
         ctx, _ = self._target(doc, p.question)
         return retrieval_api.run_plan(ctx, p)
+
+    # -- skills (Corpus2Skill: a corpus compiled into a navigable skill folder) ---------------
+    def _skills_llm(self, no_llm: bool) -> LLM | None:
+        """The LLM for summaries, or None for the extractive (no-LLM) path."""
+        return None if no_llm else self.llm
+
+    def skills_build(self, request: SkillsBuildRequest, *, on_event: Events | None = None,
+                     progress: bool = False) -> SkillsBuildReport:
+        """Compile files, folders or libraries into a skill folder (written whole, then renamed in)."""
+        return skills_build_mod.build(request, self.embedder, self._skills_llm(request.no_llm),
+                                      on_event=on_event, progress=progress)
+
+    def skills_add(self, request: SkillsAddRequest) -> SkillsUpdateReport:
+        """Add documents to a skill folder: nearest leaf, only touched clusters re-summarised."""
+        return skills_update.add(request, self.embedder, self._skills_llm(request.no_llm))
+
+    def skills_remove(self, request: SkillsRemoveRequest) -> SkillsUpdateReport:
+        """Remove documents by id from a skill folder; empty clusters are dropped."""
+        return skills_update.remove(request, self.embedder, self._skills_llm(request.no_llm))
+
+    def skills_tree(self, folder: str | Path) -> SkillsTreeView:
+        """The hierarchy of a skill folder: labels, paths, counts, descriptions."""
+        return tree_view(folder)
 
 
 def _info(d: StoredDocument) -> DocumentInfo:
