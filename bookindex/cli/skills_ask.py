@@ -71,8 +71,8 @@ def ask_command(
     if protocol not in ("auto", "tools", "json"):
         raise InputError(f"--protocol {protocol!r}: choose auto, tools or json")
     engine = Engine(None, get_settings(ctx))
-    req = SkillsAskRequest(folder=str(folder), question=question, navigator=navigator,  # type: ignore[arg-type]
-                           k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol)  # type: ignore[arg-type]
+    req = SkillsAskRequest(folder=str(folder), question=question, navigator=navigator,
+                           k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol)
     ans = engine.skills_ask(req)
     if as_json:
         typer.echo(ans.model_dump_json(indent=1))

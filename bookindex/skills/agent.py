@@ -39,7 +39,8 @@ Rules you must keep:
 - Every fact in your answer must come from a document you read with get_document, and you cite those document ids.
 - Do not invent steps, names, numbers or links. If nothing you read answers the question, say so.
 
-How the tree is laid out: each skill-NN-topic/ folder has a SKILL.md listing its sub-groups; each group-NN-topic/ folder has an INDEX.md listing sub-groups or, at the bottom, document ids with titles.
+How the tree is laid out: each skill-NN-topic/ folder has a SKILL.md listing its sub-groups;
+each group-NN-topic/ folder has an INDEX.md listing sub-groups or, at the bottom, document ids with titles.
 
 Work like this:
 1. From the skill descriptions below, pick the one or two most relevant skills and view their SKILL.md.
@@ -47,7 +48,8 @@ Work like this:
 3. Call get_document on the most promising ids. Read at least one document before answering.
 4. If a branch looks wrong, go back and try another one.
 
-Answer format: the direct answer in the first sentence, no preamble; at most about 80 words for a fact, numbered steps for a procedure; plain text."""
+Answer format: the direct answer in the first sentence, no preamble; at most about 80 words for a fact,
+numbered steps for a procedure; plain text."""
 
 JSON_PROTOCOL = """Each turn, reply with one action as JSON:
 {"action": "view", "path": "<folder or .md file, relative to the root>"}
@@ -147,7 +149,7 @@ class _Run:
 def opening(opened: OpenedSkills, question: str) -> str:
     """The first user turn: the question and every skill's name and description."""
     lines = [f"- {c.path}/ ({c.num_documents} documents): {c.description}" for c in opened.roots()]
-    return f"Skills available:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
+    return "Skills available:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
 
 
 def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:

@@ -224,8 +224,11 @@ class OpenAIProvider:
             max_tokens=max_tokens, tools=cast(Any, tools)))
         choice = resp.choices[0]
         usage = resp.usage
-        calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments or "{}"}
-                 for c in (choice.message.tool_calls or []) if getattr(c, "function", None) is not None]
+        calls = []
+        for c in choice.message.tool_calls or []:
+            fn = getattr(c, "function", None)  # custom (non-function) tool calls are not ours
+            if fn is not None:
+                calls.append({"id": c.id, "name": fn.name, "arguments": fn.arguments or "{}"})
         return Completion(
             text=choice.message.content or "", model=resp.model or model,
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
