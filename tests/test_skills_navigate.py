@@ -262,3 +262,18 @@ def test_cli_skills_ask(folder: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     assert data["navigator"] == "embedding" and data["steps"]
     res = runner.invoke(app, ["--set", "llm.provider=none", "skills", "ask", str(tmp_path), "x", "--navigator", "embedding"])
     assert isinstance(res.exception, InputError) and "not a skill tree" in str(res.exception)  # main() exits 2
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+def test_agent_with_a_real_model_keeps_the_protocol(opened: OpenedSkills, llama_settings: Any) -> None:
+    """Plumbing only (what a 0.5B model chooses is not asserted): every round is a valid action
+    or a reported failure, steps are recorded, citations are of documents read."""
+    from bookindex.providers.llm import get_llm
+
+    client = get_llm(llama_settings)
+    ans = navigate(opened, client, "What goes in miso soup?", max_rounds=3, protocol="json")
+    assert ans.stopped in ("answered", "max_rounds", "invalid_action")
+    assert ans.usage.llm_calls >= 1 and ans.usage.prompt_tokens > 0
+    assert set(ans.cited) <= {s.target for s in ans.steps if s.tool == "get_document" and not s.error}
+    assert len([s for s in ans.steps if s.tool != "answer"]) <= 3

@@ -66,7 +66,7 @@ def cost_summary(records: Sequence[Record], rows: Sequence[str], ks: Sequence[in
             "recall": {k: _mean([r["recall"][k] for r in scored]) for k in ks},
             "all": {k: _mean([r["hit"][k] for r in scored]) for k in ks},
             **{key: _mean([float(r.get(key) or 0) for r in recs])
-               for key in ("fetched", "nav_tokens", "doc_tokens", "llm_calls", "prompt_tokens", "rounds", "seconds")},
+               for key in ("fetched", "candidates", "nav_tokens", "doc_tokens", "llm_calls", "prompt_tokens", "rounds", "seconds")},
         }
     return out
 
@@ -77,11 +77,11 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def cost_table(summary: dict[str, dict[str, Any]], ks: Sequence[int]) -> str:
     head = (["method", "n"] + [f"R@{k}" for k in ks] + [f"all@{k}" for k in ks]
-            + ["docs fetched/q", "nav tok/q", "doc tok/q", "LLM calls/q", "prompt tok/q", "s/q", "errors"])
+            + ["docs fetched/q", "beam pool/q", "nav tok/q", "doc tok/q", "LLM calls/q", "prompt tok/q", "s/q", "errors"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, s in summary.items():
         cells = [row, str(s["questions"])] + [_f(s["recall"][k]) for k in ks] + [_f(s["all"][k]) for k in ks]
-        cells += [_f(s["fetched"], 1), _f(s["nav_tokens"], 0), _f(s["doc_tokens"], 0), _f(s["llm_calls"], 1),
+        cells += [_f(s["fetched"], 1), _f(s["candidates"], 0), _f(s["nav_tokens"], 0), _f(s["doc_tokens"], 0), _f(s["llm_calls"], 1),
                   _f(s["prompt_tokens"], 0), _f(s["seconds"], 2), str(s["errors"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -79,7 +79,7 @@ def retrieve_corpus(row: Row, question: str, k: int) -> tuple[list[Evidence], st
                          scores={"score": d.score}) for i, d in enumerate(ans.documents)]
     u = ans.usage
     fields: dict[str, Any] = {"fetched": u.documents_fetched, "nav_tokens": u.navigation_tokens,
-                              "doc_tokens": u.document_tokens, "rounds": u.rounds, "llm_calls": u.llm_calls,
+                              "doc_tokens": u.document_tokens, "candidates": u.candidates, "rounds": u.rounds, "llm_calls": u.llm_calls,
                               "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                               "stopped": ans.stopped, "cited": ans.cited, "notes": ans.notes,
                               "steps": [s.model_dump() for s in ans.steps]}

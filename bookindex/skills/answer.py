@@ -59,6 +59,7 @@ class SkillsUsage(BaseModel):
     documents_fetched: int = 0
     navigation_tokens: int = 0   # tokens of the listings and navigation files read
     document_tokens: int = 0     # tokens of the documents read
+    candidates: int = 0          # documents the beam's leaves held (it ranks these by vector)
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -91,7 +91,7 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
         steps.append(NavStep(round=depth + 1, tool="get_document", target=rd.doc_id, tokens=count_tokens(text),
                              score=rd.score))
     usage = SkillsUsage(
-        rounds=depth + 1, documents_fetched=len(docs),
+        rounds=depth + 1, documents_fetched=len(docs), candidates=len(pool),
         navigation_tokens=sum(s.tokens for s in steps if s.tool == "view"),
         document_tokens=sum(s.tokens for s in steps if s.tool == "get_document"),
         seconds=round(time.perf_counter() - t0, 4))
