@@ -30,6 +30,12 @@ from bookindex.skills import navigate as skills_navigate
 from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.model import is_skill_dir
 from bookindex.skills.opened import OpenedSkills
+from bookindex.skills import build as skills_build_mod
+from bookindex.skills import update as skills_update
+from bookindex.skills.requests import (
+    SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
+)
+from bookindex.skills.treeview import tree_view
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from operators.context import IndexContext
 from operators.passages import build_passages
@@ -43,7 +49,9 @@ OPEN_DOCUMENTS = 16  # opened documents kept in memory (their derived views cost
 Events = Callable[[str, dict[str, Any]], None]
 
 __all__ = ["Engine", "AskRequest", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
-           "RouteChoice", "Answer", "Plan", "METHODS", "OPEN_DOCUMENTS"]
+           "RouteChoice", "Answer", "Plan", "METHODS", "OPEN_DOCUMENTS",
+           "SkillsBuildRequest", "SkillsBuildReport", "SkillsAddRequest", "SkillsRemoveRequest",
+           "SkillsUpdateReport", "SkillsTreeView"]
 
 
 class AskRequest(BaseModel):
@@ -385,6 +393,29 @@ class Engine:
         skills-llm): what the corpus evaluation compares."""
         return skills_navigate.search(self.open_skills(folder), question, method, k=k, llm=self.llm,
                                       embedder=self.embedder, beam=beam, max_rounds=max_rounds)
+
+    # -- skills (Corpus2Skill: a corpus compiled into a navigable skill folder) ---------------
+    def _skills_llm(self, no_llm: bool) -> LLM | None:
+        """The LLM for summaries, or None for the extractive (no-LLM) path."""
+        return None if no_llm else self.llm
+
+    def skills_build(self, request: SkillsBuildRequest, *, on_event: Events | None = None,
+                     progress: bool = False) -> SkillsBuildReport:
+        """Compile files, folders or libraries into a skill folder (written whole, then renamed in)."""
+        return skills_build_mod.build(request, self.embedder, self._skills_llm(request.no_llm),
+                                      on_event=on_event, progress=progress)
+
+    def skills_add(self, request: SkillsAddRequest) -> SkillsUpdateReport:
+        """Add documents to a skill folder: nearest leaf, only touched clusters re-summarised."""
+        return skills_update.add(request, self.embedder, self._skills_llm(request.no_llm))
+
+    def skills_remove(self, request: SkillsRemoveRequest) -> SkillsUpdateReport:
+        """Remove documents by id from a skill folder; empty clusters are dropped."""
+        return skills_update.remove(request, self.embedder, self._skills_llm(request.no_llm))
+
+    def skills_tree(self, folder: str | Path) -> SkillsTreeView:
+        """The hierarchy of a skill folder: labels, paths, counts, descriptions."""
+        return tree_view(folder)
 
 
 def _info(d: StoredDocument) -> DocumentInfo:

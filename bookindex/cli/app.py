@@ -17,7 +17,7 @@ from rich.table import Table
 import bookindex
 from bookindex.cli import ask as cli_ask
 from bookindex.cli import library as cli_library
-from bookindex.cli import skills_ask as cli_skills_ask
+from bookindex.cli import skills as cli_skills
 from bookindex.cli import stats as cli_stats
 from bookindex.cli.context import CLIState, get_settings, set_current
 from bookindex.core.config import cache_dir, masked_settings
@@ -25,7 +25,7 @@ from bookindex.core.errors import BookIndexError, ConfigError
 from bookindex.engine import Engine
 
 # Feature modules: each exposes `register(app)`; add one line per feature.
-FEATURE_MODULES = (cli_library, cli_ask, cli_stats, cli_skills_ask)
+FEATURE_MODULES = (cli_library, cli_ask, cli_stats, cli_skills)
 
 app = typer.Typer(name="bookindex", no_args_is_help=True, add_completion=False,
                   pretty_exceptions_enable=False,

@@ -3,8 +3,8 @@
 `--navigator llm` (default) lets the configured LLM walk the tree and answer citing the
 documents it read; `--navigator embedding` needs no LLM and ranks documents by beam search.
 `--explain` prints the path taken, `--json` the whole `SkillsAnswer` (steps and usage).
-`ask_command` is a plain function so the `skills` command group of `bookindex.cli.skills`
-can mount it beside build/add/remove/tree.
+`ask_command` is mounted by the `skills` command group (`bookindex.cli.skills`) beside
+build/add/remove/tree.
 """
 
 from __future__ import annotations
@@ -81,9 +81,3 @@ def ask_command(
     for line in render(ans, explain):
         con.print(line, markup=False)
 
-
-def register(app: typer.Typer) -> None:
-    """Mount `skills ask` (until `bookindex.cli.skills` provides the `skills` group)."""
-    skills_app = typer.Typer(no_args_is_help=True, help="Corpus2Skill: compile a corpus into skills, navigate them.")
-    skills_app.command("ask")(ask_command)
-    app.add_typer(skills_app, name="skills")

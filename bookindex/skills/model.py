@@ -13,7 +13,9 @@ seed, and diffable by a person.
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,8 @@ class Cluster:
     documents: list[str] = field(default_factory=list)  # document ids (leaves)
     num_documents: int = 0
     parent: str | None = None
+    summary_size: int = 0       # num_documents when `summary` was written (incremental updates
+                                # re-summarise a cluster once its size drifts from this)
 
 
 @dataclass
@@ -177,10 +181,17 @@ def load_vectors(folder: str | Path) -> TreeVectors:
 
 
 def save_vectors(folder: str | Path, vectors: TreeVectors) -> None:
-    with atomic_open(Path(folder) / VECTORS_FILE, "wb") as fh:
-        np.savez(fh, doc_ids=np.array(vectors.doc_ids, dtype=str), doc_vectors=vectors.doc_vectors.astype(np.float32),
-                 cluster_ids=np.array(vectors.cluster_ids, dtype=str),
-                 cluster_vectors=vectors.cluster_vectors.astype(np.float32))
+    """An .npz (np.load reads it) written with fixed zip timestamps: `np.savez` stamps each member
+    with the current time, which would make two builds of the same corpus differ byte-wise."""
+    arrays = {"doc_ids": np.array(vectors.doc_ids, dtype=str),
+              "doc_vectors": vectors.doc_vectors.astype(np.float32),
+              "cluster_ids": np.array(vectors.cluster_ids, dtype=str),
+              "cluster_vectors": vectors.cluster_vectors.astype(np.float32)}
+    with atomic_open(Path(folder) / VECTORS_FILE, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            zf.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
 
 
 def load_documents(folder: str | Path) -> dict[str, CorpusDocument]:

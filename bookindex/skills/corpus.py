@@ -1,0 +1,183 @@
+"""Corpus loading: files and folders of .md/.txt/.json/.jsonl, or a bookindex library, as
+`CorpusDocument`s with stable ids.
+
+Ids come from the record (`id`, or BEIR's `_id`) when there is one, else from a hash of the
+content (paper §3.2: content-hash ids are deterministic and independent of file names). Every
+problem is an InputError naming the file, and the line for JSONL, so a user can fix the input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bookindex.core.errors import InputError
+from bookindex.core.model import DocumentTree
+from bookindex.skills.model import CorpusDocument
+from bookindex.storage.library import CATALOG, Library
+
+SUFFIXES = (".md", ".markdown", ".txt", ".text", ".json", ".jsonl")
+TITLE_CHARS = 120
+
+
+def content_id(text: str) -> str:
+    """The paper's content-hash id: 16 hex digits of the text's SHA-256."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def is_library(folder: Path) -> bool:
+    return (folder / CATALOG).is_file()
+
+
+def load_corpus(sources: Iterable[str | Path]) -> list[CorpusDocument]:
+    """Every document of `sources` (files, folders searched recursively, library folders), in
+    the order found; duplicate ids and an empty result are errors."""
+    docs: list[CorpusDocument] = []
+    given = [Path(s).expanduser() for s in sources]
+    if not given:
+        raise InputError("no source given: name files, folders or a bookindex library")
+    for src in given:
+        if not src.exists():
+            raise InputError(f"{src}: no such file or folder")
+        if src.is_dir() and is_library(src):
+            docs.extend(load_library(src))
+        elif src.is_dir():
+            files = sorted(f for f in src.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES
+                           and not any(p.startswith(".") for p in f.relative_to(src).parts))
+            if not files:
+                raise InputError(f"{src}: no documents here (supported: {', '.join(SUFFIXES)})")
+            for f in files:
+                docs.extend(load_file(f))
+        else:
+            docs.extend(load_file(src))
+    if not docs:
+        raise InputError(f"no documents in {', '.join(map(str, given))}")
+    check_unique(docs)
+    return docs
+
+
+def check_unique(docs: Iterable[CorpusDocument], existing: dict[str, CorpusDocument] | None = None) -> None:
+    """InputError naming both places when two documents share an id (or one is already stored)."""
+    seen: dict[str, CorpusDocument] = dict(existing or {})
+    for d in docs:
+        first = seen.get(d.id)
+        if first is not None:
+            where = first.source or "the skill tree"
+            raise InputError(f"{d.source}: duplicate document id {d.id!r} (also in {where})")
+        seen[d.id] = d
+
+
+def load_file(path: Path) -> list[CorpusDocument]:
+    """The documents of one file, by suffix."""
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise InputError(f"{path}: unsupported file type {suffix or '(none)'} (supported: {', '.join(SUFFIXES)})")
+    text = _read_text(path)
+    if suffix == ".jsonl":
+        return _jsonl(path, text)
+    if suffix == ".json":
+        return _json(path, text)
+    if not text.strip():
+        raise InputError(f"{path}: empty document (no text)")
+    return [CorpusDocument(id=content_id(text), title=_title_of(text, path, markdown=suffix in (".md", ".markdown")),
+                           text=text.strip(), source=str(path))]
+
+
+def load_library(folder: Path) -> list[CorpusDocument]:
+    """Each indexed document of a bookindex library, its title and text taken from its tree."""
+    lib = Library.open(folder)
+    out = []
+    for stored in lib.documents:
+        text = tree_text(stored.tree)
+        if not text.strip():
+            raise InputError(f"{stored.dir}: indexed document {stored.name!r} has no text")
+        title = stored.tree.root.title.strip() or stored.name
+        out.append(CorpusDocument(id=stored.doc_id, title=title[:TITLE_CHARS], text=text, source=str(stored.dir)))
+    if not out:
+        raise InputError(f"{folder}: the library holds no documents")
+    return out
+
+
+def tree_text(tree: DocumentTree) -> str:
+    """A document's text in reading order: section titles as Markdown headings, then content."""
+    parts: list[str] = []
+    for node in tree.walk():
+        if node.id == tree.root_id:
+            continue
+        if node.type == "section":
+            if node.title.strip():
+                parts.append("#" * max(1, min(6, node.level)) + " " + node.title.strip())
+        elif node.content.strip():
+            parts.append(node.content.strip())
+    return "\n\n".join(parts)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (undecodable byte at offset {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _title_of(text: str, path: Path, *, markdown: bool) -> str:
+    """A Markdown file's first heading, else its first non-empty line, else the file name."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if markdown:
+        for ln in lines:
+            if ln.startswith("#"):
+                return ln.lstrip("#").strip()[:TITLE_CHARS] or path.stem
+    return (lines[0].lstrip("#").strip() if lines else path.stem)[:TITLE_CHARS] or path.stem
+
+
+def _jsonl(path: Path, text: str) -> list[CorpusDocument]:
+    out = []
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{no}: not valid JSON ({exc.msg})") from None
+        out.append(_record(record, f"{path}:{no}"))
+    if not out:
+        raise InputError(f"{path}: no records")
+    return out
+
+
+def _json(path: Path, text: str) -> list[CorpusDocument]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    records = data if isinstance(data, list) else [data]
+    if not records:
+        raise InputError(f"{path}: no records")
+    return [_record(r, f"{path}[{i}]" if isinstance(data, list) else str(path)) for i, r in enumerate(records)]
+
+
+def _record(record: Any, where: str) -> CorpusDocument:
+    """One JSON record: `text` required; `id` (or `_id`) and `title` optional."""
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: a record must be a JSON object with 'text' (got {type(record).__name__})")
+    text = record.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{where}: record has no text (a non-empty 'text' field is required)")
+    raw_id = record.get("id", record.get("_id"))
+    if raw_id is not None and not isinstance(raw_id, (str, int)):
+        raise InputError(f"{where}: 'id' must be a string or an integer")
+    doc_id = str(raw_id).strip() if raw_id is not None else content_id(text)
+    if not doc_id:
+        raise InputError(f"{where}: empty 'id'")
+    title = record.get("title")
+    title = title.strip() if isinstance(title, str) and title.strip() else _first_words(text)
+    return CorpusDocument(id=doc_id, title=" ".join(title.split())[:TITLE_CHARS], text=text.strip(), source=where)
+
+
+def _first_words(text: str, n: int = 12) -> str:
+    words = text.split()
+    return " ".join(words[:n]) + (" ..." if len(words) > n else "")
