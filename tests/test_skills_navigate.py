@@ -277,3 +277,17 @@ def test_agent_with_a_real_model_keeps_the_protocol(opened: OpenedSkills, llama_
     assert ans.usage.llm_calls >= 1 and ans.usage.prompt_tokens > 0
     assert set(ans.cited) <= {s.target for s in ans.steps if s.tool == "get_document" and not s.error}
     assert len([s for s in ans.steps if s.tool != "answer"]) <= 3
+
+
+def test_lookahead_judges_a_parent_by_its_best_child(opened: OpenedSkills) -> None:
+    from bookindex.skills.beam import cluster_score
+
+    q = EMB.encode(["tofu seaweed dashi"])[0]
+    for c in opened.tree.clusters.values():
+        with_look = cluster_score(opened, c, q, "summary", lookahead=True)
+        without = cluster_score(opened, c, q, "summary", lookahead=False)
+        assert with_look >= without and (c.children or with_look == without)
+    soups = opened.tree.cluster("L1-C01")
+    assert cluster_score(opened, opened.tree.cluster("L2-C00"), q, "summary") == \
+        pytest.approx(max(cluster_score(opened, soups, q, "summary"),
+                          cluster_score(opened, opened.tree.cluster("L2-C00"), q, "summary", lookahead=False)))
