@@ -291,3 +291,11 @@ def test_lookahead_judges_a_parent_by_its_best_child(opened: OpenedSkills) -> No
     assert cluster_score(opened, opened.tree.cluster("L2-C00"), q, "summary") == \
         pytest.approx(max(cluster_score(opened, soups, q, "summary"),
                           cluster_score(opened, opened.tree.cluster("L2-C00"), q, "summary", lookahead=False)))
+
+
+def test_view_finds_a_group_given_without_its_parents(opened: OpenedSkills) -> None:
+    res = opened.tools.view("group-01-soups/INDEX.md")
+    assert res.target == "skill-01-cooking/group-01-soups/INDEX.md" and "`d3`" in res.text
+    assert opened.tools.view("group-00-rockets/").target == "skill-02-space/group-00-rockets"
+    with pytest.raises(ToolError):
+        opened.tools.view("group-00-baking/../../x")

@@ -37,6 +37,7 @@ class SkillTools:
     def __init__(self, root: str | Path, documents: dict[str, CorpusDocument]) -> None:
         self.root = Path(root).resolve()
         self.documents = documents
+        self._folders: dict[str, list[str]] | None = None  # folder name -> its paths (lazy)
 
     def normalise(self, path: str) -> str:
         """The path relative to the root, '/'-separated; ToolError for anything outside it."""
@@ -52,11 +53,30 @@ class SkillTools:
         if target != self.root and self.root not in target.parents:
             raise ToolError(f"view {path!r}: outside the skill root")
         if not target.exists():
-            raise ToolError(f"view {path!r}: no such folder or file; view '' lists the skills")
+            found = self._by_folder_name(rel)
+            if found is None:
+                raise ToolError(f"view {path!r}: no such folder or file; view '' lists the skills")
+            rel, target = found, self.root / found
         if target.is_file() and (target.suffix != NAV_SUFFIX or target.name in HIDDEN):
             raise ToolError(f"view {path!r}: only folders and .md navigation files can be viewed; "
                             "read documents with get_document")
         return rel
+
+    def _by_folder_name(self, rel: str) -> str | None:
+        """`group-05-x/INDEX.md` given without its parents (small models drop them): the one
+        folder of that name in the tree, else None (ambiguous or absent)."""
+        first, _, rest = rel.partition("/")
+        if not first:
+            return None
+        if self._folders is None:
+            self._folders = {}
+            for d in sorted(p for p in self.root.rglob("*") if p.is_dir()):
+                self._folders.setdefault(d.name, []).append(d.relative_to(self.root).as_posix())
+        hits = self._folders.get(first, [])
+        if len(hits) != 1:
+            return None
+        found = f"{hits[0]}/{rest}".rstrip("/")
+        return found if (self.root / found).exists() else None
 
     def view(self, path: str) -> ToolResult:
         """A folder's listing (sub-folders with '/', navigation files) or a file's text."""
