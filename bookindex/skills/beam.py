@@ -107,5 +107,6 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
         navigation_tokens=sum(s.tokens for s in steps if s.tool == "view"),
         document_tokens=sum(s.tokens for s in steps if s.tool == "get_document"),
         seconds=round(time.perf_counter() - t0, 4))
+    note = f"beam {width}, route {route}{' + lookahead' if lookahead else ''}, {len(reached)} leaves, {len(pool)} candidates"
     return SkillsAnswer(question=question, navigator="embedding", documents=docs, steps=steps, usage=usage,
-                        stopped="ranked", notes=[f"beam {width}, route {route}{' + lookahead' if lookahead else ''}, {len(reached)} leaves, {len(pool)} candidates"])
+                        stopped="ranked", notes=[note])
