@@ -299,3 +299,10 @@ def test_view_finds_a_group_given_without_its_parents(opened: OpenedSkills) -> N
     assert opened.tools.view("group-00-rockets/").target == "skill-02-space/group-00-rockets"
     with pytest.raises(ToolError):
         opened.tools.view("group-00-baking/../../x")
+
+
+def test_a_folder_view_carries_its_navigation_file(opened: OpenedSkills) -> None:
+    text = opened.tools.view("skill-01-cooking/group-00-baking").text
+    assert "INDEX.md" in text and "`d1`: Sourdough bread" in text
+    with pytest.raises(ToolError, match="that is a folder"):
+        opened.tools.get_document("skill-01-cooking/group-00-baking/")

@@ -21,6 +21,13 @@ VIEW_CHARS = 8000       # a navigation file is ~2 KB; a bigger one is cut so one
 DOCUMENT_CHARS = 6000   # a document's text as the agent reads it
 
 
+NAV_FILES = ("SKILL.md", "INDEX.md")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= VIEW_CHARS else text[:VIEW_CHARS] + "\n[... cut]"
+
+
 class ToolError(InputError):
     """A refused tool call: the message goes back to the model, which can try again."""
 
@@ -92,16 +99,21 @@ class SkillTools:
                 elif child.suffix == NAV_SUFFIX:
                     names.append(child.name)
             head = f"{rel or '.'}/ contains:"
-            return ToolResult("\n".join([head] + [f"- {n}" for n in names]), rel)
-        text = target.read_text(encoding="utf-8", errors="replace")
-        if len(text) > VIEW_CHARS:
-            text = text[:VIEW_CHARS] + "\n[... cut]"
-        return ToolResult(text, rel)
+            listing = "\n".join([head] + [f"- {n}" for n in names])
+            # the folder's own navigation file comes with its listing: a small model that views
+            # a folder instead of its INDEX.md still sees the sub-groups or document ids
+            nav = next((target / n for n in NAV_FILES if (target / n).is_file()), None)
+            if nav is not None:
+                listing += f"\n\n{rel}/{nav.name}:\n" + _cut(nav.read_text(encoding="utf-8", errors="replace"))
+            return ToolResult(listing, rel)
+        return ToolResult(_cut(target.read_text(encoding="utf-8", errors="replace")), rel)
 
     def get_document(self, doc_id: str) -> ToolResult:
         """The document's title and text; ToolError naming the id when the store has none."""
         key = (doc_id or "").strip().strip("`'\"")
         doc = self.documents.get(key)
+        if doc is None and key.strip("/") and (self.root / key.strip("/")).is_dir() and ".." not in key:
+            raise ToolError(f"get_document {doc_id!r}: that is a folder; view it to see its document ids")
         if doc is None:
             raise ToolError(f"get_document {doc_id!r}: no such document id; ids are listed in leaf INDEX.md files")
         text = doc.text if len(doc.text) <= DOCUMENT_CHARS else doc.text[:DOCUMENT_CHARS] + " [... cut]"
