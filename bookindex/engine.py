@@ -26,6 +26,10 @@ from bookindex.indexing.graph.stats import graph_stats, tree_stats
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
+from bookindex.skills import navigate as skills_navigate
+from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
+from bookindex.skills.model import is_skill_dir
+from bookindex.skills.opened import OpenedSkills
 from bookindex.skills import build as skills_build_mod
 from bookindex.skills import update as skills_update
 from bookindex.skills.requests import (
@@ -142,6 +146,7 @@ class Engine:
         self._opened: OrderedDict[tuple[str, str], IndexContext] = OrderedDict()
         self._capacity = max(1, open_documents)
         self._lock = threading.RLock()
+        self._skills: dict[str, tuple[str, OpenedSkills]] = {}
 
     # -- settings and providers (created on first use, then shared) ------------------------
     @property
@@ -363,6 +368,33 @@ class Engine:
         p = plan if isinstance(plan, Plan) else (Plan.from_json(plan) if isinstance(plan, str) else Plan.from_dict(plan))
         ctx, _ = self._target(doc, p.question)
         return retrieval_api.run_plan(ctx, p)
+
+    # -- skills (Corpus2Skill): questions to a compiled skill folder ---------------------------
+    def open_skills(self, folder: str | Path) -> OpenedSkills:
+        """A skill folder opened once (re-read when its skills.json changes)."""
+        path = Path(folder).expanduser().resolve()
+        if not is_skill_dir(path):
+            raise InputError(f"{folder}: not a skill tree (no skills.json); build one with `bookindex skills build`")
+        stamp = str((path / "skills.json").stat().st_mtime_ns)
+        with self._lock:
+            cached = self._skills.get(str(path))
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, OpenedSkills(path))
+                self._skills[str(path)] = cached
+            return cached[1]
+
+    def skills_ask(self, request: SkillsAskRequest | str, **fields: Any) -> SkillsAnswer:
+        """Navigate a skill folder: `--navigator llm` answers citing documents it read,
+        `embedding` (no LLM) ranks documents by beam search down the tree."""
+        req = request if isinstance(request, SkillsAskRequest) else SkillsAskRequest(question=request, **fields)
+        return skills_navigate.ask(self.open_skills(req.folder), req, llm=self.llm, embedder=self.embedder)
+
+    def skills_search(self, folder: str | Path, question: str, method: str, k: int = 10,
+                      beam: int | None = None, max_rounds: int = 10) -> SkillsAnswer:
+        """The documents a corpus method returns (bm25, dense, hybrid, raptor, skills-embedding,
+        skills-llm): what the corpus evaluation compares."""
+        return skills_navigate.search(self.open_skills(folder), question, method, k=k, llm=self.llm,
+                                      embedder=self.embedder, beam=beam, max_rounds=max_rounds)
 
     # -- skills (Corpus2Skill: a corpus compiled into a navigable skill folder) ---------------
     def _skills_llm(self, no_llm: bool) -> LLM | None:

@@ -1,5 +1,6 @@
-"""`bookindex skills build | add | remove | tree`: compile a corpus into a skill folder and keep it
-current (Corpus2Skill). Each command calls one Engine method and prints its typed report."""
+"""`bookindex skills build | add | remove | tree | ask`: compile a corpus into a skill folder, keep it
+current and navigate it (Corpus2Skill). Each command calls one Engine method and prints its typed
+report; `ask` lives in `bookindex.cli.skills_ask`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bookindex.cli.context import get_settings
+from bookindex.cli.skills_ask import ask_command
 from bookindex.engine import (
     Engine, SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView,
     SkillsUpdateReport,
@@ -20,6 +22,7 @@ from bookindex.engine import (
 from bookindex.skills.requests import DEFAULT_DRIFT, SkillNodeView
 
 skills_app = typer.Typer(no_args_is_help=True, help="Compile a corpus into a navigable skill tree (Corpus2Skill).")
+skills_app.command("ask")(ask_command)
 
 
 def register(app: typer.Typer) -> None:

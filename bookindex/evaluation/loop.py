@@ -35,7 +35,7 @@ from bookindex.evaluation.benchmark import (
 )
 from bookindex.evaluation.recall import context_size, dedupe
 from bookindex.evaluation.report import render_report, summarize, write_report
-from bookindex.evaluation.rows import Row, bind_rows, make_rows, retrieve
+from bookindex.evaluation.rows import Row, bind_rows, make_rows, retrieve, retrieve_corpus
 
 T = TypeVar("T")
 
@@ -130,7 +130,11 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     try:
         if q.doc is not None and doc is None:
             raise InputError(f"{q.doc}: document could not be indexed")
-        evidence, raw, rec["citation_check"] = retrieve(row, doc, q.text, kmax)
+        if row.corpus is not None:
+            evidence, raw, cost = retrieve_corpus(row, q.text, kmax)
+            rec.update(cost)
+        else:
+            evidence, raw, rec["citation_check"] = retrieve(row, doc, q.text, kmax)
     except Exception as e:  # one failing question must not end a 20-minute run: it scores 0
         rec["error"] = f"{type(e).__name__}: {e}"
     rec["seconds"] = round(time.perf_counter() - t0, 4)
@@ -147,9 +151,11 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     rec["evidence"] = [evidence_entry(e) for e in ranked]
     if llm is not None and not rec["error"]:
         try:
+            # a benchmark may answer and score in its own format (the corpus one: free answers)
+            answer_fn = getattr(benchmark, "answer_question", answer_question)
             if raw is None:
-                raw = answer_question(llm, q.text, benchmark.reader_passages(got, kmax))
-            pred = extract_answer(llm, q.text, raw)
+                raw = answer_fn(llm, q.text, benchmark.reader_passages(got, kmax))
+            pred = extract_answer(llm, q.text, raw) if getattr(benchmark, "extracts_answer", True) else raw
             rec["raw_answer"], rec["pred"] = raw, pred
             rec.update(benchmark.score_answer(q, raw, pred))
         except Exception as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
@@ -20,6 +21,8 @@ ABLATIONS = {
     "no_text": "text_reasoning",
 }
 ALL_METHODS = ("bm25", "dense", "hybrid", "chunks", "tree", "bookindex", "bm25-pages")
+# methods over a compiled skill folder (a corpus, not a library): Engine.skills_search
+CORPUS_METHODS = ("bm25", "dense", "hybrid", "raptor", "skills-embedding", "skills-llm")
 
 
 @dataclass
@@ -30,12 +33,22 @@ class Row:
     name: str
     method: str
     settings: Settings
+    corpus: str | None = None  # a skill folder: the row searches it (CORPUS_METHODS), not the library
+    beam: int | None = None    # skills-embedding's beam width (None: auto)
     engine: Engine = field(init=False, repr=False)
 
 
-def make_rows(methods: Sequence[str], ablations: Sequence[str], settings: Settings) -> list[Row]:
-    """One row per method, then one bookindex row per ablation; InputError names a bad one."""
+def make_rows(methods: Sequence[str], ablations: Sequence[str], settings: Settings,
+              corpus: str | None = None) -> list[Row]:
+    """One row per method, then one bookindex row per ablation; InputError names a bad one.
+    With `corpus` (a skill folder) the rows are corpus methods searching it."""
     rows: list[Row] = []
+    if corpus is not None:
+        for m in methods:
+            if m not in CORPUS_METHODS:
+                raise InputError(f"--method: unknown corpus method {m!r}; choose from {', '.join(CORPUS_METHODS)}")
+            rows.append(Row(m, m, settings, corpus=corpus))
+        return rows
     for m in methods:
         if m not in ALL_METHODS:
             raise InputError(f"--method: unknown method {m!r}; choose from {', '.join(ALL_METHODS)}")
@@ -53,6 +66,24 @@ def bind_rows(rows: Sequence[Row], indexer: Engine, llm: LLM) -> None:
     for row in rows:
         row.engine = Engine(indexer.root, row.settings, llm=llm, embedder=indexer.embedder,
                             reranker=indexer.reranker, vlm=indexer.vlm)
+
+
+def retrieve_corpus(row: Row, question: str, k: int) -> tuple[list[Evidence], str | None, dict[str, Any]]:
+    """A corpus row's ranked documents as evidence (snippet = the document's text, which the
+    reader gets), the navigator's answer for skills-llm, and the navigation cost fields."""
+    assert row.corpus is not None
+    ans = row.engine.skills_search(row.corpus, question, row.method, k=k, beam=row.beam)
+    docs = row.engine.open_skills(row.corpus).documents
+    evidence = [Evidence(doc_id=d.doc_id, node_id=d.doc_id, type="document", page_idx=0, rank=i + 1,
+                         snippet=f"{d.title}\n{docs[d.doc_id].text}" if d.doc_id in docs else d.title,
+                         scores={"score": d.score}) for i, d in enumerate(ans.documents)]
+    u = ans.usage
+    fields: dict[str, Any] = {"fetched": u.documents_fetched, "nav_tokens": u.navigation_tokens,
+                              "doc_tokens": u.document_tokens, "candidates": u.candidates, "rounds": u.rounds, "llm_calls": u.llm_calls,
+                              "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+                              "stopped": ans.stopped, "cited": ans.cited, "notes": ans.notes,
+                              "steps": [s.model_dump() for s in ans.steps]}
+    return evidence, (ans.answer or None) if row.method == "skills-llm" else None, fields
 
 
 def retrieve(row: Row, doc: str | None, question: str, k: int) -> tuple[list[Evidence], str | None, str | None]:

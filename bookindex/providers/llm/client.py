@@ -88,6 +88,25 @@ class LLMClient:
                 f"not a valid {name} after one repair attempt ({_error_text(exc, 160)}); raw output: "
                 f"{raw2[:300]!r}", stage=stage, model=self.model, raw=raw2) from None
 
+    @property
+    def supports_tools(self) -> bool:
+        """Whether the provider does native tool calling (OpenAI-compatible servers)."""
+        return self.available and callable(getattr(self.provider, "complete_tools", None))
+
+    def complete_tools(self, messages: Messages | str, tools: list[dict[str, Any]], stage: str = "default", *,
+                       temperature: float | None = None, max_tokens: int | None = None,
+                       cache: bool = True) -> Completion:
+        """One turn with native tool calling (cached by request hash with the tools, retried,
+        counted like `complete`): the reply text and `extra["tool_calls"]`. Providers without
+        tool calling raise LLMRequestError; callers check `supports_tools` first."""
+        if not self.supports_tools:
+            raise LLMRequestError(f"stage '{stage}': {self.section}.provider = {self.provider.name} "
+                                  "has no native tool calling; use the JSON action protocol")
+        msgs = _normalise(messages)
+        params = {"temperature": self.settings.temperature if temperature is None else temperature,
+                  "max_tokens": max_tokens or self.settings.max_tokens, "tools": tools}
+        return self._request(msgs, params, stage, None, cache, tools=tools)
+
     def map(self, requests: Sequence[dict[str, Any]], *, max_concurrency: int | None = None,
             progress: bool = False, desc: str = "LLM", return_exceptions: bool = False) -> list[Any]:
         """`complete(**kwargs)` for each dict, concurrently (bounded), results in input order.
@@ -145,7 +164,8 @@ class LLMClient:
             return self._adapters[schema]
 
     def _request(self, msgs: Messages, params: dict[str, Any], stage: str,
-                 json_schema: dict[str, Any] | None, use_cache: bool, judge: bool = False) -> Completion:
+                 json_schema: dict[str, Any] | None, use_cache: bool, judge: bool = False,
+                 tools: list[dict[str, Any]] | None = None) -> Completion:
         resolve = getattr(self.provider, "_resolve_model", None)
         if resolve is not None and not self.provider.model and self.available:
             self._attempt(stage, resolve)
@@ -159,6 +179,9 @@ class LLMClient:
         def call() -> Completion:
             if judge:
                 return self.provider.yes_probability(msgs)
+            if tools is not None:
+                return self.provider.complete_tools(  # type: ignore[attr-defined]  # checked by supports_tools
+                    msgs, tools=tools, temperature=params["temperature"], max_tokens=params["max_tokens"])
             return self.provider.complete(msgs, temperature=params["temperature"],
                                           max_tokens=params["max_tokens"], json_schema=json_schema)
 

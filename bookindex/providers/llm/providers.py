@@ -214,6 +214,27 @@ class OpenAIProvider:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             finish_reason=choice.finish_reason)
 
+    def complete_tools(self, messages: Messages, *, tools: list[dict[str, Any]], temperature: float,
+                       max_tokens: int) -> Completion:
+        """One chat turn with native tool calling; the calls come back in
+        `extra["tool_calls"]` as [{"id", "name", "arguments" (a JSON string)}]."""
+        model = self._resolve_model()
+        resp = self._call(lambda: self._client.chat.completions.create(
+            model=model, messages=_openai_messages(messages), temperature=temperature,
+            max_tokens=max_tokens, tools=cast(Any, tools)))
+        choice = resp.choices[0]
+        usage = resp.usage
+        calls = []
+        for c in choice.message.tool_calls or []:
+            fn = getattr(c, "function", None)  # custom (non-function) tool calls are not ours
+            if fn is not None:
+                calls.append({"id": c.id, "name": fn.name, "arguments": fn.arguments or "{}"})
+        return Completion(
+            text=choice.message.content or "", model=resp.model or model,
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            finish_reason=choice.finish_reason, extra={"tool_calls": calls})
+
     def yes_probability(self, messages: Messages) -> Completion:
         model = self._resolve_model()
         if not self._logprobs_ok:

@@ -1,0 +1,83 @@
+"""`bookindex skills ask DIR "question"`: navigate a compiled skill folder (Corpus2Skill).
+
+`--navigator llm` (default) lets the configured LLM walk the tree and answer citing the
+documents it read; `--navigator embedding` needs no LLM and ranks documents by beam search.
+`--explain` prints the path taken, `--json` the whole `SkillsAnswer` (steps and usage).
+`ask_command` is mounted by the `skills` command group (`bookindex.cli.skills`) beside
+build/add/remove/tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from bookindex.cli.context import get_settings
+from bookindex.core.errors import InputError
+from bookindex.engine import Engine
+from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console  # deferred like the other commands: only printing needs rich
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def render(ans: SkillsAnswer, explain: bool) -> list[str]:
+    """The lines a person reads: the answer (or ranked documents), citations, the path."""
+    out: list[str] = []
+    if ans.navigator == "llm":
+        out.append(ans.answer or f"(no answer: {ans.stopped})")
+        if ans.cited:
+            out.append("sources: " + ", ".join(f"{d} ({_title(ans, d)})" for d in ans.cited))
+    else:
+        for i, d in enumerate(ans.documents, start=1):
+            out.append(f"{i:>2}. {d.doc_id}  {d.score:.3f}  {d.title}  [{d.path}]")
+    u = ans.usage
+    out.append(f"[{ans.navigator}: {u.rounds} rounds, {u.documents_fetched} documents read, "
+               f"{u.navigation_tokens} navigation + {u.document_tokens} document tokens"
+               + (f", {u.llm_calls} LLM calls, {u.prompt_tokens} prompt tokens" if u.llm_calls else "")
+               + f", {u.seconds:.1f} s]")
+    if explain:
+        out.append("path:")
+        out.extend("  " + line for line in ans.path())
+        out.extend(f"  note: {n}" for n in ans.notes)
+    return out
+
+
+def _title(ans: SkillsAnswer, doc_id: str) -> str:
+    return next((d.title for d in ans.documents if d.doc_id == doc_id), "")
+
+
+def ask_command(
+    ctx: typer.Context,
+    folder: Path = typer.Argument(..., metavar="DIR", help="A skill folder built by `bookindex skills build`."),
+    question: str = typer.Argument(..., help="The question."),
+    navigator: str = typer.Option("llm", "--navigator", help="llm (the agent answers) or embedding (no LLM)."),
+    explain: bool = typer.Option(False, "--explain", help="Print the navigation path."),
+    as_json: bool = typer.Option(False, "--json", help="Print the SkillsAnswer as JSON (with the trace)."),
+    k: int = typer.Option(10, "--k", min=1, help="Documents the embedding navigator returns."),
+    beam: int = typer.Option(0, "--beam", min=0, help="Beam width of the embedding navigator (0: auto from k)."),
+    max_rounds: int = typer.Option(10, "--max-rounds", min=1, help="Tool calls the LLM navigator may make."),
+    protocol: str = typer.Option("auto", "--protocol", help="auto, tools (native tool calls) or json (JSON actions)."),
+) -> None:
+    """Ask a question of a skill folder by navigating it."""
+    if not question.strip():
+        raise InputError('the question is empty: bookindex skills ask DIR "What is ...?"')
+    if navigator not in ("llm", "embedding"):
+        raise InputError(f"--navigator {navigator!r}: choose llm or embedding")
+    if protocol not in ("auto", "tools", "json"):
+        raise InputError(f"--protocol {protocol!r}: choose auto, tools or json")
+    engine = Engine(None, get_settings(ctx))
+    req = SkillsAskRequest(folder=str(folder), question=question, navigator=navigator,
+                           k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol)
+    ans = engine.skills_ask(req)
+    if as_json:
+        typer.echo(ans.model_dump_json(indent=1))
+        return
+    con = _console()
+    for line in render(ans, explain):
+        con.print(line, markup=False)
+

@@ -1,0 +1,75 @@
+#!/usr/bin/env python
+"""Corpus navigation benchmark (Corpus2Skill): document recall@k / all@k and navigation cost.
+
+    python scripts/eval_corpus.py ../shared/data/scifact --skills SKILLS_DIR \
+        --method bm25,dense,hybrid,raptor,skills-embedding,skills-llm --limit 50
+
+DATA holds corpus.jsonl + questions.jsonl. --skills is a folder compiled from that corpus with
+`bookindex skills build`; without it only the flat methods (bm25, dense, hybrid) run, over the
+document vectors embedded once under <cache dir>/eval/<split>/flat. With an LLM
+(`--set llm.provider=llamacpp`) every row is answered and scored (token F1, ROUGE-1/2, BLEU)
+where the questions have reference answers (WixQA). Writes corpus_<split>.json and .md to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bookindex.core.config import load_settings  # noqa: E402
+from bookindex.core.errors import BookIndexError  # noqa: E402
+from bookindex.evaluation.corpus_run import run  # noqa: E402
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data_dir", type=Path, help="folder with corpus.jsonl and questions.jsonl")
+    ap.add_argument("--method", default="bm25,dense,hybrid,raptor,skills-embedding",
+                    help="comma-separated: bm25,dense,hybrid,raptor,skills-embedding,skills-llm")
+    ap.add_argument("--skills", type=Path, default=None, help="compiled skill folder of this corpus")
+    ap.add_argument("--k", default="1,5,10", help="comma-separated k values (documents)")
+    ap.add_argument("--beam", type=int, default=None, help="skills-embedding beam width (default: auto from k)")
+    ap.add_argument("--limit", type=int, default=None, help="only N questions (from --offset)")
+    ap.add_argument("--offset", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=Path("bench-out/corpus"), help="output folder")
+    ap.add_argument("--config", default=None, help="bookindex.toml to load settings from")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="setting override (repeatable)")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+    words = argv if argv is not None else sys.argv[1:]
+    try:
+        ks = [int(k) for k in _csv(args.k)]
+    except ValueError:
+        ap.error(f"--k: give positive integers (got {args.k!r})")
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"--set: give KEY=VALUE (got {item!r})")
+        overrides[key.strip()] = value.strip()
+    try:
+        settings = load_settings(args.config)
+        if overrides:
+            settings = settings.with_overrides(overrides)
+        res = run(args.data_dir, _csv(args.method), ks, skills=args.skills, limit=args.limit, offset=args.offset,
+                  out_dir=args.out, settings=settings, beam=args.beam, progress=not args.no_progress,
+                  command="python scripts/eval_corpus.py " + " ".join(shlex.quote(a) for a in words))
+    except BookIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(res.markdown)
+    for kind, path in res.files.items():
+        print(f"{kind}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""The corpus benchmark on a tiny in-test corpus, its metrics, and the answer metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakes import FakeEmbedder, FakeLLM
+from skills_helpers import DOCS, build_skill_folder
+
+from bookindex.core.config import Settings
+from bookindex.core.errors import InputError
+from bookindex.evaluation.corpus import corpus_scores, load_corpus, load_questions
+from bookindex.evaluation.corpus_run import run
+from bookindex.evaluation.text_metrics import answer_scores, bleu, rouge, token_f1
+from bookindex.skills.agent import STAGE
+
+EMB = FakeEmbedder(dim=64, word=r"\w+")
+QUESTIONS = [
+    {"id": "q1", "question": "bake sourdough bread starter", "gold_doc_ids": ["d1"], "answer": "Use a starter."},
+    {"id": "q2", "question": "rocket engine launch orbit", "gold_doc_ids": ["d5", "d6"], "answer": None},
+    {"id": "q3", "question": "red planet storm moons", "article_ids": ["d8"], "answer": "SUPPORT"},
+]
+
+
+def write_data(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "title": t, "text": x}) + "\n"
+                                                 for d, (t, x) in DOCS.items()))
+    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    return folder
+
+
+def settings(tmp_path: Path) -> Settings:
+    return Settings().with_overrides({"cache.path": str(tmp_path / "cache"), "llm.provider": "none"})
+
+
+def test_corpus_scores_recall_and_all() -> None:
+    s = corpus_scores(["a", "x", "b"], ["a", "b"], [1, 2, 3])
+    assert s.recall == {1: 0.5, 2: 0.5, 3: 1.0} and s.hit == {1: 0.0, 2: 0.0, 3: 1.0}
+
+
+def test_loading_names_the_file_and_line(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data")
+    qs = load_questions(data)
+    assert [q.gold for q in qs] == [("d1",), ("d5", "d6"), ("d8",)]
+    assert qs[0].answer == "Use a starter." and qs[2].answer is None  # a SciFact verdict is no answer
+    (data / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
+    with pytest.raises(InputError, match=r"corpus.jsonl:2: duplicate id"):
+        load_corpus(data)
+    (data / "questions.jsonl").write_text('{"id": 1}\n')
+    with pytest.raises(InputError, match=r"questions.jsonl:1"):
+        load_questions(data)
+
+
+def test_benchmark_every_method_without_an_llm(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data")
+    skills = build_skill_folder(tmp_path / "skills", EMB)
+    res = run(data, ["bm25", "dense", "hybrid", "raptor", "skills-embedding"], [1, 2, 5], skills=skills,
+              settings=settings(tmp_path), embedder=EMB, beam=1, out_dir=tmp_path / "out", progress=False)
+    summary = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]
+    assert set(summary) == {"bm25", "dense", "hybrid", "raptor", "skills-embedding"}
+    for row in summary.values():
+        assert row["questions"] == 3 and row["errors"] == 0
+        assert row["recall"]["5"] == 1.0  # every method finds them on this corpus
+    assert summary["skills-embedding"]["nav_tokens"] > 0 and summary["bm25"]["nav_tokens"] == 0
+    assert summary["skills-embedding"]["fetched"] == 2.0  # beam 1 reaches one leaf of two documents
+    assert "all@5" in res.markdown and "docs fetched/q" in res.markdown
+
+
+def test_benchmark_flat_store_without_a_skill_folder(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data")
+    res = run(data, ["bm25", "dense"], [1, 5], settings=settings(tmp_path), embedder=EMB, progress=False)
+    assert res.summary["dense"]["recall"][5] == 1.0
+    with pytest.raises(InputError, match="unknown corpus method"):
+        run(data, ["bookindex"], [1], settings=settings(tmp_path), embedder=EMB, progress=False)
+
+
+def test_benchmark_answers_with_an_llm(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data")
+    skills = build_skill_folder(tmp_path / "skills", EMB)
+
+    def reply(call):  # type: ignore[no-untyped-def]
+        if call.stage == STAGE:
+            read = any("Result of get_document" in str(m.get("content")) for m in call.messages)
+            return ({"action": "answer", "answer": "Use a starter.", "cited": ["d1"]} if read
+                    else {"action": "get_document", "doc_id": "d1"})
+        return "Use a starter for the bread."
+
+    llm = FakeLLM(reply)
+    res = run(data, ["dense", "skills-llm"], [1, 5], skills=skills, settings=settings(tmp_path), embedder=EMB,
+              llm=llm, progress=False)
+    assert res.summary["skills-llm"]["answers"]["f1"] == 1.0  # q1 only: the one with a text answer
+    assert 0 < res.summary["dense"]["answers"]["f1"] < 1.0
+    rec = next(r for r in res.records if r["method"] == "skills-llm" and r["qid"] == "q1")
+    assert rec["cited"] == ["d1"] and rec["llm_calls"] == 2 and rec["recall"][1] == 1.0
+    assert "eval_extract" not in llm.stages  # free answers are scored as written
+
+
+def test_answer_metrics() -> None:
+    assert token_f1("The cat sat.", "a cat sat") == 1.0
+    assert token_f1("dog", "cat") == 0.0
+    assert token_f1("", "") == 1.0
+    r1, r2 = rouge("the cat sat on the mat", "the cat sat on a mat")
+    assert 0.8 < r1 < 1.0 and 0.5 < r2 < 1.0
+    assert bleu("the cat sat on the mat", "the cat sat on the mat") == pytest.approx(1.0)
+    assert bleu("completely different words", "the cat sat on the mat") < 0.1
+    assert set(answer_scores("a", "b")) == {"f1", "rouge1", "rouge2", "bleu"}
+
+
+def test_a_line_that_is_not_json_is_named(tmp_path: Path) -> None:
+    data = write_data(tmp_path / "data")
+    (data / "questions.jsonl").write_text('{"id": "1", "question": "q", "gold_doc_ids": []}\nnot json\n')
+    with pytest.raises(InputError, match=r"questions.jsonl:2: not JSON"):
+        load_questions(data)

@@ -1,0 +1,308 @@
+"""The Corpus2Skill navigators over a hand-built skill folder (tests/skills_helpers.py): the two
+tools, the beam search, the flat baselines, the LLM agent (JSON actions with FakeLLM, native
+tool calls through the real client), the Engine and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import FakeEmbedder, FakeLLM, ScriptedProvider
+from skills_helpers import build_skill_folder
+from typer.testing import CliRunner
+
+from bookindex.cli.app import app
+from bookindex.core.config import LLMSettings, Settings
+from bookindex.core.errors import InputError, LLMUnavailable
+from bookindex.engine import Engine
+from bookindex.providers.llm import Completion, LLMClient
+from bookindex.skills.agent import STAGE, NavAction, navigate
+from bookindex.skills.answer import SkillsAskRequest
+from bookindex.skills.beam import auto_beam, beam_search
+from bookindex.skills.flat import flat_search
+from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.tools import ToolError
+
+EMB = FakeEmbedder(dim=64, word=r"\w+")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return build_skill_folder(tmp_path / "skills", EMB)
+
+
+@pytest.fixture
+def opened(folder: Path) -> OpenedSkills:
+    return OpenedSkills(folder)
+
+
+# -- tools ------------------------------------------------------------------------------------
+
+def test_view_lists_folders_and_reads_navigation_files(opened: OpenedSkills) -> None:
+    root = opened.tools.view("").text
+    assert "skill-01-cooking/" in root and "skill-02-space/" in root
+    assert "skills.json" not in root and "documents.json" not in root
+    listing = opened.tools.view("skill-01-cooking").text
+    assert "SKILL.md" in listing and "group-00-baking/" in listing
+    text = opened.tools.view("./skill-01-cooking/group-00-baking/INDEX.md").text
+    assert "`d1`: Sourdough bread" in text
+
+
+@pytest.mark.parametrize("bad", ["../x", "/etc/passwd", "skill-01-cooking/../../etc", "documents.json",
+                                 "skills.json", "nowhere/INDEX.md"])
+def test_view_refuses_traversal_data_files_and_missing_paths(opened: OpenedSkills, bad: str) -> None:
+    with pytest.raises(ToolError):
+        opened.tools.view(bad)
+
+
+def test_view_refuses_a_link_out_of_the_root(folder: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("secret")
+    (folder / "link.md").symlink_to(outside)
+    with pytest.raises(ToolError, match="outside"):
+        OpenedSkills(folder).tools.view("link.md")
+
+
+def test_get_document_reads_the_store_and_names_an_unknown_id(opened: OpenedSkills) -> None:
+    assert "tofu" in opened.tools.get_document("d4").text
+    with pytest.raises(ToolError, match="'nope'"):
+        opened.tools.get_document("nope")
+
+
+# -- beam search and flat methods -------------------------------------------------------------
+
+def test_beam_descends_to_the_right_leaf_and_records_every_file(opened: OpenedSkills) -> None:
+    ans = beam_search(opened, EMB, "which rocket engine lands its booster", k=2, beam=1)
+    assert [d.doc_id for d in ans.documents][0] == "d6"
+    assert {d.path for d in ans.documents} == {"skill-02-space/group-00-rockets"}
+    viewed = [s.target for s in ans.steps if s.tool == "view"]
+    assert viewed == ["", "skill-02-space/SKILL.md", "skill-02-space/group-00-rockets/INDEX.md"]
+    assert ans.usage.documents_fetched == 2 and ans.usage.navigation_tokens > 0 and ans.usage.document_tokens > 0
+
+
+def test_wider_beam_reaches_more_leaves(opened: OpenedSkills) -> None:
+    narrow = beam_search(opened, EMB, "red planet storm", k=8, beam=1)
+    wide = beam_search(opened, EMB, "red planet storm", k=8, beam=4)
+    assert len(narrow.documents) == 2 and len(wide.documents) == 8
+    assert wide.documents[0].doc_id in ("d7", "d8")
+    assert auto_beam(opened, 10) >= auto_beam(opened, 2) >= 1
+
+
+@pytest.mark.parametrize("route", ["summary", "centroid", "both"])
+def test_beam_routes(opened: OpenedSkills, route: str) -> None:
+    ans = beam_search(opened, EMB, "simmer miso soup with tofu", k=1, beam=1, route=route)  # type: ignore[arg-type]
+    assert ans.documents[0].doc_id == "d4"
+
+
+def test_beam_refuses_a_tree_without_clusters(tmp_path: Path, opened: OpenedSkills) -> None:
+    opened.tree.roots = []
+    with pytest.raises(InputError, match="no clusters"):
+        beam_search(opened, EMB, "x")
+
+
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid", "raptor"])
+def test_flat_methods_rank_documents(opened: OpenedSkills, method: str) -> None:
+    ans = flat_search(opened, EMB, "bake sourdough bread with a starter", method, k=3)
+    assert ans.documents[0].doc_id == "d1" and len(ans.documents) == 3
+    assert ans.usage.documents_fetched == 3
+
+
+def test_raptor_expands_a_summary_hit_into_its_members(opened: OpenedSkills) -> None:
+    # the query is a leaf summary's words: that cluster outranks every document
+    ans = flat_search(opened, EMB, "simmer soup pot tomato miso", "raptor", k=2)
+    assert {d.doc_id for d in ans.documents} == {"d3", "d4"}
+
+
+def test_an_embedder_other_than_the_builds_is_refused(opened: OpenedSkills) -> None:
+    with pytest.raises(InputError, match="built with embedder"):
+        flat_search(opened, FakeEmbedder(dim=64, name="other"), "x", "dense")
+
+
+# -- the LLM navigator ------------------------------------------------------------------------
+
+WALK = [
+    {"action": "view", "path": "skill-01-cooking/SKILL.md"},
+    {"action": "view", "path": "skill-01-cooking/group-01-soups/INDEX.md"},
+    {"action": "get_document", "doc_id": "d4"},
+    {"action": "answer", "answer": "Miso soup is simmered with tofu, seaweed and dashi.", "cited": ["d4", "d3"]},
+]
+
+
+def test_agent_walks_view_view_get_document_answer(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: list(WALK)})
+    ans = navigate(opened, llm, "What goes in miso soup?")
+    assert ans.stopped == "answered" and ans.answer.startswith("Miso soup")
+    assert ans.cited == ["d4"]  # d3 was never read: dropped, with a note
+    assert any("dropped citation d3" in n for n in ans.notes)
+    assert [(s.tool, s.target) for s in ans.steps] == [
+        ("view", "skill-01-cooking/SKILL.md"), ("view", "skill-01-cooking/group-01-soups/INDEX.md"),
+        ("get_document", "d4"), ("answer", "")]
+    assert ans.usage.llm_calls == 4 and ans.usage.documents_fetched == 1
+    assert [d.doc_id for d in ans.documents] == ["d4"]
+    first = llm.calls[0]
+    assert "skill-01-cooking/" in first.prompt and "skill-02-space/" in first.prompt  # progressive disclosure
+    assert "group-01-soups" not in first.prompt
+    assert first.schema is NavAction
+
+
+def test_agent_stops_at_max_rounds(opened: OpenedSkills) -> None:
+    llm = FakeLLM(default={"action": "view", "path": ""})
+    ans = navigate(opened, llm, "anything", max_rounds=3)
+    assert ans.stopped == "max_rounds" and ans.answer == "" and len(llm.calls) == 3
+    assert "last turn" in llm.calls[-1].prompt
+
+
+def test_agent_tool_errors_go_back_to_the_model(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: [{"action": "view", "path": "../../etc"}, {"action": "get_document", "doc_id": "zz"},
+                           {"action": "get_document", "doc_id": "d7"},
+                           {"action": "answer", "answer": "Mars is red.", "cited": ["d7"]}]})
+    ans = navigate(opened, llm, "Why is Mars red?")
+    assert [bool(s.error) for s in ans.steps[:3]] == [True, True, False]
+    assert "Error:" in llm.calls[1].prompt and ans.cited == ["d7"]
+
+
+def test_agent_repairs_a_malformed_action(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: ["view skill-02-space please", {"action": "get_document", "doc_id": "d8"},
+                           {"action": "answer", "answer": "Jupiter has a great red storm (d8).", "cited": []}]})
+    ans = navigate(opened, llm, "Which planet has a great red storm?")
+    assert llm.calls[1].attempt == 1  # the repair round
+    assert ans.stopped == "answered" and ans.cited == ["d8"]  # cited inline
+
+
+def test_agent_reports_an_action_it_cannot_repair(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: ["no json here", '{"action": "fly"}']})
+    ans = navigate(opened, llm, "x")
+    assert ans.stopped == "invalid_action" and "invalid action" in ans.notes[0]
+
+
+def test_agent_must_read_a_document_before_answering(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: [{"action": "answer", "answer": "From the summary: bread.", "cited": []},
+                           {"action": "get_document", "doc_id": "d1"},
+                           {"action": "answer", "answer": "Sourdough needs a starter.", "cited": ["d1"]}]})
+    ans = navigate(opened, llm, "What does sourdough need?")
+    assert ans.steps[0].error.startswith("refused") and "not read any document" in llm.calls[1].prompt
+    assert ans.cited == ["d1"]
+
+
+class ToolProvider(ScriptedProvider):
+    """A scripted OpenAI-compatible model with native tool calling."""
+
+    def __init__(self, turns: list[Any]) -> None:
+        super().__init__()
+        self.turns = turns
+        self.tool_requests: list[Any] = []
+
+    def complete_tools(self, messages: Any, *, tools: Any, temperature: float, max_tokens: int) -> Completion:
+        self.tool_requests.append((messages, tools))
+        calls, text = self.turns.pop(0)
+        return Completion(text=text, prompt_tokens=100, completion_tokens=5,
+                          extra={"tool_calls": [{"id": f"c{i}", "name": n, "arguments": json.dumps(a)}
+                                                for i, (n, a) in enumerate(calls)]})
+
+
+def test_native_tool_calls_through_the_client(opened: OpenedSkills) -> None:
+    provider = ToolProvider([([("view", {"path": "skill-02-space/group-00-rockets/INDEX.md"})], ""),
+                             ([("get_document", {"doc_id": "d5"})], ""),
+                             ([], "The Saturn V burned kerosene. Sources: d5")])
+    client = LLMClient(provider, LLMSettings())
+    ans = navigate(opened, client, "What did the Saturn V burn?")
+    assert ans.stopped == "answered" and ans.cited == ["d5"]
+    assert ans.usage.llm_calls == 3 and ans.usage.prompt_tokens == 300
+    msgs, tools = provider.tool_requests[-1]
+    assert {t["function"]["name"] for t in tools} == {"view", "get_document"}
+    assert [m["role"] for m in msgs][-2:] == ["assistant", "tool"]
+    assert client.ledger.snapshot()["stages"][STAGE]["calls"] == 3
+
+
+def test_native_tool_calls_are_cached_by_the_client(opened: OpenedSkills, tmp_path: Path) -> None:
+    from bookindex.providers.llm import DiskCache
+
+    cache = DiskCache(tmp_path / "c.sqlite")
+    turns = [([("get_document", {"doc_id": "d5"})], ""), ([], "Kerosene. Sources: d5")]
+    navigate(opened, LLMClient(ToolProvider(list(turns)), LLMSettings(), cache=cache), "fuel?")
+    again = LLMClient(ToolProvider([]), LLMSettings(), cache=cache)  # an empty script: all from cache
+    ans = navigate(opened, again, "fuel?")
+    assert ans.cited == ["d5"] and again.ledger.snapshot()["stages"][STAGE]["cache_hits"] == 2
+
+
+def test_the_json_protocol_is_used_without_native_tools(opened: OpenedSkills) -> None:
+    client = LLMClient(ScriptedProvider([json.dumps(WALK[2]), json.dumps(WALK[3])]), LLMSettings())
+    assert not client.supports_tools
+    ans = navigate(opened, client, "miso?")
+    assert ans.cited == ["d4"]
+
+
+# -- Engine and CLI ---------------------------------------------------------------------------
+
+def test_engine_skills_ask_both_navigators(folder: Path, tmp_path: Path) -> None:
+    engine = Engine(None, Settings(), llm=FakeLLM({STAGE: list(WALK)}), embedder=EMB)
+    ans = engine.skills_ask(SkillsAskRequest(folder=str(folder), question="miso soup tofu", navigator="embedding", k=2))
+    assert ans.documents[0].doc_id == "d4" and ans.stopped == "ranked"
+    ans = engine.skills_ask(str(folder) and SkillsAskRequest(folder=str(folder), question="miso?"))
+    assert ans.cited == ["d4"]
+    with pytest.raises(InputError, match="not a skill tree"):
+        engine.skills_ask(SkillsAskRequest(folder=str(tmp_path), question="x"))
+    with pytest.raises(LLMUnavailable):
+        Engine(None, Settings(), llm=FakeLLM(available=False), embedder=EMB).skills_ask(
+            SkillsAskRequest(folder=str(folder), question="x"))
+
+
+def test_cli_skills_ask(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Engine, "embedder", property(lambda self: EMB))
+    runner = CliRunner()
+    res = runner.invoke(app, ["--set", "llm.provider=none", "skills", "ask", str(folder), "red planet storm",
+                              "--navigator", "embedding", "--k", "2", "--explain"])
+    assert res.exit_code == 0, res.output
+    assert "d8" in res.output and "path:" in res.output and "INDEX.md" in res.output
+    res = runner.invoke(app, ["--set", "llm.provider=none", "skills", "ask", str(folder), "rocket", "--navigator",
+                              "embedding", "--json"])
+    data = json.loads(res.output)
+    assert data["navigator"] == "embedding" and data["steps"]
+    res = runner.invoke(app, ["--set", "llm.provider=none", "skills", "ask", str(tmp_path), "x", "--navigator", "embedding"])
+    assert isinstance(res.exception, InputError) and "not a skill tree" in str(res.exception)  # main() exits 2
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+def test_agent_with_a_real_model_keeps_the_protocol(opened: OpenedSkills, llama_settings: Any) -> None:
+    """Plumbing only (what a 0.5B model chooses is not asserted): every round is a valid action
+    or a reported failure, steps are recorded, citations are of documents read."""
+    from bookindex.providers.llm import get_llm
+
+    client = get_llm(llama_settings)
+    ans = navigate(opened, client, "What goes in miso soup?", max_rounds=3, protocol="json")
+    assert ans.stopped in ("answered", "max_rounds", "invalid_action")
+    assert ans.usage.llm_calls >= 1 and ans.usage.prompt_tokens > 0
+    assert set(ans.cited) <= {s.target for s in ans.steps if s.tool == "get_document" and not s.error}
+    assert len([s for s in ans.steps if s.tool != "answer"]) <= 3
+
+
+def test_lookahead_judges_a_parent_by_its_best_child(opened: OpenedSkills) -> None:
+    from bookindex.skills.beam import cluster_score
+
+    q = EMB.encode(["tofu seaweed dashi"])[0]
+    for c in opened.tree.clusters.values():
+        with_look = cluster_score(opened, c, q, "summary", lookahead=True)
+        without = cluster_score(opened, c, q, "summary", lookahead=False)
+        assert with_look >= without and (c.children or with_look == without)
+    soups = opened.tree.cluster("L1-C01")
+    assert cluster_score(opened, opened.tree.cluster("L2-C00"), q, "summary") == \
+        pytest.approx(max(cluster_score(opened, soups, q, "summary"),
+                          cluster_score(opened, opened.tree.cluster("L2-C00"), q, "summary", lookahead=False)))
+
+
+def test_view_finds_a_group_given_without_its_parents(opened: OpenedSkills) -> None:
+    res = opened.tools.view("group-01-soups/INDEX.md")
+    assert res.target == "skill-01-cooking/group-01-soups/INDEX.md" and "`d3`" in res.text
+    assert opened.tools.view("group-00-rockets/").target == "skill-02-space/group-00-rockets"
+    with pytest.raises(ToolError):
+        opened.tools.view("group-00-baking/../../x")
+
+
+def test_a_folder_view_carries_its_navigation_file(opened: OpenedSkills) -> None:
+    text = opened.tools.view("skill-01-cooking/group-00-baking").text
+    assert "INDEX.md" in text and "`d1`: Sourdough bread" in text
+    with pytest.raises(ToolError, match="that is a folder"):
+        opened.tools.get_document("skill-01-cooking/group-00-baking/")
