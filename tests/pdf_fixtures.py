@@ -214,9 +214,9 @@ def build_truncated(path: Path, source: Path) -> Path:
     return path
 
 
-def build_zero_pages(path: Path) -> Path:
-    """A syntactically valid PDF whose page tree is empty."""
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+def raw_pdf(objs: list[bytes]) -> bytes:
+    """A PDF file written by hand from its objects (object 1 is the root): for PDFs that no
+    library would write, e.g. an empty page tree or a damaged page."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for k, o in enumerate(objs, start=1):
@@ -227,7 +227,13 @@ def build_zero_pages(path: Path) -> Path:
     for off in offsets:
         out += b"%010d 00000 n \n" % off
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    path.write_bytes(bytes(out))
+    return bytes(out)
+
+
+def build_zero_pages(path: Path) -> Path:
+    """A syntactically valid PDF whose page tree is empty."""
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    path.write_bytes(raw_pdf(objs))
     return path
 
 

@@ -112,5 +112,5 @@ def test_answer_metrics() -> None:
 def test_a_line_that_is_not_json_is_named(tmp_path: Path) -> None:
     data = write_data(tmp_path / "data")
     (data / "questions.jsonl").write_text('{"id": "1", "question": "q", "gold_doc_ids": []}\nnot json\n')
-    with pytest.raises(InputError, match=r"questions.jsonl:2: not JSON"):
+    with pytest.raises(InputError, match=r"questions.jsonl:2: malformed JSON"):
         load_questions(data)

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from bookindex.cli.app import main
+from pdf_fixtures import raw_pdf
+
 from bookindex.core.limits import json_depth
 from bookindex.engine import Engine
 from bookindex.storage.library import Library
@@ -72,23 +74,9 @@ def _pdf_with_spans(spans: int) -> Callable[[Path], Path]:
                 b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
                 b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
         p = d / f"spans{spans}.pdf"
-        p.write_bytes(_pdf(objs))
+        p.write_bytes(raw_pdf(objs))
         return p
     return make
-
-
-def _pdf(objs: list[bytes]) -> bytes:
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for k, o in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % k + o + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    for off in offsets:
-        out += b"%010d 00000 n \n" % off
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
-    return bytes(out)
 
 
 def _truncated(fraction: float) -> Callable[[Path], Path]:

@@ -104,7 +104,8 @@ def test_loads_every_format(tmp_path: Path):
     ("undecodable", "not UTF-8"),
     ("duplicate", "duplicate document id 'x'"),
     ("no_text", "e.jsonl:2: record has no text"),
-    ("bad_json", "e.jsonl:1: not valid JSON"),
+    ("bad_json", "e.jsonl:1: malformed JSON"),
+    ("deep_json", "e.jsonl:1: JSON nested deeper than"),
 ])
 def test_bad_inputs_name_the_file(tmp_path: Path, case: str, message: str):
     d = tmp_path / "src"
@@ -118,6 +119,8 @@ def test_bad_inputs_name_the_file(tmp_path: Path, case: str, message: str):
         write_jsonl(d / "e.jsonl", [{"id": "1", "text": "fine"}, {"id": "2", "title": "no text"}])
     elif case == "bad_json":
         (d / "e.jsonl").write_text("{not json}\n")
+    elif case == "deep_json":
+        (d / "e.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(InputError, match=re.escape(message)) as e:
         load_corpus([d])
     if case == "undecodable":

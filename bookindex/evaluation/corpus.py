@@ -13,7 +13,6 @@ ROUGE-1/2 and BLEU (`text_metrics`), free-form: no short-answer extraction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from bookindex.core.errors import InputError
 from bookindex.evaluation.answering import build_context
 from bookindex.evaluation.benchmark import Corpus, EvidenceScore, Group, Meta, Record, Retrieved
 from bookindex.evaluation.text_metrics import answer_scores
+from bookindex.skills.corpus import jsonl_records
 
 LABELS = {"SUPPORT", "CONTRADICT"}  # SciFact's verdicts are not answers to score text against
 READER_STAGE = "eval_answer"
@@ -50,19 +50,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) of every non-blank line; InputError naming the file and line."""
     if not path.is_file():
         raise InputError(f"{path}: not found")
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{n}: not JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise InputError(f"{path}:{n}: expected a JSON object")
-            out.append((n, rec))
-    return out
+    return jsonl_records(path, path.read_text(encoding="utf-8"))
 
 
 def load_questions(data_dir: Path) -> list[CorpusQuestion]:

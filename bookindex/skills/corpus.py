@@ -9,12 +9,12 @@ problem is an InputError naming the file, and the line for JSONL, so a user can 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from bookindex.core.errors import InputError
+from bookindex.core.limits import loads_bounded
 from bookindex.core.model import DocumentTree
 from bookindex.skills.model import CorpusDocument
 from bookindex.storage.library import CATALOG, Library
@@ -134,26 +134,29 @@ def _title_of(text: str, path: Path, *, markdown: bool) -> str:
     return (lines[0].lstrip("#").strip() if lines else path.stem)[:TITLE_CHARS] or path.stem
 
 
-def _jsonl(path: Path, text: str) -> list[CorpusDocument]:
+def jsonl_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) of every non-blank line; InputError naming the file and line.
+    Depth-bounded (a hostile line of 100k '[' is an error, not a RecursionError)."""
     out = []
     for no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{no}: not valid JSON ({exc.msg})") from None
-        out.append(_record(record, f"{path}:{no}"))
+        record = loads_bounded(line, f"{path}:{no}")
+        if not isinstance(record, dict):
+            raise InputError(f"{path}:{no}: a record must be a JSON object with 'text' (got {type(record).__name__})")
+        out.append((no, record))
+    return out
+
+
+def _jsonl(path: Path, text: str) -> list[CorpusDocument]:
+    out = [_record(record, f"{path}:{no}") for no, record in jsonl_records(path, text)]
     if not out:
         raise InputError(f"{path}: no records")
     return out
 
 
 def _json(path: Path, text: str) -> list[CorpusDocument]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    data = loads_bounded(text, str(path))
     records = data if isinstance(data, list) else [data]
     if not records:
         raise InputError(f"{path}: no records")
