@@ -14,19 +14,15 @@ where the questions have reference answers (WixQA). Writes corpus_<split>.json a
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookindex.core.config import load_settings  # noqa: E402
-from bookindex.core.errors import BookIndexError  # noqa: E402
+from bookindex.evaluation.cli import command_line, csv_list, pairs, parse_ks, run_and_print  # noqa: E402
 from bookindex.evaluation.corpus_run import run  # noqa: E402
-
-
-def _csv(s: str) -> list[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,31 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="setting override (repeatable)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    words = argv if argv is not None else sys.argv[1:]
-    try:
-        ks = [int(k) for k in _csv(args.k)]
-    except ValueError:
-        ap.error(f"--k: give positive integers (got {args.k!r})")
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            ap.error(f"--set: give KEY=VALUE (got {item!r})")
-        overrides[key.strip()] = value.strip()
-    try:
+    ks = parse_ks(ap, args.k)
+    overrides = pairs(args.set, ap, "--set", "llm.provider=llamacpp", empty_value=True, key_name="KEY")
+
+    def call() -> Any:
         settings = load_settings(args.config)
         if overrides:
             settings = settings.with_overrides(overrides)
-        res = run(args.data_dir, _csv(args.method), ks, skills=args.skills, limit=args.limit, offset=args.offset,
-                  out_dir=args.out, settings=settings, beam=args.beam, progress=not args.no_progress,
-                  command="python scripts/eval_corpus.py " + " ".join(shlex.quote(a) for a in words))
-    except BookIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(res.markdown)
-    for kind, path in res.files.items():
-        print(f"{kind}: {path}")
-    return 0
+        return run(args.data_dir, csv_list(args.method), ks, skills=args.skills, limit=args.limit, offset=args.offset,
+                   out_dir=args.out, settings=settings, beam=args.beam, progress=not args.no_progress,
+                   command=command_line("eval_corpus.py", argv))
+
+    return run_and_print(call)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""The command line shared by scripts/eval_mmlongbench.py and scripts/eval_qasper.py: the same
-options, the same `run(...)` call, the same error handling and output."""
+"""The command line shared by the evaluation scripts: eval_mmlongbench.py, eval_qasper.py and
+eval_reference.py take the same options and `run(...)` call (`eval_main`); eval_corpus.py has its
+own options but the same parsing helpers, error handling and output (`csv_list`, `parse_ks`,
+`pairs`, `run_and_print`)."""
 
 from __future__ import annotations
 
@@ -13,18 +15,47 @@ from bookindex.core.config import load_settings
 from bookindex.core.errors import BookIndexError
 
 
-def _csv(s: str) -> list[str]:
+def csv_list(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _pairs(items: list[str], ap: argparse.ArgumentParser) -> dict[str, str]:
+def parse_ks(ap: argparse.ArgumentParser, text: str) -> list[int]:
+    """The --k values as integers; a usage error (exit 2) otherwise."""
+    try:
+        return [int(k) for k in csv_list(text)]
+    except ValueError:
+        ap.error(f"--k: give positive integers, e.g. 1,3,5,10 (got {text!r})")
+
+
+def pairs(items: list[str], ap: argparse.ArgumentParser, option: str = "--only",
+          example: str = "source=text", empty_value: bool = False, key_name: str = "GROUP") -> dict[str, str]:
+    """Repeated KEY=VALUE options as a dict; a usage error naming the option otherwise."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            ap.error(f"--only: give GROUP=VALUE, e.g. source=text (got {item!r})")
+        if not sep or not key.strip() or not (value.strip() or empty_value):
+            ap.error(f"{option}: give {key_name}=VALUE, e.g. {example} (got {item!r})")
         out[key.strip()] = value.strip()
     return out
+
+
+def command_line(script: str, argv: list[str] | None) -> str:
+    """The command as a user would retype it, recorded in the benchmark's output."""
+    words = argv if argv is not None else sys.argv[1:]
+    return f"python scripts/{script} " + " ".join(shlex.quote(a) for a in words)
+
+
+def run_and_print(call: Callable[[], Any]) -> int:
+    """Run a benchmark; print its Markdown and files, or one error line and return 2."""
+    try:
+        res = call()
+    except BookIndexError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(res.markdown)
+    for kind, path in res.files.items():
+        print(f"{kind}: {path}")
+    return 0
 
 
 def eval_main(run: Callable[..., Any], *, script: str, description: str, data_help: str,
@@ -47,21 +78,10 @@ def eval_main(run: Callable[..., Any], *, script: str, description: str, data_he
                     help="build the index with the no-LLM pipeline; use the configured LLM only to answer")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
-    words = argv if argv is not None else sys.argv[1:]
-    try:
-        ks = [int(k) for k in _csv(args.k)]
-    except ValueError:
-        ap.error(f"--k: give positive integers, e.g. 1,3,5,10 (got {args.k!r})")
-    try:
-        res = run(args.data_dir, _csv(args.method), ks, _csv(args.ablation),
-                  limit=args.limit, offset=args.offset, only=_pairs(args.only, ap), index_dir=args.index_dir, out_dir=args.out,
-                  settings=load_settings(args.config), progress=not args.no_progress,
-                  index_without_llm=args.index_without_llm,
-                  command=f"python scripts/{script} " + " ".join(shlex.quote(a) for a in words))
-    except BookIndexError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(res.markdown)
-    for kind, path in res.files.items():
-        print(f"{kind}: {path}")
-    return 0
+    ks = parse_ks(ap, args.k)
+    only = pairs(args.only, ap)
+    return run_and_print(lambda: run(
+        args.data_dir, csv_list(args.method), ks, csv_list(args.ablation),
+        limit=args.limit, offset=args.offset, only=only, index_dir=args.index_dir, out_dir=args.out,
+        settings=load_settings(args.config), progress=not args.no_progress,
+        index_without_llm=args.index_without_llm, command=command_line(script, argv)))
