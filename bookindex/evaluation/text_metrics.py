@@ -1,6 +1,6 @@
 """Lexical answer metrics against a reference answer (Corpus2Skill's Table 1 protocol).
 
-Token F1 is SQuAD's (lower-cased, punctuation and articles dropped, bag of words); ROUGE-1/2 are
+Token F1 is SQuAD's, shared with Qasper's scoring (lower-cased, punctuation and articles dropped, bag of words); ROUGE-1/2 are
 the `rouge-score` package's F-measures (with Porter stemming, as ROUGE-1.5.5 is usually run);
 BLEU is sacrebleu's sentence BLEU (0-1 here, smoothed with "exp" as sacrebleu does by default),
 so none of them is re-implemented.
@@ -8,32 +8,17 @@ so none of them is re-implemented.
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
-
 import sacrebleu
 from rouge_score import rouge_scorer
 
+from bookindex.evaluation.qasper import token_f1 as squad_f1
+
 _ROUGE = rouge_scorer.RougeScorer(["rouge1", "rouge2"], use_stemmer=True)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def normalise(text: str) -> list[str]:
-    t = text.lower()
-    t = "".join(ch for ch in t if ch not in set(string.punctuation))
-    return _ARTICLES.sub(" ", t).split()
 
 
 def token_f1(pred: str, gold: str) -> float:
-    p, g = normalise(pred), normalise(gold)
-    if not p or not g:
-        return float(p == g)
-    common = sum((Counter(p) & Counter(g)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(p), common / len(g)
-    return 2 * precision * recall / (precision + recall)
+    """SQuAD token F1 (the one Qasper is scored with)."""
+    return squad_f1(gold, pred)
 
 
 def rouge(pred: str, gold: str) -> tuple[float, float]:
