@@ -95,14 +95,6 @@ class SkillTree:
         except KeyError:
             raise InputError(f"no cluster {cluster_id!r} in this skill tree") from None
 
-    def by_path(self, path: str) -> Cluster | None:
-        """The cluster whose folder is `path` (relative, '/'-separated), or None."""
-        want = path.strip("/")
-        for c in self.clusters.values():
-            if c.path == want:
-                return c
-        return None
-
     def leaves(self) -> list[Cluster]:
         return [c for c in self.clusters.values() if not c.children]
 
@@ -166,9 +158,6 @@ class TreeVectors:
     doc_vectors: np.ndarray       # (n_docs, dim) float32, L2-normalised
     cluster_ids: list[str]
     cluster_vectors: np.ndarray   # (n_clusters, dim) embeddings of the cluster summaries
-
-    def doc(self, doc_id: str) -> np.ndarray:
-        return self.doc_vectors[self.doc_ids.index(doc_id)]
 
 
 def load_vectors(folder: str | Path) -> TreeVectors:
