@@ -8,6 +8,8 @@ node was kept.
 
 from __future__ import annotations
 
+import heapq
+
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
@@ -83,8 +85,9 @@ def _ledger_total(llm: LLM) -> dict[str, float]:
 
 
 def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -> list[list[Any]]:
+    """The `n` best (id, score) pairs, best first, ties by id (for traces: a partial sort)."""
     items = scores.items() if isinstance(scores, dict) else scores
-    return [[k, round(float(v), 4)] for k, v in sorted(items, key=lambda kv: (-kv[1], kv[0]))[:n]]
+    return [[k, round(float(v), 4)] for k, v in heapq.nsmallest(n, items, key=lambda kv: (-kv[1], kv[0]))]
 
 
 P = TypeVar("P", bound=Params)

@@ -80,6 +80,7 @@ class DerivedViews:
     units: dict[int, dict[str, str]] = field(default_factory=dict)
     entity_names: dict[str, list[str]] | None = None
     graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None
+    gt_matrix: Any = None  # operators.reasoner.GTMatrix: M as sparse matrices
     # the baselines' per-document index (`retrieval.baselines.index.DocIndex`, which narrows it
     # with isinstance): typed `object` because operators may not import the retrieval layer
     baseline: object | None = None

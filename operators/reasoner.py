@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import networkx as nx
@@ -53,9 +54,17 @@ def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: 
     for s, w in seeds.items():
         if s in index:
             p[index[s]] += w
+    x = pagerank_vector(a, p, alpha, max_iter, tol)
+    return {} if x is None else {n: float(x[i]) for i, n in enumerate(nodes)}
+
+
+def pagerank_vector(a: sp.spmatrix, p: np.ndarray, alpha: float = 0.85, max_iter: int = 100,
+                    tol: float = 1e-8) -> np.ndarray | None:
+    """The PPR vector of adjacency `a` for the (unnormalised) restart vector `p`; None when `p`
+    holds no mass."""
     if p.sum() <= 0:
-        return {}
-    p /= p.sum()
+        return None
+    p = p / p.sum()
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
     t = sp.diags(inv) @ a  # row-stochastic where deg > 0
@@ -67,7 +76,45 @@ def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: 
             x = x_new
             break
         x = x_new
-    return {n: float(x[i]) for i, n in enumerate(nodes)}
+    return x
+
+
+@dataclass
+class GTMatrix:
+    """M, the GT-links, as a sparse entities × nodes matrix in the graph adjacency's entity order,
+    built once per document: a question's subgraph G' and its S_G = I_G × M are then a column
+    slice and one sparse product instead of Python loops over thousands of nodes."""
+
+    node_ids: list[str]  # columns: the tree's nodes first, then linked ids the tree lacks
+    column: dict[str, int]
+    n_tree: int  # the first n_tree columns are tree nodes
+    by_entity: sp.csr_matrix
+    by_node: sp.csc_matrix
+    idf: np.ndarray  # entity_idf per entity row
+
+
+def gt_matrix(graph: Any, tree: DocumentTree, entities: list[str], entity_row: dict[str, int]) -> GTMatrix:
+    node_ids = list(tree.nodes)
+    column = {n: i for i, n in enumerate(node_ids)}
+    rows: list[int] = []
+    cols: list[int] = []
+    for eid, ent in graph.entities.items():
+        r = entity_row.get(eid)
+        if r is None:
+            continue
+        for nid in ent.node_ids:
+            c = column.get(nid)
+            if c is None:
+                c = column[nid] = len(node_ids)
+                node_ids.append(nid)
+            rows.append(r)
+            cols.append(c)
+    shape = (len(entities), len(node_ids))
+    m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)  # duplicate links add up
+    n_nodes = max(1, len(tree.nodes))
+    idf = np.array([entity_idf(len(graph.entities[e].node_ids), n_nodes) if e in graph.entities else 1.0
+                    for e in entities])
+    return GTMatrix(node_ids, column, len(tree.nodes), m, m.tocsc(), idf)
 
 
 def entity_idf(linked_nodes: int, n_nodes: int) -> float:
@@ -96,38 +143,59 @@ class GraphReasoning(Operator[GraphReasoningParams]):
 
     def apply(self, state: State) -> State:
         graph, tree = self.ctx.graph, self.ctx.tree
-        cand = set(state.candidates) if state.candidates is not None else set(tree.nodes)
         seeds_all = [e for e in (self.params.entity_ids or state.entity_ids) if e in graph.entities]
         if not seeds_all or not graph.entities:
             state.scores["graph"] = {}
             self.note(skipped="no query entities to seed PageRank")
             return state
-        sub_ents = {e.id for nid in cand for e in graph.entities_of(nid)}
-        sub_ents.update(seeds_all)
-        if self.ctx.views.graph_adjacency is None:  # the whole G once per document; G' is a slice
-            self.ctx.views.graph_adjacency = adjacency(graph.nx)
-        nodes, index, a = self.ctx.views.graph_adjacency
-        rows = sorted(index[e] for e in sub_ents if e in index)
-        sub_nodes = [nodes[r] for r in rows]
+        views = self.ctx.views
+        if views.graph_adjacency is None:  # the whole G once per document; G' is a slice
+            views.graph_adjacency = adjacency(graph.nx)
+        nodes, index, a = views.graph_adjacency
+        if views.gt_matrix is None:
+            views.gt_matrix = gt_matrix(graph, tree, nodes, index)
+        gm: GTMatrix = views.gt_matrix
+        if state.candidates is None:
+            cand_cols = np.arange(gm.n_tree)
+        else:
+            cand_cols = np.fromiter((gm.column[c] for c in set(state.candidates) if c in gm.column), dtype=np.int64)
+        # G': the entities of the candidate nodes, and the seeds, in adjacency order
+        linked = np.unique(gm.by_node[:, cand_cols].indices)
+        rows = np.union1d(linked, [index[e] for e in seeds_all if e in index]).astype(np.int64)
         sub_a = a[rows][:, rows]
         seeds = {e: 1.0 / (1 + i) for i, e in enumerate(seeds_all)}
-        n_nodes = max(1, len(tree.nodes))
-        ig = personalized_pagerank((sub_nodes, sub_a), seeds, alpha=self.params.alpha)
+        restart = np.zeros(len(rows))
+        for e, w in seeds.items():
+            if e in index:
+                restart[np.searchsorted(rows, index[e])] += w
+        ig = pagerank_vector(sub_a, restart, alpha=self.params.alpha) if len(rows) else None
         sg: dict[str, float] = {}
-        for eid, score in ig.items():
-            if score <= 0:
-                continue
+        if ig is not None:
+            weight = np.where(ig > 0, ig, 0.0)
             if self.params.entity_idf:
-                score *= entity_idf(len(graph.entities[eid].node_ids), n_nodes)
-            for nid in graph.entities[eid].node_ids:
-                if nid in cand and nid in tree.nodes:
-                    sg[nid] = sg.get(nid, 0.0) + score
+                weight = weight * gm.idf[rows]
+            sg_all = gm.by_entity[rows].T @ weight  # S_G = I_G × M
+            in_scope = np.zeros(len(gm.node_ids), dtype=bool)
+            in_scope[cand_cols[cand_cols < gm.n_tree]] = True
+            for c in np.flatnonzero(in_scope & (sg_all > 0)):
+                sg[gm.node_ids[c]] = float(sg_all[c])
         mx = max(sg.values(), default=0.0)
         state.scores["graph"] = {k: v / mx for k, v in sg.items()} if mx > 0 else {}
-        self.note(subgraph={"entities": len(sub_nodes), "relations": int(sub_a.nnz // 2)},
-                  seeds=list(seeds), top_entities=top_items(ig, 8),
+        top_entities = ([] if ig is None else
+                        top_items([(nodes[rows[k]], float(ig[k])) for k in _top_positions(ig, 8)], 8))
+        self.note(subgraph={"entities": len(rows), "relations": int(sub_a.nnz // 2)},
+                  seeds=list(seeds), top_entities=top_entities,
                   outputs=top_items(state.scores["graph"], 10))
         return state
+
+
+def _top_positions(values: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the `n` largest values and of every value tied with the n-th (so a tie-break
+    by id afterwards picks the same items a full sort would)."""
+    if len(values) <= n:
+        return np.arange(len(values))
+    nth = np.partition(values, len(values) - n)[len(values) - n]
+    return np.flatnonzero(values >= nth)
 
 
 class TextReasoningParams(Params):
