@@ -60,6 +60,7 @@ def test_running_job_is_reported_interrupted_and_resumed(tmp_path: Path) -> None
     data = json.loads((root / "jobs" / f"{job.id}.json").read_text())
     data["state"] = "running"
     (root / "jobs" / f"{job.id}.json").write_text(json.dumps(data))
+    first.role.release()  # the process died: the kernel dropped its runner lock
 
     second = JobManager(eng, root, max_jobs=4)  # type: ignore[arg-type]
     assert second.interrupted == [job.id]
@@ -153,3 +154,76 @@ def test_kill_9_during_index_then_restart_resumes(tmp_path: Path, libtasn1_libra
         assert [d["name"] for d in httpx.get(f"{base}/documents").json()] == ["libtasn1.pdf"]
     assert "was interrupted (x1); resuming it" in log.read_text()
     assert consistent(lib) == ["libtasn1.pdf"]
+
+
+def test_processes_share_the_queue_through_the_job_files(tmp_path: Path) -> None:
+    """`serve --workers N`: two managers on one server folder stand for two server processes.
+    Only the runner runs jobs; the other queues, reads progress and cancels through the files,
+    and takes the runner role over (resuming the running job) when the runner's process ends."""
+    root = tmp_path / ".server"
+    eng = ScriptedEngine()
+    runner = JobManager(eng, root, max_jobs=4)  # type: ignore[arg-type]
+    other = JobManager(eng, root, max_jobs=4)  # type: ignore[arg-type]
+    assert runner.role.held and not other.role.held
+
+    queued = other.submit(staged(root), "q.md", "ee" * 32, {})
+    assert other.cancel(queued.id).cancel_requested  # the runner acts on the marker
+    job = other.submit(staged(root), "a.md", "aa" * 32, {})
+    runner.start()
+    other.start()
+    try:
+        assert other.wait_idle(20)
+        assert other.get(job.id).state == "done" and other.get(queued.id).state == "cancelled"
+        assert eng.calls == [root / "files" / ("aa" * 8) / "a.md"]
+        assert not list((root / "jobs").glob("*.cancel"))
+
+        eng.release.clear()  # the next build blocks until released
+        slow = other.submit(staged(root), "b.md", "bb" * 32, {})
+        deadline = time.monotonic() + 20
+        while other.get(slow.id).state != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert other.get(slow.id).state == "running"
+        # the runner's process ends mid-build: its file still says running, its lock is gone
+        runner._stop = True  # its worker thread ends after this build
+        runner.role.release()
+        eng.release.set()
+        deadline = time.monotonic() + 20
+        while not other.role.held and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert other.role.held
+        assert other.wait_idle(20)
+        assert other.get(slow.id).state == "done"
+    finally:
+        eng.release.set()
+        other.stop()
+        runner.stop()
+
+
+@pytest.mark.slow
+def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
+    """`bookindex serve --workers 2`: both processes answer; an upload queued through either is
+    built once by the runner, and every process then answers from the new catalog."""
+    lib = tmp_path / "lib"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    doc = tmp_path / "pumps.md"
+    doc.write_text("# Pumps\n\n## Priming\n\nThe centrifugal pump is primed with the blue valve "
+                   "before start-up.\n\n## Cleaning\n\nThe filter is rinsed every week.\n")
+    env = cli_env(tmp_path / "cache")
+    log = tmp_path / "serve.log"
+    with cli_server(["serve", str(lib), "--port", str(port), "--workers", "2"], env, tmp_path, log,
+                    base + "/health"):
+        with open(doc, "rb") as fh:
+            r = httpx.post(f"{base}/documents", files={"file": ("pumps.md", fh, "text/markdown")}, timeout=60)
+        assert r.status_code == 202, r.text
+        job = poll_job(base, r.json()["id"], timeout=180)
+        assert job["state"] == "done", job
+        for _ in range(6):  # fresh connections: the kernel spreads them over both processes
+            with httpx.Client(timeout=60) as client:
+                assert [d["name"] for d in client.get(f"{base}/documents").json()] == ["pumps.md"]
+                a = client.post(f"{base}/ask", json={"question": "How is the pump primed?", "doc": "pumps.md"})
+                assert a.status_code == 200, a.text
+                assert any("blue valve" in e["snippet"] for e in a.json()["evidence"]), a.json()["evidence"]
+    text = log.read_text()
+    assert "2 server processes" in text and text.count("Started server process") == 2
+    assert len(list((lib / ".server" / "jobs").glob("*.json"))) == 1

@@ -21,11 +21,15 @@ def register(app: typer.Typer) -> None:
         library: Path = typer.Argument(..., metavar="LIB", help="Library folder (created by the first upload)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind; non-loopback needs API keys."),
         port: int = typer.Option(8000, "--port", help="TCP port."),
+        workers: int | None = typer.Option(None, "--workers", min=1, max=64,
+                                           help="Server processes answering questions (default: server.workers; "
+                                                "one per core for throughput); one of them runs the index jobs."),
     ) -> None:
         """Serve a library over HTTP: REST API with OpenAPI docs at /docs, background indexing jobs.
 
         Keys: $BOOKINDEX_API_KEYS (read) and $BOOKINDEX_ADMIN_KEYS (admin), comma-separated."""
-        run_rest(library, get_settings(ctx), host=host, port=port)
+        settings = get_settings(ctx)
+        run_rest(library, settings, host=host, port=port, workers=workers or settings.server.workers)
 
     @app.command("mcp")
     def mcp(

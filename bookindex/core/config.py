@@ -137,6 +137,9 @@ class ServerSettings(_Section):
     max_question_chars: int = Field(2000, ge=1)
     max_jobs: int = Field(8, ge=1)  # index jobs queued or running at once; more are refused (429)
     max_dpi: int = Field(300, ge=36)  # page images: /documents/{doc}/pages/{n}.png?dpi=
+    # processes answering requests (`serve --workers`); each loads its own Engine and models, so
+    # memory grows with it; one per core is the throughput setting (docs/benchmarks.md, Serving)
+    workers: int = Field(1, ge=1, le=64)
 
 
 SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "storage", "cache",

@@ -14,6 +14,12 @@ commits.
 A restarted server marks the jobs it finds `running` as interrupted (`interruptions` counts
 them) and queues them again with the queued ones: the build starts over, cheaply, because LLM
 calls are answered from the disk cache.
+
+Several server processes (`bookindex serve --workers N`) share the queue through these files:
+the process holding the runner role (`runner.RunnerRole`) runs the jobs; every process answers
+the job routes from the files (re-read when they change) and queues uploads by writing one; a
+cancel from a process that is not the runner leaves a `<id>.cancel` marker the runner acts on
+within `POLL_S`. When the runner dies, another process takes the role and resumes its job.
 """
 
 from __future__ import annotations
@@ -38,12 +44,15 @@ from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine, IndexReport
 from bookindex.server.builds import JobCancelled, build_in_process
 from bookindex.server.problem import Problem
+from bookindex.server.runner import RunnerRole
 
 log = logging.getLogger("bookindex.server.jobs")
 
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 ACTIVE: tuple[str, ...] = ("queued", "running")
 SAVE_EVERY_S = 0.5  # progress is persisted at most this often (state changes always)
+POLL_S = 1.0  # how often the runner looks for jobs other processes queued (and others for the role)
+CANCEL_SUFFIX = ".cancel"  # LIB/.server/jobs/<id>.cancel: a cancel asked for in another process
 
 
 class JobProgress(BaseModel):
@@ -96,20 +105,32 @@ class JobManager:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._saved_at: dict[str, float] = {}
-        self.interrupted: list[str] = []  # ids found running at start-up
-        self._load()
+        self._seen: dict[str, int] = {}  # job file -> mtime_ns when last read
+        self._current: str | None = None  # the job this process is running
+        self.interrupted: list[str] = []  # ids found running when this process took the runner role
+        self.role = RunnerRole(root)
+        if self.role.try_take():
+            self._resume()
+        else:
+            self._sync()
 
     # -- persistence ---------------------------------------------------------------------
-    def _load(self) -> None:
-        """Read the persisted jobs; requeue the unfinished ones, oldest first."""
+    def _read(self, path: Path) -> Job | None:
+        try:
+            return Job.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            log.warning("%s: unreadable job file, skipped (%s)", path, e)
+            return None
+
+    def _resume(self) -> None:
+        """(The runner, on taking the role.) Read the persisted jobs; requeue the unfinished ones,
+        oldest first: a job found running was interrupted by the process that ran it."""
         if not self.jobs_dir.is_dir():
             return
-        found: list[Job] = []
-        for p in sorted(self.jobs_dir.glob("*.json")):
-            try:
-                found.append(Job.model_validate(json.loads(p.read_text(encoding="utf-8"))))
-            except (OSError, ValueError) as e:
-                log.warning("%s: unreadable job file, skipped (%s)", p, e)
+        found = [j for p in sorted(self.jobs_dir.glob("*.json")) if (j := self._read(p)) is not None]
+        self._queue.clear()
         for job in sorted(found, key=lambda j: j.created):
             self._jobs[job.id] = job
             if job.state == "running":
@@ -121,22 +142,70 @@ class JobManager:
             if job.state == "queued":
                 self._queue.append(job.id)
 
+    def _sync(self) -> None:
+        """(Under the condition lock.) Re-read the job files that changed since last read: jobs
+        other processes queued, finished or asked to cancel. The runner keeps its own copy of
+        the job it is running (newer than the file) and queues the new ones it finds."""
+        if not self.jobs_dir.is_dir():
+            return
+        runner = self.role.held
+        for path in self.jobs_dir.glob("*.json"):
+            job_id = path.stem
+            try:
+                mtime = path.stat().st_mtime_ns
+            except FileNotFoundError:
+                continue
+            if self._seen.get(job_id) == mtime or job_id == self._current:
+                continue
+            job = self._read(path)
+            if job is None:
+                continue
+            self._seen[job_id] = mtime
+            self._jobs[job_id] = job
+            if runner and job.state == "queued" and job_id not in self._queue:
+                self._queue.append(job_id)
+        if runner:
+            self._take_cancels()
+
+    def _take_cancels(self) -> None:
+        """(The runner, under the lock.) Act on the cancel markers other processes left."""
+        for marker in self.jobs_dir.glob(f"*{CANCEL_SUFFIX}"):
+            job = self._jobs.get(marker.name[: -len(CANCEL_SUFFIX)])
+            if job is None or job.state not in ACTIVE:
+                marker.unlink(missing_ok=True)
+            elif job.state == "queued":
+                with contextlib.suppress(ValueError):
+                    self._queue.remove(job.id)
+                job.cancel_requested = True
+                self._finish(job, "cancelled", error="cancelled before it started")
+                self._discard_upload(job)  # the condition's lock is re-entrant
+            else:
+                job.cancel_requested = True
+
+    def _cancel_marker(self, job_id: str) -> Path:
+        return self.jobs_dir / f"{job_id}{CANCEL_SUFFIX}"
+
     def _save(self, job: Job, *, throttle: bool = False) -> None:
         now = time.monotonic()
         if throttle and now - self._saved_at.get(job.id, 0.0) < SAVE_EVERY_S:
             return
         self._saved_at[job.id] = now
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.jobs_dir / f"{job.id}.json", job.model_dump(mode="json"))
+        path = self.jobs_dir / f"{job.id}.json"
+        write_json_atomic(path, job.model_dump(mode="json"))
+        with contextlib.suppress(OSError):  # our own write: nothing for _sync to re-read
+            self._seen[job.id] = path.stat().st_mtime_ns
 
     # -- the API -------------------------------------------------------------------------
     def list(self, state: str | None = None) -> list[Job]:
         with self._cond:
+            self._sync()
             jobs = [j.model_copy(deep=True) for j in self._jobs.values() if state in (None, j.state)]
         return sorted(jobs, key=lambda j: j.created, reverse=True)
 
     def get(self, job_id: str) -> Job:
         with self._cond:
+            self._sync()
             job = self._jobs.get(job_id)
             if job is None:
                 raise Problem(404, f"no job {job_id}")
@@ -144,6 +213,7 @@ class JobManager:
 
     def active(self) -> int:
         with self._cond:
+            self._sync()
             return sum(1 for j in self._jobs.values() if j.state in ACTIVE)
 
     def upload_path(self, sha256: str, name: str) -> Path:
@@ -153,6 +223,7 @@ class JobManager:
     def submit(self, staged: Path, name: str, sha256: str, options: dict[str, Any]) -> Job:
         """Queue an index job for a staged upload (moved into place here); 429 when full."""
         with self._cond:
+            self._sync()
             if sum(1 for j in self._jobs.values() if j.state in ACTIVE) >= self.max_jobs:
                 staged.unlink(missing_ok=True)
                 raise Problem(429, f"{self.max_jobs} index jobs are already queued or running; retry later",
@@ -164,18 +235,25 @@ class JobManager:
                       sha256=sha256, options=options, created=_now())
             self._jobs[job.id] = job
             self._save(job)
-            self._queue.append(job.id)
+            if self.role.held:  # otherwise the runner process finds the file within POLL_S
+                self._queue.append(job.id)
             self._cond.notify_all()
             return job.model_copy(deep=True)
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a queued job at once, a running one at its next progress event; 409 if ended."""
         with self._cond:
+            self._sync()
             job = self._jobs.get(job_id)
             if job is None:
                 raise Problem(404, f"no job {job_id}")
             if job.state not in ACTIVE:
                 raise Problem(409, f"job {job_id} has already ended ({job.state})")
+            if not self.role.held:  # the runner process cancels it within POLL_S
+                self._cancel_marker(job_id).touch()
+                copy = job.model_copy(deep=True)
+                copy.cancel_requested = True
+                return copy
             job.cancel_requested = True
             queued = job.state == "queued"
             if queued:
@@ -206,31 +284,49 @@ class JobManager:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.role.release()
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until no job is queued or running (tests, benchmarks); False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while any(j.state in ACTIVE for j in self._jobs.values()):
+            while True:
+                self._sync()
+                if not any(j.state in ACTIVE for j in self._jobs.values()):
+                    return True
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
                 self._cond.wait(min(left, 0.5))
-            return True
 
     def _work(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._stop:
-                    self._cond.wait()
                 if self._stop:
                     return
+                if not self.role.held and self.role.try_take():  # the runner process ended
+                    before = len(self.interrupted)
+                    self._resume()
+                    for job_id in self.interrupted[before:]:
+                        log.warning("took over the index jobs; job %s was interrupted, resuming it", job_id)
+                if self.role.held:
+                    self._sync()
+                if not self._queue or not self.role.held:
+                    self._cond.wait(POLL_S)
+                    continue
                 job = self._jobs[self._queue.popleft()]
+                if job.state != "queued":
+                    continue
                 job.state = "running"
                 job.started = _now()
                 job.progress = JobProgress(stage="parsing")
+                self._current = job.id
                 self._save(job)
-            self._run(job)
+            try:
+                self._run(job)
+            finally:
+                with self._cond:
+                    self._current = None
 
     def _run(self, job: Job) -> None:
         path = self.root / job.file
@@ -270,7 +366,7 @@ class JobManager:
 
     def _index_in_child(self, job: Job, path: Path) -> IndexReport:
         report = build_in_process(self.engine, job.name, path, job.options, self._events(job),
-                                  lambda: job.cancel_requested)
+                                  lambda: self._cancelled(job))
         self.engine.library.refresh()  # the child committed: read the new catalog
         return report
 
@@ -280,7 +376,14 @@ class JobManager:
         job.error = error
         job.finished = _now()
         self._save(job)
+        self._cancel_marker(job.id).unlink(missing_ok=True)
         self._cond.notify_all()
+
+    def _cancelled(self, job: Job) -> bool:
+        """Whether a running job was asked to stop, here or (a marker) in another process."""
+        if not job.cancel_requested and self._cancel_marker(job.id).exists():
+            job.cancel_requested = True
+        return job.cancel_requested
 
     def _discard_upload(self, job: Job) -> None:
         """Delete a failed or cancelled job's upload unless a stored document or an active job
@@ -317,7 +420,7 @@ class JobManager:
             elif event == "graph_retry_done":
                 p.graph, p.graph_nodes_done, p.stage = "done", p.graph_nodes, "committing"
             with self._cond:
-                cancel = job.cancel_requested
+                cancel = self._cancelled(job)
                 self._save(job, throttle=event == "embed_advance")
             if cancel:
                 raise JobCancelled(job.id)
