@@ -35,6 +35,7 @@ from bookindex.skills import update as skills_update
 from bookindex.skills.requests import (
     SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
 )
+from bookindex.skills.tools import ToolResult
 from bookindex.skills.treeview import tree_view
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from operators.context import IndexContext
@@ -382,6 +383,15 @@ class Engine:
                 cached = (stamp, OpenedSkills(path))
                 self._skills[str(path)] = cached
             return cached[1]
+
+    def skills_view(self, folder: str | Path, path: str) -> ToolResult:
+        """What the navigator's `view` tool shows: a folder's listing with its navigation file, or
+        a file's text (paths relative to the skill root; InputError for one that leaves it)."""
+        return self.open_skills(folder).tools.view(path)
+
+    def skills_document(self, folder: str | Path, doc_id: str) -> ToolResult:
+        """What the navigator's `get_document` tool returns: a document's title and text."""
+        return self.open_skills(folder).tools.get_document(doc_id)
 
     def skills_ask(self, request: SkillsAskRequest | str, **fields: Any) -> SkillsAnswer:
         """Navigate a skill folder: `--navigator llm` answers citing documents it read,

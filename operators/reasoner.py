@@ -58,7 +58,7 @@ def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: 
     return {} if x is None else {n: float(x[i]) for i, n in enumerate(nodes)}
 
 
-def pagerank_vector(a: sp.spmatrix, p: np.ndarray, alpha: float = 0.85, max_iter: int = 100,
+def pagerank_vector(a: sp.csr_matrix, p: np.ndarray, alpha: float = 0.85, max_iter: int = 100,
                     tol: float = 1e-8) -> np.ndarray | None:
     """The PPR vector of adjacency `a` for the (unnormalised) restart vector `p`; None when `p`
     holds no mass."""

@@ -56,18 +56,20 @@ def ensure_index(library: Path, pdf: Path) -> None:
         engine.index(pdf)
 
 
-def start_server(library: Path, port: int, log: Path) -> subprocess.Popen:
+def start_server(library: Path, port: int, log: Path, workers: int = 1) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("BOOKINDEX_API_KEYS", "BOOKINDEX_ADMIN_KEYS")}
     env.update(PYTHONPATH=str(REPO), BOOKINDEX_LLM__PROVIDER="none")
-    with open(log, "ab") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "bookindex.cli.app", "serve", str(library), "--port", str(port)],
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "bookindex.cli.app", "serve", str(library), "--port", str(port),
+                                 "--workers", str(workers)],
                                 env=env, stdout=fh, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while True:
         if proc.poll() is not None:
             raise SystemExit(f"server exited ({proc.returncode}); see {log}")
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+            ready = log.read_text(errors="replace").count("Application startup complete")
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200 and ready >= workers:
                 return proc
         except httpx.HTTPError:
             pass
@@ -134,6 +136,7 @@ def main() -> int:
     ap.add_argument("--clients", default="1,8,32")
     ap.add_argument("--max-requests", type=int, default=20000, help="per phase")
     ap.add_argument("--method", default="bookindex")
+    ap.add_argument("--workers", type=int, default=1, help="server processes (`serve --workers`)")
     ap.add_argument("--upload", default="zoo.pdf", help="handbook uploaded during the last phase ('' to skip)")
     ap.add_argument("--out", type=Path, default=Path("bench-out/serve"))
     args = ap.parse_args()
@@ -145,7 +148,7 @@ def main() -> int:
     ensure_index(args.library, pdf)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start_server(args.library, port, args.out / "server.log")
+    proc = start_server(args.library, port, args.out / "server.log", args.workers)
     rows: list[dict[str, Any]] = []
     try:
         asyncio.run(load(base, pdf.name, 2, 5, 40, args.method))  # warm-up: open the document, load models
@@ -178,7 +181,8 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
 
-    res = {"doc": pdf.name, "method": args.method, "seconds_per_phase": args.seconds, "rows": rows,
+    res = {"doc": pdf.name, "method": args.method, "workers": args.workers, "seconds_per_phase": args.seconds,
+           "rows": rows,
            "cpu_count": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
            "python": platform.python_version(),
            "targets": {"qps_at_8": 20, "p95_ms": 500, "errors": 0}}
@@ -194,7 +198,7 @@ def main() -> int:
     (args.out / "bench_serve.json").write_text(json.dumps(res, indent=2))
     (args.out / "bench_serve.md").write_text(table + "\n")
     print(table)
-    print(f"load average (1 min) at the end: {res['load_avg_1m']} on {res['cpu_count']} CPUs")
+    print(f"server processes: {args.workers}; load average (1 min) at the end: {res['load_avg_1m']} on {res['cpu_count']} CPUs")
     return 0
 
 

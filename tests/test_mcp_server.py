@@ -16,20 +16,24 @@ pytest.importorskip("mcp", reason="the mcp SDK (>=2,<3) is not installed")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 
+from bookindex.core.config import Settings  # noqa: E402
+from bookindex.engine import Engine  # noqa: E402
 from conftest import free_port  # noqa: E402
+from skills_helpers import build_skill_folder  # noqa: E402
 from server_helpers import cli_env, cli_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 TOOLS = {"list_documents", "get_structure", "get_node", "get_pages", "search", "ask", "plan"}
+SKILL_TOOLS = {"list_skills", "view", "get_document", "skills_search"}
 KEY = "mcp-test-key"
 
 
-async def exercise(client: Client) -> dict[str, object]:
+async def exercise(client: Client, skills: bool = False) -> dict[str, object]:
     """List the tools, call each once, read the tree resource; return what came back."""
     tools = await client.list_tools()
     names = {t.name for t in tools.tools}
-    assert names == TOOLS
+    assert names == (TOOLS | SKILL_TOOLS if skills else TOOLS)
     assert all(len(t.description or "") > 80 for t in tools.tools)  # written for an agent
     out: dict[str, object] = {}
 
@@ -67,18 +71,37 @@ async def exercise(client: Client) -> dict[str, object]:
     assert any("{doc}/tree" in t.uri_template for t in templates.resource_templates)
     res = await client.read_resource(f"bookindex://documents/{doc}/tree")
     assert "Function reference" in res.contents[0].text
+    if skills:
+        listed = await call("list_skills", {})
+        assert listed[0]["name"] == "recipes" and listed[0]["documents"] == 8
+        top = await call("view", {"path": ""})
+        assert "skill-02-space/" in top
+        leaf = await call("view", {"path": "skill-02-space/group-00-rockets", "skill": "recipes"})
+        assert "`d5`" in leaf
+        assert (await call("get_document", {"doc_id": "d5"})).startswith("[d5] Saturn V rocket")
+        ranked = await call("skills_search", {"query": "rocket engine launch", "k": 2})
+        assert len(ranked) == 2 and all(r["doc_id"] in {"d5", "d6", "d7", "d8"} for r in ranked)
+        bad = await client.call_tool("view", {"path": "../.."})
+        assert bad.is_error
     return out
 
 
-def test_mcp_over_stdio(libtasn1_library: tuple[Path, Path], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def skill_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hand-built skill folder, embedded with the real default embedder the server uses."""
+    return build_skill_folder(tmp_path_factory.mktemp("skills") / "recipes", Engine(None, Settings()).embedder)
+
+
+def test_mcp_over_stdio(libtasn1_library: tuple[Path, Path], tmp_path: Path, skill_folder: Path) -> None:
     lib, cache = libtasn1_library
-    params = StdioServerParameters(command=sys.executable, args=["-m", "bookindex.cli.app", "mcp", str(lib)],
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "bookindex.cli.app", "mcp", str(lib), "--skills", str(skill_folder)],
                                    env=cli_env(cache), cwd=str(tmp_path))
 
     async def main() -> None:
         with anyio.fail_after(240):
             async with Client(params) as client:
-                await exercise(client)
+                await exercise(client, skills=True)
 
     anyio.run(main)
 

@@ -18,7 +18,9 @@ from bookindex.engine import IndexReport
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.problem import Problem
 from conftest import free_port
+from fakes import FakeEmbedder
 from server_helpers import LIBTASN1, cli_env, cli_server, poll_job
+from skills_helpers import build_skill_folder
 
 
 class ScriptedEngine:
@@ -201,18 +203,20 @@ def test_processes_share_the_queue_through_the_job_files(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
-    """`bookindex serve --workers 2`: both processes answer; an upload queued through either is
-    built once by the runner, and every process then answers from the new catalog."""
+    """`bookindex serve --workers 2 --skills DIR`: both processes answer; an upload queued through
+    either is built once by the runner, and every process then answers from the new catalog; the
+    skill folder given on the command line reaches both processes."""
     lib = tmp_path / "lib"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     doc = tmp_path / "pumps.md"
     doc.write_text("# Pumps\n\n## Priming\n\nThe centrifugal pump is primed with the blue valve "
                    "before start-up.\n\n## Cleaning\n\nThe filter is rinsed every week.\n")
+    skills = build_skill_folder(tmp_path / "recipes", FakeEmbedder(dim=64, word=r"\w+"))
     env = cli_env(tmp_path / "cache")
     log = tmp_path / "serve.log"
-    with cli_server(["serve", str(lib), "--port", str(port), "--workers", "2"], env, tmp_path, log,
-                    base + "/health"):
+    with cli_server(["serve", str(lib), "--port", str(port), "--workers", "2", "--skills", str(skills)], env,
+                    tmp_path, log, base + "/health"):
         with open(doc, "rb") as fh:
             r = httpx.post(f"{base}/documents", files={"file": ("pumps.md", fh, "text/markdown")}, timeout=60)
         assert r.status_code == 202, r.text
@@ -224,6 +228,7 @@ def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
                 a = client.post(f"{base}/ask", json={"question": "How is the pump primed?", "doc": "pumps.md"})
                 assert a.status_code == 200, a.text
                 assert any("blue valve" in e["snippet"] for e in a.json()["evidence"]), a.json()["evidence"]
+                assert client.get(f"{base}/skills/recipes/documents/d5").json()["text"].startswith("[d5] Saturn")
     text = log.read_text()
     assert "2 server processes" in text and text.count("Started server process") == 2
     assert len(list((lib / ".server" / "jobs").glob("*.json"))) == 1

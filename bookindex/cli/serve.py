@@ -8,10 +8,21 @@ from pathlib import Path
 import typer
 
 from bookindex.cli.context import get_settings
+from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
 from bookindex.engine import Engine
 from bookindex.mcp_server import run as run_mcp
 from bookindex.server.run import serve as run_rest
+from bookindex.server.skill_folders import skill_folders
+
+
+def with_skills(settings: Settings, folders: list[Path]) -> Settings:
+    """The settings with `--skills` folders added to `server.skills` (checked at start-up)."""
+    if not folders:
+        return settings
+    listed = list(settings.server.skills) + [str(f.expanduser().resolve()) for f in folders]
+    skill_folders(listed)  # a missing folder or a duplicate name: one-line error, exit 2
+    return settings.with_overrides({"server.skills": listed})
 
 
 def register(app: typer.Typer) -> None:
@@ -24,11 +35,13 @@ def register(app: typer.Typer) -> None:
         workers: int | None = typer.Option(None, "--workers", min=1, max=64,
                                            help="Server processes answering questions (default: server.workers; "
                                                 "one per core for throughput); one of them runs the index jobs."),
+        skills: list[Path] = typer.Option([], "--skills", metavar="DIR",
+                                          help="A compiled skill folder to serve at /skills/<its name> (repeatable)."),
     ) -> None:
         """Serve a library over HTTP: REST API with OpenAPI docs at /docs, background indexing jobs.
 
         Keys: $BOOKINDEX_API_KEYS (read) and $BOOKINDEX_ADMIN_KEYS (admin), comma-separated."""
-        settings = get_settings(ctx)
+        settings = with_skills(get_settings(ctx), skills)
         run_rest(library, settings, host=host, port=port, workers=workers or settings.server.workers)
 
     @app.command("mcp")
@@ -38,10 +51,12 @@ def register(app: typer.Typer) -> None:
         transport: str = typer.Option("stdio", "--transport", help="stdio (launched by an agent) or http."),
         host: str = typer.Option("127.0.0.1", "--host", help="HTTP transport: interface to bind."),
         port: int = typer.Option(8001, "--port", help="HTTP transport: TCP port (endpoint /mcp)."),
+        skills: list[Path] = typer.Option([], "--skills", metavar="DIR",
+                                          help="A compiled skill folder whose view / get_document tools to offer (repeatable)."),
     ) -> None:
         """Serve a library to agents over the Model Context Protocol (tools and resources)."""
         if transport not in ("stdio", "http"):
             raise InputError(f"--transport {transport!r}: use stdio or http")
-        engine = Engine(library, get_settings(ctx))
+        engine = Engine(library, with_skills(get_settings(ctx), skills))
         engine.require_library()
         run_mcp(engine, "http" if transport == "http" else "stdio", host=host, port=port)

@@ -140,6 +140,7 @@ class ServerSettings(_Section):
     # processes answering requests (`serve --workers`); each loads its own Engine and models, so
     # memory grows with it; one per core is the throughput setting (docs/benchmarks.md, Serving)
     workers: int = Field(1, ge=1, le=64)
+    skills: list[str] = Field(default_factory=list)  # compiled skill folders served at /skills/<folder name>
 
 
 SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "storage", "cache",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import bookindex
@@ -23,6 +24,7 @@ from bookindex.server import validate
 from bookindex.server.auth import Keys, check_bind
 from bookindex.server.middleware import KeyGuard
 from bookindex.server.problem import Problem
+from bookindex.server.skill_folders import skill_folders
 from bookindex.server.views import MAX_DEPTH, outline, outline_text, summary
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built (its import takes ~1 s)
@@ -165,6 +167,10 @@ def build_server(engine: Engine) -> MCPServer:
     def plan(question: str, doc: str | None = None) -> dict[str, Any]:
         return engine.plan(question, doc=ref(doc)).model_dump(mode="json")
 
+    folders = skill_folders(engine.settings.server.skills)
+    if folders:
+        add_skill_tools(mcp, engine, folders)
+
     @mcp.resource("bookindex://documents", name="documents", mime_type="application/json",
                   description="The library's documents (doc_id, name, pages, nodes, sections).")
     def documents_resource() -> list[dict[str, Any]]:
@@ -177,6 +183,66 @@ def build_server(engine: Engine) -> MCPServer:
         return outline_text(outline(engine.tree(validate.doc_ref(doc)), MAX_DEPTH))
 
     return mcp
+
+
+SKILLS_INSTRUCTIONS = """\
+Skill folders (Corpus2Skill) organise a corpus as a hierarchy of topic folders: each top folder
+has a SKILL.md, each group an INDEX.md listing its sub-groups or its documents' ids. Start with
+list_skills, view a skill's SKILL.md, descend with view into the groups that fit the question,
+then read documents with get_document."""
+
+
+def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) -> None:
+    """The navigator's tools over the served skill folders: `list_skills`, `view`,
+    `get_document` and `skills_search` (the embedding navigator, no LLM)."""
+    only = next(iter(folders)) if len(folders) == 1 else None
+
+    def folder(skill: str | None) -> Path:
+        name = skill or only
+        if name is None:
+            raise Problem(400, f"several skill folders are served; pass skill= one of {', '.join(sorted(folders))}")
+        if name not in folders:
+            raise Problem(404, f"no skill folder {name!r}; served: {', '.join(sorted(folders))}")
+        return folders[name]
+
+    @mcp.tool(description=(
+        "List the skill folders (compiled topic hierarchies over a document corpus) this server offers: "
+        "name, documents, clusters and top-level skills. " + SKILLS_INSTRUCTIONS.replace("\n", " ")))
+    @_guard
+    def list_skills() -> list[dict[str, Any]]:
+        out = []
+        for name, path in sorted(folders.items()):
+            opened = engine.open_skills(path)
+            out.append({"name": name, "documents": len(opened.documents), "clusters": len(opened.tree.clusters),
+                        "roots": [opened.tree.clusters[r].path for r in opened.tree.roots]})
+        return out
+
+    @mcp.tool(description=(
+        "Browse a skill folder like a file system. `path` is relative to the skill root: '' or '.' lists the "
+        "top-level skills; a folder path returns its listing plus its SKILL.md / INDEX.md (summaries of its "
+        "sub-groups, or the ids and titles of its documents); a file path returns the file. `skill` names the "
+        "folder (optional when only one is served). Descend into the groups whose summaries fit your question."))
+    @_guard
+    def view(path: str = "", skill: str | None = None) -> str:
+        return engine.skills_view(folder(skill), path).text
+
+    @mcp.tool(description=(
+        "Read one document of a skill folder by its id (ids are listed in the leaf INDEX.md files that "
+        "view shows). Returns '[id] title' and the document's text (long texts are cut). Read the documents "
+        "a leaf group lists before answering from them."))
+    @_guard
+    def get_document(doc_id: str, skill: str | None = None) -> str:
+        return engine.skills_document(folder(skill), doc_id).text
+
+    @mcp.tool(description=(
+        "Rank a skill folder's documents for `query` by beam search down its hierarchy (embeddings, no LLM). "
+        "Returns up to `k` (default 10) documents: id, title, score, and the group path that led there. Use it "
+        "to jump near the answer, then read the documents with get_document."))
+    @_guard
+    def skills_search(query: str, skill: str | None = None, k: int = 10) -> list[dict[str, Any]]:
+        k = max(1, min(k, MAX_K))
+        found = engine.skills_search(folder(skill), query, "skills-embedding", k=k)
+        return [d.model_dump(mode="json") for d in found.documents[:k]]
 
 
 def run(engine: Engine, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",

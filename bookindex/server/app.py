@@ -28,12 +28,13 @@ import bookindex
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
-from bookindex.server import handlers, run, validate
+from bookindex.server import handlers, run, skills_api, validate
 from bookindex.server.auth import Keys, Role, allows
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.pages import page_png
 from bookindex.server.problem import Problem
+from bookindex.server.skill_folders import skill_folders
 from bookindex.server.sse import ask_events
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
 from parsing.pdf_open import open_pdf
@@ -107,10 +108,12 @@ def _engine(request: Request) -> Engine:
 E = Annotated[Engine, Depends(_engine)]
 
 
-def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool = True) -> FastAPI:
+def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool = True,
+               skills: dict[str, Path] | None = None) -> FastAPI:
     """The app for one library; keys default to the environment variables the settings name.
     `isolate_builds=False` runs index jobs in the server process, with the Engine's own
-    providers (for an Engine given test doubles); by default each runs in a child process."""
+    providers (for an Engine given test doubles); by default each runs in a child process.
+    `skills` (name -> folder, default: the settings' `server.skills`) adds the /skills routes."""
     keys = keys if keys is not None else Keys.from_env(engine.settings)
     srv = Server(engine, keys, isolate_builds)
 
@@ -126,6 +129,8 @@ def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool
                   description="Question answering over long documents: upload, index, browse, ask.")
     api.state.server = srv
     handlers.install(api)
+    folders = skills if skills is not None else skill_folders(engine.settings.server.skills)
+    skills_api.install(api, srv.fresh, folders, tags=["skills"])
 
     def need(role: Role) -> Any:
         def check(request: Request) -> None:

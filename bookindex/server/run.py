@@ -23,8 +23,8 @@ from bookindex.core.config import Settings
 from bookindex.server.auth import Keys, check_bind
 
 APP_FACTORY = "bookindex.server.app:pending_app"
-PENDING_ENV = "BOOKINDEX_SERVE_PENDING"
-WORKER_HEALTHCHECK_S = 120  # uvicorn restarts a worker that does not answer its ping in this time  # what a worker process of `serve --workers N` serves
+PENDING_ENV = "BOOKINDEX_SERVE_PENDING"  # what a worker process of `serve --workers N` serves
+WORKER_HEALTHCHECK_S = 120  # uvicorn restarts a worker that does not answer its ping in this time
 
 
 def _stderr(line: str) -> None:
