@@ -130,6 +130,9 @@ def query_vector(ctx: IndexContext, query: str) -> np.ndarray | None:
     return ctx.query_vectors([query])[0]
 
 
+TEXT_SCORE_CACHE = 32  # questions whose hybrid scores are kept per opened document
+
+
 def _norm_max(x: np.ndarray) -> np.ndarray:
     m = float(x.max()) if x.size else 0.0
     return x / m if m > 0 else np.zeros_like(x)
@@ -149,14 +152,37 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
     Scores are computed over the whole document (so a score means the same thing whatever the
     selection) and lie in [0, 1]. Without an embedder the dense half is dropped. How the weights
     were chosen: docs/benchmarks.md, "Tuning history of Text_Reasoning".
+
+    One question's scores are kept per document (the selectors, Text_Reasoning and Map all ask
+    for them): the returned dict is shared, so callers must not modify it.
     """
     idx = get_text_index(ctx)
     if not idx.ids:
         return {}
+    glossary = bool(ctx.retrieval_setting("glossary", True))
+    glossary_weight = float(ctx.retrieval_setting("glossary_weight", 0.7))
+    key = (query, lexical_weight, page_weight, neighbour_weight, name_weight, glossary, glossary_weight)
+    cache = ctx.views.text_scores
+    with ctx.views.lock:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return hit
+    scores = _hybrid(ctx, idx, query, lexical_weight, page_weight, neighbour_weight, name_weight,
+                     glossary, glossary_weight)
+    with ctx.views.lock:
+        cache[key] = scores
+        while len(cache) > TEXT_SCORE_CACHE:
+            cache.popitem(last=False)
+    return scores
+
+
+def _hybrid(ctx: IndexContext, idx: TextIndex, query: str, lexical_weight: float, page_weight: float,
+            neighbour_weight: float, name_weight: float, glossary: bool, glossary_weight: float) -> dict[str, float]:
     lex = _norm_max(idx.lexical(query))
-    extra = expansion(query) if ctx.retrieval_setting("glossary", True) else ""
+    extra = expansion(query) if glossary else ""
     if extra:  # glossary terms: the line items a named ratio is computed from (see glossary.py)
-        w = float(ctx.retrieval_setting("glossary_weight", 0.7))
+        w = glossary_weight
         lex = (1 - w) * lex + w * _norm_max(idx.lexical(extra))
     if idx.stemmed is not None and idx.entry_mask is not None:
         lex = np.where(idx.entry_mask, np.maximum(lex, _norm_max(idx.stemmed.scores(query))), lex)
