@@ -156,6 +156,7 @@ def test_tree_expand_and_node(browser: Any, ui_server: tuple[str, Engine]) -> No
     child.focus()
     page.keyboard.press("Enter")  # keyboard: a focused row opens with Enter
     page.wait_for_selector("#viewer img[data-loaded]")
+    page.wait_for_selector("#viewer .box")  # the node's boxes follow its JSON
     assert page.locator("#node pre.node-text, #node h3").count() >= 1
     assert page.locator("#viewer .box").count() >= 1
     shot(page, "inspector-document.png")

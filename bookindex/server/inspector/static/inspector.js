@@ -43,19 +43,9 @@
     return "";
   }
 
-  // -- page viewer: an image of one page with boxes positioned in % of the page size ---------
-  // boxes: [{bbox:[x0,y0,x1,y1] in PDF points, rank, role, current}]
-  function pageFigure(doc, page, size, boxes, labels, caption) {
+  function addBoxes(frame, size, boxes) {
     const [w, h] = size || [612, 792];
-    const fig = el("figure", { class: "page", "data-page": page });
-    const frame = el("div", { class: "page-frame" });
-    const img = el("img", { alt: `Page ${page}`, "data-page": page, decoding: "async" });
-    img.addEventListener("load", () => {
-      img.dataset.loaded = "1";
-      marks.pageLoaded = performance.now();
-    });
-    img.src = `/documents/${encodeURIComponent(doc)}/pages/${page}.png?dpi=${DPI}`;
-    frame.append(img);
+    for (const old of frame.querySelectorAll(".box")) old.remove();
     for (const b of boxes) {
       const [x0, y0, x1, y1] = b.bbox;
       const box = el("div", {
@@ -69,6 +59,22 @@
       box.style.height = `${((y1 - y0) / h) * 100}%`;
       frame.append(box);
     }
+  }
+
+  // -- page viewer: an image of one page with boxes positioned in % of the page size ---------
+  // boxes: [{bbox:[x0,y0,x1,y1] in PDF points, rank, role, current}]
+  function pageFigure(doc, page, size, boxes, labels, caption) {
+    const [w, h] = size || [612, 792];
+    const fig = el("figure", { class: "page", "data-page": page });
+    const frame = el("div", { class: "page-frame" });
+    const img = el("img", { alt: `Page ${page}`, "data-page": page, decoding: "async" });
+    img.addEventListener("load", () => {
+      img.dataset.loaded = "1";
+      marks.pageLoaded = performance.now();
+    });
+    img.src = `/documents/${encodeURIComponent(doc)}/pages/${page}.png?dpi=${DPI}`;
+    frame.append(img);
+    addBoxes(frame, [w, h], boxes);
     fig.append(frame);
     const label = pageLabel(labels, page);
     fig.append(el("figcaption", { text: `${caption ? caption + " · " : ""}page ${page}${label ? ` (printed ${label})` : ""}` }));
@@ -105,7 +111,7 @@
       const pages = r.page === r.page_end ? `p. ${r.page}` : `pp. ${r.page}–${r.page_end}`;
       open.append(" ", el("span", { class: "muted pages", text: pages }));
       if (r.children) open.append(" ", el("span", { class: "muted count", text: `(${r.children})` }));
-      open.addEventListener("click", () => showNode(r.id));
+      open.addEventListener("click", () => showNode(r.id, r.page));
       line.append(open);
       li.append(line);
       return li;
@@ -146,17 +152,23 @@
       pageNo.value = page;
       const label = pageLabel(data.labels, page);
       pageLabelEl.textContent = label ? `(printed ${label})` : "";
-      viewer.replaceChildren();
-      if (!data.pdf) { viewer.append(el("p", { class: "muted", text: "Page images exist for PDF documents only." })); return; }
+      if (!data.pdf) { viewer.replaceChildren(el("p", { class: "muted", text: "Page images exist for PDF documents only." })); return; }
       const boxes = current.boxes.filter((b) => b.page === page).map((b) => ({ bbox: b.bbox, rank: 1, role: b.role }));
-      viewer.append(pageFigure(data.doc, page, data.sizes[page - 1], boxes, data.labels));
+      const shown = viewer.querySelector(`figure[data-page="${page}"] .page-frame`);
+      if (shown) { addBoxes(shown, data.sizes[page - 1], boxes); return; }  // same image: new boxes only
+      viewer.replaceChildren(pageFigure(data.doc, page, data.sizes[page - 1], boxes, data.labels));
     }
 
-    async function showNode(id) {
+    async function showNode(id, page) {
       for (const s of treeEl.querySelectorAll('[aria-selected="true"]')) s.setAttribute("aria-selected", "false");
       const li = treeEl.querySelector(`li[data-id="${CSS.escape(id)}"]`);
       if (li) li.setAttribute("aria-selected", "true");
       marks.nodeClicked = performance.now();
+      if (page) {  // the row knows the node's first page: start loading its image at once
+        current.boxes = [];
+        pager.hidden = false;
+        showPage(page);
+      }
       let n;
       try {
         n = await getJSON(`${PREFIX}/api/nodes/${encodeURIComponent(id)}`);
