@@ -71,7 +71,7 @@ def node_boxes(tree: DocumentTree, node_id: str) -> list[dict[str, Any]]:
 def evidence_boxes(tree: DocumentTree | None, evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every evidence item's boxes with its rank (1-based) and the pages they lie on. Without
     the tree (another document), an item keeps the box the Evidence carries."""
-    out = []
+    out: list[dict[str, Any]] = []
     for e in evidence:
         nid = e.get("node_id", "")
         if tree is not None and nid in tree.nodes:

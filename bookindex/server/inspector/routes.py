@@ -65,7 +65,8 @@ def error_page(request: Request, exc: Exception) -> HTMLResponse:
 
 
 def _srv(request: Request) -> "Server":
-    return request.app.state.server  # type: ignore[no-any-return]
+    server: Server = request.app.state.server
+    return server
 
 
 def _engine(request: Request) -> Engine:
@@ -198,8 +199,9 @@ def graph(request: Request, doc: str, q: str = "", entity: str | None = None) ->
 def ask_page(request: Request, q: str = "", doc: str = "", method: str = "bookindex",
              compare: Annotated[list[str] | None, Query()] = None) -> HTMLResponse:
     engine = _engine(request)
-    form = {"q": q, "doc": doc, "method": method if method in METHODS else "bookindex",
-            "compare": [m for m in compare or [] if m in COMPARE]}
+    chosen = [m for m in compare or [] if m in COMPARE]
+    form: dict[str, Any] = {"q": q, "doc": doc, "method": method if method in METHODS else "bookindex",
+                            "compare": chosen}
     docs = engine.documents() if engine.exists() else []
     if not q.strip():
         return render(request, "ask.html", form=form, docs=docs, methods=METHODS, compare_methods=COMPARE, result=None)
@@ -207,7 +209,7 @@ def ask_page(request: Request, q: str = "", doc: str = "", method: str = "bookin
         _srv(request).check_question(q)
         req = AskRequest(question=q, doc=validate.doc_ref(doc) if doc else None, method=form["method"])
         answer = engine.ask(req)
-        result = _result(engine, answer, form["compare"])
+        result = _result(engine, answer, chosen)
     except (BookIndexError, Problem) as e:
         return _ask_error(request, e, form, docs)
     return render(request, "ask.html", form=form, docs=docs, methods=METHODS, compare_methods=COMPARE, result=result)
@@ -219,8 +221,8 @@ def run_plan_page(request: Request, plan: Annotated[str, Form()], doc: Annotated
     """Re-run an edited plan (the editor's JSON) and show the new answer."""
     engine = _engine(request)
     docs = engine.documents() if engine.exists() else []
-    form = {"q": "", "doc": doc, "method": "bookindex", "compare": [m for m in compare or [] if m in COMPARE],
-            "plan_text": plan}
+    chosen = [m for m in compare or [] if m in COMPARE]
+    form: dict[str, Any] = {"q": "", "doc": doc, "method": "bookindex", "compare": chosen, "plan_text": plan}
     try:
         if len(plan) > 200_000:
             raise Problem(413, f"plan is {len(plan)} characters; the limit is 200000")
@@ -231,7 +233,7 @@ def run_plan_page(request: Request, plan: Annotated[str, Form()], doc: Annotated
         form["q"] = p.question
         _srv(request).check_question(p.question)
         answer = engine.run_plan(p, doc=validate.doc_ref(doc) if doc else None)
-        result = _result(engine, answer, form["compare"], edited=True)
+        result = _result(engine, answer, chosen, edited=True)
     except (BookIndexError, Problem) as e:
         return _ask_error(request, e, form, docs)
     return render(request, "ask.html", form=form, docs=docs, methods=METHODS, compare_methods=COMPARE, result=result)
