@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bookindex.core.config import Settings, load_settings
 from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import BBox, DocumentTree, Evidence, Node
 from bookindex.core.protocols import LLM, Embedder, Reranker
 from bookindex.indexing.graph.stats import graph_stats, tree_stats
@@ -46,13 +47,14 @@ from retrieval import api as retrieval_api
 from retrieval.answer import TraceRecord
 
 Method = Literal["bookindex", "bm25", "dense", "hybrid", "chunks", "tree"]
+BROWSED_DOCUMENTS = 8  # documents kept by `browse` (trees and graphs only)
 OPEN_DOCUMENTS = 16  # opened documents kept in memory (their derived views cost seconds to rebuild)
 Events = Callable[[str, dict[str, Any]], None]
 
 __all__ = ["Engine", "AskRequest", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
            "RouteChoice", "Answer", "Plan", "METHODS", "OPEN_DOCUMENTS",
            "SkillsBuildRequest", "SkillsBuildReport", "SkillsAddRequest", "SkillsRemoveRequest",
-           "SkillsUpdateReport", "SkillsTreeView"]
+           "SkillsUpdateReport", "SkillsTreeView", "PageInfo", "EntityRef", "EntityView"]
 
 
 class AskRequest(BaseModel):
@@ -124,6 +126,39 @@ class NodeView(BaseModel):
     image_file: str | None = None
 
 
+class PageInfo(BaseModel):
+    """A document's pages as a viewer needs them: sizes in PDF points (to scale boxes onto a
+    page image) and the printed labels where the PDF has them ("iv", "12")."""
+
+    doc_id: str
+    pages: int
+    sizes: list[tuple[float, float]] = Field(default_factory=list)
+    labels: list[str] | None = None
+
+
+class EntityRef(BaseModel):
+    """An entity in a list: what a search or a neighbourhood shows of it."""
+
+    id: str
+    name: str
+    type: str
+    degree: int = 0
+    nodes: int = 0  # GT-links: how many tree nodes it was extracted from
+    relation: str = ""  # in a neighbourhood: the keywords/description of the edge to the centre
+    weight: float = 0.0
+
+
+class EntityView(BaseModel):
+    """One entity of a document's graph with its neighbourhood and GT-linked tree nodes."""
+
+    doc_id: str
+    entity: EntityRef
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    neighbours: list[EntityRef] = Field(default_factory=list)
+    node_ids: list[str] = Field(default_factory=list)
+
+
 class RouteChoice(BaseModel):
     doc_id: str
     name: str
@@ -148,6 +183,7 @@ class Engine:
         self._capacity = max(1, open_documents)
         self._lock = threading.RLock()
         self._skills: dict[str, tuple[str, OpenedSkills]] = {}
+        self._browsed: OrderedDict[tuple[str, str], StoredDocument] = OrderedDict()
 
     # -- settings and providers (created on first use, then shared) ------------------------
     @property
@@ -246,17 +282,75 @@ class Engine:
             yield d.tree
 
     def node(self, node_id: str) -> NodeView:
-        d = self.library.doc_of_node(node_id)
-        tree = d.tree
-        if node_id not in tree.nodes:
-            raise InputError(f"{d.name}: no node {node_id!r}")
-        n: Node = tree.nodes[node_id]
-        image = d.image_file(node_id)
-        return NodeView(id=n.id, doc_id=d.doc_id, document=d.name, type=n.type, level=n.level,
-                        title=n.title, text=n.text, page_idx=n.page_idx, page_end_idx=n.page_end_idx,
-                        bbox=n.bbox, parent_path=[p.title for p in tree.parent_path(n)],
-                        children=list(n.children), meta=dict(n.meta),
-                        image_file=str(image) if image is not None else None)
+        return _node_view(self.library.doc_of_node(node_id), node_id)
+
+    def browse_node(self, node_id: str) -> NodeView:
+        """`node`, read from the document `browse` keeps open (for UIs clicking through a tree)."""
+        return _node_view(self.browse(self.library.doc_of_node(node_id).doc_id), node_id)
+
+    def browse(self, doc: str) -> StoredDocument:
+        """A stored document kept open for browsing (UI trees, node views): its tree and graph
+        are read once per generation, not per request as `tree(doc)` does (0.2-0.4 s for a
+        300-page manual), and a rebuild's new generation replaces it. No providers are loaded."""
+        stored = self.library.get(doc)
+        key = (stored.doc_id, stored.dir.name)
+        with self._lock:
+            kept = self._browsed.get(key)
+            if kept is not None:
+                self._browsed.move_to_end(key)
+                stored.close()
+                return kept
+            for old in [k for k in self._browsed if k[0] == stored.doc_id]:
+                del self._browsed[old]
+            self._browsed[key] = stored
+            while len(self._browsed) > BROWSED_DOCUMENTS:
+                self._browsed.popitem(last=False)
+        return stored
+
+    def pages(self, doc: str) -> PageInfo:
+        """Page sizes and printed page labels of a document (for page viewers)."""
+        d = self.browse(doc)
+        meta = d.tree.meta
+        sizes = [(float(w), float(h)) for w, h in meta.get("page_sizes") or []]
+        return PageInfo(doc_id=d.doc_id, pages=int(d.manifest.get("pages") or meta.get("pages") or len(sizes)),
+                        sizes=sizes, labels=d.page_labels)
+
+    def entities(self, doc: str, query: str = "", limit: int = 50) -> list[EntityRef]:
+        """Entities of a document's graph whose name or alias contains `query` (case-folded):
+        exact names first, then by degree; without a query, the best-connected ones."""
+        g = self.browse(doc).graph
+        q = " ".join(query.split()).casefold()
+        degree = g.nx.degree
+        hits: list[tuple[int, int, str]] = []
+        for eid, e in g.entities.items():
+            names = [e.name, *e.aliases]
+            if q and not any(q in n.casefold() for n in names):
+                continue
+            exact = 0 if q and any(q == n.casefold() for n in names) else 1
+            hits.append((exact, -int(degree[eid]) if eid in g.nx else 0, eid))
+        hits.sort()
+        return [_entity_ref(g, eid) for _, _, eid in hits[:max(1, limit)]]
+
+    def entity(self, doc: str, entity_id: str, limit: int = 50) -> EntityView:
+        """One entity's neighbourhood (heaviest edges first) and the tree nodes it links to."""
+        d = self.browse(doc)
+        g = d.graph
+        e = g.entities.get(entity_id)
+        if e is None:
+            raise InputError(f"{d.name}: no entity {entity_id!r}")
+        edges: dict[str, tuple[float, str]] = {}
+        for r in g.relations:
+            if entity_id not in (r.source, r.target) or r.source == r.target:
+                continue
+            other = r.target if r.source == entity_id else r.source
+            w, label = edges.get(other, (0.0, ""))
+            edges[other] = (w + r.weight, label or r.description or ", ".join(r.keywords))
+        ranked = sorted(edges.items(), key=lambda kv: (-kv[1][0], kv[0]))[:max(1, limit)]
+        neighbours = [_entity_ref(g, o).model_copy(update={"relation": lab, "weight": round(w, 3)})
+                      for o, (w, lab) in ranked if o in g.entities]
+        return EntityView(doc_id=d.doc_id, entity=_entity_ref(g, entity_id), description=e.description,
+                          aliases=list(e.aliases), neighbours=neighbours,
+                          node_ids=[n for n in e.node_ids if n in d.tree.nodes])
 
     def stats(self, doc: str | None = None) -> dict[str, Any]:
         """Tree and graph statistics, ER merges and the build's LLM ledger, per document and
@@ -302,6 +396,8 @@ class Engine:
         with self._lock:
             for key in [k for k in self._opened if k[0] == doc_id]:
                 del self._opened[key]
+            for key in [k for k in self._browsed if k[0] == doc_id]:
+                del self._browsed[key]
 
     def route(self, question: str) -> list[RouteChoice]:
         """Documents ranked for a question: the best node's cosine (else BM25) per document."""
@@ -430,11 +526,30 @@ class Engine:
         return tree_view(folder)
 
 
+def _node_view(d: StoredDocument, node_id: str) -> NodeView:
+    tree = d.tree
+    if node_id not in tree.nodes:
+        raise InputError(f"{d.name}: no node {node_id!r}")
+    n: Node = tree.nodes[node_id]
+    image = d.image_file(node_id)
+    return NodeView(id=n.id, doc_id=d.doc_id, document=d.name, type=n.type, level=n.level,
+                    title=n.title, text=n.text, page_idx=n.page_idx, page_end_idx=n.page_end_idx,
+                    bbox=n.bbox, parent_path=[p.title for p in tree.parent_path(n)],
+                    children=list(n.children), meta=dict(n.meta),
+                    image_file=str(image) if image is not None else None)
+
+
 def _info(d: StoredDocument) -> DocumentInfo:
     m = d.manifest
     return DocumentInfo(doc_id=d.doc_id, name=d.name, source=m.get("source"), pages=m.get("pages"),
                         parser=m.get("parser"), nodes=m.get("nodes"), sections=m.get("sections"),
                         graph=bool(m.get("graph")), created=m.get("created"), manifest=dict(m))
+
+
+def _entity_ref(g: KnowledgeGraph, eid: str) -> EntityRef:
+    e = g.entities[eid]
+    deg = int(g.nx.degree[eid]) if eid in g.nx else 0
+    return EntityRef(id=eid, name=e.name, type=e.type, degree=deg, nodes=len(e.node_ids))
 
 
 def doc_stats(doc: StoredDocument) -> dict[str, Any]:

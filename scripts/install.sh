@@ -214,6 +214,20 @@ else
 fi
 took
 
+# --dev: the web inspector's browser tests drive Debian's chromium (Playwright comes from the
+# dev extra and never downloads a browser of its own); without it those tests skip.
+if [ $dev -eq 1 ]; then
+  if command -v chromium >/dev/null 2>&1; then
+    say "      chromium (inspector tests): already there"
+  elif command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "      apt-get install chromium (inspector tests; a few minutes)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || say "      chromium not installed; the browser tests of tests/test_inspector.py will skip"
+  else
+    say "      chromium skipped (not root); the browser tests will skip. To have them: sudo apt-get install chromium"
+  fi
+fi
+
 begin "checking the installation"
 if ! err=$(check_env $level 2>&1); then
   printf '%s\n' "$err" | tail -n 5 >&2

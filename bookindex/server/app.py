@@ -30,6 +30,7 @@ from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
 from bookindex.server import handlers, run, skills_api, validate
 from bookindex.server.auth import Keys, Role, allows
+from bookindex.server.inspector import mount as mount_inspector
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.pages import page_png
@@ -260,9 +261,14 @@ def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool
                              method=req.method, k=req.k)
         return hits[:req.k] if req.k else hits  # the bookindex method ranks its own number
 
+    mount_inspector(api)  # the web inspector at /ui/ (bookindex/server/inspector)
+
     limit = int(srv.limits.max_upload_mb * 2**20) + MULTIPART_SLACK
     api.add_middleware(BodyLimit, limit=limit, paths=frozenset({"/documents"}))
-    api.add_middleware(KeyGuard, keys=keys)  # added last: runs first
+    # added last: runs first. The inspector's key form and static files are open; its pages
+    # send a browser without a key to the form.
+    api.add_middleware(KeyGuard, keys=keys, open_paths=frozenset({"/health", "/ui/login"}),
+                       open_prefixes=("/ui/static/",), login="/ui/login")
     return api
 
 

@@ -3,7 +3,8 @@
 Keys come from the environment variables the settings name (`server.api_keys_env`,
 `server.admin_keys_env`; BOOKINDEX_API_KEYS and BOOKINDEX_ADMIN_KEYS by default), comma-separated.
 A read key may ask and browse; an admin key may also upload, delete and cancel. A request gives
-its key as `Authorization: Bearer KEY` or `X-API-Key: KEY`. With no key configured the server
+its key as `Authorization: Bearer KEY` or `X-API-Key: KEY`, or (the web inspector's key form)
+as the HttpOnly, SameSite=Strict cookie `COOKIE`. With no key configured the server
 runs open, which `check_bind` allows on a loopback host only.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+from http.cookies import CookieError, SimpleCookie
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -20,6 +22,7 @@ from bookindex.core.config import Settings
 from bookindex.core.errors import ConfigError
 
 Role = Literal["read", "admin"]
+COOKIE = "bookindex_key"  # set by the inspector's key form (/ui/login): HttpOnly, SameSite=Strict
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,25 @@ class Keys:
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The key a request carries: `Authorization: Bearer KEY`, else `X-API-Key`."""
+    """The key a request carries: `Authorization: Bearer KEY`, else `X-API-Key`, else the
+    inspector's cookie."""
     auth = headers.get("authorization", "")
     if auth[:7].lower() == "bearer ":
         return auth[7:].strip() or None
-    return headers.get("x-api-key") or None
+    return headers.get("x-api-key") or cookie_key(headers.get("cookie", "")) or None
+
+
+def cookie_key(header: str) -> str | None:
+    """The key in a Cookie header's `COOKIE`, or None (also for a malformed header)."""
+    if COOKIE not in header:
+        return None
+    try:
+        jar = SimpleCookie()
+        jar.load(header)
+    except CookieError:
+        return None
+    morsel = jar.get(COOKIE)
+    return morsel.value.strip() or None if morsel is not None else None
 
 
 def allows(role: Role | None, needed: Role) -> bool:

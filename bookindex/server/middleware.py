@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import quote
 
 from bookindex.server.auth import Keys, Role, allows, presented_key
 from bookindex.server.problem import PROBLEM_JSON, Problem, problem_body
@@ -32,14 +33,20 @@ async def send_problem(send: Send, path: str, status: int, detail: str,
 
 class KeyGuard:
     """401 without a valid key (with `WWW-Authenticate: Bearer`); the role goes to
-    `scope["state"]["role"]` for routes that need admin. Open paths skip the check."""
+    `scope["state"]["role"]` for routes that need admin. Open paths (and paths under
+    `open_prefixes`) skip the check. With `login` set, a browser's GET of a page under
+    `login_prefix` without a key is sent to that key form (303) instead of a 401 document."""
 
     def __init__(self, app: ASGIApp, keys: Keys, open_paths: frozenset[str] = frozenset({"/health"}),
-                 needed: Role = "read") -> None:
+                 needed: Role = "read", open_prefixes: tuple[str, ...] = (), login: str | None = None,
+                 login_prefix: str = "/ui/") -> None:
         self.app = app
         self.keys = keys
         self.open_paths = open_paths
         self.needed = needed
+        self.open_prefixes = open_prefixes
+        self.login = login
+        self.login_prefix = login_prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,7 +56,10 @@ class KeyGuard:
         role = self.keys.role_of(presented_key(headers))
         scope.setdefault("state", {})["role"] = role
         path = scope.get("path", "")
-        if path not in self.open_paths:
+        if path not in self.open_paths and not path.startswith(self.open_prefixes or ("\0",)):
+            if role is None and self.login and scope.get("method") == "GET" and path.startswith(self.login_prefix):
+                await send_redirect(send, f"{self.login}?next={quote(path, safe='/')}")
+                return
             if role is None:
                 detail = ("missing API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'"
                           if not presented_key(headers) else "invalid API key")
@@ -59,6 +69,12 @@ class KeyGuard:
                 await send_problem(send, path, 403, f"this endpoint needs an {self.needed} key")
                 return
         await self.app(scope, receive, send)
+
+
+async def send_redirect(send: Send, location: str) -> None:
+    await send({"type": "http.response.start", "status": 303,
+                "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
 
 
 class BodyTooLarge(Problem):

@@ -14,6 +14,7 @@ from bookindex.server.problem import Problem
 
 DOC_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}")  # a doc id, file name or stem
 NODE_ID = re.compile(r"[0-9a-f]{4,64}-[A-Za-z0-9_]{1,40}")  # "<doc id>-<00042|root>"
+ENTITY_ID = re.compile(r"[0-9a-f]{4,64}-e[0-9A-Za-z_]{1,40}")  # "<doc id>-e000060"
 JOB_ID = re.compile(r"[0-9a-f]{32}")
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}")
 
@@ -28,6 +29,12 @@ def doc_ref(value: str) -> str:
 def node_id(value: str) -> str:
     if not NODE_ID.fullmatch(value):
         raise Problem(400, f"invalid node id {value[:80]!r}: node ids look like '3917eb460d87e275-00042'")
+    return value
+
+
+def entity_id(value: str) -> str:
+    if not ENTITY_ID.fullmatch(value):
+        raise Problem(400, f"invalid entity id {value[:80]!r}: entity ids look like '3917eb460d87e275-e000060'")
     return value
 
 

@@ -1,0 +1,161 @@
+"""What the inspector's templates and its JavaScript show, computed from the Engine's models.
+
+Pure functions, no web framework: a tree node's children in a compact form (so a 6,000-node
+manual loads one level at a time), the boxes of an evidence node on every page it spans (a
+cross-page node is highlighted on each of its pages, not only the first), the trace as nested
+steps, and an answer's text split into text and citation markers. Nothing here produces HTML:
+templates autoescape every string, and the JavaScript sets text with `textContent`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bookindex.core.model import BBox, DocumentTree, Node
+
+MAX_BOX_PAGES = 6  # pages of one multi-page node drawn with boxes (a whole chapter would be dozens)
+MAX_VALUE_CHARS = 400  # a parameter or output value shown in a step, beyond which it is cut
+CITATION = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+
+
+def page_label(labels: list[str] | None, page: int) -> str:
+    """The printed label of 1-based `page` when the PDF has labels that differ from the number."""
+    if labels and 1 <= page <= len(labels) and labels[page - 1] and labels[page - 1] != str(page):
+        return labels[page - 1]
+    return ""
+
+
+def entry_name(node: Node) -> str:
+    entry = node.meta.get("entry")
+    return str(entry.get("name") or "") if isinstance(entry, dict) else ""
+
+
+def node_row(tree: DocumentTree, node: Node) -> dict[str, Any]:
+    """One tree row: id, type, label, 1-based page range, child count, entry name and kind."""
+    entry = node.meta.get("entry")
+    return {"id": node.id, "type": node.type, "label": node.label or node.type, "page": node.page_idx + 1,
+            "page_end": node.page_end_idx + 1, "children": sum(1 for c in node.children if c in tree.nodes),
+            "entry": entry_name(node), "entry_kind": str(entry.get("kind") or "") if isinstance(entry, dict) else ""}
+
+
+def children_rows(tree: DocumentTree, node_id: str) -> list[dict[str, Any]]:
+    node = tree.nodes[node_id]
+    return [node_row(tree, tree.nodes[c]) for c in node.children if c in tree.nodes]
+
+
+def _union(boxes: list[BBox]) -> BBox:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def node_boxes(tree: DocumentTree, node_id: str) -> list[dict[str, Any]]:
+    """The boxes to draw for a node: its own box on its first page ("primary"), and on every
+    page it spans the union of its descendants' boxes there ("extent"), up to MAX_BOX_PAGES
+    pages. A leaf split across pages without descendant boxes keeps its one box."""
+    node = tree.nodes[node_id]
+    out: list[dict[str, Any]] = []
+    if node.bbox is not None:
+        out.append({"page": node.page_idx + 1, "bbox": list(node.bbox), "role": "primary"})
+    per_page: dict[int, list[BBox]] = {}
+    last = min(node.page_end_idx, node.page_idx + MAX_BOX_PAGES - 1)
+    if node.children:
+        for d in tree.walk(node):
+            if d.id != node.id and d.bbox is not None and node.page_idx <= d.page_idx <= last:
+                per_page.setdefault(d.page_idx, []).append(d.bbox)
+    for p in sorted(per_page):
+        out.append({"page": p + 1, "bbox": list(_union(per_page[p])), "role": "extent"})
+    return out
+
+
+def evidence_boxes(tree: DocumentTree | None, evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every evidence item's boxes with its rank (1-based) and the pages they lie on. Without
+    the tree (another document), an item keeps the box the Evidence carries."""
+    out: list[dict[str, Any]] = []
+    for e in evidence:
+        nid = e.get("node_id", "")
+        if tree is not None and nid in tree.nodes:
+            boxes = node_boxes(tree, nid)
+        elif e.get("bbox"):
+            boxes = [{"page": int(e["page_idx"]) + 1, "bbox": list(e["bbox"]), "role": "primary"}]
+        else:
+            boxes = []
+        pages = sorted({b["page"] for b in boxes}) or [int(e.get("page_idx", 0)) + 1]
+        out.append({"rank": e.get("rank") or len(out) + 1, "node_id": nid, "page": int(e.get("page_idx", 0)) + 1,
+                    "pages": pages, "boxes": boxes})
+    return out
+
+
+def answer_parts(text: str, n_evidence: int) -> list[dict[str, Any]]:
+    """The answer as text parts and citation parts `{"cite": n}` (only numbers that name an
+    evidence item become links; others stay text)."""
+    parts: list[dict[str, Any]] = []
+    pos = 0
+    for m in CITATION.finditer(text):
+        nums = [int(x) for x in re.split(r"\s*,\s*", m.group(1))]
+        if not all(1 <= n <= n_evidence for n in nums):
+            continue
+        if m.start() > pos:
+            parts.append({"text": text[pos:m.start()]})
+        for n in nums:
+            parts.append({"cite": n})
+        pos = m.end()
+    if pos < len(text):
+        parts.append({"text": text[pos:]})
+    return parts
+
+
+def short(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    """A value as one line of JSON (strings as they are), cut at `limit` characters."""
+    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+STEP_FIELDS = {"op", "kind", "ms", "params", "inputs", "llm", "outputs", "branches", "sub_questions",
+               "whole_question"}
+
+
+def _kept(outputs: Any) -> list[dict[str, Any]]:
+    """Ranked outputs `[[node_id, score, {dim: score}], ...]` as rows; anything else: none."""
+    rows = []
+    if isinstance(outputs, list):
+        for item in outputs:
+            if isinstance(item, (list, tuple)) and len(item) >= 2 and isinstance(item[0], str) \
+                    and isinstance(item[1], (int, float)):
+                dims = item[2] if len(item) > 2 and isinstance(item[2], dict) else {}
+                rows.append({"node_id": item[0], "score": item[1], "dims": short(dims)})
+    return rows
+
+
+def step_view(rec: dict[str, Any]) -> dict[str, Any]:
+    """One trace record for the plan view: header facts, parameters, inputs, kept nodes with
+    scores, other outputs and details, and nested branches / sub-questions."""
+    kept = _kept(rec.get("outputs"))
+    outputs = rec.get("outputs")
+    subs = []
+    for sq in rec.get("sub_questions") or []:
+        if isinstance(sq, dict):
+            subs.append({"question": str(sq.get("question", "")), "steps": [step_view(r) for r in sq.get("trace") or []]})
+        else:
+            subs.append({"question": str(sq), "steps": []})
+    whole = rec.get("whole_question")
+    llm = rec.get("llm") or {}
+    return {
+        "op": str(rec.get("op", "")), "kind": str(rec.get("kind") or ""), "ms": rec.get("ms"),
+        "llm_calls": int(llm.get("calls", 0) or 0) if isinstance(llm, dict) else 0,
+        "params": [(str(k), short(v)) for k, v in (rec.get("params") or {}).items()],
+        "inputs": [(str(k), short(v)) for k, v in (rec.get("inputs") or {}).items()],
+        "kept": kept,
+        "outputs": "" if kept or outputs is None else short(outputs),
+        "details": [(str(k), short(v)) for k, v in rec.items() if k not in STEP_FIELDS and v is not None],
+        "branches": [step_view(b) for b in rec.get("branches") or []],
+        "sub_questions": subs,
+        "whole": {"question": str(whole.get("question", "")), "steps": [step_view(r) for r in whole.get("trace") or []]}
+        if isinstance(whole, dict) else None,
+    }
+
+
+def plan_json(plan: Any) -> str:
+    """A plan (pydantic model or dict) as indented JSON for the editor."""
+    data = plan.model_dump(mode="json") if hasattr(plan, "model_dump") else plan
+    return json.dumps(data, indent=2, ensure_ascii=False)

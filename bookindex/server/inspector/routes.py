@@ -1,0 +1,299 @@
+"""The inspector's routes under `/ui/`: server-rendered pages (Jinja2, autoescaped) and the two
+JSON fragments the page script loads lazily (a tree node's children, a node with its boxes).
+
+Every route calls the Engine only (through the server's catalog-fresh `Server.fresh()`), checks
+ids with `validate` first, and renders Engine errors as a page with the problem's status. Page
+images come from the REST route `/documents/{doc}/pages/{n}.png` (the PNG cache).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from bookindex.core.errors import BookIndexError, InputError
+from bookindex.engine import METHODS, AskRequest, Engine
+from bookindex.server import validate
+from bookindex.server.auth import COOKIE
+from bookindex.server.inspector import present
+from bookindex.server.problem import Problem, status_of
+from retrieval import Answer, Plan
+
+if TYPE_CHECKING:
+    from bookindex.server.app import Server
+
+HERE = Path(__file__).resolve().parent
+PREFIX = "/ui"
+DPI = 110  # page images the viewer asks for (the REST route's default, so both share one cache)
+COMPARE = tuple(m for m in METHODS if m != "bookindex")
+
+
+def environment() -> Environment:
+    """Jinja2 with autoescape on for every template: no user string is ever markup."""
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    env.globals.update(prefix=PREFIX, dpi=DPI, page_label=present.page_label)
+    return env
+
+
+ENV = environment()
+
+
+def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    srv: Server = request.app.state.server
+    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, **ctx)
+    return HTMLResponse(html, status_code=status,
+                        headers={"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                                 "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+                                 "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"})
+
+
+def error_page(request: Request, exc: Exception) -> HTMLResponse:
+    """An Engine or request error as a page with the status the REST API would give."""
+    if isinstance(exc, Problem):
+        status, detail = exc.status, exc.detail
+    elif isinstance(exc, BookIndexError):
+        status, detail = status_of(exc), " ".join(str(exc).split())
+    else:
+        raise exc
+    return render(request, "error.html", status=status, status_code=status, detail=detail)
+
+
+def _srv(request: Request) -> "Server":
+    server: Server = request.app.state.server
+    return server
+
+
+def _engine(request: Request) -> Engine:
+    return _srv(request).fresh()
+
+
+def safe_next(value: str | None) -> str:
+    """Where a login goes back to: an inspector path only, never another site."""
+    if value and value.startswith(PREFIX + "/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return PREFIX + "/"
+
+
+router = APIRouter(prefix=PREFIX, include_in_schema=False)
+
+
+# -- auth: a key form that sets an HttpOnly cookie the key guard accepts ----------------------
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # noqa: A002
+    return render(request, "login.html", next=safe_next(next), failed=False)
+
+
+@router.post("/login", response_model=None)
+def login(request: Request, key: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "") -> Response:  # noqa: A002
+    srv = _srv(request)
+    if srv.keys.role_of(key.strip()) is None:
+        return render(request, "login.html", status=401, next=safe_next(next), failed=True)
+    resp = RedirectResponse(safe_next(next), status_code=303)
+    resp.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/",
+                    secure=request.url.scheme == "https")
+    return resp
+
+
+@router.post("/logout")
+def logout() -> RedirectResponse:
+    resp = RedirectResponse(PREFIX + "/login", status_code=303)
+    resp.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return resp
+
+
+# -- library -------------------------------------------------------------------------------------
+@router.get("/", response_class=HTMLResponse)
+def library(request: Request) -> HTMLResponse:
+    engine = _engine(request)
+    try:
+        docs = engine.documents() if engine.exists() else []
+        rows = [{"info": d, "stats": _stats(request, engine, d.doc_id)} for d in docs]
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return render(request, "library.html", docs=rows, root=str(engine.root))
+
+
+STATS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def _stats(request: Request, engine: Engine, doc_id: str) -> dict[str, Any]:
+    """A document's graph and LLM statistics, computed once per generation (graph diameters
+    take seconds on a large graph)."""
+    stored = engine.browse(doc_id)
+    key = (doc_id, stored.dir.name)
+    if key not in STATS_CACHE:
+        s = engine.stats(doc_id)
+        llm = (s.get("llm") or {}).get("total") or {}
+        STATS_CACHE[key] = {"entities": s.get("entities", 0), "relations": s.get("relations", 0),
+                            "components": s.get("components", 0), "er_merges": s.get("er_merges", 0),
+                            "nodes": s.get("nodes", {}), "llm_calls": int(llm.get("calls", 0) or 0),
+                            "llm_tokens": int((llm.get("prompt_tokens", 0) or 0) + (llm.get("completion_tokens", 0) or 0)),
+                            "nodes_failed": s.get("nodes_failed", 0), "extractor": s.get("extractor") or ""}
+    return STATS_CACHE[key]
+
+
+# -- document: tree, node, pages ---------------------------------------------------------------
+@router.get("/documents/{doc}", response_class=HTMLResponse)
+def document(request: Request, doc: str) -> HTMLResponse:
+    engine = _engine(request)
+    try:
+        info = engine.document(validate.doc_ref(doc))
+        stored = engine.browse(info.doc_id)
+        tree = stored.tree
+        pages = engine.pages(info.doc_id)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    data = {"doc": info.doc_id, "name": info.name, "root": present.node_row(tree, tree.root),
+            "rows": present.children_rows(tree, tree.root_id), "pages": pages.pages,
+            "sizes": pages.sizes, "labels": pages.labels, "pdf": (info.source or "").lower().endswith(".pdf")}
+    return render(request, "document.html", info=info, data=data, nodes=len(tree))
+
+
+@router.get("/api/documents/{doc}/children/{node_id}")
+def children(request: Request, doc: str, node_id: str) -> JSONResponse:
+    engine = _engine(request)
+    stored = engine.browse(validate.doc_ref(doc))
+    nid = validate.node_id(node_id)
+    if nid not in stored.tree.nodes:
+        raise Problem(404, f"{stored.name}: no node {nid}")
+    return JSONResponse(present.children_rows(stored.tree, nid))
+
+
+@router.get("/api/nodes/{node_id}")
+def node(request: Request, node_id: str) -> JSONResponse:
+    """A node (the Engine's NodeView) with its boxes on every page it spans."""
+    engine = _engine(request)
+    view = engine.browse_node(validate.node_id(node_id))
+    tree = engine.browse(view.doc_id).tree
+    n = tree.nodes[view.id]
+    body = view.model_dump(mode="json", exclude={"image_file"})
+    body.update(boxes=present.node_boxes(tree, view.id), entry=present.entry_name(n),
+                path_ids=[p.id for p in tree.parent_path(n)], label=n.label)
+    return JSONResponse(body)
+
+
+# -- graph -------------------------------------------------------------------------------------
+@router.get("/documents/{doc}/graph", response_class=HTMLResponse)
+def graph(request: Request, doc: str, q: str = "", entity: str | None = None) -> HTMLResponse:
+    engine = _engine(request)
+    try:
+        info = engine.document(validate.doc_ref(doc))
+        _srv(request).check_question(q)
+        found = engine.entities(info.doc_id, q, limit=50)
+        view = engine.entity(info.doc_id, validate.entity_id(entity)) if entity else None
+        tree = engine.browse(info.doc_id).tree
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    linked = [present.node_row(tree, tree.nodes[n]) for n in (view.node_ids if view else [])[:200]]
+    return render(request, "graph.html", info=info, q=q, found=found, view=view, linked=linked)
+
+
+# -- ask: answer, citations, plan trace, plan editor, baselines ---------------------------------
+@router.get("/ask", response_class=HTMLResponse)
+def ask_page(request: Request, q: str = "", doc: str = "", method: str = "bookindex",
+             compare: Annotated[list[str] | None, Query()] = None) -> HTMLResponse:
+    engine = _engine(request)
+    chosen = [m for m in compare or [] if m in COMPARE]
+    form: dict[str, Any] = {"q": q, "doc": doc, "method": method if method in METHODS else "bookindex",
+                            "compare": chosen}
+    docs = engine.documents() if engine.exists() else []
+    if not q.strip():
+        return render(request, "ask.html", form=form, docs=docs, methods=METHODS, compare_methods=COMPARE, result=None)
+    try:
+        _srv(request).check_question(q)
+        req = AskRequest(question=q, doc=validate.doc_ref(doc) if doc else None, method=form["method"])
+        answer = engine.ask(req)
+        result = _result(engine, answer, chosen)
+    except (BookIndexError, Problem) as e:
+        return _ask_error(request, e, form, docs)
+    return render(request, "ask.html", form=form, docs=docs, methods=METHODS, compare_methods=COMPARE, result=result)
+
+
+@router.post("/ask", response_class=HTMLResponse)
+def run_plan_page(request: Request, plan: Annotated[str, Form()], doc: Annotated[str, Form()] = "",
+                  compare: Annotated[list[str] | None, Form()] = None) -> HTMLResponse:
+    """Re-run an edited plan (the editor's JSON) and show the new answer."""
+    engine = _engine(request)
+    docs = engine.documents() if engine.exists() else []
+    chosen = [m for m in compare or [] if m in COMPARE]
+    form: dict[str, Any] = {"q": "", "doc": doc, "method": "bookindex", "compare": chosen, "plan_text": plan}
+    try:
+        if len(plan) > 200_000:
+            raise Problem(413, f"plan is {len(plan)} characters; the limit is 200000")
+        try:
+            p = Plan.from_json(plan)
+        except (ValueError, TypeError, KeyError, InputError) as e:
+            raise Problem(422, f"plan: {' '.join(str(e).split())[:300]}") from None
+        form["q"] = p.question
+        _srv(request).check_question(p.question)
+        answer = engine.run_plan(p, doc=validate.doc_ref(doc) if doc else None)
+        result = _result(engine, answer, chosen, edited=True)
+    except (BookIndexError, Problem) as e:
+        return _ask_error(request, e, form, docs)
+    return render(request, "ask.html", form=form, docs=docs, methods=METHODS, compare_methods=COMPARE, result=result)
+
+
+def _ask_error(request: Request, exc: Exception, form: dict[str, Any], docs: list[Any]) -> HTMLResponse:
+    status, detail = (exc.status, exc.detail) if isinstance(exc, Problem) else \
+        (status_of(exc), " ".join(str(exc).split())) if isinstance(exc, BookIndexError) else (500, "error")
+    return render(request, "ask.html", status=status, form=form, docs=docs, methods=METHODS,
+                  compare_methods=COMPARE, result=None, error=detail)
+
+
+def _result(engine: Engine, answer: Answer, compare: list[str], edited: bool = False) -> dict[str, Any]:
+    """Everything the ask template shows of an answer (and the baselines' evidence)."""
+    a = answer.model_dump(mode="json")
+    doc_id = a["doc"].get("doc_id", "")
+    tree = engine.browse(doc_id).tree if doc_id else None
+    pages = engine.pages(doc_id) if doc_id else None
+    boxes = present.evidence_boxes(tree, a["evidence"])
+    baselines = []
+    for m in compare:
+        hits = engine.search(answer.question, doc=doc_id or None, method=m, k=10)
+        baselines.append({"method": m, "evidence": [h.model_dump(mode="json") for h in hits[:10]]})
+    usage = a.get("usage") or {}
+    return {
+        "answer": a, "edited": edited, "parts": present.answer_parts(a["answer"], len(a["evidence"])),
+        "steps": [present.step_view(r) for r in a["trace"]],
+        "plan_json": present.plan_json(a["plan"]) if a.get("plan") else "",
+        "baselines": baselines, "ms": usage.get("ms"), "llm": (usage.get("llm") or {}),
+        "data": {"doc": doc_id, "sizes": pages.sizes if pages else [], "labels": pages.labels if pages else None,
+                 "pdf": bool(pages and pages.sizes), "evidence": boxes},
+    }
+
+
+# -- skills: the hierarchy of a compiled skill folder ---------------------------------------------
+@router.get("/skills", response_class=HTMLResponse)
+def skills(request: Request, folder: str = "") -> HTMLResponse:
+    engine = _engine(request)
+    tree = None
+    error = ""
+    path = _skills_folder(engine, folder)
+    if path is not None:
+        try:
+            tree = engine.skills_tree(path).model_dump(mode="json")
+        except BookIndexError as e:
+            error = " ".join(str(e).split())
+    return render(request, "skills.html", folder=folder, tree=tree,
+                  error=error, choices=_skill_choices(engine))
+
+
+def _skill_choices(engine: Engine) -> list[str]:
+    """Skill folders the server may show: those inside the library folder (`LIB/skills*`)."""
+    root = Path(engine.root)
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "skills.json").is_file()) if root.is_dir() else []
+
+
+def _skills_folder(engine: Engine, name: str) -> Path | None:
+    """A skill folder by its name inside the library folder; never a user-given path."""
+    if not name:
+        return None
+    if name not in _skill_choices(engine):
+        raise Problem(404, f"no skill folder {quote(name[:80])!r} in this library")
+    return Path(engine.root) / name

@@ -1,0 +1,274 @@
+// bookindex inspector: lazy section tree, node view, page viewer with boxes, citations.
+// Vanilla JS, no dependency. Every string from the server is set with textContent, never
+// parsed as HTML. Timing marks for scripts/bench_inspector.py go to window.inspectorMarks.
+"use strict";
+
+(function () {
+  const body = document.body;
+  const PREFIX = body.dataset.prefix || "/ui";
+  const DPI = Number(body.dataset.dpi || 110);
+  const marks = (window.inspectorMarks = {});
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "text") e.textContent = v;
+      else if (k === "class") e.className = v;
+      else if (k.startsWith("data-") || k.startsWith("aria-") || k === "role" || k === "type" || k === "href" ||
+               k === "tabindex" || k === "alt" || k === "title" || k === "hidden") e.setAttribute(k, v === true ? "" : v);
+      else e[k] = v;
+    }
+    for (const kid of kids) if (kid) e.append(kid);
+    return e;
+  }
+
+  function readJSON(id) {
+    const node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+
+  async function getJSON(url) {
+    const r = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (!r.ok) {
+      let detail = r.statusText;
+      try { detail = (await r.json()).detail || detail; } catch (e) { /* not JSON */ }
+      throw new Error(`${r.status}: ${detail}`);
+    }
+    return r.json();
+  }
+
+  function pageLabel(labels, page) {
+    if (labels && page >= 1 && page <= labels.length && labels[page - 1] && labels[page - 1] !== String(page)) return labels[page - 1];
+    return "";
+  }
+
+  function addBoxes(frame, size, boxes) {
+    const [w, h] = size || [612, 792];
+    for (const old of frame.querySelectorAll(".box")) old.remove();
+    for (const b of boxes) {
+      const [x0, y0, x1, y1] = b.bbox;
+      const box = el("div", {
+        class: `box rank-${Math.min(b.rank || 1, 10)} ${b.role || ""}${b.current ? " current" : ""}`,
+        "data-rank": b.rank || "", "data-role": b.role || "", "data-node": b.node || "",
+        title: b.rank ? `evidence ${b.rank} (${b.role})` : b.role,
+      });
+      box.style.left = `${(x0 / w) * 100}%`;
+      box.style.top = `${(y0 / h) * 100}%`;
+      box.style.width = `${((x1 - x0) / w) * 100}%`;
+      box.style.height = `${((y1 - y0) / h) * 100}%`;
+      frame.append(box);
+    }
+  }
+
+  // -- page viewer: an image of one page with boxes positioned in % of the page size ---------
+  // boxes: [{bbox:[x0,y0,x1,y1] in PDF points, rank, role, current}]
+  function pageFigure(doc, page, size, boxes, labels, caption) {
+    const [w, h] = size || [612, 792];
+    const fig = el("figure", { class: "page", "data-page": page });
+    const frame = el("div", { class: "page-frame" });
+    const img = el("img", { alt: `Page ${page}`, "data-page": page, decoding: "async" });
+    img.addEventListener("load", () => {
+      img.dataset.loaded = "1";
+      marks.pageLoaded = performance.now();
+    });
+    img.src = `/documents/${encodeURIComponent(doc)}/pages/${page}.png?dpi=${DPI}`;
+    frame.append(img);
+    addBoxes(frame, [w, h], boxes);
+    fig.append(frame);
+    const label = pageLabel(labels, page);
+    fig.append(el("figcaption", { text: `${caption ? caption + " · " : ""}page ${page}${label ? ` (printed ${label})` : ""}` }));
+    return fig;
+  }
+
+  // -- document page --------------------------------------------------------------------------
+  function initDocument() {
+    const data = readJSON("doc-data");
+    if (!data) return;
+    const treeEl = document.getElementById("tree");
+    const viewer = document.getElementById("viewer");
+    const pager = document.getElementById("pager");
+    const pageNo = document.getElementById("page-no");
+    const pageLabelEl = document.getElementById("page-label");
+    const nodeEl = document.getElementById("node");
+    let current = { page: 1, boxes: [] };
+
+    function row(r) {
+      const li = el("li", { role: "treeitem", "data-id": r.id, "aria-selected": "false" });
+      const line = el("div", { class: "tree-row" });
+      if (r.children > 0) {
+        const tw = el("button", { type: "button", class: "twisty", "aria-expanded": "false",
+          "aria-label": `Expand ${r.label}`, text: "▸" });
+        tw.addEventListener("click", () => toggle(li, tw, r));
+        line.append(tw);
+        li.setAttribute("aria-expanded", "false");
+      } else {
+        line.append(el("span", { class: "twisty-space" }));
+      }
+      const open = el("button", { type: "button", class: "node-link", "data-id": r.id });
+      open.append(el("span", { class: `badge t-${r.type}`, text: r.type }), " ", el("span", { class: "label", text: r.label }));
+      if (r.entry && r.entry !== r.label) open.append(" ", el("span", { class: "entry", text: r.entry }));
+      const pages = r.page === r.page_end ? `p. ${r.page}` : `pp. ${r.page}–${r.page_end}`;
+      open.append(" ", el("span", { class: "muted pages", text: pages }));
+      if (r.children) open.append(" ", el("span", { class: "muted count", text: `(${r.children})` }));
+      open.addEventListener("click", () => showNode(r.id, r.page));
+      line.append(open);
+      li.append(line);
+      return li;
+    }
+
+    function fill(ul, rows) {
+      const frag = document.createDocumentFragment();
+      for (const r of rows) frag.append(row(r));
+      ul.append(frag);
+    }
+
+    async function toggle(li, tw, r) {
+      const expanded = tw.getAttribute("aria-expanded") === "true";
+      let ul = li.querySelector(":scope > ul");
+      if (expanded) {
+        tw.setAttribute("aria-expanded", "false"); li.setAttribute("aria-expanded", "false");
+        tw.textContent = "▸"; if (ul) ul.hidden = true; return;
+      }
+      if (!ul) {
+        ul = el("ul", { role: "group" });
+        li.append(ul);
+        tw.disabled = true;
+        try {
+          fill(ul, await getJSON(`${PREFIX}/api/documents/${encodeURIComponent(data.doc)}/children/${encodeURIComponent(r.id)}`));
+        } catch (e) {
+          ul.append(el("li", { class: "error", text: String(e.message || e) }));
+        }
+        tw.disabled = false;
+      }
+      ul.hidden = false;
+      tw.setAttribute("aria-expanded", "true"); li.setAttribute("aria-expanded", "true");
+      tw.textContent = "▾";
+    }
+
+    function showPage(page) {
+      page = Math.max(1, Math.min(data.pages || 1, page));
+      current.page = page;
+      pageNo.value = page;
+      const label = pageLabel(data.labels, page);
+      pageLabelEl.textContent = label ? `(printed ${label})` : "";
+      if (!data.pdf) { viewer.replaceChildren(el("p", { class: "muted", text: "Page images exist for PDF documents only." })); return; }
+      const boxes = current.boxes.filter((b) => b.page === page).map((b) => ({ bbox: b.bbox, rank: 1, role: b.role }));
+      const shown = viewer.querySelector(`figure[data-page="${page}"] .page-frame`);
+      if (shown) { addBoxes(shown, data.sizes[page - 1], boxes); return; }  // same image: new boxes only
+      viewer.replaceChildren(pageFigure(data.doc, page, data.sizes[page - 1], boxes, data.labels));
+    }
+
+    async function showNode(id, page) {
+      for (const s of treeEl.querySelectorAll('[aria-selected="true"]')) s.setAttribute("aria-selected", "false");
+      const li = treeEl.querySelector(`li[data-id="${CSS.escape(id)}"]`);
+      if (li) li.setAttribute("aria-selected", "true");
+      marks.nodeClicked = performance.now();
+      if (page) {  // the row knows the node's first page: start loading its image at once
+        current.boxes = [];
+        pager.hidden = false;
+        showPage(page);
+      }
+      let n;
+      try {
+        n = await getJSON(`${PREFIX}/api/nodes/${encodeURIComponent(id)}`);
+      } catch (e) {
+        nodeEl.replaceChildren(el("p", { class: "error", role: "alert", text: String(e.message || e) }));
+        return;
+      }
+      history.replaceState(null, "", `#node=${encodeURIComponent(id)}`);
+      const path = el("nav", { class: "crumbs", "aria-label": "Parent path" });
+      n.parent_path.forEach((t, i) => {
+        if (i) path.append(" › ");
+        path.append(el("span", { text: t || "(untitled)" }));
+      });
+      const head = el("h3", { class: "node-title" }, el("span", { class: `badge t-${n.type}`, text: n.type }), " ",
+        el("span", { text: n.title || n.label }));
+      const pages = n.page_idx === n.page_end_idx ? `page ${n.page_idx + 1}` : `pages ${n.page_idx + 1}–${n.page_end_idx + 1}`;
+      const facts = el("p", { class: "muted", text: `${pages} · level ${n.level} · ${n.children.length} children${n.entry ? " · entry " + n.entry : ""} · ${n.id}` });
+      const text = el("pre", { class: "node-text", text: n.text || "" });
+      nodeEl.replaceChildren(path, head, facts);
+      if (n.text) nodeEl.append(text);
+      current.boxes = n.boxes;
+      pager.hidden = false;
+      showPage(n.page_idx + 1);
+      const pagesWithBoxes = [...new Set(n.boxes.map((b) => b.page))];
+      if (pagesWithBoxes.length > 1) {
+        const jump = el("p", { class: "jump" }, "Boxes on pages: ");
+        for (const p of pagesWithBoxes) {
+          const b = el("button", { type: "button", class: "link", text: String(p) });
+          b.addEventListener("click", () => showPage(p));
+          jump.append(b, " ");
+        }
+        nodeEl.append(jump);
+      }
+    }
+
+    document.getElementById("prev-page").addEventListener("click", () => showPage(current.page - 1));
+    document.getElementById("next-page").addEventListener("click", () => showPage(current.page + 1));
+    pageNo.addEventListener("change", () => showPage(Number(pageNo.value) || 1));
+
+    // keyboard: arrows move between visible rows, right/left expand/collapse
+    treeEl.addEventListener("keydown", (ev) => {
+      const t = ev.target;
+      if (!(t instanceof HTMLElement) || !t.classList.contains("node-link")) return;
+      const links = [...treeEl.querySelectorAll(".node-link")].filter((x) => x.offsetParent !== null);
+      const i = links.indexOf(t);
+      const li = t.closest("li");
+      const tw = li && li.querySelector(":scope > .tree-row > .twisty");
+      if (ev.key === "ArrowDown" && i + 1 < links.length) { links[i + 1].focus(); ev.preventDefault(); }
+      else if (ev.key === "ArrowUp" && i > 0) { links[i - 1].focus(); ev.preventDefault(); }
+      else if (ev.key === "ArrowRight" && tw && tw.getAttribute("aria-expanded") !== "true") { tw.click(); ev.preventDefault(); }
+      else if (ev.key === "ArrowLeft" && tw && tw.getAttribute("aria-expanded") === "true") { tw.click(); ev.preventDefault(); }
+    });
+
+    const rootUl = treeEl;
+    fill(rootUl, data.rows);
+    marks.treeShown = performance.now();
+    treeEl.dataset.ready = "1";
+    const m = /node=([^&]+)/.exec(location.hash);
+    if (m) showNode(decodeURIComponent(m[1]));
+  }
+
+  // -- ask page: citations open the cited node's pages with every evidence box ---------------
+  function initAsk() {
+    const data = readJSON("ask-data");
+    if (!data) return;
+    const viewer = document.getElementById("cite-viewer");
+
+    function show(n) {
+      const ev = data.evidence[n - 1];
+      if (!ev) return;
+      viewer.replaceChildren();
+      viewer.dataset.n = String(n);
+      const head = el("p", { class: "cite-head" }, el("strong", { text: `[${n}]` }), ` evidence ${n} of ${data.evidence.length}`);
+      const close = el("button", { type: "button", class: "link", text: "close" });
+      close.addEventListener("click", () => { viewer.replaceChildren(); delete viewer.dataset.n; });
+      head.append(" · ", close);
+      viewer.append(head);
+      if (!data.pdf) { viewer.append(el("p", { class: "muted", text: "Page images exist for PDF documents only." })); return; }
+      const row = el("div", { class: "page-row" });
+      for (const page of ev.pages) {
+        const boxes = [];
+        for (const other of data.evidence) {
+          for (const b of other.boxes) {
+            if (b.page === page) boxes.push({ bbox: b.bbox, rank: other.rank, role: b.role, node: other.node_id, current: other === ev });
+          }
+        }
+        row.append(pageFigure(data.doc, page, data.sizes[page - 1], boxes, data.labels, `evidence ${n}`));
+      }
+      viewer.append(row);
+      viewer.scrollIntoView({ block: "nearest" });
+    }
+
+    for (const b of document.querySelectorAll(".cite, .cite-row")) {
+      b.addEventListener("click", () => show(Number(b.dataset.n)));
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    marks.domReady = performance.now();
+    if (body.dataset.page === "document") initDocument();
+    if (body.dataset.page === "ask") initAsk();
+  });
+})();

@@ -1,0 +1,233 @@
+"""The web inspector (issue 16): fast HTML-route tests with FastAPI's TestClient over a small
+Markdown library, then headless Chromium (Debian's `chromium`, driven by Playwright) against a
+real server on 127.0.0.1 serving libtasn1: expand a section, click citation 1 and compare the
+highlight with the node's bbox, edit and re-run the plan, a `<script>` question shown as text.
+The browser run saves a screenshot of each page into docs/img/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from bookindex.core.config import load_settings
+from bookindex.engine import Engine
+from bookindex.server.app import create_app
+from bookindex.server.auth import COOKIE, Keys
+from fakes import FakeEmbedder
+from server_helpers import thread_server
+
+REPO = Path(__file__).resolve().parents[1]
+IMG = REPO / "docs" / "img"
+READ = "inspector-read-key"
+XSS = '<script>window.__xss = 1</script> what does asn1_create_element do?'
+
+
+# -- fast: the HTML routes through TestClient -----------------------------------------------------
+@pytest.fixture(scope="module")
+def md_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    from library_helpers import handbook_markdown
+
+    root = tmp_path_factory.mktemp("inspector-md")
+    src = root / "handbook.md"
+    src.write_text(handbook_markdown())
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(root / "cache")}, env={})
+    engine = Engine(root / "lib", settings, embedder=FakeEmbedder())
+    engine.index(src, graph=False)
+    return engine
+
+
+def client(engine: Engine, keys: Keys | None = None) -> TestClient:
+    return TestClient(create_app(engine, keys or Keys(frozenset(), frozenset()), isolate_builds=False))
+
+
+def test_pages_render_and_escape(md_engine: Engine) -> None:
+    with client(md_engine) as c:
+        lib = c.get("/ui/")
+        assert lib.status_code == 200 and "handbook.md" in lib.text
+        doc_id = md_engine.documents()[0].doc_id
+        page = c.get(f"/ui/documents/{doc_id}")
+        assert page.status_code == 200 and 'id="doc-data"' in page.text
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        rows = c.get(f"/ui/api/documents/{doc_id}/children/{doc_id}-root").json()
+        assert rows and {"id", "type", "label", "page", "page_end", "children"} <= set(rows[0])
+        node = c.get(f"/ui/api/nodes/{rows[0]['id']}").json()
+        assert node["doc_id"] == doc_id and "boxes" in node and "image_file" not in node
+
+        ask = c.get("/ui/ask", params={"q": XSS, "doc": doc_id, "compare": ["bm25", "evil"]})
+        assert ask.status_code == 200
+        assert "<script>window.__xss" not in ask.text and "&lt;script&gt;window.__xss" in ask.text
+        assert "<h3>bm25</h3>" in ask.text and "<h3>evil</h3>" not in ask.text
+        assert c.get("/ui/static/inspector.js").status_code == 200
+
+
+def test_errors_are_pages_with_status(md_engine: Engine) -> None:
+    with client(md_engine) as c:
+        missing = c.get("/ui/documents/no-such.pdf")
+        assert missing.status_code == 404 and "no document" in missing.text
+        assert c.get("/ui/documents/..%2Fetc").status_code in (400, 404)
+        bad = c.get("/ui/documents/x<b>y")
+        assert bad.status_code == 400 and "<b>" not in bad.text and "&lt;b&gt;" in bad.text
+        doc_id = md_engine.documents()[0].doc_id
+        assert c.get(f"/ui/api/nodes/{doc_id}-99999").status_code == 404
+        assert c.get("/ui/api/nodes/../../x").status_code == 404  # no such route
+        assert c.get(f"/ui/api/nodes/{quote('a/../b', safe='')}").status_code in (400, 404)
+        assert c.get(f"/ui/documents/{doc_id}/graph", params={"entity": "../x"}).status_code == 400
+        broken = c.post("/ui/ask", data={"plan": '{"question": "q", "steps": [{"op": "Nope"}]}', "doc": doc_id})
+        assert broken.status_code == 422 and "plan:" in broken.text
+        assert c.get("/ui/skills", params={"folder": "../../etc"}).status_code == 404
+
+
+def test_key_cookie(md_engine: Engine) -> None:
+    with client(md_engine, Keys(frozenset({READ}), frozenset())) as c:
+        page = c.get("/ui/", follow_redirects=False)
+        assert page.status_code == 303 and page.headers["location"] == "/ui/login?next=/ui/"
+        assert c.get("/documents").status_code == 401  # the API still answers 401, not a redirect
+        assert c.get("/ui/login").status_code == 200
+        bad = c.post("/ui/login", data={"key": "wrong", "next": "/ui/"}, follow_redirects=False)
+        assert bad.status_code == 401 and COOKIE not in bad.headers.get("set-cookie", "")
+        ok = c.post("/ui/login", data={"key": READ, "next": "https://evil.example/"}, follow_redirects=False)
+        assert ok.status_code == 303 and ok.headers["location"] == "/ui/"  # never another site
+        cookie = ok.headers["set-cookie"]
+        assert f"{COOKIE}={READ}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+        assert c.get("/ui/").status_code == 200  # the client keeps the cookie
+        assert c.get("/documents").status_code == 200  # the page script's API calls pass too
+        c.post("/ui/logout")
+        assert c.get("/ui/", follow_redirects=False).status_code == 303
+
+
+# -- headless Chromium against a real server --------------------------------------------------------
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("no chromium executable (Debian: apt-get install chromium; scripts/install.sh --dev)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    exe = chromium()
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the dev extra)")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def ui_server(libtasn1_library: tuple[Path, Path]) -> Iterator[tuple[str, Engine]]:
+    lib, cache = libtasn1_library
+    engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={}))
+    with thread_server(create_app(engine, Keys(frozenset(), frozenset()))) as base:
+        yield base, engine
+
+
+def shot(page: Any, name: str) -> None:
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / name), full_page=False)
+
+
+
+@pytest.mark.slow
+def test_tree_expand_and_node(browser: Any, ui_server: tuple[str, Engine]) -> None:
+    base, engine = ui_server
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{base}/ui/")
+    assert page.locator("table.docs").get_by_text("libtasn1.pdf").count() == 1
+    shot(page, "inspector-library.png")
+    page.goto(f"{base}/ui/documents/libtasn1.pdf")
+    page.wait_for_selector("#tree[data-ready]")
+    section = page.locator("#tree > li[aria-expanded]", has_text="Function reference").first
+    before = page.locator("#tree li").count()
+    section.locator(".twisty").first.click()
+    page.wait_for_selector("#tree > li[aria-expanded=true] > ul > li")
+    assert page.locator("#tree li").count() > before
+    assert section.get_attribute("aria-expanded") == "true"
+    child = section.locator("ul > li .node-link").first
+    child.focus()
+    page.keyboard.press("Enter")  # keyboard: a focused row opens with Enter
+    page.wait_for_selector("#viewer img[data-loaded]")
+    page.wait_for_selector("#viewer .box")  # the node's boxes follow its JSON
+    assert page.locator("#node pre.node-text, #node h3").count() >= 1
+    assert page.locator("#viewer .box").count() >= 1
+    shot(page, "inspector-document.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # no sideways scrolling
+    shot(page, "inspector-document-390.png")
+    page.close()
+
+
+@pytest.mark.slow
+def test_ask_citation_plan_edit_and_escape(browser: Any, ui_server: tuple[str, Engine]) -> None:
+    base, engine = ui_server
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    q = "What does asn1_der_coding do?"
+    page.goto(f"{base}/ui/ask?q={quote(q)}&doc=libtasn1.pdf&compare=bm25&compare=dense")
+    assert page.locator(".cite").count() >= 1, page.content()[:2000]
+    page.locator(".cite[data-n='1']").first.click()
+    page.wait_for_selector("#cite-viewer img[data-loaded]")
+
+    # the highlight of citation 1 is its node's bbox scaled to the displayed image (+-2 px)
+    answer = httpx.post(f"{base}/ask", json={"question": q, "doc": "libtasn1.pdf"}, timeout=60).json()
+    ev = answer["evidence"][0]
+    x0, y0, x1, y1 = engine.node(ev["node_id"]).bbox or ev["bbox"]
+    pw, ph = engine.pages("libtasn1.pdf").sizes[ev["page_idx"]]
+    fig = page.locator(f"#cite-viewer figure[data-page='{ev['page']}']")
+    img = fig.locator("img").bounding_box()
+    box = fig.locator(".box.current[data-role=primary]").bounding_box()
+    assert img and box
+    sx, sy = img["width"] / pw, img["height"] / ph
+    for got, want in ((box["x"] - img["x"], x0 * sx), (box["y"] - img["y"], y0 * sy),
+                      (box["width"], (x1 - x0) * sx), (box["height"], (y1 - y0) * sy)):
+        assert abs(got - want) <= 2, (box, img, (x0, y0, x1, y1))
+    assert page.locator("#cite-viewer .box").count() >= 1
+    assert page.locator(".baselines .column").count() == 2
+    assert page.locator("ol.steps .op", has_text="Skyline_Ranker").count() >= 1
+    shot(page, "inspector-ask.png")
+
+    # edit the plan: fewer results, re-run; the evidence count changes
+    count = int(page.locator("#evidence-count").get_attribute("data-count") or 0)
+    plan = json.loads(page.locator("#plan").input_value())
+    assert set_param(plan, "max_results", 3) and set_param(plan, "max_evidence", 3)
+    page.locator("#plan").fill(json.dumps(plan, indent=2))
+    with page.expect_navigation():
+        page.get_by_role("button", name="Re-run plan").click()
+    page.wait_for_selector("#evidence-count")
+    assert page.locator(".badge", has_text="edited plan").count() == 1
+    new_count = int(page.locator("#evidence-count").get_attribute("data-count") or 0)
+    assert new_count != count and new_count == page.locator("#evidence > li").count()
+    shot(page, "inspector-plan-rerun.png")
+
+    # a question holding <script> is text, never markup
+    page.goto(f"{base}/ui/ask?q={quote(XSS)}&doc=libtasn1.pdf")
+    assert page.locator("#question-text").text_content() == XSS
+    assert page.evaluate("window.__xss === undefined")
+    assert page.locator("textarea#q").input_value() == XSS
+    page.close()
+
+
+def set_param(plan: dict[str, Any], name: str, value: Any) -> bool:
+    """Set `name` in every step's params that has it (ForEach and Parallel steps included)."""
+    hit = False
+
+    def walk(steps: list[dict[str, Any]] | None) -> None:
+        nonlocal hit
+        for s in steps or []:
+            if name in (s.get("params") or {}):
+                s["params"][name] = value
+                hit = True
+            walk(s.get("steps"))
+            if s.get("fallback"):
+                walk([s["fallback"]])
+
+    walk(plan.get("steps"))
+    return hit
