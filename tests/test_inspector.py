@@ -2,12 +2,16 @@
 Markdown library, then headless Chromium (Debian's `chromium`, driven by Playwright) against a
 real server on 127.0.0.1 serving libtasn1: expand a section, click citation 1 and compare the
 highlight with the node's bbox, edit and re-run the plan, a `<script>` question shown as text.
-The browser run saves a screenshot of each page into docs/img/."""
+The browser run takes a screenshot of each page: into docs/img/ when BOOKINDEX_SCREENSHOTS=docs
+is set (how the committed ones were made), else into the test's temporary folder, so a plain
+test run leaves the checkout unchanged."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +30,7 @@ from server_helpers import thread_server
 
 REPO = Path(__file__).resolve().parents[1]
 IMG = REPO / "docs" / "img"
+SCRATCH = Path(tempfile.gettempdir()) / f"bookindex-inspector-shots-{os.getpid()}"
 READ = "inspector-read-key"
 XSS = '<script>window.__xss = 1</script> what does asn1_create_element do?'
 
@@ -132,8 +137,10 @@ def ui_server(libtasn1_library: tuple[Path, Path]) -> Iterator[tuple[str, Engine
 
 
 def shot(page: Any, name: str) -> None:
-    IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMG / name), full_page=False)
+    folder = IMG if os.environ.get("BOOKINDEX_SCREENSHOTS") == "docs" else SCRATCH
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / name), full_page=False)
+    assert (folder / name).stat().st_size > 1000
 
 
 
