@@ -64,3 +64,15 @@ def test_skill_folders_are_checked_at_start_up(tmp_path: Path) -> None:
     b = build_skill_folder(tmp_path / "b" / "same", EMB)
     with pytest.raises(InputError, match="already served"):
         skill_folders([a, b])
+
+
+def test_inspector_skills_page_replays_a_navigation(client: TestClient) -> None:
+    page = client.get("/ui/skills")  # the one served folder opens by itself
+    assert page.status_code == 200 and "<option selected>recipes</option>" in page.text and "rockets" in page.text
+    hostile = client.get("/ui/skills", params={"folder": "recipes", "question": "rocket <script>x</script>"})
+    assert hostile.status_code == 200
+    assert "<script>x</script>" not in hostile.text and "&lt;script&gt;x&lt;/script&gt;" in hostile.text
+    nav = client.get("/ui/skills", params={"folder": "recipes", "question": "rocket engine launch to orbit", "k": 2})
+    assert nav.text.count('class="step"') >= 3 and "skill-02-space" in nav.text
+    assert "<code>d5</code>" in nav.text and "<code>d6</code>" in nav.text
+    assert client.get("/ui/skills", params={"folder": "other"}).status_code == 404

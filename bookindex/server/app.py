@@ -82,6 +82,7 @@ class Server:
         self.root = Path(engine.library.root)
         self.dir = self.root / SERVER_DIR
         self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds)
+        self.skills: dict[str, Path] = {}  # skill folders served (`serve --skills`), by folder name
         self._catalog_mtime: int | None = None
 
     def fresh(self) -> Engine:
@@ -131,6 +132,7 @@ def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool
     api.state.server = srv
     handlers.install(api)
     folders = skills if skills is not None else skill_folders(engine.settings.server.skills)
+    srv.skills = folders
     skills_api.install(api, srv.fresh, folders, tags=["skills"])
 
     def need(role: Role) -> Any:

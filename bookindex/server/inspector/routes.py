@@ -22,6 +22,7 @@ from bookindex.server import validate
 from bookindex.server.auth import COOKIE
 from bookindex.server.inspector import present
 from bookindex.server.problem import Problem, status_of
+from bookindex.skills.answer import SkillsAskRequest
 from retrieval import Answer, Plan
 
 if TYPE_CHECKING:
@@ -268,32 +269,46 @@ def _result(engine: Engine, answer: Answer, compare: list[str], edited: bool = F
     }
 
 
-# -- skills: the hierarchy of a compiled skill folder ---------------------------------------------
+# -- skills: the hierarchy of a compiled skill folder, and a navigation replayed step by step ---
 @router.get("/skills", response_class=HTMLResponse)
-def skills(request: Request, folder: str = "") -> HTMLResponse:
+def skills(request: Request, folder: str = "", question: str = "", k: int = Query(10, ge=1, le=50)) -> HTMLResponse:
     engine = _engine(request)
+    choices = _skill_choices(request, engine)
     tree = None
+    nav = None
     error = ""
-    path = _skills_folder(engine, folder)
+    if not folder and len(choices) == 1:
+        folder = next(iter(choices))
+    path = _skills_folder(choices, folder)
     if path is not None:
         try:
             tree = engine.skills_tree(path).model_dump(mode="json")
+            if question.strip():
+                _srv(request).check_question(question)
+                nav = engine.skills_ask(SkillsAskRequest(folder=str(path), question=question, navigator="embedding",
+                                                         k=k)).model_dump(mode="json")
         except BookIndexError as e:
             error = " ".join(str(e).split())
-    return render(request, "skills.html", folder=folder, tree=tree,
-                  error=error, choices=_skill_choices(engine))
+    return render(request, "skills.html", folder=folder, tree=tree, nav=nav, question=question, k=k,
+                  error=error, choices=sorted(choices))
 
 
-def _skill_choices(engine: Engine) -> list[str]:
-    """Skill folders the server may show: those inside the library folder (`LIB/skills*`)."""
+def _skill_choices(request: Request, engine: Engine) -> dict[str, Path]:
+    """Skill folders the inspector may show, by name: those the server was started with
+    (`serve --skills DIR`), then those inside the library folder (`LIB/skills*`)."""
+    out = dict(_srv(request).skills)
     root = Path(engine.root)
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "skills.json").is_file()) if root.is_dir() else []
+    if root.is_dir():
+        for p in sorted(root.iterdir()):
+            if p.is_dir() and (p / "skills.json").is_file():
+                out.setdefault(p.name, p)
+    return out
 
 
-def _skills_folder(engine: Engine, name: str) -> Path | None:
-    """A skill folder by its name inside the library folder; never a user-given path."""
+def _skills_folder(choices: dict[str, Path], name: str) -> Path | None:
+    """A skill folder by its name among the choices; never a user-given path."""
     if not name:
         return None
-    if name not in _skill_choices(engine):
-        raise Problem(404, f"no skill folder {quote(name[:80])!r} in this library")
-    return Path(engine.root) / name
+    if name not in choices:
+        raise Problem(404, f"no skill folder {quote(name[:80])!r} served here")
+    return choices[name]

@@ -266,9 +266,26 @@
     }
   }
 
+  // Skills: a navigation replayed one step at a time (all steps stay visible without script).
+  function initReplay() {
+    const steps = Array.from(document.querySelectorAll(".replay .step"));
+    const at = document.getElementById("replay-at");
+    if (!steps.length || !at) return;
+    let shown = 1;
+    function draw() {
+      steps.forEach((s, i) => { s.hidden = i >= shown; s.classList.toggle("current", i === shown - 1); });
+      at.textContent = `step ${shown} of ${steps.length}`;
+    }
+    document.getElementById("replay-prev").addEventListener("click", () => { shown = Math.max(1, shown - 1); draw(); });
+    document.getElementById("replay-next").addEventListener("click", () => { shown = Math.min(steps.length, shown + 1); draw(); });
+    document.getElementById("replay-all").addEventListener("click", () => { shown = steps.length; draw(); });
+    draw();
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     marks.domReady = performance.now();
     if (body.dataset.page === "document") initDocument();
     if (body.dataset.page === "ask") initAsk();
+    if (body.dataset.page === "skills") initReplay();
   });
 })();
