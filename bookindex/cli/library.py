@@ -12,9 +12,10 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from bookindex.cli.context import engine_for
+from bookindex.cli.context import engine_for, get_settings
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.model import DocumentTree, Node
+from bookindex.storage import s3
 from bookindex.storage.lock import describe
 from parsing.dispatch import check_path
 from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
@@ -131,7 +132,19 @@ def index_cmd(
                                       help="One Ray task per document: local (start one here), auto, ray://HOST:PORT."),
     ray_cpus: Optional[int] = typer.Option(None, "--ray-cpus", min=1, help="CPUs of a --ray local instance."),
 ) -> None:
-    """Index documents into a library folder (re-indexing an unchanged file is a no-op)."""
+    """Index documents into a library folder or s3://BUCKET/PREFIX (re-indexing an unchanged file is a no-op)."""
+    remote = s3.parse(index_dir)
+    if remote is not None:  # build into the writer's local mirror, publish to S3 at the end
+        with s3.writer_session(remote, get_settings(ctx)) as local:
+            _index_into(ctx, paths, local, parser, no_outline, no_graph, no_tables, quiet, workers, ray, ray_cpus)
+        return
+    _index_into(ctx, paths, index_dir, parser, no_outline, no_graph, no_tables, quiet, workers, ray, ray_cpus)
+
+
+def _index_into(ctx: typer.Context, paths: list[Path], index_dir: Path, parser: str, no_outline: bool,
+                no_graph: bool, no_tables: bool, quiet: bool, workers: int, ray: Optional[str],
+                ray_cpus: Optional[int]) -> None:
+    """`bookindex index` into a local library folder."""
     if parser not in PARSERS:
         raise InputError(f"--parser {parser!r}: choose one of {', '.join(PARSERS)}")
     files = expand_inputs(list(paths), prefer_mineru=parser == "mineru")
@@ -297,8 +310,13 @@ def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
 
 def remove_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
                doc: str = typer.Argument(..., help="Document id or file name.")) -> None:
-    """Remove a document from a library."""
-    d = engine_for(index_dir).remove(doc)
+    """Remove a document from a library (a folder or s3://BUCKET/PREFIX)."""
+    remote = s3.parse(index_dir)
+    if remote is not None:
+        with s3.writer_session(remote, get_settings()) as local:
+            d = engine_for(local).remove(doc)
+    else:
+        d = engine_for(index_dir).remove(doc)
     typer.echo(f"removed {d.name} ({d.doc_id})")
 
 
