@@ -41,7 +41,7 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, Entity
 from bookindex.core.protocols import LLM, Embedder, LexicalIndex, Providers, Reranker
 from bookindex.indexing.construction import (
-    build_document, failed_graph_nodes, load_tree, read_node_vectors, retry_graph_nodes,
+    failed_graph_nodes, load_tree, read_node_vectors, retry_graph_nodes,
 )
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.lexical import document_lexical_index
