@@ -5,16 +5,20 @@ document is retried with no duplicate and no loss."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from bookindex.core.config import load_settings
+from bookindex.core.errors import ConfigError
+from bookindex.engine import Engine
+from bookindex.providers.llm.cache import DiskCache, RecordingCache, merge_rows
 from bookindex.storage.batch import index_batch
 from bookindex.storage.content_hash import library_hash, library_hashes
 from bookindex.storage.library import Library
-from bookindex.storage.runners import LocalRunner, RayRunner
-from bookindex.storage.staging import FAULT_ENV
+from bookindex.storage.runners import LocalRunner, RayRunner, import_ray, make_runner
+from bookindex.storage.staging import FAULT_ENV, build_staged, unpack
 from dist_helpers import fake_providers, small_corpus
 
 
@@ -104,3 +108,50 @@ def test_ray_local_cluster_equals_serial_and_retries_a_killed_worker(
     cluster = [i for e, i in events if e == "cluster"]
     assert cluster and cluster[0]["cpus"] == 2 and max(i["in_flight"] for i in cluster) <= 3
     assert not ray_cluster.is_initialized()  # the runner shut down the instance it started
+
+
+def test_engine_index_many_and_failed_documents(tmp_path: Path, corpus: list[Path], settings):
+    bad = tmp_path / "corpus" / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.4 not really a pdf")
+    engine = Engine(tmp_path / "lib", settings)
+    seen: list[str] = []
+    items = engine.index_many([*corpus[2:], bad], workers=2, factory=fake_providers,
+                              on_item=lambda i: seen.append(i.status))
+    assert sorted(seen) == ["added"] * 3 + ["failed"]  # one bad file fails, the rest go on
+    failed = next(i for i in items if i.status == "failed")
+    assert "broken.pdf" in (failed.error or "")
+    assert {d.name for d in engine.documents()} == {p.name for p in corpus[2:]}
+
+
+def test_ray_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match=r"pip install 'bookindex\[ray\]'"):
+        import_ray()
+    with pytest.raises(ConfigError, match="--ray"):
+        make_runner(ray="no-such-address")
+
+
+def test_worker_cache_rows_are_merged_by_the_writer(tmp_path: Path):
+    writer_cache = DiskCache(tmp_path / "writer.sqlite")
+    worker = RecordingCache(DiskCache(tmp_path / "worker.sqlite"))
+    worker.put("k1", {"text": "a"})
+    assert worker.get("k1") == {"text": "a"}
+    rows = worker.take()
+    assert rows == [("k1", {"text": "a"})] and worker.take() == []
+    assert merge_rows(writer_cache, rows) == 1 and writer_cache.get("k1") == {"text": "a"}
+    assert merge_rows(None, rows) == 0  # caching off (--no-cache)
+
+
+def test_staged_build_travels_as_tar(tmp_path: Path, corpus: list[Path], settings):
+    lib = Library.open(tmp_path / "lib", settings)
+    job = lib.job_for(corpus[2])
+    result = build_staged(job, None, archive=True, factory=fake_providers)
+    assert result.folder is None and result.archive and result.manifest["doc_id"] == job.doc_id
+    folder = unpack(result.archive, tmp_path / "unpacked")
+    assert (folder / "tree.json").is_file() and (folder / "manifest.json").is_file()
+    with lib.writer():
+        staged = lib.staging_root() / folder.name
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(staged)
+        doc = lib.commit_build(job, staged)
+    assert doc.status == "added" and doc.name == corpus[2].name
