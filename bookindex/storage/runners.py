@@ -116,7 +116,11 @@ class RayRunner:
             ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False,
                      object_store_memory=RAY_OBJECT_STORE, runtime_env={"env_vars": _worker_env()})
         else:
-            ray.init(address=self.address, log_to_driver=False)
+            try:
+                ray.init(address=self.address, log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConfigError(f"--ray {self.address}: cannot join a Ray cluster ({exc}); start one with "
+                                  "`ray start --head`, or use --ray local") from None
         return True
 
     def run(self, jobs: list[BuildJob], stage_root: Path, on_progress: Progress = _quiet) -> Iterator[Outcome]:
