@@ -38,7 +38,10 @@ from bookindex.skills.requests import (
 )
 from bookindex.skills.tools import ToolResult
 from bookindex.skills.treeview import tree_view
+from bookindex.storage.batch import BatchItem, index_batch
 from bookindex.storage.library import CATALOG, Library, StoredDocument
+from bookindex.storage.runners import make_runner
+from bookindex.storage.staging import ProviderFactory, default_providers
 from operators.context import IndexContext
 from operators.passages import build_passages
 from operators.textscore import get_text_index, query_vector
@@ -268,6 +271,22 @@ class Engine:
                            graph_built=bool(m.get("graph")), graph=graph, retry=doc.retry,
                            seconds=round(time.perf_counter() - t0, 3),
                            warnings=[str(w) for w in m.get("warnings") or []] if built else [])
+
+    def index_many(self, paths: list[Path], *, workers: int = 1, ray: str | None = None,
+                   ray_cpus: int | None = None, on_item: Callable[[BatchItem], None] | None = None,
+                   on_progress: Events | None = None, factory: ProviderFactory = default_providers,
+                   **options: Any) -> list[BatchItem]:
+        """Index many files with builds in `workers` local processes or on a Ray cluster (`ray`:
+        local, auto, ray://HOST:PORT) and this process as the one writer committing each build
+        as it arrives (issue 17; docs/distributed.md). Workers create their own models from the
+        settings (`factory`), so the Engine's injected providers are not used by them."""
+        runner = make_runner(workers, ray, ray_cpus, factory)
+        items = index_batch(self.library, list(paths), runner, options=options, on_item=on_item,
+                            on_progress=on_progress or (lambda e, i: None))
+        for item in items:
+            if item.doc is not None:
+                self._forget(item.doc.doc_id)
+        return items
 
     def remove(self, doc: str) -> DocumentInfo:
         d = self.library.remove(doc)

@@ -8,6 +8,7 @@ from typing import Any
 
 from bookindex.core.config import Settings, load_settings
 from bookindex.engine import Engine
+from bookindex.storage import s3
 
 
 @dataclass
@@ -48,7 +49,11 @@ def get_settings(ctx: Any = None) -> Settings:
 
 def engine_for(index_dir: Path, ctx: Any = None, *, existing: bool = True) -> Engine:
     """The Engine of a library folder with the invocation's settings; with `existing`, a clear
-    error when the folder holds no library."""
+    error when the folder holds no library. An s3://BUCKET/PREFIX library is read through its
+    local read-only mirror, brought up to date first (bookindex.storage.s3)."""
+    remote = s3.parse(index_dir)
+    if remote is not None:
+        index_dir = s3.reader_root(remote, get_settings(ctx))
     engine = Engine(index_dir, get_settings(ctx))
     if existing:
         engine.require_library()

@@ -12,9 +12,10 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from bookindex.cli.context import engine_for
+from bookindex.cli.context import engine_for, get_settings
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.model import DocumentTree, Node
+from bookindex.storage import s3
 from bookindex.storage.lock import describe
 from parsing.dispatch import check_path
 from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
@@ -126,8 +127,24 @@ def index_cmd(
     no_graph: bool = typer.Option(False, "--no-graph", help="Skip knowledge-graph construction."),
     no_tables: bool = typer.Option(False, "--no-tables", help="Skip table detection (faster)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Build in N local processes; this one commits."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS",
+                                      help="One Ray task per document: local (start one here), auto, ray://HOST:PORT."),
+    ray_cpus: Optional[int] = typer.Option(None, "--ray-cpus", min=1, help="CPUs of a --ray local instance."),
 ) -> None:
-    """Index documents into a library folder (re-indexing an unchanged file is a no-op)."""
+    """Index documents into a library folder or s3://BUCKET/PREFIX (re-indexing an unchanged file is a no-op)."""
+    remote = s3.parse(index_dir)
+    if remote is not None:  # build into the writer's local mirror, publish to S3 at the end
+        with s3.writer_session(remote, get_settings(ctx)) as local:
+            _index_into(ctx, paths, local, parser, no_outline, no_graph, no_tables, quiet, workers, ray, ray_cpus)
+        return
+    _index_into(ctx, paths, index_dir, parser, no_outline, no_graph, no_tables, quiet, workers, ray, ray_cpus)
+
+
+def _index_into(ctx: typer.Context, paths: list[Path], index_dir: Path, parser: str, no_outline: bool,
+                no_graph: bool, no_tables: bool, quiet: bool, workers: int, ray: Optional[str],
+                ray_cpus: Optional[int]) -> None:
+    """`bookindex index` into a local library folder."""
     if parser not in PARSERS:
         raise InputError(f"--parser {parser!r}: choose one of {', '.join(PARSERS)}")
     files = expand_inputs(list(paths), prefer_mineru=parser == "mineru")
@@ -145,6 +162,9 @@ def index_cmd(
     if no_tables:
         opts["tables"] = False
     c = _console()
+    if workers > 1 or ray:
+        _index_parallel(engine, files, opts, workers, ray, ray_cpus, quiet)
+        return
     counts: Counter[str] = Counter()
     total_pages = 0
     nodes_failed = 0  # graph nodes whose extraction failed, over the documents built or retried now
@@ -201,6 +221,69 @@ def index_cmd(
         raise typer.Exit(2)
 
 
+class _BatchProgress:
+    """One bar over documents for a parallel run; its postfix shows the cluster (nodes, CPUs,
+    tasks in flight) or the local workers, and each committed or failed document prints a line."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.total = total
+        self.counts: Counter[str] = Counter()
+        self.pages = 0
+
+    def progress(self, event: str, info: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        if event == "lock_wait":
+            _console().print(f"  waiting for the library lock, held by {escape(describe(info.get('holder')))} ...")
+        elif event == "planned":
+            self.bar = tqdm(total=self.total, unit="doc", desc="index", file=sys.stderr)
+        elif event == "cluster" and self.bar is not None:
+            self.bar.set_postfix_str(f"cluster {info['nodes']} node(s), {info['cpus']} CPUs, "
+                                     f"{info['in_flight']} in flight, {info['queued']} queued")
+        elif event == "submitted" and self.bar is not None:
+            self.bar.set_postfix_str(f"{info['workers']} workers, {info['jobs']} builds")
+        elif event == "retry":
+            _console().print(f"  [yellow]retrying[/] {escape(str(info['name']))} (a worker died; attempt {info['attempt']})")
+
+    def item(self, item: Any) -> None:
+        self.counts[item.status] += 1
+        if item.doc is not None and item.status != "unchanged":
+            self.pages += int(item.doc.manifest.get("pages") or 0)
+        if self.bar is not None:
+            self.bar.update(1)
+        if not self.enabled:
+            if item.status == "failed":
+                _console().print(f"[bold red]error:[/] {escape(one_line(item.error or ''))}")
+            return
+        if item.status == "failed":
+            _console().print(f"[bold red]error:[/] {escape(one_line(item.error or ''))}")
+        elif item.doc is not None:
+            where = f" on {item.worker}" if item.worker else ""
+            _console().print(f"  [green]{item.status}[/] {escape(item.doc.name)} -> {item.doc.doc_id}"
+                             f"{where} ({item.seconds:.1f} s)")
+
+
+def _index_parallel(engine: Any, files: list[Path], opts: dict[str, Any], workers: int, ray: str | None,
+                    ray_cpus: int | None, quiet: bool) -> None:
+    """`bookindex index --workers N | --ray ADDRESS`: builds elsewhere, this process commits."""
+    t0 = time.perf_counter()
+    prog = _BatchProgress(len(files), not quiet)
+    engine.index_many(files, workers=workers, ray=ray, ray_cpus=ray_cpus, on_item=prog.item,
+                      on_progress=prog.progress, **opts)
+    if prog.bar is not None:
+        prog.bar.close()
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(prog.counts.items()))
+    mode = f"Ray {ray}" if ray else f"{workers} workers"
+    _console().print(f"{summary}; {_n(prog.pages, 'page')} in {time.perf_counter() - t0:.1f} s ({mode}) -> "
+                     f"{escape(str(engine.root))}")
+    if prog.counts["failed"]:
+        raise typer.Exit(2)
+
+
 def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
              as_json: bool = typer.Option(False, "--json", help="Manifests as JSON.")) -> None:
     """List the documents of a library."""
@@ -227,8 +310,13 @@ def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
 
 def remove_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
                doc: str = typer.Argument(..., help="Document id or file name.")) -> None:
-    """Remove a document from a library."""
-    d = engine_for(index_dir).remove(doc)
+    """Remove a document from a library (a folder or s3://BUCKET/PREFIX)."""
+    remote = s3.parse(index_dir)
+    if remote is not None:
+        with s3.writer_session(remote, get_settings()) as local:
+            d = engine_for(local).remove(doc)
+    else:
+        d = engine_for(index_dir).remove(doc)
     typer.echo(f"removed {d.name} ({d.doc_id})")
 
 

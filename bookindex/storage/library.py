@@ -41,7 +41,7 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, Entity
 from bookindex.core.protocols import LLM, Embedder, LexicalIndex, Providers, Reranker
 from bookindex.indexing.construction import (
-    build_document, failed_graph_nodes, load_tree, read_node_vectors, retry_graph_nodes,
+    failed_graph_nodes, load_tree, read_node_vectors, retry_graph_nodes,
 )
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.lexical import document_lexical_index
@@ -50,12 +50,11 @@ from bookindex.providers.reranker import get_reranker
 from bookindex.storage import lance_store, leases
 from bookindex.storage.graph_store import load_entity_vectors, load_graph
 from bookindex.storage.lock import WriterLock, command_line
+from bookindex.storage.staging import FORMAT_VERSION, MANIFEST, BuildJob, build_into, new_build_dir
 from parsing.dispatch import check_path, sniff
 
-FORMAT_VERSION = 1
 CATALOG = "library.json"
 TRASH = ".tmp/trash-"  # a superseded generation is renamed here (one rename), then deleted
-MANIFEST = "manifest.json"
 
 # Library.add keyword options -> settings keys (CLI flags map onto the same names).
 OPTION_KEYS = {
@@ -449,6 +448,20 @@ class Library:
             recorded["vectors"] = s.storage.vectors
         return s, recorded
 
+    def job_for(self, path: str | Path, **options: Any) -> BuildJob:
+        """What building `path` with these options means: identity, settings, recorded options.
+        Checks the file first, so a bad input fails before any work (InputError naming it)."""
+        src = Path(path).expanduser()
+        check_path(src)
+        src = src.resolve()
+        sniff(src)  # fail fast on an unsupported or mislabeled file, before anything is written
+        sha = path_sha256(src)
+        settings, recorded = self._effective(options)
+        if settings.storage.vectors == "lancedb":
+            lance_store.require()
+        return BuildJob(source=str(src), sha256=sha, doc_id=sha[:16], name=src.name, settings=settings,
+                        recorded=recorded)
+
     def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False, **options: Any) -> StoredDocument:
         """Index one file (PDF, MinerU JSON or folder, Markdown, text) into the library.
 
@@ -457,74 +470,41 @@ class Library:
         from the same source path, or new options: rebuilt and swapped in atomically
         (status "replaced"). Otherwise status "added".
         """
-
-        src = Path(path).expanduser()
-        check_path(src)
-        src = src.resolve()
-        sniff(src)  # fail fast on an unsupported or mislabeled file, before anything is written
-        sha = path_sha256(src)
-        doc_id = sha[:16]
-        settings, recorded = self._effective(options)
-        if settings.storage.vectors == "lancedb":
-            lance_store.require()
-        name = src.name
+        job = self.job_for(path, **options)
         created_root = not self.root.exists()
         emit = on_event or (lambda e, i: None)
         with self.writer(on_wait=lambda holder: emit("lock_wait", {"holder": holder})):
-            emit("locked", {"doc_id": doc_id})
-            return self._add_locked(src, sha, doc_id, name, settings, recorded, created_root, emit, progress)
+            emit("locked", {"doc_id": job.doc_id})
+            return self._add_locked(job, created_root, emit, progress)
 
-    def _add_locked(self, src: Path, sha: str, doc_id: str, name: str, settings: Any,
-                    recorded: dict[str, Any], created_root: bool, on_event: Any,
-                    progress: bool) -> StoredDocument:
+    def current(self, job: BuildJob, on_event: Any = None, progress: bool = False) -> StoredDocument | None:
+        """Under the writer lock: the stored document when `job` needs no build (status
+        "unchanged", or "retried" after re-extracting its failed graph nodes), else None."""
+        existing = self._catalog["documents"].get(job.doc_id)
+        if existing is None:
+            return None
+        doc = self._doc(job.doc_id)
+        if doc.manifest.get("options") != job.recorded or doc.manifest.get("format_version") != FORMAT_VERSION:
+            doc.close()
+            return None
+        failed = failed_graph_nodes(doc.dir) if job.settings.graph.enabled else []
+        if failed:  # issue 4: a re-run retries only the nodes whose extraction failed
+            return self._retry_graph(doc, failed, job.settings, on_event or (lambda e, i: None), progress)
+        doc.status = "unchanged"
+        return doc
+
+    def _add_locked(self, job: BuildJob, created_root: bool, on_event: Any, progress: bool) -> StoredDocument:
         """add() under the writer lock: a second writer of the same file finds it current here."""
-        existing = self._catalog["documents"].get(doc_id)
-        if existing is not None:
-            doc = self._doc(doc_id)
-            if doc.manifest.get("options") == recorded and doc.manifest.get("format_version") == FORMAT_VERSION:
-
-                failed = failed_graph_nodes(doc.dir) if settings.graph.enabled else []
-                if failed:  # issue 4: a re-run retries only the nodes whose extraction failed
-                    return self._retry_graph(doc, failed, settings, on_event, progress)
-                doc.status = "unchanged"
-                return doc
-        stale = [i for i, e in self._catalog["documents"].items() if e.get("source") == str(src) and i != doc_id]
-
+        done = self.current(job, on_event, progress)
+        if done is not None:
+            return done
         tmp_root = self.root / ".tmp"
-        tmp_root.mkdir(parents=True, exist_ok=True)
-        stamp = f"{int(time.time()):x}{uuid.uuid4().hex[:6]}"
-        build_dir = tmp_root / f"{doc_id}.{stamp}"
-        build_dir.mkdir()
+        build_dir = new_build_dir(tmp_root, job.doc_id)
         try:
-            t0 = time.perf_counter()
-            report = build_document(src, build_dir, doc_id=doc_id, name=name, settings=settings,
-                                    llm=self.llm, embedder=self.embedder,
-                                    reranker=self.reranker if settings.graph.enabled else None,
-                                    on_event=on_event, progress=progress)
-            manifest = {
-                "format_version": FORMAT_VERSION, "doc_id": doc_id, "name": name, "source": str(src),
-                "sha256": sha, "size": src.stat().st_size if src.is_file() else None,
-                "pages": report["pages"], "parser": report["parser"], "options": recorded,
-                "created": _now(), "nodes": report["nodes"], "sections": report["sections"],
-                "blocks": report["blocks"], "graph": bool(report.get("graph", {}).get("built")),
-                "graph_failed": int(report.get("graph", {}).get("nodes_failed") or 0),
-                "embedding": report.get("embedding"), "seconds": round(time.perf_counter() - t0, 3),
-                "warnings": report.get("warnings", []),
-            }
-            write_json_atomic(build_dir / MANIFEST, manifest)
-            with self._locked():
-                on_event("commit", {"doc_id": doc_id})
-                (self.root / "docs").mkdir(exist_ok=True)
-                final = self.root / "docs" / build_dir.name
-                os.replace(build_dir, final)
-                docs = self._catalog["documents"]
-                status = "replaced" if (doc_id in docs or stale) else "added"
-                for i in stale:
-                    docs.pop(i, None)
-                docs[doc_id] = {"name": name, "source": str(src), "sha256": sha, "dir": final.name}
-                on_event("catalog", {"doc_id": doc_id, "dir": final.name})  # moved, not yet committed
-                self._commit()  # the commit point: one os.replace of library.json
-                self._sweep()
+            build_into(job, build_dir, llm=self.llm, embedder=self.embedder,
+                       reranker=self.reranker if job.settings.graph.enabled else None,
+                       on_event=on_event, progress=progress)
+            status = self._commit_locked(job, build_dir, on_event)
         except BaseException:
             shutil.rmtree(build_dir, ignore_errors=True)
             if created_root:
@@ -535,7 +515,41 @@ class Library:
             raise
         with contextlib.suppress(OSError):
             tmp_root.rmdir()
-        return self._doc(doc_id, status)
+        return self._doc(job.doc_id, status)
+
+    def staging_root(self) -> Path:
+        """Where builds in progress live (.tmp/: same file system as docs/, so a commit is a rename)."""
+        return self.root / ".tmp"
+
+    def commit_build(self, job: BuildJob, build_dir: Path, on_event: Any = None) -> StoredDocument:
+        """Commit a finished staging folder (built by `build_staged` anywhere, then moved or
+        unpacked under `staging_root()`): one rename into docs/, one os.replace of library.json.
+        The caller holds the writer lock (a batch commits many builds under one lock)."""
+        try:
+            status = self._commit_locked(job, build_dir, on_event or (lambda e, i: None))
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            raise
+        return self._doc(job.doc_id, status)
+
+    def _commit_locked(self, job: BuildJob, build_dir: Path, on_event: Any) -> str:
+        """Move `build_dir` into docs/ and swap the catalog; the status ("added" or "replaced")."""
+        src = job.source
+        with self._locked():
+            stale = [i for i, e in self._catalog["documents"].items() if e.get("source") == src and i != job.doc_id]
+            on_event("commit", {"doc_id": job.doc_id})
+            (self.root / "docs").mkdir(exist_ok=True)
+            final = self.root / "docs" / build_dir.name
+            os.replace(build_dir, final)
+            docs = self._catalog["documents"]
+            status = "replaced" if (job.doc_id in docs or stale) else "added"
+            for i in stale:
+                docs.pop(i, None)
+            docs[job.doc_id] = {"name": job.name, "source": src, "sha256": job.sha256, "dir": final.name}
+            on_event("catalog", {"doc_id": job.doc_id, "dir": final.name})  # moved, not yet committed
+            self._commit()  # the commit point: one os.replace of library.json
+            self._sweep()
+        return status
 
     def _retry_graph(self, doc: StoredDocument, failed: list[str], settings: Any, on_event: Any,
                      progress: bool) -> StoredDocument:

@@ -57,3 +57,44 @@ class DiskCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class RecordingCache:
+    """A cache that records every row it is given, on top of an optional backing cache.
+
+    Why: a build on another machine (a Ray worker) cannot write the library user's SQLite file.
+    The worker's client caches into this wrapper; the task returns `rows` with its result and the
+    one writer merges them into its own cache (`merge_rows`), so a rerun anywhere hits the cache.
+    """
+
+    def __init__(self, backing: DiskCache | None = None) -> None:
+        self.backing = backing
+        self.rows: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            if key in self.rows:
+                return self.rows[key]
+        return self.backing.get(key) if self.backing is not None else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self.rows[key] = value
+        if self.backing is not None:
+            self.backing.put(key, value)
+
+    def take(self) -> list[tuple[str, dict[str, Any]]]:
+        """The rows recorded since the last take (one document's build), and forget them."""
+        with self._lock:
+            rows, self.rows = list(self.rows.items()), {}
+        return rows
+
+
+def merge_rows(cache: DiskCache | None, rows: list[tuple[str, dict[str, Any]]]) -> int:
+    """Put a worker's new completions into `cache` (None: caching is off); the count merged."""
+    if cache is None:
+        return 0
+    for key, value in rows:
+        cache.put(key, value)
+    return len(rows)

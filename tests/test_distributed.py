@@ -1,0 +1,157 @@
+"""Per-document builds off the writer (issue 17): local worker processes and Ray tasks build,
+one writer commits; the result equals a serial build (content hashes), a killed worker's
+document is retried with no duplicate and no loss."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bookindex.core.config import load_settings
+from bookindex.core.errors import ConfigError
+from bookindex.engine import Engine
+from bookindex.providers.llm.cache import DiskCache, RecordingCache, merge_rows
+from bookindex.storage.batch import index_batch
+from bookindex.storage.content_hash import library_hash, library_hashes
+from bookindex.storage.library import Library
+from bookindex.storage.runners import LocalRunner, RayRunner, import_ray, make_runner
+from bookindex.storage.staging import FAULT_ENV, build_staged, unpack
+from dist_helpers import fake_providers, small_corpus
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
+    return load_settings(None, {"llm.provider": "none"})
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> list[Path]:
+    return small_corpus(tmp_path / "corpus")
+
+
+def serial_library(root: Path, files: list[Path], settings) -> Library:
+    p = fake_providers(settings)
+    lib = Library.open(root, settings, embedder=p.embedder, llm=p.llm, reranker=p.reranker)
+    for f in files:
+        lib.add(f)
+    return lib
+
+
+def catalog(root: Path) -> dict:
+    return json.loads((root / "library.json").read_text())["documents"]
+
+
+def test_workers_equal_serial(tmp_path: Path, corpus: list[Path], settings):
+    serial_library(tmp_path / "serial", corpus, settings)
+    lib = Library.open(tmp_path / "par", settings)
+    items = index_batch(lib, corpus, LocalRunner(2, fake_providers))
+    assert sorted(i.status for i in items) == ["added"] * len(corpus)
+    assert library_hashes(tmp_path / "par") == library_hashes(tmp_path / "serial")
+    assert library_hash(tmp_path / "par") == library_hash(tmp_path / "serial")
+    assert not (tmp_path / "par" / ".tmp").exists()
+    # a second run finds every document current: nothing is built again
+    again = index_batch(lib, corpus, LocalRunner(2, fake_providers))
+    assert {i.status for i in again} == {"unchanged"}
+
+
+def test_graphs_are_part_of_the_hash(tmp_path: Path, corpus: list[Path], settings):
+    serial_library(tmp_path / "serial", corpus[:1], settings)
+    entry = next(iter(catalog(tmp_path / "serial").values()))
+    graph = json.loads((tmp_path / "serial" / "docs" / entry["dir"] / "graph.json").read_text())
+    assert graph["entities"], "the no-LLM build makes a graph, so the hash compares one"
+
+
+def test_local_worker_killed_mid_document_is_retried(tmp_path: Path, corpus: list[Path], settings,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    markers = tmp_path / "markers"
+    monkeypatch.setenv(FAULT_ENV, f"plain.pdf:{markers}")
+    serial = tmp_path / "serial"
+    monkeypatch.delenv(FAULT_ENV)
+    serial_library(serial, corpus, settings)
+    monkeypatch.setenv(FAULT_ENV, f"plain.pdf:{markers}")
+    lib = Library.open(tmp_path / "par", settings)
+    items = index_batch(lib, corpus, LocalRunner(2, fake_providers))
+    assert sorted(i.status for i in items) == ["added"] * len(corpus)
+    attempts = next(markers.iterdir()).read_text().splitlines()
+    assert attempts[0].startswith("killed") and attempts[1].startswith("retry")
+    assert len(catalog(tmp_path / "par")) == len(corpus)  # no duplicate, none lost
+    assert library_hash(tmp_path / "par") == library_hash(serial)
+
+
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray_mod = pytest.importorskip("ray")
+    yield ray_mod
+
+
+def test_ray_local_cluster_equals_serial_and_retries_a_killed_worker(
+        tmp_path: Path, corpus: list[Path], settings, monkeypatch: pytest.MonkeyPatch, ray_cluster):
+    serial = tmp_path / "serial"
+    serial_library(serial, corpus, settings)
+    markers = tmp_path / "markers"
+    monkeypatch.setenv(FAULT_ENV, f"handbook.md:{markers}")  # the first attempt's worker dies
+    lib = Library.open(tmp_path / "ray", settings)
+    events: list[tuple[str, dict]] = []
+    runner = RayRunner("local", num_cpus=2, max_in_flight=3, max_retries=2, factory=fake_providers)
+    items = index_batch(lib, corpus, runner, on_progress=lambda e, i: events.append((e, i)))
+    assert sorted(i.status for i in items) == ["added"] * len(corpus), [i.error for i in items]
+    assert len(catalog(tmp_path / "ray")) == len(corpus)
+    assert library_hash(tmp_path / "ray") == library_hash(serial)
+    attempts = next(markers.iterdir()).read_text().splitlines()
+    assert attempts[0].startswith("killed") and attempts[1].startswith("retry")
+    cluster = [i for e, i in events if e == "cluster"]
+    assert cluster and cluster[0]["cpus"] == 2 and max(i["in_flight"] for i in cluster) <= 3
+    assert not ray_cluster.is_initialized()  # the runner shut down the instance it started
+
+
+def test_engine_index_many_and_failed_documents(tmp_path: Path, corpus: list[Path], settings):
+    bad = tmp_path / "corpus" / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.4 not really a pdf")
+    engine = Engine(tmp_path / "lib", settings)
+    seen: list[str] = []
+    items = engine.index_many([*corpus[2:], bad], workers=2, factory=fake_providers,
+                              on_item=lambda i: seen.append(i.status))
+    assert sorted(seen) == ["added"] * 3 + ["failed"]  # one bad file fails, the rest go on
+    failed = next(i for i in items if i.status == "failed")
+    assert "broken.pdf" in (failed.error or "")
+    assert {d.name for d in engine.documents()} == {p.name for p in corpus[2:]}
+
+
+def test_ray_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match=r"pip install 'bookindex\[ray\]'"):
+        import_ray()
+    with pytest.raises(ConfigError, match="--ray"):
+        make_runner(ray="no-such-address")
+
+
+def test_worker_cache_rows_are_merged_by_the_writer(tmp_path: Path):
+    writer_cache = DiskCache(tmp_path / "writer.sqlite")
+    worker = RecordingCache(DiskCache(tmp_path / "worker.sqlite"))
+    worker.put("k1", {"text": "a"})
+    assert worker.get("k1") == {"text": "a"}
+    rows = worker.take()
+    assert rows == [("k1", {"text": "a"})] and worker.take() == []
+    assert merge_rows(writer_cache, rows) == 1 and writer_cache.get("k1") == {"text": "a"}
+    assert merge_rows(None, rows) == 0  # caching off (--no-cache)
+
+
+def test_staged_build_travels_as_tar(tmp_path: Path, corpus: list[Path], settings):
+    lib = Library.open(tmp_path / "lib", settings)
+    job = lib.job_for(corpus[2])
+    result = build_staged(job, None, archive=True, factory=fake_providers)
+    assert result.folder is None and result.archive and result.manifest["doc_id"] == job.doc_id
+    folder = unpack(result.archive, tmp_path / "unpacked")
+    assert (folder / "tree.json").is_file() and (folder / "manifest.json").is_file()
+    with lib.writer():
+        staged = lib.staging_root() / folder.name
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(staged)
+        doc = lib.commit_build(job, staged)
+    assert doc.status == "added" and doc.name == corpus[2].name
