@@ -56,6 +56,8 @@ WORKER = textwrap.dedent('''
         for status in ("added", "replaced", "unchanged", "retried"):
             if f"1 {status}" in err.getvalue():
                 counts["statuses"][status] = counts["statuses"].get(status, 0) + 1
+        if code:  # the report names what went wrong
+            counts["errors"].append(f"exit {code}: {err.getvalue()[-300:]}")
         return code
 
     engine = Engine(lib) if role == "engine-reader" else None
