@@ -31,6 +31,7 @@ from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.model import is_skill_dir
 from bookindex.skills.opened import OpenedSkills
 from bookindex.skills import build as skills_build_mod
+from bookindex.skills import hierarchy as skills_hierarchy
 from bookindex.skills import update as skills_update
 from bookindex.skills.requests import (
     SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
@@ -403,7 +404,11 @@ class Engine:
 
     def skills_build(self, request: SkillsBuildRequest, *, on_event: Events | None = None,
                      progress: bool = False) -> SkillsBuildReport:
-        """Compile files, folders or libraries into a skill folder (written whole, then renamed in)."""
+        """Compile files, folders or libraries into a skill folder (written whole, then renamed in);
+        `documents=True`: libraries into one hierarchy whose leaves hold each document's skill."""
+        if request.documents:
+            return skills_hierarchy.build(request, self.embedder, self._skills_llm(request.no_llm),
+                                          on_event=on_event, progress=progress)
         return skills_build_mod.build(request, self.embedder, self._skills_llm(request.no_llm),
                                       on_event=on_event, progress=progress)
 
