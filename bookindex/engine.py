@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from bookindex.core.config import Settings, load_settings
@@ -37,6 +38,11 @@ from bookindex.skills.requests import (
     SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
 )
 from bookindex.skills.treeview import tree_view
+from bookindex.skills import libnav
+from bookindex.skills.hierarchy import load_hierarchy
+from bookindex.skills.libnav import LibraryAnswer, decision_of
+from bookindex.skills.pages import PageText, pages_text, parse_pages
+from bookindex.skills.router import LibraryRouter, RoutedDocument, router_for
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from operators.context import IndexContext
 from operators.passages import build_passages
@@ -64,6 +70,7 @@ class AskRequest(BaseModel):
     doc: str | None = None
     method: Method = "bookindex"
     k: int | None = Field(default=None, ge=1)
+    skills: str | None = None  # a library hierarchy (`skills build LIB --documents`) to route through
 
 
 class PlanRequest(BaseModel):
@@ -148,6 +155,7 @@ class Engine:
         self._capacity = max(1, open_documents)
         self._lock = threading.RLock()
         self._skills: dict[str, tuple[str, OpenedSkills]] = {}
+        self._router: tuple[tuple[tuple[str, str], ...], LibraryRouter] | None = None
 
     # -- settings and providers (created on first use, then shared) ------------------------
     @property
@@ -320,22 +328,32 @@ class Engine:
         scored.sort(key=lambda t: (-t[0], t[1].doc_id))
         return [RouteChoice(doc_id=d.doc_id, name=d.name, score=round(s, 4)) for s, d in scored]
 
-    def _target(self, doc: str | None, question: str) -> tuple[IndexContext, TraceRecord | None]:
+    def _target(self, doc: str | None, question: str,
+                skills: str | None = None) -> tuple[IndexContext, TraceRecord | None]:
+        """The document a question goes to: the one named, else the routing decision (through a
+        library hierarchy when `skills` names one, else the library router), kept for the trace."""
         if doc is not None:
             return self.open(doc), None
         t0 = time.perf_counter()
-        ranking = self.route(question)
-        if len(ranking) == 1:
-            return self.open(ranking[0].doc_id), None
-        rec = TraceRecord(op="Route", kind="library", ms=round((time.perf_counter() - t0) * 1000, 2),
-                          outputs=[r.model_dump() for r in ranking])
-        return self.open(ranking[0].doc_id), rec
+        docs = self.library.documents
+        if not docs:
+            raise InputError(f"{self.root}: the library is empty; add a document with `bookindex index`")
+        if len(docs) == 1:
+            return self.open(docs[0].doc_id), None
+        if skills is not None:
+            nav = self.navigate_library(question, skills=skills, search=False)
+            decision, steps = nav.decision, [st.model_dump(exclude_none=True) for st in nav.steps]
+        else:
+            decision, steps = decision_of(self.route_documents(question), "library"), []
+        rec = TraceRecord(op="Route", kind=str(decision["route"]), ms=round((time.perf_counter() - t0) * 1000, 2),
+                          outputs=decision["ranking"], chosen=decision["chosen"], navigation=steps or None)
+        return self.open(str(decision["chosen"])), rec
 
     def ask(self, request: AskRequest | str, **fields: Any) -> Answer:
         """Answer a question: `ask("...")`, `ask("...", doc="manual.pdf", method="bm25")` or
         `ask(AskRequest(...))`. Without `doc`, the question is routed to the best document."""
         req = request if isinstance(request, AskRequest) else AskRequest(question=request, **fields)
-        ctx, route = self._target(req.doc, req.question)
+        ctx, route = self._target(req.doc, req.question, req.skills)
         answer = retrieval_api.ask(ctx, req.question, method=req.method, k=req.k)
         if route is not None:
             answer.trace.insert(0, route)
@@ -369,6 +387,57 @@ class Engine:
         p = plan if isinstance(plan, Plan) else (Plan.from_json(plan) if isinstance(plan, str) else Plan.from_dict(plan))
         ctx, _ = self._target(doc, p.question)
         return retrieval_api.run_plan(ctx, p)
+
+    # -- a library as one hierarchy, library to block (issue 14) -------------------------------
+    def library_router(self) -> LibraryRouter:
+        """The document router of the library as it is now (rebuilt when the catalog changes)."""
+        docs = self.library.documents
+        key = tuple((d.doc_id, d.dir.name) for d in docs)
+        with self._lock:
+            if self._router is not None and self._router[0] == key:
+                return self._router[1]
+        router = router_for(docs, self.embedder)
+        with self._lock:
+            self._router = (key, router)
+        return router
+
+    def route_documents(self, question: str) -> list[RoutedDocument]:
+        """Documents ranked for a question by the library router (node, lexical and document
+        signals fused; `bookindex.skills.router`): what `ask` without a document routes by."""
+        qvec = self._query_vector(question)
+        return self.library_router().rank(question, qvec)
+
+    def _query_vector(self, question: str) -> np.ndarray:
+        vec = np.asarray(self.embedder.encode([question]), dtype=np.float32)[0]
+        n = float(np.linalg.norm(vec))
+        return vec / n if n > 0 else vec
+
+    def search_document(self, doc_id: str, question: str, k: int = 10) -> list[Evidence]:
+        """One document's BookRAG retrieval (operator plans): the navigator's tool at a document."""
+        return self.search(question, doc=doc_id, method="bookindex", k=k)
+
+    def document_tree(self, doc_id: str) -> DocumentTree:
+        return self.tree(doc_id)
+
+    def pages(self, doc: str, pages: str) -> list[PageText]:
+        """`get_pages(doc, "3-7")`: the text of a document's pages, block ids included."""
+        stored = self.library.get(doc)
+        first, last = parse_pages(pages, int(stored.manifest.get("pages") or 0))
+        return pages_text(stored.tree, first, last)
+
+    def navigate_library(self, question: str, *, skills: str | Path, k: int = 10, search: bool = True,
+                         beam: int | None = None) -> LibraryAnswer:
+        """Walk a library hierarchy: topics by beam, the reached documents ranked by the router,
+        then (`search`) the best document's retrieval and the section and block it leads to."""
+        opened = self.open_skills(skills)
+        hier = load_hierarchy(opened.folder)
+        known = {d.doc_id for d in self.library.documents}
+        missing = sorted(set(hier.documents) - known)
+        if missing:
+            raise InputError(f"{skills}: built from documents this library does not hold ({', '.join(missing[:3])}); "
+                             "rebuild it with `bookindex skills build LIB --documents`")
+        return libnav.navigate(opened, hier, self.library_router(), self.embedder, self if search else None,
+                               question, k=k, beam=beam)
 
     # -- skills (Corpus2Skill): questions to a compiled skill folder ---------------------------
     def open_skills(self, folder: str | Path) -> OpenedSkills:

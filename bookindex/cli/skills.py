@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from bookindex.cli.context import get_settings
 from bookindex.cli.skills_ask import ask_command
+from bookindex.cli.skills_navigate import navigate_command
 from bookindex.engine import (
     Engine, SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView,
     SkillsUpdateReport,
@@ -23,6 +24,7 @@ from bookindex.skills.requests import DEFAULT_DRIFT, SkillNodeView
 
 skills_app = typer.Typer(no_args_is_help=True, help="Compile a corpus into a navigable skill tree (Corpus2Skill).")
 skills_app.command("ask")(ask_command)
+skills_app.command("navigate")(navigate_command)
 
 
 def register(app: typer.Typer) -> None:
