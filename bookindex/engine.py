@@ -42,7 +42,7 @@ from bookindex.skills import libnav
 from bookindex.skills.hierarchy import load_hierarchy
 from bookindex.skills.libnav import LibraryAnswer, decision_of
 from bookindex.skills.pages import PageText, pages_text, parse_pages
-from bookindex.skills.router import LibraryRouter, RoutedDocument, router_for
+from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from operators.context import IndexContext
 from operators.passages import build_passages
@@ -156,6 +156,7 @@ class Engine:
         self._lock = threading.RLock()
         self._skills: dict[str, tuple[str, OpenedSkills]] = {}
         self._router: tuple[tuple[tuple[str, str], ...], LibraryRouter] | None = None
+        self._pooled: tuple[tuple[tuple[str, str], ...], PooledIndex] | None = None
 
     # -- settings and providers (created on first use, then shared) ------------------------
     @property
@@ -411,6 +412,22 @@ class Engine:
         vec = np.asarray(self.embedder.encode([question]), dtype=np.float32)[0]
         n = float(np.linalg.norm(vec))
         return vec / n if n > 0 else vec
+
+    def search_library(self, question: str, k: int = 10) -> list[Evidence]:
+        """Flat library-wide search: every block of every document in one BM25 index (one IDF)
+        and one vector matrix, fused by rank; the top k may come from several documents."""
+        docs = self.library.documents
+        key = tuple((d.doc_id, d.dir.name) for d in docs)
+        with self._lock:
+            pooled = self._pooled[1] if self._pooled is not None and self._pooled[0] == key else None
+        if pooled is None:
+            pooled = PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs])
+            with self._lock:
+                self._pooled = (key, pooled)
+        trees = {d.doc_id: d.tree for d in docs}
+        hits = pooled.search(question, self._query_vector(question), k=k)
+        return [Evidence.from_node(trees[h.doc_id], trees[h.doc_id].nodes[h.node_id], scores={"pooled": h.score},
+                                   rank=i) for i, h in enumerate(hits, 1)]
 
     def search_document(self, doc_id: str, question: str, k: int = 10) -> list[Evidence]:
         """One document's BookRAG retrieval (operator plans): the navigator's tool at a document."""
