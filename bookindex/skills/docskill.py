@@ -105,7 +105,8 @@ def render_document(tree: DocumentTree, *, name: str, pages: int, folder: str, s
     title = tree.root.title.strip() or name
     tops = top_sections(tree)
     _section_folders(tree, tree.root, "", skill.sections)
-    lines = ["---", f"name: {folder}", f"description: {yaml_string(clip(summary if summary.startswith(title) else f'{title}: {summary}', DESCRIPTION_CHARS))}",
+    described = summary if summary.startswith(title) else f"{title}: {summary}"
+    lines = ["---", f"name: {folder}", f"description: {yaml_string(clip(described, DESCRIPTION_CHARS))}",
              "level: 0", "num_documents: 1", f"doc_id: {tree.doc_id}", f"pages: {pages}", "---", "",
              f"# {title}", "", f"Document `{tree.doc_id}` ({name}), {pages} pages.", "", "## Summary", "", summary, "",
              f"## Sections ({len(tops)})", ""]

@@ -24,6 +24,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,7 @@ def _document_skills(tree: SkillTree, stored: dict[str, tuple[StoredDocument, st
         d = stored[doc_id][0]
         entry = hier.documents[doc_id]
         sk = render_document(d.tree, name=d.name, pages=entry.pages, folder=entry.path.rsplit("/", 1)[-1],
-                             summary=s.summary, line=lambda node, t=d.tree, s=s: s.line(t, node))
+                             summary=s.summary, line=partial(s.line, d.tree))
         entry.sections = dict(sk.sections)
         skills[doc_id] = sk
     return skills, reuse, hier
@@ -212,13 +213,13 @@ def _write_documents(tmp: Path, tree: SkillTree, hier: Hierarchy, skills: dict[s
     for doc_id, old_path in reuse.items():
         shutil.copytree(out / old_path, tmp / hier.documents[doc_id].path, copy_function=_link)
     for c in tree.leaves():
-        rel = file_of(c) or (file_of(tree.cluster(c.parent)) if c.parent else None)
-        if rel is None:
+        nav = file_of(c) or (file_of(tree.cluster(c.parent)) if c.parent else None)
+        if nav is None:
             continue
         lines = ["", "### Document skills", ""]
         lines += [f"- `{d}` → {hier.documents[d].path.rsplit('/', 1)[-1]}/SKILL.md" for d in sorted(c.documents)]
         lines += ["", NEXT_SKILLS, ""]
-        with open(tmp / rel, "a", encoding="utf-8") as fh:
+        with open(tmp / nav, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines))
 
 

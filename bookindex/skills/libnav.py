@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
-from bookindex.core.model import DocumentTree, Evidence
+from bookindex.core.model import DocumentTree, Evidence, Node
 from bookindex.core.protocols import Embedder
 from bookindex.skills.answer import NavStep, RankedDocument, count_tokens
 from bookindex.skills.beam import beam_search
@@ -100,7 +100,7 @@ def section_folder(hier: Hierarchy, tree: DocumentTree, node_id: str) -> str | N
     entry = hier.documents.get(tree.doc_id)
     if entry is None or node_id not in tree.nodes:
         return None
-    cur = tree.nodes[node_id]
+    cur: Node | None = tree.nodes[node_id]
     while cur is not None:
         rel = entry.sections.get(cur.id)
         if rel is not None:
