@@ -443,7 +443,7 @@ class Engine:
         return pages_text(stored.tree, first, last)
 
     def navigate_library(self, question: str, *, skills: str | Path, k: int = 10, search: bool = True,
-                         beam: int | None = None) -> LibraryAnswer:
+                         beam: int | None = None, documents: int = 1) -> LibraryAnswer:
         """Walk a library hierarchy: topics by beam, the reached documents ranked by the router,
         then (`search`) the best document's retrieval and the section and block it leads to."""
         opened = self.open_skills(skills)
@@ -454,7 +454,7 @@ class Engine:
             raise InputError(f"{skills}: built from documents this library does not hold ({', '.join(missing[:3])}); "
                              "rebuild it with `bookindex skills build LIB --documents`")
         return libnav.navigate(opened, hier, self.library_router(), self.embedder, self if search else None,
-                               question, k=k, beam=beam)
+                               question, k=k, beam=beam, search_docs=documents)
 
     # -- skills (Corpus2Skill): questions to a compiled skill folder ---------------------------
     def open_skills(self, folder: str | Path) -> OpenedSkills:

@@ -240,3 +240,14 @@ def test_cli_bad_input_exits_2(tmp_path: Path, library: Path, cli_env: None, arg
         main(argv)
     assert e.value.code == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_a_comparison_searches_the_best_documents(tmp_path: Path, library: Path, embedder: FakeEmbedder):
+    eng = make_engine(library, tmp_path, embedder)
+    out = tmp_path / "hier"
+    build(eng, library, out)
+    ans = eng.navigate_library("compare income tax refund and vat refund", skills=str(out), documents=2)
+    searched = [s.target for s in ans.steps if s.tool == "search_document"]
+    names = {d.doc_id: d.name for d in eng.library.documents}
+    assert sorted(names[d] for d in searched) == ["tax.md", "vat.md"]
+    assert {e.doc_id for e in ans.evidence} == set(searched)

@@ -25,9 +25,11 @@ def _console() -> Any:
 
 def render(ans: LibraryAnswer, explain: bool) -> list[str]:
     out = [f"{i:>2}. {d.doc_id}  {d.score:.4f}  {d.title}  [{d.path}]" for i, d in enumerate(ans.documents[:5], 1)]
-    if ans.evidence:
-        out.append(f"evidence in {ans.documents[0].title}:")
-        out += [f"  [{e.rank}] p.{e.page} {e.type:<7} {e.node_id}  {e.snippet[:80]}" for e in ans.evidence]
+    titles = {d.doc_id: d.title for d in ans.documents}
+    for doc_id in dict.fromkeys(e.doc_id for e in ans.evidence):
+        out.append(f"evidence in {titles.get(doc_id, doc_id)}:")
+        out += [f"  [{e.rank}] p.{e.page} {e.type:<7} {e.node_id}  {e.snippet[:80]}"
+                for e in ans.evidence if e.doc_id == doc_id]
     if explain:
         out.append("path:")
         out += ["  " + line for line in ans.path()]
@@ -41,13 +43,15 @@ def navigate_command(
     index: Path = typer.Option(..., "-i", "--index", help="The library the hierarchy was built from."),
     k: int = typer.Option(10, "--k", min=1, help="Evidence items from the chosen document."),
     no_search: bool = typer.Option(False, "--no-search", help="Stop at the routing decision."),
+    documents: int = typer.Option(1, "--documents", min=1, help="Search the best N documents (comparisons)."),
     explain: bool = typer.Option(False, "--explain", help="Print every navigation step."),
     as_json: bool = typer.Option(False, "--json", help="Print the LibraryAnswer as JSON (with the steps)."),
 ) -> None:
     """Navigate a library hierarchy from topics to a block, without an LLM."""
     if not question.strip():
         raise InputError('the question is empty: bookindex skills navigate DIR "What is ...?" -i LIB')
-    ans = engine_for(index).navigate_library(question, skills=str(folder), k=k, search=not no_search)
+    ans = engine_for(index).navigate_library(question, skills=str(folder), k=k, search=not no_search,
+                                          documents=documents)
     if as_json:
         typer.echo(ans.model_dump_json(indent=1))
         return

@@ -63,9 +63,11 @@ def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, objec
 
 
 def navigate(opened: OpenedSkills, hier: Hierarchy, router: LibraryRouter, embedder: Embedder,
-             searcher: DocumentSearcher | None, question: str, *, k: int = 10, beam: int | None = None) -> LibraryAnswer:
-    """Descend the topics by beam, rank the reached documents, then search the best one
-    (`searcher=None`: stop at the routing decision)."""
+             searcher: DocumentSearcher | None, question: str, *, k: int = 10, beam: int | None = None,
+             search_docs: int = 1) -> LibraryAnswer:
+    """Descend the topics by beam, rank the reached documents, then search the best one, or the
+    best `search_docs` for a question comparing documents (`searcher=None`: stop at the routing
+    decision, after opening the chosen document's SKILL.md)."""
     t0 = time.perf_counter()
     walk = beam_search(opened, embedder, question, k=max(1, len(opened.documents)), beam=beam)
     steps = [s for s in walk.steps if s.tool == "view"]
@@ -79,17 +81,19 @@ def navigate(opened: OpenedSkills, hier: Hierarchy, router: LibraryRouter, embed
     steps.append(NavStep(round=rnd, tool="route", target=docs[0].doc_id if docs else "",
                          score=docs[0].score if docs else None))
     evidence: list[Evidence] = []
-    if docs:
-        best = docs[0]
-        skill = f"{best.path}/SKILL.md"
+    for j, chosen in enumerate(docs[:max(1, search_docs)]):
+        r0 = rnd + 1 + 4 * j
+        skill = f"{chosen.path}/SKILL.md"
         text = opened.tools.view(skill).text if (opened.folder / skill).is_file() else ""
-        steps.append(NavStep(round=rnd + 1, tool="view", target=skill, tokens=count_tokens(text)))
-        if searcher is not None:
-            evidence = searcher.search_document(best.doc_id, question, k)
-            steps.append(NavStep(round=rnd + 2, tool="search_document", target=best.doc_id,
-                                 tokens=sum(count_tokens(e.snippet) for e in evidence)))
-            if evidence:
-                _descend_to(opened, hier, searcher.document_tree(best.doc_id), evidence[0], steps, rnd + 3)
+        steps.append(NavStep(round=r0, tool="view", target=skill, tokens=count_tokens(text)))
+        if searcher is None:
+            continue
+        found = searcher.search_document(chosen.doc_id, question, k)
+        evidence.extend(found)
+        steps.append(NavStep(round=r0 + 1, tool="search_document", target=chosen.doc_id,
+                             tokens=sum(count_tokens(e.snippet) for e in found)))
+        if found:
+            _descend_to(opened, hier, searcher.document_tree(chosen.doc_id), found[0], steps, r0 + 2)
     # built last: pydantic copies the lists it is given
     return LibraryAnswer(question=question, documents=docs, evidence=evidence, steps=steps,
                          decision=decision_of(ranked, "hierarchy"), seconds=round(time.perf_counter() - t0, 4))
