@@ -251,3 +251,28 @@ def test_a_comparison_searches_the_best_documents(tmp_path: Path, library: Path,
     names = {d.doc_id: d.name for d in eng.library.documents}
     assert sorted(names[d] for d in searched) == ["tax.md", "vat.md"]
     assert {e.doc_id for e in ans.evidence} == set(searched)
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+def test_document_summaries_with_a_real_local_model(llama_settings, tmp_path: Path, embedder: FakeEmbedder):  # type: ignore[no-untyped-def]
+    """Plumbing with the embedded 0.5B: one call per document through the one client, counted
+    under its stage, the reply schema-validated (or the extractive summary with a warning), and
+    the files still follow the rules; not what the small model says."""
+    from bookindex.providers.llm import get_llm
+
+    llm = get_llm(llama_settings)
+    lib = tmp_path / "lib"
+    eng = Engine(lib, llama_settings, embedder=embedder, llm=llm)
+    for key in ("bread", "rocket"):
+        (tmp_path / f"{key}.md").write_text(handbook(key), encoding="utf-8")
+        eng.index(tmp_path / f"{key}.md", graph=False, llm_sections=False)
+    out = tmp_path / "hier"
+    report = build(eng, lib, out)
+    assert report.llm_usage[DOC_STAGE]["calls"] == 2
+    assert len(report.documents_rendered) == 2
+    for skill in out.rglob("doc-*/SKILL.md"):
+        fm = frontmatter(skill.read_text(encoding="utf-8"))
+        assert NAME_RE.match(fm["name"]) and 0 < len(json.loads(fm["description"])) <= 1024
+    again = build(eng, lib, out)  # unchanged: served by reuse, no new call
+    assert DOC_STAGE not in again.llm_usage
