@@ -39,7 +39,7 @@ from bookindex.skills.requests import (
 )
 from bookindex.skills.treeview import tree_view
 from bookindex.skills import libnav
-from bookindex.skills.hierarchy import load_hierarchy
+from bookindex.skills.hierarchy import is_hierarchy, load_hierarchy
 from bookindex.skills.libnav import LibraryAnswer, decision_of
 from bookindex.skills.pages import PageText, pages_text, parse_pages
 from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
@@ -500,15 +500,24 @@ class Engine:
 
     def skills_add(self, request: SkillsAddRequest) -> SkillsUpdateReport:
         """Add documents to a skill folder: nearest leaf, only touched clusters re-summarised."""
+        _not_a_hierarchy(request.folder)
         return skills_update.add(request, self.embedder, self._skills_llm(request.no_llm))
 
     def skills_remove(self, request: SkillsRemoveRequest) -> SkillsUpdateReport:
         """Remove documents by id from a skill folder; empty clusters are dropped."""
+        _not_a_hierarchy(request.folder)
         return skills_update.remove(request, self.embedder, self._skills_llm(request.no_llm))
 
     def skills_tree(self, folder: str | Path) -> SkillsTreeView:
         """The hierarchy of a skill folder: labels, paths, counts, descriptions."""
         return tree_view(folder)
+
+
+def _not_a_hierarchy(folder: str) -> None:
+    """`skills add/remove` rewrite a topic tree without document skills: refused for a hierarchy."""
+    if is_hierarchy(folder):
+        raise InputError(f"{folder}: a library hierarchy is kept current by re-running `bookindex skills build LIB "
+                         "--documents -o DIR` (only re-indexed documents are rendered); add or remove documents in the library")
 
 
 def _info(d: StoredDocument) -> DocumentInfo:

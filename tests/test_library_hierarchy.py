@@ -233,9 +233,12 @@ def test_cli_build_navigate_and_ask(tmp_path: Path, library: Path, cli_env: None
     ["skills", "navigate", "{src}", "question", "-i", "{lib}"],              # not a hierarchy
     ["ask", "{lib}", "income tax", "--skills", "{src}"],                     # not a hierarchy either
     ["skills", "navigate", "{src}", "  ", "-i", "{lib}"],                    # empty question
+    ["skills", "remove", "{hier}", "some-id"],                                # a hierarchy is rebuilt, not edited
 ])
 def test_cli_bad_input_exits_2(tmp_path: Path, library: Path, cli_env: None, args: list[str]):
-    argv = [a.format(src=tmp_path / "src", out=tmp_path / "out", lib=library) for a in args]
+    (tmp_path / "hier").mkdir()
+    (tmp_path / "hier" / HIERARCHY_FILE).write_text("{}")
+    argv = [a.format(src=tmp_path / "src", out=tmp_path / "out", lib=library, hier=tmp_path / "hier") for a in args]
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
