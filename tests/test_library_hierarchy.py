@@ -272,7 +272,7 @@ def test_document_summaries_with_a_real_local_model(llama_settings, tmp_path: Pa
         eng.index(tmp_path / f"{key}.md", graph=False, llm_sections=False)
     out = tmp_path / "hier"
     report = build(eng, lib, out)
-    assert report.llm_usage[DOC_STAGE]["calls"] == 2
+    assert report.llm_usage[DOC_STAGE]["calls"] >= 2  # one per document, plus any schema repair round
     assert len(report.documents_rendered) == 2
     for skill in out.rglob("doc-*/SKILL.md"):
         fm = frontmatter(skill.read_text(encoding="utf-8"))
