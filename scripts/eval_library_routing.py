@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skills", type=Path, required=True, help="library hierarchy folder (built here when absent)")
     ap.add_argument("--out", type=Path, default=Path("bench-out/library-routing"))
     ap.add_argument("--limit", type=int, default=0, help="first N questions only")
+    ap.add_argument("--signals", action="store_true",
+                    help="only document routing by each router signal alone and by weightings of them (fast)")
     args = ap.parse_args(argv)
 
     settings = load_settings(overrides={"llm.provider": "none"})
@@ -83,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     questions = json.loads((args.data / "questions.json").read_text(encoding="utf-8"))
     if args.limit:
         questions = questions[:args.limit]
+    if args.signals:
+        md = signal_table(engine, questions, by_name)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "router_signals.md").write_text(md, encoding="utf-8")
+        print(md)
+        return 0
     cache: dict[tuple[str, str], list[Evidence]] = {}
 
     def retrieve(doc_id: str, q: str) -> list[Evidence]:
@@ -130,6 +138,31 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "library_routing.md").write_text(md, encoding="utf-8")
     print(md)
     return 0
+
+
+WEIGHTINGS = ({"nodes": 1.0}, {"lexical": 1.0}, {"vector": 1.0}, {"nodes": 1.0, "lexical": 1.0},
+              {"nodes": 1.0, "lexical": 1.0, "vector": 1.0}, {"nodes": 1.0, "lexical": 1.0, "vector": 0.5},
+              {"nodes": 2.0, "lexical": 1.0, "vector": 1.0})
+
+
+def signal_table(engine: Engine, questions: list[dict[str, Any]], by_name: dict[str, str]) -> str:
+    """hit@1 / hit@3 of each router signal alone and of weighted reciprocal-rank fusions (k = 60)."""
+    router = engine.library_router()
+    ids = router.doc_ids
+    hits = [[0, 0] for _ in WEIGHTINGS]
+    for q in questions:
+        gold = ids.index(by_name[q["doc_id"]])
+        values = router.signals(q["question"], engine._query_vector(q["question"]))
+        ranks = {name: {i: r for r, i in enumerate(sorted(range(len(ids)), key=lambda i: (-float(v[i]), ids[i])), 1)}
+                 for name, v in values.items()}
+        for w, h in zip(WEIGHTINGS, hits):
+            order = sorted(range(len(ids)), key=lambda i: (-sum(wt / (60 + ranks[n][i]) for n, wt in w.items()), ids[i]))
+            h[0] += order[0] == gold
+            h[1] += gold in order[:3]
+    lines = ["| signals (weights) | hit@1 | hit@3 |", "|---|---|---|"]
+    for w, (h1, h3) in zip(WEIGHTINGS, hits):
+        lines.append(f"| {' + '.join(f'{v:g}·{n}' for n, v in w.items())} | {h1 / len(questions):.3f} | {h3 / len(questions):.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
