@@ -122,19 +122,16 @@ def render_document(tree: DocumentTree, *, name: str, pages: int, folder: str, s
     return skill
 
 
-def _section_folders(tree: DocumentTree, parent: Node, prefix: str, out: dict[str, str]) -> dict[str, str]:
-    """`sec-NN-title` for each section child, nested; fills `out` with full relative paths and
-    returns the child names of `parent` (node id -> folder name)."""
-    names: dict[str, str] = {}
+def _section_folders(tree: DocumentTree, parent: Node, prefix: str, out: dict[str, str]) -> None:
+    """`sec-NN-title` for each section child of `parent`, nested: fills `out` (node id -> folder
+    relative to the document's folder)."""
     kids = [tree.nodes[c] for c in parent.children if tree.nodes[c].type == "section"]
     for i, s in enumerate(kids, 1):
         lab = slug(s.title, limit=SECTION_SLUG)
         name = f"sec-{i:02d}-{lab}" if lab else f"sec-{i:02d}"
-        names[s.id] = name
         rel = f"{prefix}/{name}" if prefix else name
         out[s.id] = rel
         _section_folders(tree, s, rel, out)
-    return names
 
 
 def _render_section(tree: DocumentTree, sec: Node, rel: str, sections: dict[str, str], line: LineFn,
