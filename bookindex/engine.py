@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from bookindex.core.config import Settings, load_settings
@@ -32,6 +33,7 @@ from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.model import is_skill_dir
 from bookindex.skills.opened import OpenedSkills
 from bookindex.skills import build as skills_build_mod
+from bookindex.skills import hierarchy as skills_hierarchy
 from bookindex.skills import update as skills_update
 from bookindex.skills.requests import (
     SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
@@ -39,6 +41,11 @@ from bookindex.skills.requests import (
 from bookindex.skills.tools import ToolResult
 from bookindex.skills.treeview import tree_view
 from bookindex.storage.batch import BatchItem, index_batch
+from bookindex.skills import libnav
+from bookindex.skills.hierarchy import is_hierarchy, load_hierarchy
+from bookindex.skills.libnav import LibraryAnswer, decision_of
+from bookindex.skills.pages import PageText, pages_text, parse_pages
+from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from bookindex.storage.runners import make_runner
 from bookindex.storage.staging import ProviderFactory, default_providers
@@ -69,6 +76,7 @@ class AskRequest(BaseModel):
     doc: str | None = None
     method: Method = "bookindex"
     k: int | None = Field(default=None, ge=1)
+    skills: str | None = None  # a library hierarchy (`skills build LIB --documents`) to route through
 
 
 class PlanRequest(BaseModel):
@@ -187,6 +195,8 @@ class Engine:
         self._lock = threading.RLock()
         self._skills: dict[str, tuple[str, OpenedSkills]] = {}
         self._browsed: OrderedDict[tuple[str, str], StoredDocument] = OrderedDict()
+        self._router: tuple[tuple[tuple[str, str], ...], LibraryRouter] | None = None
+        self._pooled: tuple[tuple[tuple[str, str], ...], PooledIndex] | None = None
 
     # -- settings and providers (created on first use, then shared) ------------------------
     @property
@@ -326,7 +336,7 @@ class Engine:
                 self._browsed.popitem(last=False)
         return stored
 
-    def pages(self, doc: str) -> PageInfo:
+    def page_info(self, doc: str) -> PageInfo:
         """Page sizes and printed page labels of a document (for page viewers)."""
         d = self.browse(doc)
         meta = d.tree.meta
@@ -435,22 +445,32 @@ class Engine:
         scored.sort(key=lambda t: (-t[0], t[1].doc_id))
         return [RouteChoice(doc_id=d.doc_id, name=d.name, score=round(s, 4)) for s, d in scored]
 
-    def _target(self, doc: str | None, question: str) -> tuple[IndexContext, TraceRecord | None]:
+    def _target(self, doc: str | None, question: str,
+                skills: str | None = None) -> tuple[IndexContext, TraceRecord | None]:
+        """The document a question goes to: the one named, else the routing decision (through a
+        library hierarchy when `skills` names one, else the library router), kept for the trace."""
         if doc is not None:
             return self.open(doc), None
         t0 = time.perf_counter()
-        ranking = self.route(question)
-        if len(ranking) == 1:
-            return self.open(ranking[0].doc_id), None
-        rec = TraceRecord(op="Route", kind="library", ms=round((time.perf_counter() - t0) * 1000, 2),
-                          outputs=[r.model_dump() for r in ranking])
-        return self.open(ranking[0].doc_id), rec
+        docs = self.library.documents
+        if not docs:
+            raise InputError(f"{self.root}: the library is empty; add a document with `bookindex index`")
+        if len(docs) == 1:
+            return self.open(docs[0].doc_id), None
+        if skills is not None:
+            nav = self.navigate_library(question, skills=skills, search=False)
+            decision, steps = nav.decision, [st.model_dump(exclude_none=True) for st in nav.steps]
+        else:
+            decision, steps = decision_of(self.route_documents(question), "library"), []
+        rec = TraceRecord(op="Route", kind=str(decision["route"]), ms=round((time.perf_counter() - t0) * 1000, 2),
+                          outputs=decision["ranking"], chosen=decision["chosen"], navigation=steps or None)
+        return self.open(str(decision["chosen"])), rec
 
     def ask(self, request: AskRequest | str, **fields: Any) -> Answer:
         """Answer a question: `ask("...")`, `ask("...", doc="manual.pdf", method="bm25")` or
         `ask(AskRequest(...))`. Without `doc`, the question is routed to the best document."""
         req = request if isinstance(request, AskRequest) else AskRequest(question=request, **fields)
-        ctx, route = self._target(req.doc, req.question)
+        ctx, route = self._target(req.doc, req.question, req.skills)
         answer = retrieval_api.ask(ctx, req.question, method=req.method, k=req.k)
         if route is not None:
             answer.trace.insert(0, route)
@@ -484,6 +504,73 @@ class Engine:
         p = plan if isinstance(plan, Plan) else (Plan.from_json(plan) if isinstance(plan, str) else Plan.from_dict(plan))
         ctx, _ = self._target(doc, p.question)
         return retrieval_api.run_plan(ctx, p)
+
+    # -- a library as one hierarchy, library to block (issue 14) -------------------------------
+    def library_router(self) -> LibraryRouter:
+        """The document router of the library as it is now (rebuilt when the catalog changes)."""
+        docs = self.library.documents
+        key = tuple((d.doc_id, d.dir.name) for d in docs)
+        with self._lock:
+            if self._router is not None and self._router[0] == key:
+                return self._router[1]
+        router = router_for(docs, self.embedder)
+        with self._lock:
+            self._router = (key, router)
+        return router
+
+    def route_documents(self, question: str) -> list[RoutedDocument]:
+        """Documents ranked for a question by the library router (node, lexical and document
+        signals fused; `bookindex.skills.router`): what `ask` without a document routes by."""
+        qvec = self._query_vector(question)
+        return self.library_router().rank(question, qvec)
+
+    def _query_vector(self, question: str) -> np.ndarray:
+        vec = np.asarray(self.embedder.encode([question]), dtype=np.float32)[0]
+        n = float(np.linalg.norm(vec))
+        return vec / n if n > 0 else vec
+
+    def search_library(self, question: str, k: int = 10) -> list[Evidence]:
+        """Flat library-wide search: every block of every document in one BM25 index (one IDF)
+        and one vector matrix, fused by rank; the top k may come from several documents."""
+        docs = self.library.documents
+        key = tuple((d.doc_id, d.dir.name) for d in docs)
+        with self._lock:
+            pooled = self._pooled[1] if self._pooled is not None and self._pooled[0] == key else None
+        if pooled is None:
+            pooled = PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs])
+            with self._lock:
+                self._pooled = (key, pooled)
+        trees = {d.doc_id: d.tree for d in docs}
+        hits = pooled.search(question, self._query_vector(question), k=k)
+        return [Evidence.from_node(trees[h.doc_id], trees[h.doc_id].nodes[h.node_id], scores={"pooled": h.score},
+                                   rank=i) for i, h in enumerate(hits, 1)]
+
+    def search_document(self, doc_id: str, question: str, k: int = 10) -> list[Evidence]:
+        """One document's BookRAG retrieval (operator plans): the navigator's tool at a document."""
+        return self.search(question, doc=doc_id, method="bookindex", k=k)
+
+    def document_tree(self, doc_id: str) -> DocumentTree:
+        return self.tree(doc_id)
+
+    def pages(self, doc: str, pages: str) -> list[PageText]:
+        """`get_pages(doc, "3-7")`: the text of a document's pages, block ids included."""
+        stored = self.library.get(doc)
+        first, last = parse_pages(pages, int(stored.manifest.get("pages") or 0))
+        return pages_text(stored.tree, first, last)
+
+    def navigate_library(self, question: str, *, skills: str | Path, k: int = 10, search: bool = True,
+                         beam: int | None = None, documents: int = 1) -> LibraryAnswer:
+        """Walk a library hierarchy: topics by beam, the reached documents ranked by the router,
+        then (`search`) the best document's retrieval and the section and block it leads to."""
+        opened = self.open_skills(skills)
+        hier = load_hierarchy(opened.folder)
+        known = {d.doc_id for d in self.library.documents}
+        missing = sorted(set(hier.documents) - known)
+        if missing:
+            raise InputError(f"{skills}: built from documents this library does not hold ({', '.join(missing[:3])}); "
+                             "rebuild it with `bookindex skills build LIB --documents`")
+        return libnav.navigate(opened, hier, self.library_router(), self.embedder, self if search else None,
+                               question, k=k, beam=beam, search_docs=documents)
 
     # -- skills (Corpus2Skill): questions to a compiled skill folder ---------------------------
     def open_skills(self, folder: str | Path) -> OpenedSkills:
@@ -528,16 +615,22 @@ class Engine:
 
     def skills_build(self, request: SkillsBuildRequest, *, on_event: Events | None = None,
                      progress: bool = False) -> SkillsBuildReport:
-        """Compile files, folders or libraries into a skill folder (written whole, then renamed in)."""
+        """Compile files, folders or libraries into a skill folder (written whole, then renamed in);
+        `documents=True`: libraries into one hierarchy whose leaves hold each document's skill."""
+        if request.documents:
+            return skills_hierarchy.build(request, self.embedder, self._skills_llm(request.no_llm),
+                                          on_event=on_event, progress=progress)
         return skills_build_mod.build(request, self.embedder, self._skills_llm(request.no_llm),
                                       on_event=on_event, progress=progress)
 
     def skills_add(self, request: SkillsAddRequest) -> SkillsUpdateReport:
         """Add documents to a skill folder: nearest leaf, only touched clusters re-summarised."""
+        _not_a_hierarchy(request.folder)
         return skills_update.add(request, self.embedder, self._skills_llm(request.no_llm))
 
     def skills_remove(self, request: SkillsRemoveRequest) -> SkillsUpdateReport:
         """Remove documents by id from a skill folder; empty clusters are dropped."""
+        _not_a_hierarchy(request.folder)
         return skills_update.remove(request, self.embedder, self._skills_llm(request.no_llm))
 
     def skills_tree(self, folder: str | Path) -> SkillsTreeView:
@@ -556,6 +649,11 @@ def _node_view(d: StoredDocument, node_id: str) -> NodeView:
                     bbox=n.bbox, parent_path=[p.title for p in tree.parent_path(n)],
                     children=list(n.children), meta=dict(n.meta),
                     image_file=str(image) if image is not None else None)
+def _not_a_hierarchy(folder: str) -> None:
+    """`skills add/remove` rewrite a topic tree without document skills: refused for a hierarchy."""
+    if is_hierarchy(folder):
+        raise InputError(f"{folder}: a library hierarchy is kept current by re-running `bookindex skills build LIB "
+                         "--documents -o DIR` (only re-indexed documents are rendered); add or remove documents in the library")
 
 
 def _info(d: StoredDocument) -> DocumentInfo:

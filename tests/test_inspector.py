@@ -187,7 +187,7 @@ def test_ask_citation_plan_edit_and_escape(browser: Any, ui_server: tuple[str, E
     answer = httpx.post(f"{base}/ask", json={"question": q, "doc": "libtasn1.pdf"}, timeout=60).json()
     ev = answer["evidence"][0]
     x0, y0, x1, y1 = engine.node(ev["node_id"]).bbox or ev["bbox"]
-    pw, ph = engine.pages("libtasn1.pdf").sizes[ev["page_idx"]]
+    pw, ph = engine.page_info("libtasn1.pdf").sizes[ev["page_idx"]]
     fig = page.locator(f"#cite-viewer figure[data-page='{ev['page']}']")
     img = fig.locator("img").bounding_box()
     box = fig.locator(".box.current[data-role=primary]").bounding_box()

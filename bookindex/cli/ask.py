@@ -57,7 +57,7 @@ def render_explain(answer: Any) -> Any:
     return root
 
 
-_SHOW = ("mentions", "mention_source", "linked", "sub_questions", "synthesis", "source", "sections",
+_SHOW = ("chosen", "navigation", "mentions", "mention_source", "linked", "sub_questions", "synthesis", "source", "sections",
          "text_guard_sections", "section_scores", "skipped", "fallback", "fallback_to", "types", "pages",
          "section", "warning", "subgraph", "seeds", "top_entities", "criteria", "layers", "mode",
          "pool", "scored", "reranked", "count")
@@ -137,6 +137,8 @@ def register(app: typer.Typer) -> None:
         save_plan: Optional[Path] = typer.Option(None, "--save-plan", help="Write the plan as JSON."),
         method: str = typer.Option("bookindex", "--method", help=METHOD_HELP),
         k: Optional[int] = typer.Option(None, "--k", min=1, max=1000, help="Evidence count for baseline methods."),
+        skills: Optional[Path] = typer.Option(None, "--skills",
+                                              help="Without --doc: route through this library hierarchy (skills build --documents)."),
     ) -> None:
         """Answer QUESTION from the indexed documents, with cited evidence."""
         _check(question)
@@ -144,7 +146,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
         if save_plan is not None:
             _check_save_plan(save_plan)
-        answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k))
+        answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k,
+                                                      skills=str(skills) if skills is not None else None))
         if save_plan is not None:
             if answer.plan is None:
                 raise InputError(f"--save-plan: method {method!r} has no plan")

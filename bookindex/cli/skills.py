@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from bookindex.cli.context import get_settings
 from bookindex.cli.skills_ask import ask_command
+from bookindex.cli.skills_navigate import navigate_command
 from bookindex.engine import (
     Engine, SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView,
     SkillsUpdateReport,
@@ -23,6 +24,7 @@ from bookindex.skills.requests import DEFAULT_DRIFT, SkillNodeView
 
 skills_app = typer.Typer(no_args_is_help=True, help="Compile a corpus into a navigable skill tree (Corpus2Skill).")
 skills_app.command("ask")(ask_command)
+skills_app.command("navigate")(navigate_command)
 
 
 def register(app: typer.Typer) -> None:
@@ -53,12 +55,15 @@ def build_cmd(
     seed: int = typer.Option(0, "--seed", help="K-Means seed (same corpus + seed: identical files)."),
     embed_chars: int = typer.Option(2000, "--embed-chars", min=100, help="Characters of each document embedded."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Extractive summaries and key-term labels, no LLM."),
+    documents: bool = typer.Option(False, "--documents",
+                                   help="Sources are libraries: also write each document's section tree as a skill under its topic."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
 ) -> None:
     """Compile documents into skill-NN-label/SKILL.md and group-NN-label/INDEX.md files."""
     req = SkillsBuildRequest(sources=[str(s) for s in sources], output=str(output), branching=branching, top=top,
-                             min_size=min_size, seed=seed, compact=compact, embed_chars=embed_chars, no_llm=no_llm)
+                             min_size=min_size, seed=seed, compact=compact, embed_chars=embed_chars, no_llm=no_llm,
+                             documents=documents)
     err = _err()
 
     def on_event(event: str, info: dict[str, Any]) -> None:
@@ -66,6 +71,8 @@ def build_cmd(
             return
         if event == "loaded":
             err.print(f"  loaded {info['documents']} documents; embedding ...")
+        elif event == "documents":
+            err.print(f"  document skills: {info['rendered']} rendered, {info['reused']} unchanged")
         elif event == "level":
             err.print(f"  level {info['level']}: {info['items']} items -> {info['clusters']} clusters; summarising ...")
 
@@ -84,6 +91,8 @@ def _print_build(r: SkillsBuildReport) -> None:
     calls = {stage: int(u.get("calls", 0)) for stage, u in r.llm_usage.items()}
     c.print(f"  summaries: {r.summaries} ({'LLM ' + escape(r.llm) if r.llm else 'extractive, no LLM'})"
             + (f"; LLM calls {calls}" if calls else ""))
+    if r.documents_rendered or r.documents_reused:
+        c.print(f"  document skills: {len(r.documents_rendered)} rendered, {len(r.documents_reused)} unchanged")
     for w in r.warnings[:5]:
         c.print(f"  [yellow]warning:[/] {escape(w)}")
 

@@ -37,10 +37,11 @@ class SkillsAskRequest(BaseModel):
 
 
 class NavStep(BaseModel):
-    """One tool call: `view` (a folder or navigation file), `get_document`, or the `answer`."""
+    """One tool call: `view` (a folder or navigation file), `get_document`, or the `answer`; in a
+    library hierarchy also the routing decision (`route`), `search_document`, `get_node`, `get_pages`."""
 
     round: int
-    tool: Literal["view", "get_document", "answer"]
+    tool: Literal["view", "get_document", "answer", "route", "search_document", "get_node", "get_pages"]
     target: str = ""          # the path viewed or the document id fetched
     tokens: int = 0           # tokens of what the tool returned (count_tokens)
     error: str = ""           # the tool's refusal (bad path, unknown id), shown to the model too

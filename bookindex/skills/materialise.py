@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from bookindex.core.atomic import write_text_atomic
@@ -106,14 +107,22 @@ def check_output(out: Path) -> None:
 
 
 def replace_folder(out: Path, tree: SkillTree, vectors: TreeVectors, docs: dict[str, CorpusDocument]) -> list[Path]:
-    """Write the whole folder beside `out`, then swap it in: the old tree (if any) is renamed
-    aside, the new one renamed into place, the old one deleted. On failure `out` is untouched."""
+    """Write the whole folder beside `out`, then swap it in (`swap_in`)."""
+    return swap_in(out, lambda tmp: write_folder(tmp, tree, vectors, docs))
+
+
+def swap_in(out: Path, write: Callable[[Path], list[Path]], extra: Callable[[Path], None] | None = None) -> list[Path]:
+    """Fill a temporary folder beside `out` with `write` (and `extra`: the document skills of a
+    library hierarchy), then swap it in: the old tree (if any) is renamed aside, the new one
+    renamed into place, the old one deleted. On failure `out` is untouched."""
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.build-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        written = write_folder(tmp, tree, vectors, docs)
+        written = write(tmp)
+        if extra is not None:
+            extra(tmp)
         if out.exists():
             old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
             os.rename(out, old)

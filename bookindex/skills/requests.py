@@ -24,6 +24,9 @@ class SkillsBuildRequest(BaseModel):
     compact: bool = False
     embed_chars: int = Field(2000, ge=100)
     no_llm: bool = False
+    # issue 14: the sources are libraries; each document's section tree becomes a skill hung
+    # under its leaf cluster (one tree from library to block)
+    documents: bool = False
 
 
 class SkillsAddRequest(BaseModel):
@@ -64,6 +67,8 @@ class SkillsBuildReport(BaseModel):
     seconds: float = 0.0
     timings: dict[str, float] = Field(default_factory=dict)   # load, embed, compile, write
     warnings: list[str] = Field(default_factory=list)
+    documents_rendered: list[str] = Field(default_factory=list)  # --documents: skills written anew
+    documents_reused: list[str] = Field(default_factory=list)    # --documents: unchanged, kept as they were
 
 
 class SkillsUpdateReport(BaseModel):

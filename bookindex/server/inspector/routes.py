@@ -147,7 +147,7 @@ def document(request: Request, doc: str) -> HTMLResponse:
         info = engine.document(validate.doc_ref(doc))
         stored = engine.browse(info.doc_id)
         tree = stored.tree
-        pages = engine.pages(info.doc_id)
+        pages = engine.page_info(info.doc_id)
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     data = {"doc": info.doc_id, "name": info.name, "root": present.node_row(tree, tree.root),
@@ -252,7 +252,7 @@ def _result(engine: Engine, answer: Answer, compare: list[str], edited: bool = F
     a = answer.model_dump(mode="json")
     doc_id = a["doc"].get("doc_id", "")
     tree = engine.browse(doc_id).tree if doc_id else None
-    pages = engine.pages(doc_id) if doc_id else None
+    pages = engine.page_info(doc_id) if doc_id else None
     boxes = present.evidence_boxes(tree, a["evidence"])
     baselines = []
     for m in compare:

@@ -1,0 +1,196 @@
+#!/usr/bin/env python
+"""Library questions without a document (issue 14): document routing and pooled page recall.
+
+    python scripts/eval_library_routing.py ../shared/data/mmlongbench-dev \
+        --index /tmp/lib25 --skills /tmp/lib25-skills --out bench-out/library-routing
+
+The split's PDFs, already indexed into --index (more documents may be there: distractors), are
+one library; each question is asked without naming its document. For every route the script
+reports document routing hit@1 / hit@3 (all questions) and page recall@5 / @10 (questions with
+gold pages; evidence from another document finds nothing), next to the per-document figures
+(bookindex retrieval in the gold document). Routes, none with an LLM:
+- `hierarchy`: `Engine.navigate_library` over the hierarchy (--skills; built with --documents
+  and no LLM, timed, when the folder is absent), then the chosen document's bookindex retrieval;
+- `router`: `Engine.route_documents` (what `ask` without a document uses), then the same;
+- `flat`: `Engine.search_library`, one ranking over every block of the library;
+- `best-node`: `Engine.route` (the best node's cosine per document: the routing before issue 14).
+Writes library_routing.json (per question) and library_routing.md (the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bookindex.core.config import load_settings  # noqa: E402
+from bookindex.core.model import Evidence  # noqa: E402
+from bookindex.engine import Engine, SkillsBuildRequest  # noqa: E402
+from bookindex.evaluation.recall import page_recall_at_k  # noqa: E402
+
+ROUTES = ("hierarchy", "router", "flat", "best-node")
+KS = (5, 10)
+
+
+def masked(evidence: list[Evidence], gold_doc: str, root_id: str) -> list[Evidence]:
+    """Evidence from other documents keeps its rank slot but finds no page of the gold document."""
+    out = []
+    for i, e in enumerate(evidence):
+        if e.doc_id == gold_doc:
+            out.append(e)
+        else:
+            out.append(e.model_copy(update={"node_id": root_id, "scores": {"chunk_index": 10_000 + i}}))
+    return out
+
+
+def first_docs(evidence: list[Evidence]) -> list[str]:
+    seen: list[str] = []
+    for e in evidence:
+        if e.doc_id not in seen:
+            seen.append(e.doc_id)
+    return seen
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data", type=Path, help="split folder with questions.json (MMLongBench-Doc layout)")
+    ap.add_argument("--index", type=Path, required=True, help="library holding the split's documents (read only)")
+    ap.add_argument("--skills", type=Path, required=True, help="library hierarchy folder (built here when absent)")
+    ap.add_argument("--out", type=Path, default=Path("bench-out/library-routing"))
+    ap.add_argument("--limit", type=int, default=0, help="first N questions only")
+    ap.add_argument("--signals", action="store_true",
+                    help="only document routing by each router signal alone and by weightings of them (fast)")
+    args = ap.parse_args(argv)
+
+    settings = load_settings(overrides={"llm.provider": "none"})
+    engine = Engine(args.index, settings, open_documents=64)
+    engine.require_library()
+    build: dict[str, Any] = {}
+    if not (args.skills / "hierarchy.json").is_file():
+        t0 = time.perf_counter()
+        rep = engine.skills_build(SkillsBuildRequest(sources=[str(args.index)], output=str(args.skills),
+                                                     documents=True, no_llm=True))
+        build = {"seconds": round(time.perf_counter() - t0, 1), "files": rep.files,
+                 "median_file_bytes": rep.median_file_bytes, "max_file_bytes": rep.max_file_bytes,
+                 "clusters": rep.clusters, "timings": rep.timings}
+        print(f"built {args.skills}: {rep.files} files in {build['seconds']} s", flush=True)
+    docs = engine.documents()
+    by_name = {d.name: d.doc_id for d in docs}
+    questions = json.loads((args.data / "questions.json").read_text(encoding="utf-8"))
+    if args.limit:
+        questions = questions[:args.limit]
+    if args.signals:
+        md = signal_table(engine, questions, by_name)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "router_signals.md").write_text(md, encoding="utf-8")
+        print(md)
+        return 0
+    cache: dict[tuple[str, str], list[Evidence]] = {}
+
+    def retrieve(doc_id: str, q: str) -> list[Evidence]:
+        if (doc_id, q) not in cache:
+            cache[(doc_id, q)] = engine.search_document(doc_id, q, k=max(KS))
+        return cache[(doc_id, q)]
+
+    records = []
+    t0 = time.perf_counter()
+    for n, q in enumerate(questions, 1):
+        gold = by_name[q["doc_id"]]
+        text = q["question"]
+        ranked: dict[str, list[str]] = {}
+        evidence: dict[str, list[Evidence]] = {}
+        ranked["hierarchy"] = [d.doc_id for d in engine.navigate_library(text, skills=str(args.skills), search=False).documents]
+        ranked["router"] = [r.doc_id for r in engine.route_documents(text)]
+        ranked["best-node"] = [r.doc_id for r in engine.route(text)]
+        flat = engine.search_library(text, k=max(KS))
+        ranked["flat"] = first_docs(flat)
+        for route in ("hierarchy", "router", "best-node"):
+            evidence[route] = retrieve(ranked[route][0], text)
+        evidence["flat"] = flat
+        evidence["per-document"] = retrieve(gold, text)
+        rec: dict[str, Any] = {"qid": q["qid"], "doc": q["doc_id"], "question": text,
+                               "routed": {r: ranked[r][:3] for r in ROUTES}}
+        gold_pages = sorted({int(p) for p in ast.literal_eval(q.get("evidence_pages") or "[]")})
+        if gold_pages:
+            tree = engine.tree(gold)
+            rec["recall"] = {}
+            for route, ev in evidence.items():
+                got = page_recall_at_k(masked(ev, gold, tree.root_id), gold_pages, KS, tree)
+                rec["recall"][route] = {str(k): got[k].recall for k in KS}
+        rec["hit"] = {r: [gold == (ranked[r][0] if ranked[r] else ""), gold in ranked[r][:3]] for r in ROUTES}
+        records.append(rec)
+        if n % 20 == 0:
+            print(f"  {n}/{len(questions)} questions, {time.perf_counter() - t0:.0f} s", flush=True)
+    summary = summarise(records)
+    meta = {"data": str(args.data), "index": str(args.index), "skills": str(args.skills), "documents": len(docs),
+            "questions": len(records), "answerable": sum(1 for r in records if "recall" in r),
+            "seconds": round(time.perf_counter() - t0, 1), "build": build}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "library_routing.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records},
+                                                              indent=1, ensure_ascii=False), encoding="utf-8")
+    md = table(summary, meta)
+    (args.out / "library_routing.md").write_text(md, encoding="utf-8")
+    print(md)
+    return 0
+
+
+WEIGHTINGS = ({"nodes": 1.0}, {"lexical": 1.0}, {"vector": 1.0}, {"nodes": 1.0, "lexical": 1.0},
+              {"nodes": 1.0, "lexical": 1.0, "vector": 1.0}, {"nodes": 1.0, "lexical": 1.0, "vector": 0.5},
+              {"nodes": 2.0, "lexical": 1.0, "vector": 1.0})
+
+
+def signal_table(engine: Engine, questions: list[dict[str, Any]], by_name: dict[str, str]) -> str:
+    """hit@1 / hit@3 of each router signal alone and of weighted reciprocal-rank fusions (k = 60)."""
+    router = engine.library_router()
+    ids = router.doc_ids
+    hits = [[0, 0] for _ in WEIGHTINGS]
+    for q in questions:
+        gold = ids.index(by_name[q["doc_id"]])
+        values = router.signals(q["question"], engine._query_vector(q["question"]))
+        ranks = {name: {i: r for r, i in enumerate(sorted(range(len(ids)), key=lambda i: (-float(v[i]), ids[i])), 1)}
+                 for name, v in values.items()}
+        for w, h in zip(WEIGHTINGS, hits):
+            order = sorted(range(len(ids)), key=lambda i: (-sum(wt / (60 + ranks[n][i]) for n, wt in w.items()), ids[i]))
+            h[0] += order[0] == gold
+            h[1] += gold in order[:3]
+    lines = ["| signals (weights) | hit@1 | hit@3 |", "|---|---|---|"]
+    for w, (h1, h3) in zip(WEIGHTINGS, hits):
+        lines.append(f"| {' + '.join(f'{v:g}·{n}' for n, v in w.items())} | {h1 / len(questions):.3f} | {h3 / len(questions):.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def summarise(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    answerable = [r for r in records if "recall" in r]
+    for route in ROUTES + ("per-document",):
+        row: dict[str, float] = {}
+        if route in ROUTES:
+            row["hit@1"] = sum(r["hit"][route][0] for r in records) / len(records)
+            row["hit@3"] = sum(r["hit"][route][1] for r in records) / len(records)
+        for k in KS:
+            row[f"R@{k}"] = sum(r["recall"][route][str(k)] for r in answerable) / max(1, len(answerable))
+        out[route] = {key: round(v, 3) for key, v in row.items()}
+    base = out["per-document"]["R@5"]
+    for route in ROUTES:
+        out[route]["R@5 / per-doc"] = round(out[route]["R@5"] / base, 3) if base else 0.0
+    return out
+
+
+def table(summary: dict[str, dict[str, float]], meta: dict[str, Any]) -> str:
+    lines = [f"{meta['documents']} documents, {meta['questions']} questions ({meta['answerable']} with gold pages), "
+             f"{meta['seconds']} s", "",
+             "| route | hit@1 | hit@3 | R@5 | R@10 | R@5 / per-document R@5 |", "|---|---|---|---|---|---|"]
+    for route, row in summary.items():
+        lines.append(f"| {route} | {row.get('hit@1', '—')} | {row.get('hit@3', '—')} | {row['R@5']} | {row['R@10']} | "
+                     f"{row.get('R@5 / per-doc', '—')} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
