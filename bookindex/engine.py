@@ -9,6 +9,7 @@ responses are typed pydantic models (`AskRequest`, `Answer`, `Plan`, `IndexRepor
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections import OrderedDict
@@ -61,7 +62,7 @@ BROWSED_DOCUMENTS = 8  # documents kept by `browse` (trees and graphs only)
 OPEN_DOCUMENTS = 16  # opened documents kept in memory (their derived views cost seconds to rebuild)
 Events = Callable[[str, dict[str, Any]], None]
 
-__all__ = ["Engine", "AskRequest", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
+__all__ = ["Engine", "AskRequest", "AskEvent", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
            "RouteChoice", "Answer", "Plan", "METHODS", "OPEN_DOCUMENTS",
            "SkillsBuildRequest", "SkillsBuildReport", "SkillsAddRequest", "SkillsRemoveRequest",
            "SkillsUpdateReport", "SkillsTreeView", "PageInfo", "EntityRef", "EntityView"]
@@ -77,6 +78,15 @@ class AskRequest(BaseModel):
     method: Method = "bookindex"
     k: int | None = Field(default=None, ge=1)
     skills: str | None = None  # a library hierarchy (`skills build LIB --documents`) to route through
+
+
+class AskEvent(BaseModel):
+    """One event of `Engine.ask_stream`: plan | evidence | token | reset | usage | answer."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    kind: Literal["plan", "evidence", "token", "reset", "usage", "answer"]
+    data: Any = None
 
 
 class PlanRequest(BaseModel):
@@ -475,6 +485,42 @@ class Engine:
         if route is not None:
             answer.trace.insert(0, route)
         return answer
+
+    def ask_stream(self, request: AskRequest | str, **fields: Any) -> Iterator[AskEvent]:
+        """`ask`, streamed (issue 20): AskEvents "plan" (the Plan, or None for a baseline),
+        "evidence" ([Evidence], before the model reads it), "token" (answer text as it is
+        written), "reset" (the streamed text is withdrawn: a citation repair or the extractive
+        answer follows), then "usage" (Usage, with `first_token_s`) and "answer" (the final
+        Answer, whose text is the one to keep). The question runs in a worker thread; an error
+        is raised from the iterator. A cache hit replays the answer as one "token"."""
+        req = request if isinstance(request, AskRequest) else AskRequest(question=request, **fields)
+        events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        done = object()
+
+        def work() -> None:
+            try:
+                ctx, route = self._target(req.doc, req.question, req.skills)
+                answer = retrieval_api.ask(ctx, req.question, method=req.method, k=req.k,
+                                           on_event=lambda kind, data: events.put((kind, data)))
+                if route is not None:
+                    answer.trace.insert(0, route)
+                events.put(("usage", answer.usage))
+                events.put(("answer", answer))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer's thread
+                events.put(("error", exc))
+            finally:
+                events.put(("done", done))
+
+        worker = threading.Thread(target=work, name="bookindex-ask-stream", daemon=True)
+        worker.start()
+        while True:
+            kind, data = events.get()
+            if kind == "done":
+                break
+            if kind == "error":
+                raise data
+            yield AskEvent(kind=kind, data=data)
+        worker.join()
 
     def search(self, question: str, *, doc: str | None = None, method: str = "bookindex",
                k: int | None = None) -> list[Evidence]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
@@ -61,6 +62,13 @@ class State:
     sub_results: list[dict[str, Any]] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # streaming (issue 20): Reduce reports ("evidence", ids) before it asks the model, then the
+    # answer's ("token", text) / ("reset", why) events; None when nobody listens
+    on_event: Callable[[str, Any], None] | None = None
+
+    def emit(self, kind: str, data: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, data)
 
     @property
     def entity_ids(self) -> list[str]:

@@ -21,6 +21,9 @@ from operators import prompts
 
 NOT_ANSWERABLE = "not answerable from the document"
 
+# ("token", text) | ("reset", why): the answer as it is written (grounded_answer)
+AnswerEvents = Callable[[str, Any], None]
+
 CitationCheck = Literal["valid", "repaired", "fallback", "extractive", "not-answerable"]
 
 @dataclass
@@ -96,13 +99,17 @@ def drop_unsupported(answer: str, sources: Mapping[int, str]) -> tuple[str, list
 
 def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer",
-                    sources: Mapping[int, str] | None = None) -> GroundedAnswer:
+                    sources: Mapping[int, str] | None = None,
+                    on_event: AnswerEvents | None = None) -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
     the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
     With `sources` (number -> the text shown for it), citations of items that share no word
-    with the answer are dropped (`drop_unsupported`) and listed in the notes."""
+    with the answer are dropped (`drop_unsupported`) and listed in the notes.
+    `on_event` gets the answer as it is written: ("token", text) pieces of the model's answer,
+    and ("reset", why) when the text streamed so far is withdrawn (a repair round follows, or
+    the extractive answer replaces it); the returned answer is the one to keep."""
     notes: dict[str, Any] = {}
-    result = _grounded(llm, prompt, allowed, extractive, stage, notes)
+    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event)
     if sources and result.check in ("valid", "repaired"):
         text, dropped = drop_unsupported(result.answer, sources)
         if dropped:
@@ -112,26 +119,43 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
 
 
 def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
-              extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any]) -> GroundedAnswer:
+              extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any],
+              on_event: AnswerEvents | None = None) -> GroundedAnswer:
+    streamed: list[str] = []
+
+    def on_text(text: str) -> None:
+        streamed.append(text)
+        if on_event is not None:
+            on_event("token", text)
+
+    def reset(why: str) -> None:
+        if streamed and on_event is not None:
+            on_event("reset", why)
+        streamed.clear()
+
+    sink = on_text if on_event is not None else None
     if llm is not None and llm.available and allowed:
         try:
-            first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage)) or NOT_ANSWERABLE
+            first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink)) or NOT_ANSWERABLE
             problem = citation_problem(first, allowed)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
                 return GroundedAnswer(first, cited_numbers(first) if check == "valid" else [], check, notes)
             notes["citation_problem"] = problem
+            reset(f"the answer {problem}: one repair round")
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
-            second = _reply_text(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair"))
+            second = _reply_text(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair", on_text=sink))
             problem2 = citation_problem(second, allowed) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"
                 return GroundedAnswer(second, cited_numbers(second) if check == "repaired" else [], check, notes)
             notes["discarded_answer"] = second[:500] or first[:500]
             notes["repair_problem"] = problem2
+            reset(f"the repaired answer {problem2}: the extractive answer replaces it")
             text, cites = extractive()
             return GroundedAnswer(text, cites, "fallback", notes)
         except Exception as exc:  # noqa: BLE001 - the extractive answer still answers
             notes["fallback"] = f"LLM failed ({type(exc).__name__}: {str(exc)[:160]}); used the no-LLM path"
+            reset("the LLM failed: the extractive answer replaces it")
     text, cites = extractive()
     return GroundedAnswer(text, cites, "extractive", notes)

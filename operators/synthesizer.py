@@ -17,11 +17,23 @@ from bookindex.providers.llm import user_message
 from operators import prompts
 from operators.base import Operator, Params, State
 from operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
-from operators.passages import build_passages, format_passages, passage_sources
+from operators.context import IndexContext
+from operators.passages import build_passages, format_passages, pack_passages, passage_sources
 from bookindex.providers.lexical import tokenize
 from operators.textscore import hybrid_scores
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
+
+
+def evidence_tokens(ctx: IndexContext) -> int:
+    """The prompt-token budget for evidence passages: retrieval.evidence_tokens_by_model[the LLM's
+    model] where set, else retrieval.evidence_tokens (chosen by measurement, docs/benchmarks.md)."""
+    by_model: dict[str, int] = ctx.retrieval_setting("evidence_tokens_by_model", {}) or {}
+    model = ctx.llm.model if ctx.llm is not None else ""
+    for name, tokens in by_model.items():
+        if name and model and (name == model or name in model):
+            return int(tokens)
+    return int(ctx.retrieval_setting("evidence_tokens", 1000))
 
 
 def format_evidence(tree: DocumentTree, ids: list[str], numbers: list[int] | None = None) -> str:
@@ -205,7 +217,11 @@ class Reduce(Operator[ReduceParams]):
             prompt = prompts.REDUCE.format(query=state.synthesis or state.question, partials=parts)
             sources = None
         else:
-            passages = build_passages(tree, ev)
+            # the best-ranked passages that fit the model's evidence budget; the rest is not shown
+            passages = pack_passages(tree, ev, evidence_tokens(self.ctx))
+            if len(passages) < len(ev):
+                self.note(packed=f"{len(passages)} of {len(ev)} evidence items fit {evidence_tokens(self.ctx)} tokens")
+            ev = ev[:len(passages)]
             prompt = prompts.ANSWER.format(query=state.question, evidence=format_passages(passages))
             sources = passage_sources(passages)
 
@@ -220,7 +236,9 @@ class Reduce(Operator[ReduceParams]):
             return best_sentences(tree, state.question, ev)
 
         llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
-        res = grounded_answer(llm, prompt, allowed, extractive, sources=sources)
+        state.emit("evidence", [i for i, _ in state.ranked] if state.ranked else ev)
+        res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
+                              on_event=state.on_event)
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
         self.note(source="llm" if res.check in ("valid", "repaired", "not-answerable") else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)

@@ -48,6 +48,7 @@ class StageUsage(BaseModel):
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    seconds: float = 0.0  # waiting on the model (issue 20: where a question's time goes)
 
 
 class LLMUsage(BaseModel):
@@ -56,10 +57,13 @@ class LLMUsage(BaseModel):
 
 
 class Usage(BaseModel):
-    """Wall time of the question and the LLM calls it made, per stage."""
+    """Wall time of the question and the LLM calls it made, per stage. `first_token_s`: seconds
+    from the question to the first piece of the answer a reader could see (the first streamed
+    token of an LLM answer; an extractive or structural answer appears whole)."""
 
     ms: float = 0.0
     llm: LLMUsage = Field(default_factory=LLMUsage)
+    first_token_s: float | None = None
 
 
 class Answer(BaseModel):

@@ -7,14 +7,15 @@ once and reuses, so the cost of opening is paid once, not per question.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bookindex.core.errors import InputError
 from operators import prompts
 from operators.context import IndexContext
 from operators.grounding import GroundedAnswer, grounded_answer
-from operators.passages import build_passages, format_passages, passage_sources
-from operators.synthesizer import NOT_ANSWERABLE, best_sentences
+from operators.passages import format_passages, pack_passages, passage_sources
+from operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens
 from retrieval.answer import Answer, TraceRecord, Usage, build_answer
 from bookindex.core.model import Evidence
 from retrieval.baselines import run_baseline
@@ -23,6 +24,7 @@ from retrieval.planner import make_plan
 from retrieval.plans import Plan
 
 METHODS = ("bookindex", "bm25", "dense", "hybrid", "chunks", "tree")
+Listener = Callable[[str, Any], None]  # (kind, data): the events of one question (`ask`)
 
 
 def _check_question(question: str) -> str:
@@ -35,16 +37,54 @@ def _ledger(ctx: IndexContext) -> dict[str, Any]:
     return ctx.llm.ledger.snapshot() if ctx.llm is not None else {"stages": {}, "total": {}}
 
 
-def _usage(before: dict[str, Any], after: dict[str, Any], t0: float) -> Usage:
+_COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")
+
+
+def _usage(before: dict[str, Any], after: dict[str, Any], t0: float, first_token_s: float | None = None) -> Usage:
     stages: dict[str, Any] = {}
     for st, a in after.get("stages", {}).items():
         b = before.get("stages", {}).get(st, {})
-        d = {k: (a.get(k, 0) or 0) - (b.get(k, 0) or 0) for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")}
+        d = {k: (a.get(k, 0) or 0) - (b.get(k, 0) or 0) for k in _COUNTS}
+        d["seconds"] = round(d["seconds"], 3)
         if any(d.values()):
             stages[st] = d
-    total = {k: sum(v[k] for v in stages.values()) for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens")}
+    total = {k: sum(v[k] for v in stages.values()) for k in _COUNTS}
+    total["seconds"] = round(total["seconds"], 3)
     return Usage.model_validate({"ms": round((time.perf_counter() - t0) * 1000, 2),
-                                 "llm": {"stages": stages, "total": total}})
+                                 "llm": {"stages": stages, "total": total},
+                                 "first_token_s": None if first_token_s is None else round(first_token_s, 3)})
+
+
+class _Stream:
+    """Forwards a question's events to a listener (the Engine's streaming ask) and times the
+    first answer token. Events: ("plan", Plan), ("evidence", [Evidence]), ("token", text),
+    ("reset", why); the caller adds the finished Answer and its usage."""
+
+    def __init__(self, ctx: IndexContext, t0: float, listener: Listener | None) -> None:
+        self.ctx, self.t0, self.listener = ctx, t0, listener
+        self.first_token_s: float | None = None
+
+    def __call__(self, kind: str, data: Any) -> None:
+        if kind == "token" and self.first_token_s is None:
+            self.first_token_s = time.perf_counter() - self.t0
+        if kind == "evidence":
+            data = evidence_list(self.ctx, data)
+        if self.listener is not None:
+            self.listener(kind, data)
+
+    def finish(self, answer_text: str) -> None:
+        """An answer nobody streamed (extractive, structural, a cache miss without tokens)
+        appears whole, now."""
+        if self.first_token_s is None:
+            self("token", answer_text)
+
+
+def evidence_list(ctx: IndexContext, ids: list[str]) -> list[Evidence]:
+    """Evidence for ranked node ids as the answer will list them (rank order, capped)."""
+    cap = int(ctx.retrieval_setting("max_evidence", 10))
+    tree = ctx.tree
+    return [Evidence.from_node(tree, tree.nodes[i], scores={}, rank=r)
+            for r, i in enumerate([i for i in ids if i in tree.nodes][:cap], 1)]
 
 
 def plan(ctx: IndexContext, question: str) -> Plan:
@@ -52,8 +92,9 @@ def plan(ctx: IndexContext, question: str) -> Plan:
     return make_plan(_check_question(question), ctx)
 
 
-def run_plan(ctx: IndexContext, plan_: Plan | dict[str, Any] | str) -> Answer:
-    """Execute a (possibly edited) plan: a Plan, its dict, or its JSON text."""
+def run_plan(ctx: IndexContext, plan_: Plan | dict[str, Any] | str, on_event: Listener | None = None) -> Answer:
+    """Execute a (possibly edited) plan: a Plan, its dict, or its JSON text (`on_event`: as `ask`,
+    without the plan event)."""
     if isinstance(plan_, str):
         plan_ = Plan.from_json(plan_)
     elif isinstance(plan_, dict):
@@ -61,30 +102,45 @@ def run_plan(ctx: IndexContext, plan_: Plan | dict[str, Any] | str) -> Answer:
     _check_question(plan_.question)
     t0 = time.perf_counter()
     before = _ledger(ctx)
-    state = execute(plan_, ctx)
-    return build_answer(state, plan_, ctx, _usage(before, _ledger(ctx), t0))
+    stream = _Stream(ctx, t0, on_event)
+    state = execute(plan_, ctx, on_event=stream)
+    stream.finish(state.answer or NOT_ANSWERABLE)
+    return build_answer(state, plan_, ctx, _usage(before, _ledger(ctx), t0, stream.first_token_s))
 
 
-def ask(ctx: IndexContext, question: str, method: str = "bookindex", k: int | None = None) -> Answer:
-    """Plan and run (method "bookindex"), or answer from a baseline retriever's top-k evidence."""
+def ask(ctx: IndexContext, question: str, method: str = "bookindex", k: int | None = None,
+        on_event: Listener | None = None) -> Answer:
+    """Plan and run (method "bookindex"), or answer from a baseline retriever's top-k evidence.
+
+    `on_event(kind, data)` streams the question: ("plan", Plan) once it is made, ("evidence",
+    [Evidence]) before the model reads it, ("token", text) as the answer is written and
+    ("reset", why) when that text is withdrawn (citation repair, extractive fallback); the
+    returned Answer is final. `usage.first_token_s` is recorded with or without a listener."""
     q = _check_question(question)
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
     before = _ledger(ctx)
+    stream = _Stream(ctx, t0, on_event)
     if method == "bookindex":
         p = make_plan(q, ctx)
-        state = execute(p, ctx)
-        return build_answer(state, p, ctx, _usage(before, _ledger(ctx), t0))
+        stream("plan", p)
+        state = execute(p, ctx, on_event=stream)
+        stream.finish(state.answer or NOT_ANSWERABLE)
+        return build_answer(state, p, ctx, _usage(before, _ledger(ctx), t0, stream.first_token_s))
     k = k or int(ctx.retrieval_setting("max_evidence", 10))
     evidence = run_baseline(method, ctx, q, k)
     for rank, ev in enumerate(evidence, 1):
         ev.rank = rank
     ids = [e.node_id for e in evidence if e.node_id in ctx.tree.nodes]
-    g = _grounded(ctx, q, ids)
+    stream("plan", None)
+    if on_event is not None:
+        on_event("evidence", evidence)
+    g = _grounded(ctx, q, ids, stream)
+    stream.finish(g.answer)
     return Answer(question=q, doc={"doc_id": ctx.tree.doc_id, "name": ctx.tree.name}, query_type="n/a",
                   plan=None, trace=[TraceRecord(op=f"baseline:{method}", k=k, outputs=[[e.node_id, e.scores] for e in evidence])],
-                  evidence=evidence, answer=g.answer, usage=_usage(before, _ledger(ctx), t0),
+                  evidence=evidence, answer=g.answer, usage=_usage(before, _ledger(ctx), t0, stream.first_token_s),
                   citations=g.citations, citation_check=g.check, method=method)
 
 
@@ -99,10 +155,12 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
     return evidence
 
 
-def _grounded(ctx: IndexContext, question: str, ids: list[str]) -> GroundedAnswer:
-    """A baseline's answer from its top evidence, citations verified as bookindex's are."""
-    passages = build_passages(ctx.tree, ids)
+def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listener | None = None) -> GroundedAnswer:
+    """A baseline's answer from its top evidence (packed into the same token budget as
+    bookindex's), citations verified as bookindex's are."""
+    passages = pack_passages(ctx.tree, ids, evidence_tokens(ctx))
+    ids = ids[:len(passages)]
     prompt = prompts.ANSWER.format(query=question, evidence=format_passages(passages))
     return grounded_answer(ctx.llm, prompt, range(1, len(ids) + 1),
                            lambda: best_sentences(ctx.tree, question, ids) if ids else (NOT_ANSWERABLE, []),
-                           sources=passage_sources(passages))
+                           sources=passage_sources(passages), on_event=on_event)

@@ -9,6 +9,7 @@ sub-results round-robin into one evidence ranking. A step whose operator reports
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from operators import OPERATORS
@@ -17,9 +18,11 @@ from operators.context import IndexContext
 from retrieval.plans import Plan, Step
 
 
-def execute(plan: Plan, ctx: IndexContext) -> State:
+def execute(plan: Plan, ctx: IndexContext, on_event: Callable[[str, Any], None] | None = None) -> State:
+    """Run `plan`; `on_event` receives what Reduce streams (evidence ids, answer tokens)."""
     # the plan's operation is known before its Reduce runs: Map skips the LLM for COUNT/LIST
-    state = State(question=plan.question, query_type=plan.query_type, operation=plan.operation())
+    state = State(question=plan.question, query_type=plan.query_type, operation=plan.operation(),
+                  on_event=on_event)
     _run_steps(plan.steps, state, ctx)
     return state
 

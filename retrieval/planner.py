@@ -72,8 +72,29 @@ def ext_mentions(question: str) -> list[str]:
     return noun_chunk_mentions(question)
 
 
+# Words that can join two lookups ("the X of A and of B", "after doing X, which ..."): a question
+# with one of them and no cue the rules recognise goes to the LLM under "rules-first".
+_JOINERS = re.compile(r"\b(?:and|or|both|either|neither|then|after|before|while|whose|respectively)\b", re.I)
+CONFIDENT_MAX_WORDS = 30
+
+
+def rules_confident(question: str, qtype: str, reason: str) -> bool:
+    """Whether the rules' class can stand without asking the LLM (retrieval.classifier =
+    "rules-first"): a global or multi-hop cue matched, or a short question with no word that could
+    join two lookups. The LLM call costs seconds on a CPU; on the handbook and MMLongBench
+    samples the rules' confident classes cost no accuracy (docs/benchmarks.md, "Answer latency")."""
+    if qtype != "single-hop":
+        return True
+    return len(question.split()) <= CONFIDENT_MAX_WORDS and not _JOINERS.search(question)
+
+
 def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
-    if ctx.llm_available:
+    mode = ctx.retrieval_setting("classifier", "rules-first")
+    if ctx.llm_available and mode == "rules-first":
+        qt, why = classify_rules(question, ctx)
+        if rules_confident(question, qt, why):
+            return qt, {"classifier": "rules", "reason": why, "confident": True}
+    if ctx.llm_available and mode != "rules":
         try:
             res = ctx.active_llm.complete(prompts.CLASSIFY.format(query=question), schema=prompts.Classification,
                                    stage="classify")
@@ -102,13 +123,15 @@ def _flags(ctx: IndexContext) -> dict[str, Any]:
             "text": g("text_reasoning", True), "depth": g("select_depth", 2),
             "cap": g("max_evidence", 10), "alpha": g("ppr_alpha", 0.85),
             "offline_graph_weight": g("offline_graph_weight", 0.05),
-            "skyline": g("skyline", SkylineRankerParams.model_fields["mode"].default)}
+            "skyline": g("skyline", SkylineRankerParams.model_fields["mode"].default),
+            "extractor": g("entity_extractor", "rules")}
 
 
 def retrieval_steps(ctx: IndexContext) -> list[Step]:
     """Eq. (9) + the reasoning part of eq. (10), without the final Reduce."""
     f = _flags(ctx)
-    steps = [Step(op="Extract")]
+    # plan entities by spaCy noun chunks + the entity index unless retrieval.entity_extractor = llm
+    steps = [Step(op="Extract", params={} if f["extractor"] == "llm" else {"use_llm": False})]
     if f["selector"]:
         steps.append(Step(op="Select_by_Entity", params={"depth": f["depth"]},
                           fallback=Step(op="Select_by_Section", params={"depth": f["depth"]})))

@@ -26,6 +26,7 @@ from bookindex.core.errors import BookIndexError, LLMOutputError, LLMUnavailable
 from bookindex.providers.llm import Completion, Ledger
 from bookindex.providers.llm.client import REPAIR_PROMPT
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
+from bookindex.providers.llm.streaming import replay_text, text_sink_for
 
 Messages = list[dict[str, Any]]
 
@@ -111,15 +112,23 @@ class FakeLLM:
     # -- the LLM protocol ---------------------------------------------------------------------
     def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True) -> Any:
+                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> Any:
         msgs = _normalise(messages)
         call = self._record("complete", stage, msgs, schema=schema, temperature=temperature,
                             max_tokens=max_tokens, cache=cache)
         key = self._key("complete", msgs, schema, temperature, max_tokens)
         hit, value = self._cached(call, key)
         if hit:
+            if on_text is not None:  # like the client: a cache hit replays the text as one chunk
+                shown = replay_text(_as_text(value), _schema_of(schema))
+                if shown:
+                    on_text(shown)
             return value
         reply = self._answer(call)
+        if on_text is not None:  # streamed like a provider: word by word, the answer field of JSON
+            feed = text_sink_for(_schema_of(schema), on_text)
+            for piece in re.findall(r"\S+\s*|\s+", _as_text(reply)):
+                feed(piece)
         if schema is None:
             result: Any = _as_text(reply)
         else:
@@ -363,3 +372,7 @@ class FakeEmbedder:
 
 
 __all__ = ["FakeLLM", "LLMCall", "UnscriptedCall", "ScriptedProvider", "FakeEmbedder"]
+
+
+def _schema_of(schema: Any) -> dict[str, Any] | None:
+    return None if schema is None else TypeAdapter(schema).json_schema()

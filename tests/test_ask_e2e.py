@@ -157,7 +157,7 @@ def test_cli_errors_exit_2(libdir, tmp_path, capsys):
 def test_real_llm_classification_plan_and_grounded_answer(llama_server, libdir):
     s = load_settings(overrides={"llm.provider": "openai", "llm.base_url": llama_server,
                                  "llm.model": "qwen2.5-coder-0.5b", "llm.max_tokens": 256,
-                                 "cache.enabled": False}, env={})
+                                 "cache.enabled": False, "retrieval.classifier": "llm"}, env={})
     from bookindex.providers.llm import get_llm
     llm = get_llm(s)
     from bookindex.api import Library as ApiLibrary

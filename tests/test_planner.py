@@ -117,7 +117,7 @@ def test_llm_planning_uses_paper_prompts_and_filters(fake_llm):
     llm = fake_llm({"classify": {"category": "global"},
                     "filters": {"filters": [{"filter_type": "section", "filter_value": "2"},
                                             {"filter_type": "image"}], "operation": "COUNT"}})
-    ctx = make_context(llm=llm)
+    ctx = make_context(llm=llm, settings=load_settings(overrides={"retrieval.classifier": "llm"}, env={}))
     p = plan(ctx, "How many figures are in the plotting chapter?")
     assert llm.stages == ["classify", "filters"]
     assert p.planner["classifier"] == "llm" and p.shape() == ["Filter_Range", "Filter_Modal", "Map", "Reduce"]
@@ -151,7 +151,8 @@ def test_count_and_list_plans_make_no_map_llm_call(fake_llm, question, operation
 def test_llm_classification_failure_falls_back_to_rules(fake_llm):
     from bookindex.core.errors import LLMOutputError
     llm = fake_llm({"classify": LLMOutputError("bad json"), "decompose": LLMOutputError("bad json")})
-    p = plan(make_context(llm=llm), "What is the difference between the png terminal and the pdf terminal?")
+    s = load_settings(overrides={"retrieval.classifier": "llm"}, env={})
+    p = plan(make_context(llm=llm, settings=s), "What is the difference between the png terminal and the pdf terminal?")
     assert p.query_type == "multi-hop" and "fallback" in p.planner and p.planner["decomposer"] == "rules"
 
 

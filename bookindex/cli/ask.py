@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,7 +13,7 @@ import typer
 
 from bookindex.cli.context import engine_for
 from bookindex.core.errors import InputError
-from bookindex.engine import AskRequest
+from bookindex.engine import AskEvent, AskRequest
 from retrieval import METHODS, Answer, Plan
 
 METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid, chunks, tree."
@@ -103,7 +105,51 @@ CHECK_WORDS = {
 }
 
 
-def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
+def render_usage(answer: Answer) -> Any:
+    """Where the question's time went: LLM calls, tokens and seconds per stage (issue 20)."""
+    from rich.table import Table
+
+    u = answer.usage
+    first = f" · first token {u.first_token_s:.1f} s" if u.first_token_s is not None else ""
+    table = Table(title=f"LLM use · {u.ms / 1000:.1f} s{first}", title_justify="left")
+    for col in ("stage", "calls", "cache hits", "prompt tok", "completion tok", "seconds"):
+        table.add_column(col, justify="left" if col == "stage" else "right")
+    for name, st in [*u.llm.stages.items(), ("total", u.llm.total)]:
+        table.add_row(name, str(st.calls), str(st.cache_hits), str(st.prompt_tokens),
+                      str(st.completion_tokens), f"{st.seconds:.1f}")
+    return table
+
+
+def stream_answer(events: Iterator[AskEvent], con: Any) -> Answer:
+    """Print the answer's tokens as they come; returns the final Answer. Streamed text that was
+    withdrawn (a citation repair, the extractive fallback) is followed by the kept answer."""
+    from rich.markup import escape
+
+    shown = ""
+    answer: Answer | None = None
+    for ev in events:
+        if ev.kind == "evidence" and not shown:
+            con.print(f"[dim]{len(ev.data)} evidence items; answering...[/dim]")
+        elif ev.kind == "token":
+            con.print(escape(ev.data), end="")
+            con.file.flush()
+            shown += ev.data
+        elif ev.kind == "reset" and shown:
+            con.print(f"\n[dim]({escape(str(ev.data))})[/dim]")
+            shown = ""
+        elif ev.kind == "answer":
+            answer = ev.data
+    if answer is None:  # the Engine always ends with the answer; a stream cut short is a bug
+        raise RuntimeError("the answer stream ended without an answer")
+    if answer.answer != shown:
+        if shown:
+            con.print()
+        con.print(escape(answer.answer[len(shown):] if answer.answer.startswith(shown) else answer.answer), end="")
+    con.print()
+    return answer
+
+
+def _print_answer(answer: Answer, as_json: bool, explain: bool, streamed: bool = False) -> None:
     if as_json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
@@ -113,8 +159,12 @@ def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
     if explain:
         con.print(render_explain(answer))
         con.print()
-    con.print(f"[bold]{escape(answer.doc.get('name', ''))}[/bold] · {answer.query_type} · {answer.method}")
-    con.print(escape(answer.answer))
+    head = f"[bold]{escape(answer.doc.get('name', ''))}[/bold] · {answer.query_type} · {answer.method}"
+    if streamed:  # the answer is on screen already
+        con.print(f"[dim]{head}[/dim]")
+    else:
+        con.print(head)
+        con.print(escape(answer.answer))
     con.print()
     for e in answer.evidence:
         mark = "*" if e.rank in answer.citations else " "
@@ -122,8 +172,11 @@ def _print_answer(answer: Answer, as_json: bool, explain: bool) -> None:
     if answer.citation_check:
         con.print(f"[dim]citations: {escape(CHECK_WORDS.get(answer.citation_check, answer.citation_check))}[/dim]")
     usage = answer.usage.llm.total
-    con.print(f"[dim]{answer.usage.ms:.0f} ms · LLM calls {usage.calls} · "
+    first = f" · first token {answer.usage.first_token_s:.1f} s" if answer.usage.first_token_s is not None else ""
+    con.print(f"[dim]{answer.usage.ms:.0f} ms{first} · LLM calls {usage.calls} · "
               f"tokens {usage.prompt_tokens}+{usage.completion_tokens}[/dim]")
+    if explain:
+        con.print(render_usage(answer))
 
 
 def register(app: typer.Typer) -> None:
@@ -139,6 +192,8 @@ def register(app: typer.Typer) -> None:
         k: Optional[int] = typer.Option(None, "--k", min=1, max=1000, help="Evidence count for baseline methods."),
         skills: Optional[Path] = typer.Option(None, "--skills",
                                               help="Without --doc: route through this library hierarchy (skills build --documents)."),
+        stream: Optional[bool] = typer.Option(None, "--stream/--no-stream",
+                                              help="Print the answer as it is written (default: on a terminal)."),
     ) -> None:
         """Answer QUESTION from the indexed documents, with cited evidence."""
         _check(question)
@@ -146,13 +201,22 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
         if save_plan is not None:
             _check_save_plan(save_plan)
-        answer = engine_for(index_dir).ask(AskRequest(question=question, doc=doc, method=method, k=k,
-                                                      skills=str(skills) if skills is not None else None))
+        req = AskRequest(question=question, doc=doc, method=method, k=k,
+                         skills=str(skills) if skills is not None else None)
+        streamed = (sys.stdout.isatty() if stream is None else stream) and not as_json
+        if streamed:
+            from rich.markup import escape
+
+            con = _console()
+            con.print(f"[bold]{escape(question)}[/bold]")
+            answer = stream_answer(engine_for(index_dir).ask_stream(req), con)
+        else:
+            answer = engine_for(index_dir).ask(req)
         if save_plan is not None:
             if answer.plan is None:
                 raise InputError(f"--save-plan: method {method!r} has no plan")
             answer.plan.save(save_plan)
-        _print_answer(answer, as_json, explain)
+        _print_answer(answer, as_json, explain, streamed=streamed)
 
     @app.command("plan")
     def plan_cmd(

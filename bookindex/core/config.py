@@ -112,6 +112,15 @@ class RetrievalSettings(_Section):
     # they are computed from); weight of the expansion in the lexical score
     glossary: bool = True
     glossary_weight: float = Field(0.7, ge=0, le=1)
+    # Answer latency (issue 20; docs/benchmarks.md "Answer latency"). Question classification:
+    # "rules-first" asks the LLM only when the rules see no clear cue, "llm" always (with an
+    # LLM), "rules" never. Plan entities: "rules" (spaCy noun chunks + the entity index) or "llm".
+    classifier: Literal["rules-first", "llm", "rules"] = "rules-first"
+    entity_extractor: Literal["rules", "llm"] = "rules"
+    # Prompt tokens of evidence passages in an answer prompt, best-ranked first; per model
+    # (the LLM's model name as configured, e.g. "qwen2.5-coder-1.5b") where set, else the default.
+    evidence_tokens: int = Field(1000, ge=100)
+    evidence_tokens_by_model: dict[str, int] = Field(default_factory=dict)
 
 
 class StorageSettings(_Section):

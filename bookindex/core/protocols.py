@@ -8,7 +8,7 @@ protocol has a contract test suite in `tests/contracts/` that every implementati
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
@@ -36,7 +36,8 @@ class LLM(Protocol):
 
     `complete` returns the reply text, or with `schema` (a pydantic model or any type) a
     validated value; `map` runs many `complete` requests concurrently, results in input order;
-    `judge` returns P(yes) of a yes/no question. `ledger` is read-only here (a property), so a
+    `judge` returns P(yes) of a yes/no question. `on_text` receives the reply's text as it is
+    generated (with a schema: the text of its first string field), one chunk on a cache hit. `ledger` is read-only here (a property), so a
     client may hold any UsageLedger implementation (a plain attribute would have to be declared
     exactly `UsageLedger`).
     """
@@ -55,17 +56,17 @@ class LLM(Protocol):
     @overload
     def complete(self, messages: Messages | str, schema: None = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True) -> str: ...
+                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> str: ...
 
     @overload
     def complete(self, messages: Messages | str, schema: type[T], stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True) -> T: ...
+                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> T: ...
 
     @overload
     def complete(self, messages: Messages | str, schema: object, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True) -> Any: ...
+                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> Any: ...
 
     def map(self, requests: Sequence[dict[str, Any]], *, max_concurrency: int | None = None,
             progress: bool = False, desc: str = "LLM", return_exceptions: bool = False) -> list[Any]: ...

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -20,6 +20,7 @@ from bookindex.providers.llm.cache import DiskCache, cache_key
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
 from bookindex.providers.llm.ledger import Ledger
 from bookindex.providers.llm.providers import Completion, Messages, Provider, TransientError
+from bookindex.providers.llm.streaming import TextSink, replay_text, text_sink_for
 
 JSON_INSTRUCTION = (
     "Reply with compact JSON only: no code fences, no comments, no text before or after. "
@@ -57,21 +58,24 @@ class LLMClient:
     # ----------------------------------------------------------------------------------- public
     def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True) -> Any:
+                 cache: bool = True, on_text: TextSink | None = None) -> Any:
         """Text of the reply, or — with `schema` (a pydantic model or any type) — a validated value.
 
         Invalid JSON gets one repair round trip showing the error to the model; after that an
         LLMOutputError names the stage, the model and the raw output.
+        `on_text` streams the reply as it is generated (a provider without streaming, or a cache
+        hit, hands it over as one chunk): the whole text, or with a schema the text of its first
+        string field (`answer`), so a reader sees words, not JSON. The repair round is not streamed.
         """
         msgs = _normalise(messages)
         params = {"temperature": self.settings.temperature if temperature is None else temperature,
                   "max_tokens": max_tokens or self.settings.max_tokens}
         if schema is None:
-            return self._request(msgs, params, stage, None, cache).text
+            return self._request(msgs, params, stage, None, cache, on_text=on_text).text
         adapter = self._adapter(schema)
         json_schema = adapter.json_schema()
         msgs = _with_json_instruction(msgs, json_schema)
-        raw = self._request(msgs, params, stage, json_schema, cache).text
+        raw = self._request(msgs, params, stage, json_schema, cache, on_text=on_text).text
         try:
             return _parse(raw, adapter)
         except (NoJSON, ValidationError) as exc:
@@ -165,7 +169,7 @@ class LLMClient:
 
     def _request(self, msgs: Messages, params: dict[str, Any], stage: str,
                  json_schema: dict[str, Any] | None, use_cache: bool, judge: bool = False,
-                 tools: list[dict[str, Any]] | None = None) -> Completion:
+                 tools: list[dict[str, Any]] | None = None, on_text: TextSink | None = None) -> Completion:
         resolve = getattr(self.provider, "_resolve_model", None)
         if resolve is not None and not self.provider.model and self.available:
             self._attempt(stage, resolve)
@@ -175,8 +179,18 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self.ledger.record(stage, cache_hits=1)
-                return Completion(**hit)
+                comp = Completion(**hit)
+                if on_text is not None:
+                    shown = replay_text(comp.text, json_schema)
+                    if shown:
+                        on_text(shown)
+                return comp
+        stream = getattr(self.provider, "complete_stream", None) if on_text is not None else None
+
         def call() -> Completion:
+            if stream is not None and on_text is not None:
+                return cast(Completion, stream(msgs, temperature=params["temperature"], max_tokens=params["max_tokens"],
+                                               json_schema=json_schema, on_delta=text_sink_for(json_schema, on_text)))
             if judge:
                 return self.provider.yes_probability(msgs)
             if tools is not None:
@@ -186,6 +200,10 @@ class LLMClient:
                                           max_tokens=params["max_tokens"], json_schema=json_schema)
 
         comp = self._attempt(stage, call)
+        if on_text is not None and stream is None:  # no streaming provider: the reply in one chunk
+            shown = replay_text(comp.text, json_schema)
+            if shown:
+                on_text(shown)
         if self.cache is not None and self.available:
             self.cache.put(key, asdict(comp))
         return comp

@@ -62,6 +62,33 @@ class Provider(Protocol):
         ...
 
 
+class StreamingProvider(Provider, Protocol):
+    """A provider that can hand out the reply's text deltas as they are generated (`on_delta`),
+    then returns the whole Completion as `complete` does (llamacpp, openai)."""
+
+    def complete_stream(self, messages: Messages, *, temperature: float, max_tokens: int,
+                        json_schema: dict[str, Any] | None, on_delta: Callable[[str], None]) -> Completion: ...
+
+
+def physical_cores() -> int:
+    """Cores this process may run on, counting physical cores only: llama.cpp's matrix kernels
+    gain nothing from a core's second hardware thread, and llama-cpp-python's own default (half
+    the logical CPUs) leaves one of two cores idle on a small machine."""
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        allowed = os.cpu_count() or 1
+    try:
+        import psutil  # type: ignore[import-untyped]  # deferred: only the in-process model asks, once
+
+        physical = psutil.cpu_count(logical=False) or allowed
+        logical = psutil.cpu_count(logical=True) or allowed
+    except ImportError:
+        physical = logical = allowed
+    # an affinity mask over hyper-threaded CPUs: scale it by physical/logical
+    return max(1, min(allowed, round(allowed * physical / max(1, logical))))
+
+
 def image_part(image: str | os.PathLike[str] | bytes, mime: str | None = None) -> dict[str, Any]:
     """An OpenAI-style image content part with a base64 data URL (for vision models)."""
     if isinstance(image, bytes):
@@ -214,6 +241,43 @@ class OpenAIProvider:
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             finish_reason=choice.finish_reason)
 
+    def complete_stream(self, messages: Messages, *, temperature: float, max_tokens: int,
+                        json_schema: dict[str, Any] | None, on_delta: Callable[[str], None]) -> Completion:
+        """`complete` with `stream: true`: each content delta goes to `on_delta` as it arrives;
+        token counts come from the final usage chunk (`stream_options.include_usage`)."""
+        model = self._resolve_model()
+        kwargs: dict[str, Any] = {}
+        if json_schema is not None and self.cfg.json_mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        elif json_schema is not None and self.cfg.json_mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "response", "schema": json_schema, "strict": False}}
+
+        def run() -> Completion:
+            stream = self._client.chat.completions.create(
+                model=model, messages=_openai_messages(messages), temperature=temperature,
+                max_tokens=max_tokens, stream=True, stream_options={"include_usage": True}, **kwargs)
+            parts: list[str] = []
+            finish: str | None = None
+            prompt_tokens = completion_tokens = 0
+            name = model
+            for chunk in stream:
+                name = getattr(chunk, "model", None) or name
+                usage = getattr(chunk, "usage", None)
+                if usage is not None:
+                    prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+                    completion_tokens = getattr(usage, "completion_tokens", 0) or 0
+                for choice in chunk.choices or []:
+                    delta = getattr(choice.delta, "content", None) if choice.delta is not None else None
+                    if delta:
+                        parts.append(delta)
+                        on_delta(delta)
+                    finish = choice.finish_reason or finish
+            return Completion(text="".join(parts), model=name, prompt_tokens=prompt_tokens,
+                              completion_tokens=completion_tokens or len(parts), finish_reason=finish)
+
+        return self._call(run)
+
     def complete_tools(self, messages: Messages, *, tools: list[dict[str, Any]], temperature: float,
                        max_tokens: int) -> Completion:
         """One chat turn with native tool calling; the calls come back in
@@ -303,19 +367,25 @@ class LlamaCppProvider:
         """Load the model now (it is otherwise loaded on the first call)."""
         self._llama()
 
+    @property
+    def threads(self) -> int:
+        """`llm.threads`, else the physical cores this process may use."""
+        return self.cfg.threads or physical_cores()
+
     def _llama(self) -> Any:
         try:  # deferred: llama-cpp-python is the optional `local-llm` extra
             from llama_cpp import Llama
         except ImportError:
             raise ConfigError(f"{self.section}.provider = llamacpp needs llama-cpp-python: "
                               "pip install 'bookindex[local-llm]'") from None
-        key = (str(self.path), self.cfg.context_size, self.cfg.threads)
+        threads = self.threads
+        key = (str(self.path), self.cfg.context_size, threads)
         with _LLAMA_LOCK:
             if key not in _LLAMA_MODELS:
                 try:
                     _LLAMA_MODELS[key] = Llama(
                         model_path=str(self.path), n_ctx=self.cfg.context_size,
-                        n_threads=self.cfg.threads, n_threads_batch=self.cfg.threads,
+                        n_threads=threads, n_threads_batch=threads,
                         verbose=False, logits_all=False)
                 except (ValueError, RuntimeError) as exc:
                     raise LLMRequestError(f"cannot load GGUF model {self.path}: {exc}") from None
@@ -347,6 +417,42 @@ class LlamaCppProvider:
                           prompt_tokens=usage.get("prompt_tokens", 0),
                           completion_tokens=usage.get("completion_tokens", 0),
                           finish_reason=choice.get("finish_reason"))
+
+    def complete_stream(self, messages: Messages, *, temperature: float, max_tokens: int,
+                        json_schema: dict[str, Any] | None, on_delta: Callable[[str], None]) -> Completion:
+        """`complete`, handing each generated piece of text to `on_delta` as it is decoded.
+
+        The Llama object is shared by the process (one per model file), and llama-cpp-python
+        keeps the previous evaluation's tokens: a prompt that starts like the previous one (the
+        same instructions first) only evaluates the rest. llama-cpp-python's stream carries no
+        usage, so the prompt tokens are counted from the context after the call."""
+        for m in messages:
+            if isinstance(m.get("content"), list):
+                raise LLMRequestError(f"{self.section}.provider = llamacpp runs text-only models; "
+                                      "use an OpenAI-compatible vision server for images")
+        llm = self._llama()
+        kwargs: dict[str, Any] = {}
+        if json_schema is not None and self.cfg.json_mode in ("json_object", "json_schema"):
+            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        parts: list[str] = []
+        finish: str | None = None
+        with self._lock:
+            try:
+                for chunk in llm.create_chat_completion(messages=messages, temperature=temperature,
+                                                        max_tokens=max_tokens, stream=True, **kwargs):
+                    choice = chunk["choices"][0]
+                    delta = (choice.get("delta") or {}).get("content")
+                    if delta:
+                        parts.append(delta)
+                        on_delta(delta)
+                    finish = choice.get("finish_reason") or finish
+            except ValueError as exc:  # e.g. prompt longer than the context window
+                raise LLMRequestError(f"llama.cpp rejected the request: {exc}") from None
+            text = "".join(parts)
+            completion_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False)) if text else 0
+            prompt_tokens = max(0, int(llm.n_tokens) - completion_tokens + (1 if finish == "stop" else 0))
+        return Completion(text=text, model=self.model, prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens, finish_reason=finish)
 
     def yes_probability(self, messages: Messages) -> Completion:
         """P(yes) from the next-token logits after the chat prompt (no sampling)."""
