@@ -9,7 +9,6 @@ in one typed `DerivedViews`, so a document opened once answers many questions qu
 
 from __future__ import annotations
 
-import threading
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -79,8 +78,6 @@ class DerivedViews:
     node_matrix: tuple[list[str], np.ndarray | None] | None = None
     entity_matrix: tuple[list[str], np.ndarray | None] | None = None
     query_vectors: OrderedDict[str, np.ndarray | None] = field(default_factory=OrderedDict)
-    text_scores: OrderedDict[tuple[Any, ...], dict[str, float]] = field(default_factory=OrderedDict)
-    lock: threading.Lock = field(default_factory=threading.Lock)  # server threads share one context
     units: dict[int, dict[str, str]] = field(default_factory=dict)
     entity_names: dict[str, list[str]] | None = None
     graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None

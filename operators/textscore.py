@@ -10,7 +10,11 @@ The index is built once per document and cached on the context.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +134,7 @@ def query_vector(ctx: IndexContext, query: str) -> np.ndarray | None:
     return ctx.query_vectors([query])[0]
 
 
-TEXT_SCORE_CACHE = 32  # questions whose hybrid scores are kept per opened document
+_SCOPE: ContextVar[dict[tuple[Any, ...], dict[str, float]] | None] = ContextVar("bookindex_text_scores", default=None)
 
 
 def _norm_max(x: np.ndarray) -> np.ndarray:
@@ -153,28 +157,35 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
     selection) and lie in [0, 1]. Without an embedder the dense half is dropped. How the weights
     were chosen: docs/benchmarks.md, "Tuning history of Text_Reasoning".
 
-    One question's scores are kept per document (the selectors, Text_Reasoning and Map all ask
-    for them): the returned dict is shared, so callers must not modify it.
+    Inside `question_scope()` a question's scores are computed once (the returned dict is then
+    shared, so callers must not modify it).
     """
     idx = get_text_index(ctx)
     if not idx.ids:
         return {}
     glossary = bool(ctx.retrieval_setting("glossary", True))
     glossary_weight = float(ctx.retrieval_setting("glossary_weight", 0.7))
-    key = (query, lexical_weight, page_weight, neighbour_weight, name_weight, glossary, glossary_weight)
-    cache = ctx.views.text_scores
-    with ctx.views.lock:
-        hit = cache.get(key)
-        if hit is not None:
-            cache.move_to_end(key)
-            return hit
+    key = (id(ctx), query, lexical_weight, page_weight, neighbour_weight, name_weight, glossary, glossary_weight)
+    scope = _SCOPE.get()
+    if scope is not None and key in scope:
+        return scope[key]
     scores = _hybrid(ctx, idx, query, lexical_weight, page_weight, neighbour_weight, name_weight,
                      glossary, glossary_weight)
-    with ctx.views.lock:
-        cache[key] = scores
-        while len(cache) > TEXT_SCORE_CACHE:
-            cache.popitem(last=False)
+    if scope is not None:
+        scope[key] = scores
     return scores
+
+
+@contextmanager
+def question_scope() -> Iterator[None]:
+    """While one question's plan runs, the hybrid scores it computes are kept and reused (the
+    selectors, Text_Reasoning and Map ask for the same ones up to three times); they are dropped
+    when it ends, so no question is answered from another's work. Per thread (a ContextVar)."""
+    token = _SCOPE.set({})
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
 
 
 def _hybrid(ctx: IndexContext, idx: TextIndex, query: str, lexical_weight: float, page_weight: float,

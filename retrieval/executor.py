@@ -15,6 +15,7 @@ from typing import Any
 from operators import OPERATORS
 from operators.base import State
 from operators.context import IndexContext
+from operators.textscore import question_scope
 from retrieval.plans import Plan, Step
 
 
@@ -23,7 +24,8 @@ def execute(plan: Plan, ctx: IndexContext, on_event: Callable[[str, Any], None] 
     # the plan's operation is known before its Reduce runs: Map skips the LLM for COUNT/LIST
     state = State(question=plan.question, query_type=plan.query_type, operation=plan.operation(),
                   on_event=on_event)
-    _run_steps(plan.steps, state, ctx)
+    with question_scope():
+        _run_steps(plan.steps, state, ctx)
     return state
 
 
