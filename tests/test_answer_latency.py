@@ -254,7 +254,7 @@ def test_inprocess_model_streams_tokens_and_records_the_first_token():
     assert comp.prompt_tokens > 0 and comp.completion_tokens > 0
     ans = retrieval_api.ask(make_context(llm=client), "What is the default linewidth?")
     assert ans.answer.strip() and ans.usage.first_token_s is not None
-    assert ans.usage.first_token_s <= ans.usage.ms / 1000 + 1e-6
+    assert ans.usage.first_token_s <= ans.usage.ms / 1000 + 0.001  # both rounded to the millisecond
     assert ans.usage.llm.stages["answer"].calls >= 1 and ans.usage.llm.stages["answer"].prompt_tokens > 0
 
 
