@@ -35,6 +35,14 @@ def uses_llm(llm: LLM | None, no_llm: bool) -> bool:
     return llm is not None and llm.available and not no_llm
 
 
+def build_params(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None) -> BuildParams:
+    """What a build records of how it was made (`llm`: the model that writes the summaries, or
+    None for the extractive ones)."""
+    return BuildParams(branching=req.branching, top=req.top, min_size=req.min_size, seed=req.seed,
+                       compact=req.compact, embed_chars=req.embed_chars, embedder=embedder.name,
+                       llm=(llm.model or "llm") if llm is not None else "")
+
+
 def usage_delta(before: dict[str, Any], after: dict[str, Any], prefix: str = "skills.") -> dict[str, Any]:
     """Per-stage ledger counters spent between two snapshots, for stages under `prefix`."""
     out: dict[str, Any] = {}
@@ -61,9 +69,7 @@ def build(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None, on_event
     vecs = embed_documents(docs, embedder, req.embed_chars, progress=progress)
     t2 = time.perf_counter()
     with_llm = uses_llm(llm, req.no_llm)
-    params = BuildParams(branching=req.branching, top=req.top, min_size=req.min_size, seed=req.seed,
-                         compact=req.compact, embed_chars=req.embed_chars, embedder=embedder.name,
-                         llm=(llm.model or "llm") if with_llm and llm is not None else "")
+    params = build_params(req, embedder, llm if with_llm else None)
     summariser = make_summariser(docs, llm, req.no_llm)
     before = llm.ledger.snapshot() if llm is not None else {}
     tree, vectors = compile_tree(docs, vecs, params, summariser, embedder, on_event=emit)

@@ -31,13 +31,13 @@ from typing import Any
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
-from bookindex.skills.build import make_summariser, usage_delta, uses_llm
+from bookindex.skills.build import build_params, make_summariser, usage_delta, uses_llm
 from bookindex.skills.compile import compile_tree, embed_documents
 from bookindex.skills.corpus import is_library, load_library
 from bookindex.skills.docskill import DocumentSkill, document_hash, folder_for, render_document
 from bookindex.skills.docsummary import DocumentSummariser, ExtractiveDocumentSummariser, LLMDocumentSummariser
 from bookindex.skills.materialise import check_output, file_of, swap_in, write_folder
-from bookindex.skills.model import BuildParams, Cluster, SkillTree
+from bookindex.skills.model import Cluster, SkillTree
 from bookindex.skills.requests import SkillsBuildReport, SkillsBuildRequest
 from bookindex.storage.library import Library, StoredDocument
 
@@ -132,9 +132,7 @@ def build(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None, on_event
     vecs = embed_documents(docs, embedder, req.embed_chars, progress=progress)
     t2 = time.perf_counter()
     with_llm = uses_llm(llm, req.no_llm)
-    params = BuildParams(branching=req.branching, top=req.top, min_size=req.min_size, seed=req.seed,
-                         compact=req.compact, embed_chars=req.embed_chars, embedder=embedder.name,
-                         llm=(llm.model or "llm") if with_llm and llm is not None else "")
+    params = build_params(req, embedder, llm if with_llm else None)
     summariser = make_summariser(docs, llm, req.no_llm)
     doc_summariser: DocumentSummariser = (LLMDocumentSummariser(llm) if with_llm and llm is not None
                                           else ExtractiveDocumentSummariser())

@@ -391,13 +391,12 @@ class LlamaCppProvider:
                     raise LLMRequestError(f"cannot load GGUF model {self.path}: {exc}") from None
             return _LLAMA_MODELS[key]
 
-    def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
-                 json_schema: dict[str, Any] | None) -> Completion:
+    def _request(self, messages: Messages, json_schema: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+        """The loaded model and the extra arguments of one chat completion (text-only models)."""
         for m in messages:
             if isinstance(m.get("content"), list):
                 raise LLMRequestError(f"{self.section}.provider = llamacpp runs text-only models; "
                                       "use an OpenAI-compatible vision server for images")
-        llm = self._llama()
         kwargs: dict[str, Any] = {}
         if json_schema is not None and self.cfg.json_mode in ("json_object", "json_schema"):
             # Grammar-constrained decoding (llama-cpp-python takes the schema with type
@@ -405,6 +404,11 @@ class LlamaCppProvider:
             # extraction batches, so the default ("prompt") leaves JSON to the instruction and
             # the client's parse/repair/validate path.
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        return self._llama(), kwargs
+
+    def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
+                 json_schema: dict[str, Any] | None) -> Completion:
+        llm, kwargs = self._request(messages, json_schema)
         with self._lock:
             try:
                 resp = llm.create_chat_completion(messages=messages, temperature=temperature,
@@ -426,14 +430,7 @@ class LlamaCppProvider:
         keeps the previous evaluation's tokens: a prompt that starts like the previous one (the
         same instructions first) only evaluates the rest. llama-cpp-python's stream carries no
         usage, so the prompt tokens are counted from the context after the call."""
-        for m in messages:
-            if isinstance(m.get("content"), list):
-                raise LLMRequestError(f"{self.section}.provider = llamacpp runs text-only models; "
-                                      "use an OpenAI-compatible vision server for images")
-        llm = self._llama()
-        kwargs: dict[str, Any] = {}
-        if json_schema is not None and self.cfg.json_mode in ("json_object", "json_schema"):
-            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
+        llm, kwargs = self._request(messages, json_schema)
         parts: list[str] = []
         finish: str | None = None
         with self._lock:
