@@ -4,8 +4,10 @@ document is retried with no duplicate and no loss."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,21 @@ def test_staged_build_travels_as_tar(tmp_path: Path, corpus: list[Path], setting
         folder.rename(staged)
         doc = lib.commit_build(job, staged)
     assert doc.status == "added" and doc.name == corpus[2].name
+
+
+@pytest.mark.parametrize("kind", ["symlink", "absolute", "dotdot"])
+def test_unpack_refuses_members_outside_the_staging_folder(tmp_path: Path, kind: str) -> None:
+    """A staged build arrives as tar bytes from a worker: only files and folders inside the
+    target are extracted, on every Python (3.11.2 has no tarfile "data" filter)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo({"symlink": "link", "absolute": "/tmp/evil.json", "dotdot": "../evil.json"}[kind])
+        if kind == "symlink":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"{}"))
+    with pytest.raises(ValueError, match="refused member"):
+        unpack(buf.getvalue(), tmp_path / "dest")
+    assert not (tmp_path / "evil.json").exists() and not (tmp_path / "dest" / "link").exists()

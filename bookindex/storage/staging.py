@@ -194,11 +194,21 @@ def pack(folder: Path) -> bytes:
 
 
 def unpack(data: bytes, dest: Path) -> Path:
-    """Extract `pack` bytes into the new folder `dest` (tarfile's "data" filter: no links out,
-    no absolute paths, no device files)."""
+    """Extract `pack` bytes into the new folder `dest`: regular files and folders only, each
+    inside `dest` (no links, no absolute paths, no device files; tarfile's "data" filter where
+    this Python has it, and the same rules checked here for those that do not, e.g. 3.11.2)."""
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(dest, filter="data")
+        members = tar.getmembers()
+        root = dest.resolve()
+        for m in members:
+            target = (dest / m.name).resolve()
+            if not (m.isfile() or m.isdir()) or m.name.startswith("/") or (target != root and root not in target.parents):
+                raise ValueError(f"staged build archive: refused member {m.name!r} (only files and folders inside it)")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, members=members, filter="data")
+        else:
+            tar.extractall(dest, members=members)  # noqa: S202 - every member checked above
     return dest
 
 
