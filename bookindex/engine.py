@@ -480,6 +480,17 @@ class Engine:
         """Answer a question: `ask("...")`, `ask("...", doc="manual.pdf", method="bm25")` or
         `ask(AskRequest(...))`. Without `doc`, the question is routed to the best document."""
         req = request if isinstance(request, AskRequest) else AskRequest(question=request, **fields)
+        try:
+            return self._ask_once(req)
+        except IndexFormatError:
+            # A generation's files vanished under an open document (a rare race with a writer's
+            # sweep under heavy concurrent re-indexing, not yet explained): open the documents
+            # afresh from the catalog and ask once more; a truly broken index fails again.
+            with self._lock:
+                self._opened.clear()
+            return self._ask_once(req)
+
+    def _ask_once(self, req: AskRequest) -> Answer:
         ctx, route = self._target(req.doc, req.question, req.skills)
         answer = retrieval_api.ask(ctx, req.question, method=req.method, k=req.k)
         if route is not None:

@@ -124,10 +124,12 @@ def live(root: Path, generation: str) -> int:
     """How many live leases name `generation`; stale ones (their holder died) are deleted.
     Call under `guard(root, True)`."""
     folder = root / LEASES / generation
-    if not folder.is_dir():
-        return 0
+    try:  # a reader releasing its last lease removes the folder without the guard
+        files = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return 0  # removed only when empty: no lease left
     count = 0
-    for f in folder.iterdir():
+    for f in files:
         try:
             fd = os.open(f, os.O_RDONLY)
         except OSError:
