@@ -81,7 +81,8 @@ class Server:
         self.limits = engine.settings.server
         self.root = Path(engine.library.root)
         self.dir = self.root / SERVER_DIR
-        self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds)
+        self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds,
+                               timeout_s=self.limits.job_timeout_s)
         self.skills: dict[str, Path] = {}  # skill folders served (`serve --skills`), by folder name
         self._catalog_mtime: int | None = None
 
