@@ -94,7 +94,10 @@ def _ledger_total(llm: LLM) -> dict[str, float]:
 
 def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -> list[list[Any]]:
     """The `n` best (id, score) pairs, best first, ties by id (for traces: a partial sort)."""
-    items = scores.items() if isinstance(scores, dict) else scores
+    items = list(scores.items()) if isinstance(scores, dict) else scores
+    if len(items) > 4 * n > 0:  # only items scoring at least the n-th best value can be among the n
+        nth = sorted((v for _, v in items), reverse=True)[n - 1]
+        items = [kv for kv in items if kv[1] >= nth]
     return [[k, round(float(v), 4)] for k, v in heapq.nsmallest(n, items, key=lambda kv: (-kv[1], kv[0]))]
 
 

@@ -24,7 +24,8 @@ from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
 from bookindex.providers.lexical import document_lexical_index
 
-if TYPE_CHECKING:  # typing only: textscore builds its TextIndex from this module's IndexContext
+if TYPE_CHECKING:  # typing only: textscore and structure build their views from this module's IndexContext
+    from operators.structure import DocStructure
     from operators.textscore import TextIndex
 
 T = TypeVar("T")
@@ -82,6 +83,7 @@ class DerivedViews:
     entity_names: dict[str, list[str]] | None = None
     graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None
     gt_matrix: Any = None  # operators.reasoner.GTMatrix: M as sparse matrices
+    structure: DocStructure | None = None  # units, entries, subtrees, id order (operators.structure)
     # the baselines' per-document index (`retrieval.baselines.index.DocIndex`, which narrows it
     # with isinstance): typed `object` because operators may not import the retrieval layer
     baseline: object | None = None
