@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator
+from itertools import repeat
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -342,6 +343,24 @@ def collapse_entries(tree: DocumentTree, scores: dict[str, dict[str, float]], di
     return out
 
 
+def combine(pool: set[str], weighted: list[tuple[float, dict[str, float]]], wsum: float) -> dict[str, float]:
+    """The combined score of each id: sum(w_c × S_c(i)) / wsum, added up in the criteria's
+    order (one and two criteria, the plans' cases, without the general loop)."""
+    if len(weighted) == 1:
+        (w0, s0), = weighted
+        return {i: w0 * s0.get(i, 0.0) / wsum for i in pool}
+    if len(weighted) == 2:
+        (w0, s0), (w1, s1) = weighted
+        return {i: (w0 * s0.get(i, 0.0) + w1 * s1.get(i, 0.0)) / wsum for i in pool}
+    out: dict[str, float] = {}
+    for i in pool:
+        total = 0.0
+        for w, sc in weighted:
+            total += w * sc.get(i, 0.0)
+        out[i] = total / wsum
+    return out
+
+
 class SkylineRankerParams(Params):
     criteria: list[str] = ["graph", "text"]
     weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
@@ -399,16 +418,9 @@ class SkylineRanker(Operator[SkylineRankerParams]):
         if p.leaves_only:  # a reference entry is one unit of content (name, signature, description)
             pool &= structure.unit_set
         pool = collapse_entries(tree, state.scores, dims, pool, structure.entry)
-        per_dim = [state.scores[c] for c in dims]
-        pool = {i for i in pool if any(sc.get(i, 0.0) > 0 for sc in per_dim)}
+        pool &= {i for c in dims for i, v in state.scores[c].items() if v > 0}  # some score above 0
         wsum = sum(p.weights.get(c, 1.0) for c in dims) or 1.0
-        weighted = [(p.weights.get(c, 1.0), state.scores[c]) for c in dims]
-        combined: dict[str, float] = {}
-        for i in pool:  # sum(w_c × S_c(i)) / wsum, added up in the order of `dims`
-            total = 0.0
-            for w, sc in weighted:
-                total += w * sc.get(i, 0.0)
-            combined[i] = total / wsum
+        combined = combine(pool, [(p.weights.get(c, 1.0), state.scores[c]) for c in dims], wsum)
         if p.mode == "pareto":
             kept, layers = self._frontier(pool, dims, combined, state)
         else:
@@ -451,16 +463,16 @@ class SkylineRanker(Operator[SkylineRankerParams]):
         p = self.params
         structure = doc_structure(self.ctx)
         ids = list(pool)
-        by_combined = structure.ranked(ids, np.fromiter((combined[i] for i in ids), dtype=np.float64, count=len(ids)))
+        ranks = structure.ranks(ids)
+        by_combined = structure.ranked(ids, np.array([combined[i] for i in ids], dtype=np.float64), ranks=ranks)
         layers: list[list[str]] = []
         kept: list[str] = []
         if len(dims) >= 2:
             # only the best few hundred per criterion can reach the first layers
             shortlist: set[str] = set(by_combined[:300])
             for c in dims:
-                sc = state.scores[c]
-                values = np.fromiter((sc.get(i, 0.0) for i in ids), dtype=np.float64, count=len(ids))
-                shortlist.update(structure.ranked(ids, values, 100))
+                values = np.array(list(map(state.scores[c].get, ids, repeat(0.0))), dtype=np.float64)
+                shortlist.update(structure.ranked(ids, values, 100, ranks=ranks))
             rest = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in shortlist}
             for layer in pareto_layers(rest):
                 if len(kept) >= p.pool_factor * p.max_results:

@@ -10,6 +10,7 @@ question-time code then does set and dict look-ups, and sorts by (score, id) wit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -46,17 +47,27 @@ class DocStructure:
             out = self._subtrees[node_id] = [n.id for n in tree.walk(node_id)]
         return out
 
-    def ranked(self, ids: list[str], scores: np.ndarray, n: int | None = None) -> list[str]:
+    def ranks(self, ids: list[str]) -> np.ndarray | None:
+        """Each id's position in sorted id order; None when one is not a node of the tree."""
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        try:
+            got = itemgetter(*ids)(self.id_rank)
+        except KeyError:
+            return None
+        return np.array(got if len(ids) > 1 else [got], dtype=np.int64)
+
+    def ranked(self, ids: list[str], scores: np.ndarray, n: int | None = None,
+               ranks: np.ndarray | None = None) -> list[str]:
         """`ids` ordered by score, best first, ties by id: the order of
-        `sorted(ids, key=lambda i: (-score, i))`, the first `n` of it."""
+        `sorted(ids, key=lambda i: (-score, i))`, the first `n` of it (`ranks`: `ranks(ids)`)."""
         if not ids:
             return []
-        rank = np.fromiter((self.id_rank.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
-        if (rank < 0).any():  # an id outside the tree (an edited plan): the plain sort
+        rank = ranks if ranks is not None else self.ranks(ids)
+        if rank is None:  # an id outside the tree (an edited plan): the plain sort
             order = sorted(range(len(ids)), key=lambda k: (-float(scores[k]), ids[k]))
             return [ids[k] for k in order[:n]]
-        order = np.lexsort((rank, -np.asarray(scores, dtype=np.float64)))
-        return [ids[k] for k in order[:n]]
+        return [ids[k] for k in np.lexsort((rank, -np.asarray(scores, dtype=np.float64)))[:n]]
 
 
 def doc_structure(ctx: IndexContext) -> DocStructure:

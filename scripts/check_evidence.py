@@ -30,6 +30,7 @@ from bench_query import QUESTIONS  # noqa: E402
 
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.engine import Engine  # noqa: E402
+from bookindex.server.threads import limit_blas_threads  # noqa: E402
 
 
 def evidence_of(answer: Any) -> list[list[Any]]:
@@ -38,7 +39,8 @@ def evidence_of(answer: Any) -> list[list[Any]]:
             for e in answer.evidence]
 
 
-def measure(library: Path, doc: str, repeat: int, profile_dir: Path | None) -> dict[str, Any]:
+def measure(library: Path, doc: str, repeat: int, profile_dir: Path | None,
+            blas_threads: int | None = None) -> dict[str, Any]:
     engine = Engine(library, load_settings(overrides={"llm.provider": "none"}))
     ctx = engine.open(doc)
     engine.ask(QUESTIONS[0], doc=ctx.tree.doc_id)  # warm-up: views, models, spaCy
@@ -63,6 +65,7 @@ def measure(library: Path, doc: str, repeat: int, profile_dir: Path | None) -> d
                 raise SystemExit(f"evidence of {q!r} differs between passes: the ranking is not deterministic")
             evidence[q] = ev
     return {"doc": doc, "repeat": repeat, "load_avg_1m": round(os.getloadavg()[0], 2),
+            "blas_threads": blas_threads,
             "questions": [{"question": q, "cpu_ms": round(best[q], 1), **evidence[q]} for q in QUESTIONS]}
 
 
@@ -87,9 +90,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench-out/evidence/evidence.json"))
     ap.add_argument("--compare", type=Path, default=None, help="an earlier dump whose evidence must match")
     ap.add_argument("--profile", type=Path, default=None, help="write q<NN>.prof per question here")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="cap BLAS threads as a server process does (server.blas_threads; default: uncapped)")
     args = ap.parse_args()
+    if args.blas_threads:
+        limit_blas_threads(args.blas_threads)
 
-    res = measure(args.library, args.doc, max(1, args.repeat), args.profile)
+    res = measure(args.library, args.doc, max(1, args.repeat), args.profile, args.blas_threads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1))
     before = json.loads(args.compare.read_text()) if args.compare else None

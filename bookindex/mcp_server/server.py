@@ -27,6 +27,7 @@ from bookindex.server.auth import Keys, check_bind
 from bookindex.server.middleware import KeyGuard
 from bookindex.server.problem import Problem
 from bookindex.server.skill_folders import skill_folders
+from bookindex.server.threads import limit_blas_threads
 from bookindex.server.views import MAX_DEPTH, outline, outline_text, summary
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built (its import takes ~1 s)
@@ -255,6 +256,7 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
 def run(engine: Engine, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
         port: int = 8001) -> None:
     """Serve over stdio (for an agent that launches the command) or streamable HTTP at /mcp."""
+    limit_blas_threads(engine.settings.server.blas_threads)
     mcp = build_server(engine)
     if transport == "stdio":
         mcp.run("stdio")
