@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -35,7 +36,14 @@ def _norm(s: str) -> str:
 
 
 def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
-    """Candidate entity mentions without an LLM: quoted strings, noun chunks, code-like tokens."""
+    """Candidate entity mentions without an LLM: quoted strings, noun chunks, code-like tokens.
+    Kept per question text (the planner, a multi-hop question's batch embedding and Extract ask
+    for the same ones; spaCy's parse is the cost)."""
+    return list(_mentions(question, limit))
+
+
+@functools.lru_cache(maxsize=1024)
+def _mentions(question: str, limit: int) -> tuple[str, ...]:
     out: list[str] = []
 
     def add(m: str) -> None:
@@ -59,7 +67,7 @@ def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
             add(w)
     for tok in re.findall(r"\b(?:[A-Z]{2,}[\w-]*|\w+_\w+|\w+\(\))", question):
         add(tok)
-    return out[:limit]
+    return tuple(out[:limit])
 
 
 class ExtractParams(Params):
@@ -79,6 +87,18 @@ class Extract(Operator[ExtractParams]):
     kind = "formulator"
 
     Params = ExtractParams
+
+    def rule_texts(self, question: str) -> list[str] | None:
+        """The texts `apply` will embed for `question` when its mentions come from the rules
+        (given or noun chunks), so a multi-hop question can embed all its sub-questions' texts in
+        one batch first; None when an LLM picks the mentions (not known before it answers)."""
+        p = self.params
+        mentions = list(p.mentions or [])
+        if not mentions:
+            if p.use_llm and self.ctx.llm_available:
+                return None
+            mentions = noun_chunk_mentions(question)
+        return [question] + (mentions[: p.max_entities] if self.ctx.graph.entities else [])
 
     def apply(self, state: State) -> State:
         p = self.params
