@@ -11,6 +11,11 @@ One worker thread runs the jobs one at a time through `Engine.index`, which writ
 library (its lock and atomic catalog swap); queueing here keeps the server itself to one writer.
 In the server each build runs in a child process (`builds`); the catalog is re-read after it
 commits.
+A build running past `server.job_timeout_s` is stopped (the child told to cancel, killed if it
+lingers) and the job fails with a message naming the setting; the library is unchanged. An upload
+whose file name an earlier upload's document has (other content) replaces that document in the
+same commit, as `bookindex index` replaces a changed file at the same path: uploads are stored
+one folder per content, so the name is what makes them the same file.
 A restarted server marks the jobs it finds `running` as interrupted (`interruptions` counts
 them) and queues them again with the queued ones: the build starts over, cheaply, because LLM
 calls are answered from the disk cache.
