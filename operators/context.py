@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # typing only: textscore and structure build their views from
 
 T = TypeVar("T")
 QUERY_VECTOR_CACHE = 2048  # query texts whose vectors stay cached per opened document
+LINK_CACHE = 2048  # mentions whose entity links stay cached per opened document
 
 
 @dataclass
@@ -84,6 +85,9 @@ class DerivedViews:
     graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None
     gt_matrix: Any = None  # operators.reasoner.GTMatrix: M as sparse matrices
     structure: DocStructure | None = None  # units, entries, subtrees, id order (operators.structure)
+    # entity linking results by (mention, linking parameters): a multi-hop question's sub-questions
+    # and the whole question name the same entities (operators.formulator.Extract.link)
+    links: OrderedDict[tuple[Any, ...], Any] = field(default_factory=OrderedDict)
     # the baselines' per-document index (`retrieval.baselines.index.DocIndex`, which narrows it
     # with isinstance): typed `object` because operators may not import the retrieval layer
     baseline: object | None = None

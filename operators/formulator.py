@@ -13,7 +13,7 @@ from bookindex.core.errors import ConfigError
 from bookindex.providers.nlp import english
 from operators import prompts
 from operators.base import LinkedEntity, Operator, Params, State
-from operators.context import IndexContext
+from operators.context import LINK_CACHE, IndexContext
 from bookindex.providers.lexical import STOPWORDS
 from operators.textscore import prefetch_vectors, query_vector
 
@@ -135,6 +135,21 @@ class Extract(Operator[ExtractParams]):
         return self.ctx.views.entity_names
 
     def link(self, mention: str) -> LinkedEntity:
+        """`mention` linked to G (see `_link`); kept per document and parameters, a copy returned."""
+        p = self.params
+        key = (mention, p.links_per_mention, p.min_fuzzy, p.min_similarity)
+        cache = self.ctx.views.links
+        le = cache.get(key)
+        if le is None:
+            le = cache[key] = self._link(mention)
+            while len(cache) > LINK_CACHE:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+        return LinkedEntity(mention=le.mention, entity_ids=list(le.entity_ids), scores=list(le.scores), how=le.how)
+
+    def _link(self, mention: str) -> LinkedEntity:
+        """By exact name or alias, a name inside the mention, a fuzzy name, or the embedding."""
         graph = self.ctx.graph
         le = LinkedEntity(mention=mention)
         if not graph.entities:

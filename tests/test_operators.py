@@ -468,3 +468,14 @@ def test_structure_views_match_the_per_node_functions(ctx):
                 == collapse_entries(tree, dims[1], ["text"], set(pool)))
         assert dims[0] == dims[1]
     assert s.ranked(["not-a-node", ids[0]], np.array([0.5, 0.5])) == sorted(["not-a-node", ids[0]])
+
+
+def test_entity_links_are_kept_per_mention_and_handed_out_as_copies(ctx):
+    first = Extract(ctx, {"use_llm": False}).link("default linewidth")
+    assert first.entity_ids  # the fixture links it (by a name inside the mention)
+    first.entity_ids.append("mutated")  # a caller's change does not reach the cache
+    again = Extract(ctx, {"use_llm": False}).link("default linewidth")
+    assert "mutated" not in again.entity_ids and again.how == first.how
+    assert len(ctx.views.links) == 1
+    strict = Extract(ctx, {"use_llm": False, "links_per_mention": 1}).link("default linewidth")
+    assert len(strict.entity_ids) <= 1 and len(ctx.views.links) == 2  # other parameters: linked anew
