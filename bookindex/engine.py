@@ -277,11 +277,14 @@ class Engine:
         return _info(self.library.get(doc))
 
     def index(self, path: str | Path, *, on_event: Events | None = None, progress: bool = False,
-              **options: Any) -> IndexReport:
-        """Index one file or MinerU folder (PDF, MinerU JSON, Markdown, text); see Library.add."""
+              replaces: tuple[str, ...] | list[str] = (), **options: Any) -> IndexReport:
+        """Index one file or MinerU folder (PDF, MinerU JSON, Markdown, text); see Library.add
+        (`replaces`: ids of documents this one replaces when it commits)."""
         t0 = time.perf_counter()
-        doc = self.library.add(path, on_event=on_event, progress=progress, **options)
+        doc = self.library.add(path, on_event=on_event, progress=progress, replaces=replaces, **options)
         self._forget(doc.doc_id)
+        for old in replaces:
+            self._forget(old)
         m = doc.manifest
         built = doc.status not in ("unchanged",)
         graph = (doc.build_report.get("graph") or {}) if built else {}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from bookindex.core.protocols import LLM
@@ -95,6 +96,11 @@ def _ledger_total(llm: LLM) -> dict[str, float]:
 def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -> list[list[Any]]:
     """The `n` best (id, score) pairs, best first, ties by id (for traces: a partial sort)."""
     items = scores.items() if isinstance(scores, dict) else scores
+    if len(items) > 4 * n > 0:  # only items scoring at least the n-th best value can be among the n
+        keys, values = zip(*items)
+        vals = np.array(values, dtype=np.float64)
+        nth = np.partition(vals, len(vals) - n)[len(vals) - n]
+        items = [(keys[k], values[k]) for k in np.flatnonzero(vals >= nth)]
     return [[k, round(float(v), 4)] for k, v in heapq.nsmallest(n, items, key=lambda kv: (-kv[1], kv[0]))]
 
 

@@ -24,11 +24,13 @@ from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
 from bookindex.providers.lexical import document_lexical_index
 
-if TYPE_CHECKING:  # typing only: textscore builds its TextIndex from this module's IndexContext
+if TYPE_CHECKING:  # typing only: textscore and structure build their views from this module's IndexContext
+    from operators.structure import DocStructure
     from operators.textscore import TextIndex
 
 T = TypeVar("T")
 QUERY_VECTOR_CACHE = 2048  # query texts whose vectors stay cached per opened document
+LINK_CACHE = 2048  # mentions whose entity links stay cached per opened document
 
 
 @dataclass
@@ -82,6 +84,10 @@ class DerivedViews:
     entity_names: dict[str, list[str]] | None = None
     graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None
     gt_matrix: Any = None  # operators.reasoner.GTMatrix: M as sparse matrices
+    structure: DocStructure | None = None  # units, entries, subtrees, id order (operators.structure)
+    # entity linking results by (mention, linking parameters): a multi-hop question's sub-questions
+    # and the whole question name the same entities (operators.formulator.Extract.link)
+    links: OrderedDict[tuple[Any, ...], Any] = field(default_factory=OrderedDict)
     # the baselines' per-document index (`retrieval.baselines.index.DocIndex`, which narrows it
     # with isinstance): typed `object` because operators may not import the retrieval layer
     baseline: object | None = None

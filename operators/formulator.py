@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -12,7 +13,7 @@ from bookindex.core.errors import ConfigError
 from bookindex.providers.nlp import english
 from operators import prompts
 from operators.base import LinkedEntity, Operator, Params, State
-from operators.context import IndexContext
+from operators.context import LINK_CACHE, IndexContext
 from bookindex.providers.lexical import STOPWORDS
 from operators.textscore import prefetch_vectors, query_vector
 
@@ -35,7 +36,14 @@ def _norm(s: str) -> str:
 
 
 def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
-    """Candidate entity mentions without an LLM: quoted strings, noun chunks, code-like tokens."""
+    """Candidate entity mentions without an LLM: quoted strings, noun chunks, code-like tokens.
+    Kept per question text (the planner, a multi-hop question's batch embedding and Extract ask
+    for the same ones; spaCy's parse is the cost)."""
+    return list(_mentions(question, limit))
+
+
+@functools.lru_cache(maxsize=1024)
+def _mentions(question: str, limit: int) -> tuple[str, ...]:
     out: list[str] = []
 
     def add(m: str) -> None:
@@ -59,7 +67,7 @@ def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:
             add(w)
     for tok in re.findall(r"\b(?:[A-Z]{2,}[\w-]*|\w+_\w+|\w+\(\))", question):
         add(tok)
-    return out[:limit]
+    return tuple(out[:limit])
 
 
 class ExtractParams(Params):
@@ -79,6 +87,18 @@ class Extract(Operator[ExtractParams]):
     kind = "formulator"
 
     Params = ExtractParams
+
+    def rule_texts(self, question: str) -> list[str] | None:
+        """The texts `apply` will embed for `question` when its mentions come from the rules
+        (given or noun chunks), so a multi-hop question can embed all its sub-questions' texts in
+        one batch first; None when an LLM picks the mentions (not known before it answers)."""
+        p = self.params
+        mentions = list(p.mentions or [])
+        if not mentions:
+            if p.use_llm and self.ctx.llm_available:
+                return None
+            mentions = noun_chunk_mentions(question)
+        return [question] + (mentions[: p.max_entities] if self.ctx.graph.entities else [])
 
     def apply(self, state: State) -> State:
         p = self.params
@@ -115,6 +135,21 @@ class Extract(Operator[ExtractParams]):
         return self.ctx.views.entity_names
 
     def link(self, mention: str) -> LinkedEntity:
+        """`mention` linked to G (see `_link`); kept per document and parameters, a copy returned."""
+        p = self.params
+        key = (mention, p.links_per_mention, p.min_fuzzy, p.min_similarity)
+        cache = self.ctx.views.links
+        le = cache.get(key)
+        if le is None:
+            le = cache[key] = self._link(mention)
+            while len(cache) > LINK_CACHE:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+        return LinkedEntity(mention=le.mention, entity_ids=list(le.entity_ids), scores=list(le.scores), how=le.how)
+
+    def _link(self, mention: str) -> LinkedEntity:
+        """By exact name or alias, a name inside the mention, a fuzzy name, or the embedding."""
         graph = self.ctx.graph
         le = LinkedEntity(mention=mention)
         if not graph.entities:

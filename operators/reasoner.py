@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator
+from itertools import repeat
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,7 +22,7 @@ import scipy.sparse as sp
 
 from bookindex.core.model import DocumentTree, entry_of, node_text
 from operators.base import Operator, Params, State, top_items
-from operators.selector import is_unit, leaves_of
+from operators.structure import doc_structure, unit_ids
 from operators.textscore import hybrid_scores, page_references
 
 
@@ -67,11 +68,14 @@ def pagerank_vector(a: sp.csr_matrix, p: np.ndarray, alpha: float = 0.85, max_it
     p = p / p.sum()
     deg = np.asarray(a.sum(axis=1)).ravel()
     inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-    t = sp.diags(inv) @ a  # row-stochastic where deg > 0
+    # row-stochastic where deg > 0: each stored entry scaled by its row's 1/deg (what
+    # diag(inv) @ a computes, without a sparse product), transposed once for the iterations
+    t = sp.csr_matrix((a.data * np.repeat(inv, np.diff(a.indptr)), a.indices, a.indptr), shape=a.shape)
+    tt = t.T
     x = p.copy()
     dangling = deg == 0
     for _ in range(max_iter):
-        x_new = alpha * (t.T @ x) + (alpha * x[dangling].sum() + (1 - alpha)) * p
+        x_new = alpha * (tt @ x) + (alpha * x[dangling].sum() + (1 - alpha)) * p
         if np.abs(x_new - x).sum() < tol:
             x = x_new
             break
@@ -226,7 +230,7 @@ class TextReasoning(Operator[TextReasoningParams]):
         if refs and state.candidates is not None:  # a page the question names is always in scope
             on_pages = [n.id for n in tree.leaves() if n.page_idx in refs]
             state.candidates = list(dict.fromkeys(list(state.candidates) + on_pages))
-        ids = leaves_of(tree, state.candidates)
+        ids = unit_ids(self.ctx, state.candidates)
         st = {i: allscores[i] for i in ids if i in allscores}
         if refs:  # the question names pages: their nodes first, still ordered by relevance
             st = {i: v + (p.page_ref_boost if tree.nodes[i].page_idx in refs else 0.0) for i, v in st.items()}
@@ -320,21 +324,40 @@ def pareto_layers(points: dict[str, tuple[float, ...]]) -> Iterator[list[str]]:
 
 
 def collapse_entries(tree: DocumentTree, scores: dict[str, dict[str, float]], dims: list[str],
-                     pool: set[str]) -> set[str]:
+                     pool: set[str], entries: dict[str, str] | None = None) -> set[str]:
     """Blocks of a reference entry stand for their entry: the entry takes each criterion's best
     score among itself and its blocks, and the blocks leave the pool, so one entry fills one
-    place and its passage shows it whole (operators.passages). Other nodes pass unchanged."""
-    out: set[str] = set()
-    for i in pool:
-        e = entry_of(tree, i)
-        if e is None or e == i:
-            out.add(i)
-            continue
+    place and its passage shows it whole (operators.passages). Other nodes pass unchanged.
+    `entries`: block -> entry for the whole tree (`DocStructure.entry`), else found per node."""
+    if entries is None:
+        entries = {i: e for i in pool if (e := entry_of(tree, i)) is not None and e != i}
+    blocks = pool & entries.keys()
+    out = pool - blocks
+    for i in blocks:
+        e = entries[i]
         for c in dims:
             sc = scores[c]
             if sc.get(i, 0.0) > sc.get(e, 0.0):
                 sc[e] = sc[i]
         out.add(e)
+    return out
+
+
+def combine(pool: set[str], weighted: list[tuple[float, dict[str, float]]], wsum: float) -> dict[str, float]:
+    """The combined score of each id: sum(w_c × S_c(i)) / wsum, added up in the criteria's
+    order (one and two criteria, the plans' cases, without the general loop)."""
+    if len(weighted) == 1:
+        (w0, s0), = weighted
+        return {i: w0 * s0.get(i, 0.0) / wsum for i in pool}
+    if len(weighted) == 2:
+        (w0, s0), (w1, s1) = weighted
+        return {i: (w0 * s0.get(i, 0.0) + w1 * s1.get(i, 0.0)) / wsum for i in pool}
+    out: dict[str, float] = {}
+    for i in pool:
+        total = 0.0
+        for w, sc in weighted:
+            total += w * sc.get(i, 0.0)
+        out[i] = total / wsum
     return out
 
 
@@ -391,12 +414,13 @@ class SkylineRanker(Operator[SkylineRankerParams]):
             pool.update(state.scores[c])
         if state.candidates is not None:
             pool &= set(state.candidates)
+        structure = doc_structure(self.ctx)
         if p.leaves_only:  # a reference entry is one unit of content (name, signature, description)
-            pool = {i for i in pool if is_unit(tree.nodes[i])}
-        pool = collapse_entries(tree, state.scores, dims, pool)
-        pool = {i for i in pool if any(state.scores[c].get(i, 0.0) > 0 for c in dims)}
+            pool &= structure.unit_set
+        pool = collapse_entries(tree, state.scores, dims, pool, structure.entry)
+        pool &= {i for c in dims for i, v in state.scores[c].items() if v > 0}  # some score above 0
         wsum = sum(p.weights.get(c, 1.0) for c in dims) or 1.0
-        combined = {i: sum(p.weights.get(c, 1.0) * state.scores[c].get(i, 0.0) for c in dims) / wsum for i in pool}
+        combined = combine(pool, [(p.weights.get(c, 1.0), state.scores[c]) for c in dims], wsum)
         if p.mode == "pareto":
             kept, layers = self._frontier(pool, dims, combined, state)
         else:
@@ -437,14 +461,18 @@ class SkylineRanker(Operator[SkylineRankerParams]):
                   state: State) -> tuple[list[str], list[list[str]]]:
         tree = self.ctx.tree
         p = self.params
-        by_combined = sorted(pool, key=lambda i: (-combined[i], i))
+        structure = doc_structure(self.ctx)
+        ids = list(pool)
+        ranks = structure.ranks(ids)
+        by_combined = structure.ranked(ids, np.array([combined[i] for i in ids], dtype=np.float64), ranks=ranks)
         layers: list[list[str]] = []
         kept: list[str] = []
         if len(dims) >= 2:
             # only the best few hundred per criterion can reach the first layers
             shortlist: set[str] = set(by_combined[:300])
             for c in dims:
-                shortlist.update(sorted(pool, key=lambda i: (-state.scores[c].get(i, 0.0), i))[:100])
+                values = np.array(list(map(state.scores[c].get, ids, repeat(0.0))), dtype=np.float64)
+                shortlist.update(structure.ranked(ids, values, 100, ranks=ranks))
             rest = {i: tuple(state.scores[c].get(i, 0.0) for c in dims) for i in shortlist}
             for layer in pareto_layers(rest):
                 if len(kept) >= p.pool_factor * p.max_results:

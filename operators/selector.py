@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+import numpy as np
+
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node, is_entry
 from operators import prompts
 from operators.base import Operator, Params, State, top_items
 from operators.context import IndexContext
+from operators.structure import doc_structure
 from bookindex.providers.lexical import tokenize
 from operators.textscore import get_text_index, hybrid_scores
 
@@ -156,11 +159,12 @@ def unit_of(ctx: IndexContext, depth: int) -> dict[str, str]:
     return out
 
 
-def _subtrees(tree: DocumentTree, units: list[str]) -> list[str]:
+def _subtrees(ctx: IndexContext, units: list[str]) -> list[str]:
+    """The nodes of the sections `units` and their descendants, in order, without repeats."""
+    s = doc_structure(ctx)
     seen: dict[str, None] = {}
     for u in units:
-        for n in tree.walk(u):
-            seen.setdefault(n.id, None)
+        seen.update(dict.fromkeys(s.subtree(ctx.tree, u)))
     return list(seen)
 
 
@@ -170,9 +174,10 @@ def _text_guard_units(ctx: IndexContext, state: State, units: dict[str, str], k:
     if k <= 0:
         return []
     scores = hybrid_scores(ctx, state.question)
-    best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    ids = list(scores)
+    best = doc_structure(ctx).ranked(ids, np.fromiter(scores.values(), dtype=np.float64, count=len(ids)), k)
     out: list[str] = []
-    for nid, _ in best:
+    for nid in best:
         u = units.get(nid, nid)
         if u not in out:
             out.append(u)
@@ -220,7 +225,7 @@ class SelectByEntity(Operator[SelectByEntityParams]):
             self.note(skipped="linked entities have no GT-links into the tree")
             return state
         guard = [u for u in _text_guard_units(self.ctx, state, units, self.params.text_guard) if u not in chosen]
-        nodes = _subtrees(tree, chosen + guard)
+        nodes = _subtrees(self.ctx, chosen + guard)
         state.candidates = _narrow(state, nodes, self)
         self.note(sections=[[u, tree.nodes[u].title or tree.nodes[u].label, round(weight[u], 3)] for u in chosen],
                   text_guard_sections=guard,
@@ -268,7 +273,7 @@ class SelectBySection(Operator[SelectBySectionParams]):
             chosen = [u for u, _ in scored[: p.max_sections]]
             self.note(section_scores=top_items(dict(scored), p.max_sections))
         guard = [u for u in _text_guard_units(self.ctx, state, units, p.text_guard) if u not in chosen]
-        nodes = _subtrees(tree, chosen + guard)
+        nodes = _subtrees(self.ctx, chosen + guard)
         state.candidates = _narrow(state, nodes, self)
         self.note(source=how, sections=[[u, tree.nodes[u].title or tree.nodes[u].label] for u in chosen],
                   text_guard_sections=guard, outputs={"nodes": len(state.candidates)})

@@ -15,7 +15,8 @@ from typing import Any
 from operators import OPERATORS
 from operators.base import State
 from operators.context import IndexContext
-from operators.textscore import question_scope
+from operators.formulator import Extract
+from operators.textscore import prefetch_vectors, question_scope
 from retrieval.plans import Plan, Step
 
 
@@ -71,6 +72,8 @@ def unknown_ids(params: dict[str, Any], ctx: IndexContext) -> list[str]:
 def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
     t0 = time.perf_counter()
     subs = state.sub_questions or [state.question]
+    whole_too = step.params.get("with_question", False) and state.question not in subs
+    _embed_together(step.steps or [], subs + ([state.question] if whole_too else []), ctx)
     state.sub_results = []
     for q in subs:
         sub = state.fork(q)
@@ -79,7 +82,7 @@ def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
                                   "entities": [le.to_dict() for le in sub.entities], "trace": sub.trace})
     rankings = [r["ranked"] for r in state.sub_results]
     whole: dict[str, Any] | None = None
-    if step.params.get("with_question", False) and state.question not in subs:
+    if whole_too:
         # The whole question is retrieved too and leads the merge: a decomposition that split a
         # name ("X and Y") or dropped context then costs positions, not the answer.
         sub = state.fork(state.question)
@@ -99,6 +102,22 @@ def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
     if whole is not None:
         record["whole_question"] = whole
     state.trace.append(record)
+
+
+def _embed_together(steps: list[Step], questions: list[str], ctx: IndexContext) -> None:
+    """Encode what the sub-questions' Extract steps will embed (each question and its rule
+    mentions) in one model call: one call costs about as much as one text."""
+    extract = next((s for s in steps if s.op == "Extract"), None)
+    if extract is None or ctx.embedder is None:
+        return
+    op = Extract(ctx, extract.params)
+    texts: list[str] = []
+    for q in questions:
+        got = op.rule_texts(q)
+        if got is None:  # an LLM picks the mentions: each Extract embeds its own
+            return
+        texts += got
+    prefetch_vectors(ctx, texts)
 
 
 def merge_round_robin(rankings: list[list[tuple[str, float]]], cap: int) -> list[tuple[str, float]]:

@@ -90,6 +90,25 @@ def test_changed_file_is_replaced(lib: Library, md_file: Path):
     assert [p.name for p in (lib.root / "docs").iterdir()] == [new.dir.name]
 
 
+def test_replaces_names_documents_the_commit_removes(lib: Library, tmp_path: Path):
+    """`replaces`: another path's document goes in the same commit (the server's uploads of one
+    file name live at one path per content); until then readers still see it."""
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir(), b_dir.mkdir()
+    (a_dir / "pumps.md").write_text("# Pumps\n\nThe blue valve primes the pump.\n")
+    (b_dir / "pumps.md").write_text("# Pumps\n\nThe red valve primes the pump.\n")
+    old = lib.add(a_dir / "pumps.md", graph=False)
+    seen: list[list[str]] = []
+
+    def on_event(event: str, info: dict) -> None:
+        if event in ("tree", "commit"):  # mid-build, and just before the catalog swap
+            seen.append([d.doc_id for d in Library.open(lib.root).documents])
+
+    new = lib.add(b_dir / "pumps.md", graph=False, replaces=[old.doc_id], on_event=on_event)
+    assert new.status == "replaced" and seen == [[old.doc_id], [old.doc_id]]
+    assert [d.doc_id for d in lib.documents] == [new.doc_id]
+
+
 def test_new_options_rebuild_in_place(lib: Library, tmp_path: Path):
     f = tmp_path / "h_content_list.json"
     f.write_text(json.dumps(handbook_content_list()))

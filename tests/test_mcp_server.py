@@ -5,6 +5,7 @@ resource."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 
 from bookindex.core.config import Settings  # noqa: E402
 from bookindex.engine import Engine  # noqa: E402
+from bookindex.mcp_server import build_server  # noqa: E402
 from conftest import free_port  # noqa: E402
 from skills_helpers import build_skill_folder  # noqa: E402
 from server_helpers import cli_env, cli_server  # noqa: E402
@@ -127,3 +129,41 @@ def test_mcp_over_http_with_keys(libtasn1_library: tuple[Path, Path], tmp_path: 
                         await exercise(client)
 
         anyio.run(main)
+
+
+class SlowEngine(Engine):
+    """An Engine whose ask, plan and search take `delay` seconds (a slow model)."""
+
+    delay = 3.0
+
+    def ask(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self.delay)
+        return super().ask(*args, **kwargs)
+
+    plan = search = ask
+
+
+def test_long_tool_calls_end_in_a_tool_error(tmp_path: Path) -> None:
+    """ask, plan and search past `server.mcp_tool_timeout_s` answer a clear tool error (in
+    memory, through the SDK's client); the quick tools are not limited."""
+    from bookindex.core.config import load_settings
+
+    settings = load_settings(overrides={"llm.provider": "none", "server.mcp_tool_timeout_s": 0.2,
+                                        "cache.path": str(tmp_path / "cache")}, env={})
+    server = build_server(SlowEngine(tmp_path / "lib", settings))
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with Client(server) as client:
+                for name, args in (("ask", {"question": "What is X?"}), ("plan", {"question": "What is X?"}),
+                                   ("search", {"query": "X"})):
+                    t0 = time.monotonic()
+                    r = await client.call_tool(name, args)
+                    text = "".join(getattr(c, "text", "") for c in r.content)
+                    assert r.is_error and f"{name} did not finish within 0.2 s" in text, (name, text)
+                    assert "mcp_tool_timeout_s" in text and time.monotonic() - t0 < 2.5
+                t0 = time.monotonic()
+                docs = await client.call_tool("list_documents", {})  # not limited, not slowed
+                assert not docs.is_error and docs.structured_content == {"result": []}
+
+    anyio.run(main)

@@ -431,3 +431,51 @@ def test_offline_graph_weight_comes_from_the_settings():
                                                            "retrieval.offline_graph_weight": w}, env={}))
         sky = [s for s in retrieval_steps(c) if s.op == "Skyline_Ranker"][0]
         assert sky.params["weights"] == {"graph": w, "text": 1.0}
+
+
+def test_structure_views_match_the_per_node_functions(ctx):
+    """operators.structure answers what the per-question walks did: the units, the entries,
+    the subtrees, and the (score desc, id) order, ties included."""
+    from bookindex.core.model import entry_of
+    from operators.base import top_items
+    from operators.reasoner import collapse_entries
+    from operators.selector import leaves_of
+    from operators.structure import doc_structure, unit_ids
+
+    import numpy as np
+
+    tree = ctx.tree
+    s = doc_structure(ctx)
+    assert doc_structure(ctx) is s  # once per document
+    ids = list(tree.nodes)
+    assert unit_ids(ctx, None) == leaves_of(tree, None)
+    assert unit_ids(ctx, ids[::-1]) == leaves_of(tree, ids[::-1])
+    assert s.entry == {i: e for i in ids if (e := entry_of(tree, i)) is not None and e != i}
+    for sec in tree.sections():
+        assert s.subtree(tree, sec.id) == [n.id for n in tree.walk(sec.id)]
+    rng = random.Random(7)
+    for _ in range(20):
+        pick = rng.sample(ids, rng.randint(1, len(ids)))
+        scores = [rng.choice([0.0, 0.25, 0.5, 1.0, rng.random()]) for _ in pick]  # many ties
+        want = sorted(pick, key=lambda i: (-scores[pick.index(i)], i))
+        assert s.ranked(pick, np.array(scores)) == want
+        assert s.ranked(pick, np.array(scores), 3) == want[:3]
+        by_id = dict(zip(pick, scores))
+        assert top_items(by_id, 2) == [[i, round(by_id[i], 4)] for i in want[:2]]
+        dims = {"text": dict(by_id)}, {"text": dict(by_id)}
+        pool = set(pick)
+        assert (collapse_entries(tree, dims[0], ["text"], set(pool), s.entry)
+                == collapse_entries(tree, dims[1], ["text"], set(pool)))
+        assert dims[0] == dims[1]
+    assert s.ranked(["not-a-node", ids[0]], np.array([0.5, 0.5])) == sorted(["not-a-node", ids[0]])
+
+
+def test_entity_links_are_kept_per_mention_and_handed_out_as_copies(ctx):
+    first = Extract(ctx, {"use_llm": False}).link("default linewidth")
+    assert first.entity_ids  # the fixture links it (by a name inside the mention)
+    first.entity_ids.append("mutated")  # a caller's change does not reach the cache
+    again = Extract(ctx, {"use_llm": False}).link("default linewidth")
+    assert "mutated" not in again.entity_ids and again.how == first.how
+    assert len(ctx.views.links) == 1
+    strict = Extract(ctx, {"use_llm": False, "links_per_mention": 1}).link("default linewidth")
+    assert len(strict.entity_ids) <= 1 and len(ctx.views.links) == 2  # other parameters: linked anew

@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from bookindex.engine import IndexReport
+from bookindex.cli.library import _Progress
+from bookindex.core.config import load_settings
+from bookindex.engine import Engine, IndexReport
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.problem import Problem
 from conftest import free_port
@@ -232,3 +234,98 @@ def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
     text = log.read_text()
     assert "2 server processes" in text and text.count("Started server process") == 2
     assert len(list((lib / ".server" / "jobs").glob("*.json"))) == 1
+
+
+PUMPS = ("# Pumps\n\n## Priming\n\nThe centrifugal pump is primed with the blue valve before start-up.\n\n"
+         "## Cleaning\n\nThe filter of the Acme pump is rinsed every week.\n\n## Storage\n\n"
+         "Drain the pump housing before winter storage.\n")
+
+
+def md_engine(tmp_path: Path) -> Engine:
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(tmp_path / "cache")}, env={})
+    return Engine(tmp_path / "lib", settings, embedder=FakeEmbedder(dim=64, word=r"\w+"))
+
+
+def test_graph_progress_counts_nodes_done(tmp_path: Path) -> None:
+    """A real build reports the graph's nodes (graph_start) and each extracted batch
+    (graph_advance); a job's progress counts them, visible while it runs and at the end."""
+    doc = tmp_path / "pumps.md"
+    doc.write_text(PUMPS)
+    events: list[tuple[str, dict[str, Any]]] = []
+    md_engine(tmp_path).index(doc, on_event=lambda e, i: events.append((e, dict(i))))
+    start = [i for e, i in events if e == "graph_start"]
+    assert len(start) == 1 and start[0]["nodes"] > 0
+    assert sum(i["n"] for e, i in events if e == "graph_advance") == start[0]["nodes"]
+    names = [e for e, _ in events]
+    assert names.index("graph_start") < names.index("graph_advance") < names.index("graph_done")
+
+    root = tmp_path / ".server"
+    jobs = JobManager(md_engine(tmp_path), root, max_jobs=2)
+    job = jobs.submit(staged(root, PUMPS.replace("blue", "red")), "pumps.md", "ab" * 32, {})
+    on_event = jobs._events(jobs._jobs[job.id])
+    on_event("graph_start", {"nodes": 10})
+    on_event("graph_advance", {"n": 4})
+    mid = jobs._jobs[job.id].progress
+    assert (mid.stage, mid.graph, mid.graph_nodes, mid.graph_nodes_done) == ("graph", "running", 10, 4)
+    jobs._jobs[job.id].progress = type(mid)()
+    jobs.start()
+    try:
+        assert jobs.wait_idle(60)
+    finally:
+        jobs.stop()
+    done = jobs.get(job.id)
+    assert done.state == "done", done.error
+    assert done.progress.graph == "done"
+    assert done.progress.graph_nodes == done.progress.graph_nodes_done == start[0]["nodes"]
+
+
+def test_cli_progress_draws_a_graph_bar() -> None:
+    prog = _Progress(True)
+    prog("graph_start", {"nodes": 10})
+    assert prog.bar is not None and prog.bar.total == 10
+    prog("graph_advance", {"n": 4})
+    assert prog.bar.n == 4
+    prog("graph_done", {"seconds": 0.1})
+    assert prog.bar is None
+
+
+def test_job_past_its_timeout_fails_and_leaves_the_library_unchanged(tmp_path: Path) -> None:
+    """A build in the server's own process stops at its next event past `job_timeout_s`."""
+    root = tmp_path / ".server"
+    engine = md_engine(tmp_path)
+    jobs = JobManager(engine, root, max_jobs=2, timeout_s=1e-6)
+    job = jobs.submit(staged(root, PUMPS), "pumps.md", "ab" * 32, {})
+    jobs.start()
+    try:
+        assert jobs.wait_idle(60)
+    finally:
+        jobs.stop()
+    failed = jobs.get(job.id)
+    assert failed.state == "failed" and "job_timeout_s" in (failed.error or ""), failed.error
+    assert not (tmp_path / "lib" / "library.json").exists() and engine.documents() == []
+    assert not (root / "files" / ("ab" * 8)).exists()  # its upload went with it
+
+
+@pytest.mark.slow
+def test_build_process_past_its_timeout_is_stopped(tmp_path: Path) -> None:
+    """The server's child-process build is stopped at the deadline even between events."""
+    root = tmp_path / ".server"
+    lib = tmp_path / "lib"
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(tmp_path / "cache")}, env={})
+    engine = Engine(lib, settings)
+    (tmp_path / "keep.md").write_text(PUMPS)
+    engine.index(tmp_path / "keep.md", graph=False)
+    before = (lib / "library.json").read_bytes()
+    jobs = JobManager(engine, root, max_jobs=2, isolate=True, timeout_s=0.5)
+    job = jobs.submit(staged(root, PUMPS.replace("blue", "green")), "other.md", "cd" * 32, {})
+    t0 = time.monotonic()
+    jobs.start()
+    try:
+        assert jobs.wait_idle(120)
+    finally:
+        jobs.stop()
+    failed = jobs.get(job.id)
+    assert failed.state == "failed" and "0.5 s (server.job_timeout_s)" in (failed.error or ""), failed.error
+    assert time.monotonic() - t0 < 60
+    assert (lib / "library.json").read_bytes() == before
+    assert [d.name for d in engine.documents()] == ["keep.md"]

@@ -193,3 +193,35 @@ def test_upload_refusals_and_malformed_pdf(tmp_path: Path, libtasn1_library: tup
         assert not (lib / ".server" / "files" / job["sha256"][:16]).exists()  # upload dropped
         assert httpx.post(f"{base}/jobs/{job['id']}/cancel").status_code == 409
         assert [j["id"] for j in httpx.get(f"{base}/jobs", params={"state": "failed"}).json()] == [job["id"]]
+
+
+def test_reupload_of_a_changed_file_replaces_its_document(open_server: tuple[str, Path], tmp_path: Path) -> None:
+    """The same file name uploaded again with new content replaces the document the first
+    upload made (as `bookindex index` replaces a changed file at the same path); the first
+    version's upload and page images go with it. The same content again is unchanged."""
+    base, lib = open_server
+    doc = tmp_path / "pumps.md"
+    doc.write_text("# Pumps\n\n## Priming\n\nThe pump is primed with the blue valve.\n")
+    first = poll_job(base, upload(base, doc, graph="false").json()["id"])
+    assert first["state"] == "done" and first["report"]["status"] == "added", first
+    old_id = first["report"]["doc_id"]
+    doc.write_text("# Pumps\n\n## Priming\n\nThe pump is primed with the red valve.\n")
+    second = poll_job(base, upload(base, doc, graph="false").json()["id"])
+    assert second["state"] == "done" and second["report"]["status"] == "replaced", second
+    new_id = second["report"]["doc_id"]
+    assert new_id != old_id
+    docs = httpx.get(f"{base}/documents").json()
+    assert [(d["doc_id"], d["name"]) for d in docs] == [(new_id, "pumps.md")]
+    assert httpx.get(f"{base}/documents/{old_id}").status_code == 404
+    answer = httpx.post(f"{base}/ask", json={"question": "Which valve primes the pump?", "doc": "pumps.md"},
+                        timeout=60).json()
+    assert any("red valve" in e["snippet"] for e in answer["evidence"]), answer["evidence"]
+    assert sorted(p.name for p in (lib / ".server" / "files").iterdir()) == [new_id]
+
+    again = poll_job(base, upload(base, doc, graph="false").json()["id"])
+    assert again["report"]["status"] == "unchanged" and again["report"]["doc_id"] == new_id
+    other = tmp_path / "other.md"
+    other.write_text("# Valves\n\nThe blue valve is on the left.\n")
+    added = poll_job(base, upload(base, other, graph="false").json()["id"])
+    assert added["report"]["status"] == "added"  # another name: a document of its own
+    assert sorted(d["name"] for d in httpx.get(f"{base}/documents").json()) == ["other.md", "pumps.md"]

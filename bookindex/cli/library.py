@@ -80,7 +80,8 @@ def one_line(message: str, limit: int = 400) -> str:
 
 
 class _Progress:
-    """tqdm bars fed by construction events: embedding nodes; PDF parsing draws its own pages/s bar."""
+    """tqdm bars fed by construction events: nodes embedded, graph nodes extracted; PDF parsing
+    draws its own pages/s bar."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
@@ -112,10 +113,18 @@ class _Progress:
         elif event == "embed_done" and self.bar is not None:
             self.bar.close()
             self.bar = None
-        elif event == "graph_start":
-            _console().print("  building the knowledge graph ...")
-        elif event == "graph_retry_start":
-            _console().print(f"  retrying {_n(info['nodes'], 'graph node')} whose extraction failed last time ...")
+        elif event in ("graph_start", "graph_retry_start"):
+            if event == "graph_start":
+                _console().print("  building the knowledge graph ...")
+            else:
+                _console().print(f"  retrying {_n(info['nodes'], 'graph node')} whose extraction failed last time ...")
+            if info.get("nodes"):
+                self.bar = tqdm(total=info["nodes"], unit="node", desc="  graph", file=sys.stderr, leave=False)
+        elif event == "graph_advance" and self.bar is not None:
+            self.bar.update(info["n"])
+        elif event in ("graph_done", "graph_retry_done") and self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def index_cmd(

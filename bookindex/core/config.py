@@ -145,6 +145,14 @@ class ServerSettings(_Section):
     max_pages: int = Field(5000, ge=1)  # pages per uploaded document
     max_question_chars: int = Field(2000, ge=1)
     max_jobs: int = Field(8, ge=1)  # index jobs queued or running at once; more are refused (429)
+    # an index job running longer is stopped and marked failed, the library unchanged: generous,
+    # because a build with LLM graph extraction of a long manual on a local model takes hours
+    job_timeout_s: float = Field(14400.0, gt=0)
+    # MCP tools that retrieve or call an LLM (ask, plan, search) answer a tool error past this
+    mcp_tool_timeout_s: float = Field(120.0, gt=0)
+    # BLAS threads per server process (`bookindex serve`, `bookindex mcp`): questions are small
+    # matrix-vector products, where a second thread only spins (bookindex/server/threads.py)
+    blas_threads: int = Field(1, ge=1, le=64)
     max_dpi: int = Field(300, ge=36)  # page images: /documents/{doc}/pages/{n}.png?dpi=
     # processes answering requests (`serve --workers`); each loads its own Engine and models, so
     # memory grows with it; one per core is the throughput setting (docs/benchmarks.md, Serving)

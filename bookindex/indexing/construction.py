@@ -20,7 +20,7 @@ import numpy as np
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
 from bookindex.core.model import DocumentTree, node_text
-from bookindex.indexing.graph.build import build_graph, update_graph
+from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
 from bookindex.storage import lance_store
 from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
@@ -142,9 +142,11 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     report["graph"] = {"built": False}
     if settings.graph.enabled:
         t2 = time.perf_counter()
-        on_event("graph_start", {})
+        todo = extraction_nodes(tree)
+        on_event("graph_start", {"nodes": len(todo)})
         graph, graph_report = build_graph(tree, settings=settings, llm=llm, embedder=embedder,
-                                          reranker=reranker, progress=progress)
+                                          reranker=reranker, progress=progress, nodes=todo,
+                                          on_done=lambda n: on_event("graph_advance", {"n": n}))
         save_graph(graph, doc_dir, embedder=embedder, vectors_backend=settings.storage.vectors)
         timings["graph_s"] = time.perf_counter() - t2
         report["graph"] = {"built": True, **graph_report}
@@ -194,7 +196,8 @@ def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm:
     ids, mat = load_entity_vectors(doc_dir)
     on_event("graph_retry_start", {"nodes": len(node_ids)})
     rep = update_graph(graph, tree, list(node_ids), settings=settings, llm=llm, embedder=embedder,
-                       reranker=reranker, vectors=(ids, mat) if ids else None, progress=progress)
+                       reranker=reranker, vectors=(ids, mat) if ids else None, progress=progress,
+                       on_done=lambda n: on_event("graph_advance", {"n": n}))
     save_graph(graph, doc_dir, embedder=embedder, vectors_backend=settings.storage.vectors)
     still = [i for i in rep["failed_node_ids"]]
     outcome = {

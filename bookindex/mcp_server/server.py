@@ -7,7 +7,8 @@ the same API keys work). Sync tool functions: the SDK runs them in worker thread
 
 Every tool returns text or JSON shaped for an agent's context window: outlines as indented
 lines with node ids, evidence with page numbers and node ids, so the agent can cite pages and
-drill down with `get_node` or `get_pages`.
+drill down with `get_node` or `get_pages`. The tools that retrieve (ask, plan, search) are
+time-limited (`server.mcp_tool_timeout_s`, `bounded`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import bookindex
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine
+from bookindex.mcp_server.bounded import Bounds
 from bookindex.server import validate
 from bookindex.server.auth import Keys, check_bind
 from bookindex.server.middleware import KeyGuard
 from bookindex.server.problem import Problem
 from bookindex.server.skill_folders import skill_folders
+from bookindex.server.threads import limit_blas_threads
 from bookindex.server.views import MAX_DEPTH, outline, outline_text, summary
 
 if TYPE_CHECKING:  # the SDK is imported when a server is built (its import takes ~1 s)
@@ -80,6 +83,8 @@ def build_server(engine: Engine) -> MCPServer:
     from mcp.server.mcpserver import MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
 
     mcp = MCPServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
+
+    bounds = Bounds(engine.settings.server.mcp_tool_timeout_s)  # ask, plan, search: time-limited
 
     def ref(doc: str | None) -> str | None:
         return validate.doc_ref(doc) if doc else None
@@ -139,6 +144,7 @@ def build_server(engine: Engine) -> MCPServer:
         "goes to the best-matching document. Use it to gather evidence to read and cite yourself; use "
         "`ask` when you just want the answer."))
     @_guard
+    @bounds.bound("search")
     def search(query: str, doc: str | None = None, k: int = 5) -> list[dict[str, Any]]:
         k = max(1, min(k, MAX_K))
         hits = engine.search(query, doc=ref(doc), k=k)
@@ -152,6 +158,7 @@ def build_server(engine: Engine) -> MCPServer:
         "page, snippet) and the query type. Without `doc` the question is routed to the best document. "
         "Answers are grounded in the documents only; check cited pages with get_pages if it matters."))
     @_guard
+    @bounds.bound("ask")
     def ask(question: str, doc: str | None = None) -> dict[str, Any]:
         a = engine.ask(question, doc=ref(doc))
         return {"answer": a.answer, "query_type": a.query_type, "document": a.doc.get("name"),
@@ -164,6 +171,7 @@ def build_server(engine: Engine) -> MCPServer:
         "multi-hop, global, ...) and the operator plan (JSON steps). Use it to understand or debug "
         "retrieval; it retrieves nothing."))
     @_guard
+    @bounds.bound("plan")
     def plan(question: str, doc: str | None = None) -> dict[str, Any]:
         return engine.plan(question, doc=ref(doc)).model_dump(mode="json")
 
@@ -248,6 +256,7 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
 def run(engine: Engine, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
         port: int = 8001) -> None:
     """Serve over stdio (for an agent that launches the command) or streamable HTTP at /mcp."""
+    limit_blas_threads(engine.settings.server.blas_threads)
     mcp = build_server(engine)
     if transport == "stdio":
         mcp.run("stdio")

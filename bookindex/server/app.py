@@ -37,6 +37,7 @@ from bookindex.server.pages import page_png
 from bookindex.server.problem import Problem
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.sse import ask_events
+from bookindex.server.threads import limit_blas_threads
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
 from parsing.pdf_open import open_pdf
 from retrieval import Answer, Plan
@@ -81,7 +82,8 @@ class Server:
         self.limits = engine.settings.server
         self.root = Path(engine.library.root)
         self.dir = self.root / SERVER_DIR
-        self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds)
+        self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds,
+                               timeout_s=self.limits.job_timeout_s)
         self.skills: dict[str, Path] = {}  # skill folders served (`serve --skills`), by folder name
         self._catalog_mtime: int | None = None
 
@@ -334,6 +336,7 @@ def _forget_files(srv: Server, removed: DocumentInfo) -> None:
 def pending_app() -> FastAPI:
     """The app `bookindex serve` starts (uvicorn's factory): built from `run.pending()`."""
     p = run.pending()
+    limit_blas_threads(p.settings.server.blas_threads)
     engine = Engine(p.library, p.settings)
     app = create_app(engine, p.keys)
     jobs = app.state.server.jobs

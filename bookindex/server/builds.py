@@ -32,27 +32,45 @@ class JobCancelled(Exception):
     """Raised from an index event callback to stop a build (the library discards it)."""
 
 
+class JobTimedOut(BookIndexError):
+    """A build ran past `server.job_timeout_s` and was stopped (the library discards it)."""
+
+    def __init__(self, name: str, limit_s: float) -> None:
+        super().__init__(f"{name}: indexing ran longer than {limit_s:g} s (server.job_timeout_s) and was "
+                         "stopped; the library is unchanged")
+
+
 def build_in_process(engine: Engine, name: str, path: Path, options: dict[str, Any], on_event: Events,
-                     cancelled: Callable[[], bool]) -> IndexReport:
+                     cancelled: Callable[[], bool], *, replaces: tuple[str, ...] = (),
+                     timeout_s: float | None = None) -> IndexReport:
     """Index `path` into the Engine's library in a child process; relay its events to
-    `on_event` (whose JobCancelled is ignored: `cancelled()` is the signal); on a cancel, tell
-    the child, and kill it if it lingers; raise JobCancelled or BookIndexError as it ended."""
+    `on_event` (whose JobCancelled is ignored: `cancelled()` is the signal); on a cancel, or
+    `timeout_s` after the start, tell the child, and kill it if it lingers; raise JobCancelled,
+    JobTimedOut or BookIndexError as it ended. `replaces`: see `Engine.index`."""
     ctx = multiprocessing.get_context("spawn")
     here, there = ctx.Pipe()
     proc = ctx.Process(target=build_in_child, name=f"bookindex-build-{name[:20]}", daemon=True,
-                       args=(str(engine.root), engine.settings, str(path), options, there))
+                       args=(str(engine.root), engine.settings, str(path), options, there, replaces))
     proc.start()
     there.close()
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     cancelled_at: float | None = None
+    timed_out = False
     ended = f"{name}: the build process ended without a result"
+
+    def stopped() -> Exception:
+        return JobTimedOut(name, timeout_s or 0.0) if timed_out else JobCancelled(name)
+
     try:
         while True:
-            if cancelled_at is None and cancelled():
+            if cancelled_at is None and deadline is not None and time.monotonic() > deadline:
+                timed_out = True
+            if cancelled_at is None and (timed_out or cancelled()):
                 cancelled_at = time.monotonic()
                 with contextlib.suppress(OSError):
                     here.send("cancel")
             if cancelled_at is not None and time.monotonic() - cancelled_at > STOP_GRACE_S:
-                raise JobCancelled(name)
+                raise stopped()
             if not here.poll(0.2):
                 if not proc.is_alive() and not here.poll():
                     raise BookIndexError(f"{ended} (exit code {proc.exitcode})")
@@ -67,7 +85,7 @@ def build_in_process(engine: Engine, name: str, path: Path, options: dict[str, A
             elif msg[0] == "done":
                 return IndexReport.model_validate(msg[1])
             elif msg[0] == "cancelled":
-                raise JobCancelled(name)
+                raise stopped()
             else:
                 raise BookIndexError(str(msg[1]))
     finally:
@@ -87,7 +105,8 @@ def _watch_parent(parent: int) -> None:
         time.sleep(0.5)
 
 
-def build_in_child(library: str, settings: Settings, path: str, options: dict[str, Any], conn: Any) -> None:
+def build_in_child(library: str, settings: Settings, path: str, options: dict[str, Any], conn: Any,
+                   replaces: tuple[str, ...] = ()) -> None:
     """The build process: niced, watched, one `Engine.index`, events and the outcome sent to
     the server as ("event", name, info), ("done", report), ("cancelled",) or ("error", message)."""
     with contextlib.suppress(OSError):
@@ -100,7 +119,7 @@ def build_in_child(library: str, settings: Settings, path: str, options: dict[st
             raise JobCancelled(path)
 
     try:
-        report = Engine(library, settings).index(path, on_event=on_event, **options)
+        report = Engine(library, settings).index(path, on_event=on_event, replaces=replaces, **options)
         conn.send(("done", report.model_dump(mode="json")))
     except JobCancelled:
         conn.send(("cancelled",))

@@ -11,6 +11,11 @@ One worker thread runs the jobs one at a time through `Engine.index`, which writ
 library (its lock and atomic catalog swap); queueing here keeps the server itself to one writer.
 In the server each build runs in a child process (`builds`); the catalog is re-read after it
 commits.
+A build running past `server.job_timeout_s` is stopped (the child told to cancel, killed if it
+lingers) and the job fails with a message naming the setting; the library is unchanged. An upload
+whose file name an earlier upload's document has (other content) replaces that document in the
+same commit, as `bookindex index` replaces a changed file at the same path: uploads are stored
+one folder per content, so the name is what makes them the same file.
 A restarted server marks the jobs it finds `running` as interrupted (`interruptions` counts
 them) and queues them again with the queued ones: the build starts over, cheaply, because LLM
 calls are answered from the disk cache.
@@ -42,7 +47,7 @@ from pydantic import BaseModel, Field
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine, IndexReport
-from bookindex.server.builds import JobCancelled, build_in_process
+from bookindex.server.builds import JobCancelled, JobTimedOut, build_in_process
 from bookindex.server.problem import Problem
 from bookindex.server.runner import RunnerRole
 
@@ -64,8 +69,8 @@ class JobProgress(BaseModel):
     nodes: int = 0  # tree nodes to embed
     nodes_embedded: int = 0
     graph: Literal["pending", "running", "done", "skipped"] = "pending"
-    graph_nodes: int = 0  # graph retry: nodes to re-extract
-    graph_nodes_done: int = 0
+    graph_nodes: int = 0  # tree nodes the graph extracts entities from (a retry: the failed ones)
+    graph_nodes_done: int = 0  # of those, extracted so far
 
 
 class Job(BaseModel):
@@ -92,9 +97,11 @@ def _now() -> str:
 class JobManager:
     """The job queue of one library; `start()` launches the worker, `stop()` ends it."""
 
-    def __init__(self, engine: Engine, root: Path, max_jobs: int, isolate: bool = False) -> None:
+    def __init__(self, engine: Engine, root: Path, max_jobs: int, isolate: bool = False,
+                 timeout_s: float | None = None) -> None:
         self.engine = engine
         self.isolate = isolate  # builds in a child process (the server) or in the worker thread
+        self.timeout_s = timeout_s  # server.job_timeout_s: a longer build is stopped and fails
         self.root = root  # LIB/.server
         self.jobs_dir = root / "jobs"
         self.files_dir = root / "files"
@@ -330,13 +337,17 @@ class JobManager:
 
     def _run(self, job: Job) -> None:
         path = self.root / job.file
+        replaces: tuple[str, ...] = ()
         try:
             if not path.is_file():
                 raise BookIndexError(f"{job.name}: the uploaded file is missing ({job.file})")
+            replaces = self._earlier_uploads(job)
             if self.isolate:
-                report = self._index_in_child(job, path)
+                report = self._index_in_child(job, path, replaces)
             else:
-                report = self.engine.index(path, on_event=self._events(job), **job.options)
+                deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+                report = self.engine.index(path, on_event=self._events(job, deadline), replaces=replaces,
+                                           **job.options)
         except JobCancelled:
             with self._cond:
                 stopping = self._stop and job.state == "running"
@@ -363,12 +374,38 @@ class JobManager:
             if job.progress.graph == "pending":
                 job.progress.graph = "done" if report.graph_built else "skipped"
             self._finish(job, "done")
+        if report.status == "replaced":
+            self._forget_replaced(replaces)
 
-    def _index_in_child(self, job: Job, path: Path) -> IndexReport:
+    def _index_in_child(self, job: Job, path: Path, replaces: tuple[str, ...]) -> IndexReport:
         report = build_in_process(self.engine, job.name, path, job.options, self._events(job),
-                                  lambda: self._cancelled(job))
+                                  lambda: self._cancelled(job), replaces=replaces, timeout_s=self.timeout_s)
         self.engine.library.refresh()  # the child committed: read the new catalog
         return report
+
+    def _earlier_uploads(self, job: Job) -> tuple[str, ...]:
+        """The stored documents an earlier upload under the same file name made (other content):
+        the new build replaces them when it commits, as `bookindex index` replaces the document
+        of a changed file at the same path. Uploads are stored one folder per content, so the
+        name is what makes them the same file."""
+        files = self.files_dir.resolve()
+        new_id = job.sha256[:16]
+        out = []
+        for d in self.engine.documents():
+            src = Path(d.source or "")
+            if src.parent.parent == files and src.name == job.name and d.doc_id != new_id:
+                out.append(d.doc_id)
+        return tuple(out)
+
+    def _forget_replaced(self, replaced: tuple[str, ...]) -> None:
+        """After a replacing build committed: drop the replaced documents' page images and their
+        uploads (each unless a stored document still uses it)."""
+        in_use = {str(Path(d.source or "").parent) for d in self.engine.documents()}
+        for doc_id in replaced:
+            shutil.rmtree(self.root / "pages" / doc_id, ignore_errors=True)
+            folder = self.files_dir / doc_id  # uploads are stored under their sha's first 16 digits
+            if str(folder.resolve()) not in in_use:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _finish(self, job: Job, state: JobState, error: str | None = None) -> None:
         """(Under the condition lock.) Record a job's end and wake waiters."""
@@ -397,9 +434,12 @@ class JobManager:
                 return
         shutil.rmtree(path.parent, ignore_errors=True)
 
-    def _events(self, job: Job) -> Callable[[str, dict[str, Any]], None]:
-        """The Engine's index events → the job's progress (and the cancellation point)."""
+    def _events(self, job: Job, deadline: float | None = None) -> Callable[[str, dict[str, Any]], None]:
+        """The Engine's index events → the job's progress (and the cancellation point; for a
+        build in this process, also where it is stopped past `deadline`)."""
         def on_event(event: str, info: dict[str, Any]) -> None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise JobTimedOut(job.name, self.timeout_s or 0.0)
             p = job.progress
             if event == "parsed":
                 p.pages, p.blocks, p.stage = int(info.get("pages", 0)), int(info.get("blocks", 0)), "tree"
@@ -411,17 +451,17 @@ class JobManager:
                 p.nodes_embedded += int(info.get("n", 0))
             elif event == "embed_done":
                 p.nodes_embedded, p.stage = p.nodes, "graph" if job.options.get("graph", True) else "committing"
-            elif event == "graph_start":
-                p.graph, p.stage = "running", "graph"
+            elif event in ("graph_start", "graph_retry_start"):
+                p.graph, p.graph_nodes, p.graph_nodes_done, p.stage = "running", int(info.get("nodes", 0)), 0, "graph"
+            elif event == "graph_advance":
+                p.graph_nodes_done = min(p.graph_nodes_done + int(info.get("n", 0)), p.graph_nodes)
             elif event == "graph_done":
-                p.graph, p.stage = "done", "committing"
-            elif event == "graph_retry_start":
-                p.graph, p.graph_nodes, p.stage = "running", int(info.get("nodes", 0)), "graph"
+                p.graph, p.graph_nodes_done, p.stage = "done", p.graph_nodes, "committing"
             elif event == "graph_retry_done":
                 p.graph, p.graph_nodes_done, p.stage = "done", p.graph_nodes, "committing"
             with self._cond:
                 cancel = self._cancelled(job)
-                self._save(job, throttle=event == "embed_advance")
+                self._save(job, throttle=event in ("embed_advance", "graph_advance"))
             if cancel:
                 raise JobCancelled(job.id)
         return on_event

@@ -19,6 +19,7 @@ the run. A superseded generation folder is removed only when no reader holds a l
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import json
@@ -462,15 +463,20 @@ class Library:
         return BuildJob(source=str(src), sha256=sha, doc_id=sha[:16], name=src.name, settings=settings,
                         recorded=recorded)
 
-    def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False, **options: Any) -> StoredDocument:
+    def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False,
+            replaces: tuple[str, ...] | list[str] = (), **options: Any) -> StoredDocument:
         """Index one file (PDF, MinerU JSON or folder, Markdown, text) into the library.
 
         Unchanged content with the same options: a no-op (status "unchanged"), unless graph
         extraction failed for some nodes: then only those are retried (status "retried"). A changed file
         from the same source path, or new options: rebuilt and swapped in atomically
-        (status "replaced"). Otherwise status "added".
+        (status "replaced"). Otherwise status "added". `replaces`: document ids that the same
+        commit removes (status "replaced"), as if they had come from the same path (the server's
+        uploads live at one path per content); they keep serving until then.
         """
         job = self.job_for(path, **options)
+        if replaces:
+            job = dataclasses.replace(job, replaces=tuple(replaces))
         created_root = not self.root.exists()
         emit = on_event or (lambda e, i: None)
         with self.writer(on_wait=lambda holder: emit("lock_wait", {"holder": holder})):
@@ -536,7 +542,8 @@ class Library:
         """Move `build_dir` into docs/ and swap the catalog; the status ("added" or "replaced")."""
         src = job.source
         with self._locked():
-            stale = [i for i, e in self._catalog["documents"].items() if e.get("source") == src and i != job.doc_id]
+            stale = [i for i, e in self._catalog["documents"].items()
+                     if (e.get("source") == src or i in job.replaces) and i != job.doc_id]
             on_event("commit", {"doc_id": job.doc_id})
             (self.root / "docs").mkdir(exist_ok=True)
             final = self.root / "docs" / build_dir.name

@@ -56,6 +56,9 @@ class BuildJob:
     name: str
     settings: Settings  # with the index options applied (Library.job_for)
     recorded: dict[str, Any]  # the options as recorded in the manifest
+    # documents the commit removes besides those from the same source path: an upload that
+    # replaces the document an earlier upload of the same file name made (the server)
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass

@@ -22,7 +22,7 @@ from bookindex.indexing.graph.er import (
 )
 from bookindex.indexing.graph.extract_llm import LLMExtractor
 from bookindex.indexing.graph.extract_offline import OfflineExtractor
-from bookindex.indexing.graph.extraction import Extractor, NodeExtraction, name_key
+from bookindex.indexing.graph.extraction import Extractor, NodeExtraction, NodesDone, name_key
 from bookindex.providers.llm import get_llm
 
 # Fixed calibration of the sharpened cosine score (not settings: GraphSettings has no such keys;
@@ -138,17 +138,19 @@ def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Embedder
 
 def build_graph(tree: DocumentTree, *, settings: Settings, llm: LLM | None = None,
                 embedder: Embedder | None = None, reranker: Reranker | None = None, progress: bool = False,
-                nodes: list[Node] | None = None) -> tuple[KnowledgeGraph, dict[str, Any]]:
+                nodes: list[Node] | None = None,
+                on_done: NodesDone | None = None) -> tuple[KnowledgeGraph, dict[str, Any]]:
     """Extract, resolve and link the knowledge graph of `tree` (BookRAG §4.3).
 
     `nodes` restricts extraction to some nodes (a re-run retrying failed ones); default: all.
+    `on_done(n)`: n more nodes extracted (progress; see `Extractor`).
     The embedder is needed for er = gradient only. The returned graph carries the entity
     vectors it computed in `graph.meta["vectors"]` so saving does not encode twice.
     """
     t0 = time.perf_counter()
     extractor = choose_extractor(settings, llm, tree.name)
     todo = nodes if nodes is not None else extraction_nodes(tree)
-    extractions = extractor.extract(todo, progress=progress)
+    extractions = extractor.extract(todo, progress=progress, on_done=on_done)
     extract_s = time.perf_counter() - t0
     graph, report = graph_from_extractions(tree, extractions, settings=settings, llm=llm,
                                            embedder=embedder, reranker=reranker, progress=progress)
@@ -210,7 +212,7 @@ def graph_from_extractions(tree: DocumentTree, extractions: list[NodeExtraction]
 def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str], *, settings: Settings,
                  llm: LLM | None = None, embedder: Embedder | None = None, reranker: Reranker | None = None,
                  vectors: tuple[list[str], np.ndarray] | None = None,
-                 progress: bool = False, fresh: bool = True) -> dict[str, Any]:
+                 progress: bool = False, fresh: bool = True, on_done: NodesDone | None = None) -> dict[str, Any]:
     """Re-extract `node_ids` (e.g. the failed nodes of an earlier build) into an existing graph.
 
     Their previous contributions are removed first (entities left without any node disappear),
@@ -236,7 +238,8 @@ def update_graph(graph: KnowledgeGraph, tree: DocumentTree, node_ids: list[str],
     extractor = choose_extractor(settings, llm, tree.name)
     if fresh:
         extractor.fresh = True
-    extractions = extractor.extract([tree.nodes[i] for i in node_ids if i in tree.nodes], progress=progress)
+    extractions = extractor.extract([tree.nodes[i] for i in node_ids if i in tree.nodes], progress=progress,
+                                    on_done=on_done)
     prefix = f"{tree.doc_id}-u{int(time.time() * 1000) % 10**9:09d}"
     new, eligible, stats = assemble(prefix, extractions, settings.graph.er)
     mapping: dict[str, str] = {}

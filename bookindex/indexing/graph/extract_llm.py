@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, TypeVar
 from pydantic import BaseModel, Field, field_validator
 
 from bookindex.indexing.graph.extraction import (
-    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
+    NodeExtraction, NodesDone, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
 )
 from bookindex.core.model import Node
 from bookindex.core.protocols import LLM
@@ -212,13 +212,19 @@ def _has_content(text: str) -> bool:
     return len(text.split()) >= MIN_WORDS_FOR_CONTENT
 
 
-def _map(llm: LLM, calls: list[dict[str, Any]], concurrency: int) -> list[Any]:
-    """Run `llm.complete(**kw)` for each call, in order; a failure is returned, not raised."""
+def _map(llm: LLM, calls: list[dict[str, Any]], concurrency: int,
+         on_call: Callable[[int], None] | None = None) -> list[Any]:
+    """Run `llm.complete(**kw)` for each call, in order; a failure is returned, not raised.
+    `on_call(i)`: call i has finished (as it happens where the client's map reports it, else
+    in order once all have)."""
     if not calls:
         return []
     fn = getattr(llm, "map", None)
-    if fn is not None and "return_exceptions" in inspect.signature(fn).parameters:
-        return list(fn(calls, return_exceptions=True))
+    params = inspect.signature(fn).parameters if fn is not None else {}
+    if fn is not None and "return_exceptions" in params:
+        if on_call is not None and "on_done" in params:
+            return list(fn(calls, return_exceptions=True, on_done=on_call))
+        return _reported(list(fn(calls, return_exceptions=True)), on_call)
 
     def one(kw: dict[str, Any]) -> Any:
         try:
@@ -229,11 +235,19 @@ def _map(llm: LLM, calls: list[dict[str, Any]], concurrency: int) -> list[Any]:
     if fn is not None:
         # A map without return_exceptions: wrap each call so one failure cannot sink the batch.
         try:
-            return list(fn(calls))
+            return _reported(list(fn(calls)), on_call)
         except Exception:
             pass
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        return list(pool.map(one, calls))
+        return _reported(list(pool.map(one, calls)), on_call)
+
+
+def _reported(results: list[Any], on_call: Callable[[int], None] | None) -> list[Any]:
+    """`results`, after telling `on_call` about each (a map that cannot report as it goes)."""
+    if on_call is not None:
+        for i in range(len(results)):
+            on_call(i)
+    return results
 
 
 class LLMExtractor:
@@ -284,8 +298,10 @@ class LLMExtractor:
         return {"messages": [user_message(text, images=[path])], "schema": NodeOut, "stage": "extract_image"}
 
     def _round(self, items: list[tuple[Node, str]], progress: bool, budget: int | None = None,
-               fresh: bool = False, merge: bool = True) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
-        """One pass over `items`: extractions by node id, and errors by node id."""
+               fresh: bool = False, merge: bool = True,
+               on_done: NodesDone | None = None) -> tuple[dict[str, NodeExtraction], dict[str, str]]:
+        """One pass over `items`: extractions by node id, and errors by node id (`on_done`:
+        the nodes of each call as it finishes)."""
         groups = merge_small(items, self.merge_tokens if merge else 0)
         batches = pack_groups(groups, budget or self.batch_tokens)
         calls = [self._call(b, fresh) for b in batches]
@@ -293,7 +309,9 @@ class LLMExtractor:
         if progress:
             from tqdm import tqdm
             tqdm.write(f"extract: {len(items)} nodes as {len(groups)} fragments in {len(calls)} LLM calls")
-        results = _map(self.llm, calls, self.concurrency)
+        sizes = [sum(len(g) for g in b) for b in batches]
+        results = _map(self.llm, calls, self.concurrency,
+                       None if on_done is None else lambda i: on_done(sizes[i]))
         good: dict[str, NodeExtraction] = {}
         bad: dict[str, str] = {}
 
@@ -328,8 +346,10 @@ class LLMExtractor:
                 good.update(_distribute(group, ex))
         return good, bad
 
-    def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]:
+    def extract(self, nodes: Iterable[Node], progress: bool = False,
+                on_done: NodesDone | None = None) -> list[NodeExtraction]:
         nodes = list(nodes)
+        report: NodesDone = on_done if on_done is not None else (lambda n: None)
         done: dict[str, NodeExtraction] = {}
         items: list[tuple[Node, str]] = []
         image_calls: list[tuple[Node, dict[str, Any]]] = []
@@ -344,18 +364,22 @@ class LLMExtractor:
                 done[n.id] = NodeExtraction(n.id)
                 continue
             items.append((n, text))
+        if done:
+            report(len(done))  # nothing to extract from these
         if image_calls and self.vlm is not None:  # image calls exist only with a VLM
             self.calls += len(image_calls)
             for (n, _), res in zip(image_calls, _map(self.vlm, [c for _, c in image_calls], self.concurrency)):
                 if isinstance(res, NodeOut):
                     done[n.id] = _to_extraction(n, res)
-                else:  # VLM failed: fall back to the image's text
+                    report(1)
+                else:  # VLM failed: fall back to the image's text (counted when that is done)
                     text = extractor_text(n).strip()
                     if text:
                         items.append((n, text))
                     else:
                         done[n.id] = NodeExtraction(n.id)
-        good, bad = self._round(items, progress)
+                        report(1)
+        good, bad = self._round(items, progress, on_done=on_done)
         if bad:  # retry each failed node once, in a call of its own fragment
             self.retried = list(bad)
             by_id = {n.id: (n, t) for n, t in items}

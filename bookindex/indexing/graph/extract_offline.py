@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from bookindex.core.model import Node
 from bookindex.indexing.graph.extraction import (
-    NodeExtraction, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
+    NodeExtraction, NodesDone, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
 )
 from bookindex.providers.nlp import english
 
@@ -160,7 +160,8 @@ class OfflineExtractor:
         self.retried: list[str] = []
         self.fresh = False
 
-    def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]:
+    def extract(self, nodes: Iterable[Node], progress: bool = False,
+                on_done: NodesDone | None = None) -> list[NodeExtraction]:
         nodes = list(nodes)
         nlp = load_nlp()
         texts = []
@@ -171,6 +172,13 @@ class OfflineExtractor:
                 t = " ".join(m.group(0) for m in _IDENT.finditer(t))
             texts.append(t[:MAX_CHARS])
         docs: Iterable[Doc] = nlp.pipe(texts, batch_size=self.batch_size)
-        if progress:
+        if progress and on_done is None:  # with on_done the caller shows the progress
             docs = tqdm(docs, total=len(texts), desc="extract (offline)", unit="node")
-        return [extract_doc(n, d) for n, d in zip(nodes, docs)]
+        out: list[NodeExtraction] = []
+        for n, d in zip(nodes, docs):
+            out.append(extract_doc(n, d))
+            if on_done is not None and len(out) % self.batch_size == 0:
+                on_done(self.batch_size)
+        if on_done is not None and len(out) % self.batch_size:
+            on_done(len(out) % self.batch_size)
+        return out

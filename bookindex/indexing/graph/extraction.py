@@ -10,7 +10,7 @@ so they live here and both the LLM and the offline extractor apply them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Protocol
@@ -56,12 +56,18 @@ class NodeExtraction:
         return not self.error
 
 
+NodesDone = Callable[[int], None]  # n more nodes extracted (see Extractor)
+
+
 class Extractor(Protocol):
     """What a graph build runs over the tree nodes: the LLM extractor or the offline one.
 
     The build report reads `calls` (LLM calls made) and `retried` (node ids extracted a second
     time); `fresh` makes a re-extraction bypass the completion cache, which would replay the
     answers that failed (the offline extractor makes no calls and ignores it).
+    `on_done(n)` is called as nodes finish (n at a time, summing to the number of nodes), so a
+    build can report graph nodes done while extraction runs (a server job's progress, the CLI's
+    bar); retries of failed nodes are not counted again.
     """
 
     name: str
@@ -69,7 +75,8 @@ class Extractor(Protocol):
     retried: list[str]
     fresh: bool
 
-    def extract(self, nodes: Iterable[Node], progress: bool = False) -> list[NodeExtraction]: ...
+    def extract(self, nodes: Iterable[Node], progress: bool = False,
+                on_done: NodesDone | None = None) -> list[NodeExtraction]: ...
 
 
 _STRIP = " \t\"'`.,;:()[]{}*#-–—|<>•·▪◦‣∙●○■□➢►✓→=+"

@@ -112,11 +112,14 @@ class LLMClient:
         return self._request(msgs, params, stage, None, cache, tools=tools)
 
     def map(self, requests: Sequence[dict[str, Any]], *, max_concurrency: int | None = None,
-            progress: bool = False, desc: str = "LLM", return_exceptions: bool = False) -> list[Any]:
+            progress: bool = False, desc: str = "LLM", return_exceptions: bool = False,
+            on_done: Callable[[int], None] | None = None) -> list[Any]:
         """`complete(**kwargs)` for each dict, concurrently (bounded), results in input order.
 
         Every finished request is cached at once, so a rerun after an interruption resumes.
         With `return_exceptions`, a failed item holds its BookIndexError instead of raising.
+        `on_done(i)` is called (in the worker's thread) when request i has finished, so a caller
+        can report progress in its own units; what it raises stops the map like a failure.
         """
         workers = max(1, min(max_concurrency or self.settings.max_concurrency,
                              self.provider.max_concurrency, len(requests) or 1))
@@ -133,6 +136,8 @@ class LLMClient:
             finally:
                 if bar is not None:
                     bar.update(1)
+            if on_done is not None:
+                on_done(i)
 
         try:
             if workers == 1:
