@@ -117,6 +117,21 @@ async def load(base: str, doc: str, clients: int, seconds: float, max_requests: 
             "p99_ms": round(percentile(lat, 0.99), 1) if lat else None}
 
 
+async def warm_up(base: str, doc: str, workers: int, method: str) -> None:
+    """Every server process opens the document and loads its models before anything is timed.
+
+    A keep-alive connection stays with the process that accepted it, so the warm-up opens a new
+    connection per request: 8 per server process, sent 2 x workers at a time, spread the accepts
+    over every process (the kernel hands each to a waiting one).
+    """
+    async def one(i: int) -> None:
+        async with httpx.AsyncClient(base_url=base, timeout=120) as http:
+            await http.post("/ask", json={"question": QUESTIONS[i % len(QUESTIONS)], "doc": doc, "method": method})
+
+    for start in range(0, 8 * workers, 2 * workers):
+        await asyncio.gather(*(one(i) for i in range(start, start + 2 * workers)))
+
+
 def upload(base: str, pdf: Path) -> str:
     with open(pdf, "rb") as fh:
         r = httpx.post(f"{base}/documents", files={"file": (pdf.name, fh, "application/pdf")}, timeout=120)
@@ -151,7 +166,7 @@ def main() -> int:
     proc = start_server(args.library, port, args.out / "server.log", args.workers)
     rows: list[dict[str, Any]] = []
     try:
-        asyncio.run(load(base, pdf.name, 2, 5, 40, args.method))  # warm-up: open the document, load models
+        asyncio.run(warm_up(base, pdf.name, args.workers, args.method))
         for n in [int(x) for x in args.clients.split(",") if x.strip()]:
             row = asyncio.run(load(base, pdf.name, n, args.seconds, args.max_requests, args.method))
             row["phase"] = "idle server"
