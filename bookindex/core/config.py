@@ -63,6 +63,12 @@ class EmbeddingSettings(_Section):
     # CPU threads for the local model (ONNX Runtime intra-op threads, or torch.set_num_threads,
     # process-wide); None keeps the runtime's default.
     threads: int | None = Field(None, ge=1)
+    # Corpus documents for `skills build` / `skills add` only (never a library's index vectors):
+    # an int8-quantized copy of the ONNX model and a shorter truncation. On SciFact they embed
+    # ~3x faster for a small recall cost (docs/benchmarks.md, "Corpus embedding speed");
+    # questions are still embedded at full precision. 0 tokens = the model's own limit.
+    corpus_int8: bool = True
+    corpus_tokens: int = Field(128, ge=0)
 
 
 class RerankerSettings(_Section):
