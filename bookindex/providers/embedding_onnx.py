@@ -9,7 +9,7 @@ under the bookindex cache directory; vectors match the torch path to ~1e-6 cosin
 weights, activations quantized per batch), made once from the fp32 export and cached beside it;
 `max_tokens` truncates shorter than the model's own limit. Both trade a little recall for speed
 and are meant for bulk corpus embedding (the skills compiler), not for a library's index vectors
-(docs/benchmarks.md, "Corpus embedding speed").
+(docs/benchmarks.md, "Issue 13 targets").
 
 Only plain "Transformer → Pooling (mean or CLS) [→ Normalize]" models qualify; anything else
 raises `UnsupportedModel` so the caller can fall back to torch.
@@ -123,7 +123,8 @@ def export_onnx(model_dir: Path, out: Path) -> Path:
 
 def quantize_onnx(src: Path, out: Path) -> Path:
     """An int8 dynamic-quantized copy of `src` (weights int8, activations quantized at run
-    time), written atomically to `out`. On this project's AVX2 CPUs it encodes MiniLM ~2x faster."""
+    time), written atomically to `out`. On this project's AVX2 CPUs it encodes MiniLM 1.46x faster
+    per CPU second (docs/benchmarks.md)."""
     try:  # deferred: the quantizer imports onnx, needed only for this one-off step
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
