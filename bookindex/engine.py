@@ -26,12 +26,12 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import BBox, DocumentTree, Evidence, Node
 from bookindex.core.protocols import LLM, Embedder, Reranker
 from bookindex.indexing.graph.stats import graph_stats, tree_stats
-from bookindex.providers.embedding import get_embedder
+from bookindex.providers.embedding import get_corpus_embedder, get_embedder
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
 from bookindex.skills import navigate as skills_navigate
 from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.model import is_skill_dir
+from bookindex.skills.model import is_skill_dir, load_tree
 from bookindex.skills.opened import OpenedSkills
 from bookindex.skills import build as skills_build_mod
 from bookindex.skills import hierarchy as skills_hierarchy
@@ -237,6 +237,16 @@ class Engine:
             if self._embedder is None:
                 self._embedder = get_embedder(self.settings)
             return self._embedder
+
+    def corpus_embedder(self, int8: bool | None = None, tokens: int | None = None) -> Embedder:
+        """The embedder for a skill corpus's documents (`get_corpus_embedder`: the query
+        embedder's model, int8 and truncated, when it is the ONNX one; else the embedder itself)."""
+        return get_corpus_embedder(self.embedder, self.settings, int8=int8, tokens=tokens)
+
+    def _tree_embedder(self, folder: str | Path) -> Embedder:
+        """The corpus embedder a skill folder was built with (an add must embed like its build)."""
+        params = load_tree(folder).params
+        return self.corpus_embedder(int8=params.doc_int8, tokens=params.doc_tokens)
 
     @property
     def reranker(self) -> Reranker:
@@ -680,18 +690,18 @@ class Engine:
         if request.documents:
             return skills_hierarchy.build(request, self.embedder, self._skills_llm(request.no_llm),
                                           on_event=on_event, progress=progress)
-        return skills_build_mod.build(request, self.embedder, self._skills_llm(request.no_llm),
+        return skills_build_mod.build(request, self.corpus_embedder(), self._skills_llm(request.no_llm),
                                       on_event=on_event, progress=progress)
 
     def skills_add(self, request: SkillsAddRequest) -> SkillsUpdateReport:
         """Add documents to a skill folder: nearest leaf, only touched clusters re-summarised."""
         _not_a_hierarchy(request.folder)
-        return skills_update.add(request, self.embedder, self._skills_llm(request.no_llm))
+        return skills_update.add(request, self._tree_embedder(request.folder), self._skills_llm(request.no_llm))
 
     def skills_remove(self, request: SkillsRemoveRequest) -> SkillsUpdateReport:
         """Remove documents by id from a skill folder; empty clusters are dropped."""
         _not_a_hierarchy(request.folder)
-        return skills_update.remove(request, self.embedder, self._skills_llm(request.no_llm))
+        return skills_update.remove(request, self._tree_embedder(request.folder), self._skills_llm(request.no_llm))
 
     def skills_tree(self, folder: str | Path) -> SkillsTreeView:
         """The hierarchy of a skill folder: labels, paths, counts, descriptions."""

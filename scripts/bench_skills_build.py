@@ -34,7 +34,7 @@ import numpy as np
 
 from bookindex.core.config import load_settings
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest
-from bookindex.providers.embedding import get_embedder
+from bookindex.providers.embedding import get_corpus_embedder, get_embedder
 
 
 class CachingEmbedder:
@@ -61,6 +61,14 @@ class CachingEmbedder:
     @property
     def dim(self) -> int:
         return self.inner.dim
+
+    @property
+    def quantized(self) -> bool:  # recorded in the tree's BuildParams, as the inner embedder's
+        return bool(getattr(self.inner, "quantized", False))
+
+    @property
+    def max_tokens(self) -> int:
+        return int(getattr(self.inner, "max_tokens", 0) or 0)
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
         for t in texts:
@@ -107,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.corpus}: no such file", file=sys.stderr)
         return 2
     settings = load_settings(None, dict(o.split("=", 1) for o in args.overrides))
-    cached = CachingEmbedder(get_embedder(settings), args.vectors_cache)  # cold unless cached; reused after
+    # the compiler's corpus embedder (int8, embedding.corpus_tokens); cold unless cached, reused after
+    cached = CachingEmbedder(get_corpus_embedder(get_embedder(settings), settings), args.vectors_cache)
     engine = Engine(None, settings, embedder=cached)
     records = [json.loads(line) for line in args.corpus.read_text(encoding="utf-8").splitlines() if line.strip()]
     rng = random.Random(args.seed)

@@ -20,7 +20,7 @@ from bookindex.engine import (
     Engine, SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView,
     SkillsUpdateReport,
 )
-from bookindex.skills.requests import DEFAULT_DRIFT, SkillNodeView
+from bookindex.skills.requests import DEFAULT_DRIFT, SOFT, SOFT_MARGIN, SkillNodeView
 
 skills_app = typer.Typer(no_args_is_help=True, help="Compile a corpus into a navigable skill tree (Corpus2Skill).")
 skills_app.command("ask")(ask_command)
@@ -54,6 +54,10 @@ def build_cmd(
     compact: bool = typer.Option(False, "--compact", help="List leaf groups inside their parent's file."),
     seed: int = typer.Option(0, "--seed", help="K-Means seed (same corpus + seed: identical files)."),
     embed_chars: int = typer.Option(2000, "--embed-chars", min=100, help="Characters of each document embedded."),
+    soft: int = typer.Option(SOFT, "--soft", min=0,
+                             help="List a document in up to this many other leaves near it too (0: one leaf only)."),
+    soft_margin: float = typer.Option(SOFT_MARGIN, "--soft-margin", min=0.0,
+                                      help="... when their centroid is within this cosine of its own leaf's."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Extractive summaries and key-term labels, no LLM."),
     documents: bool = typer.Option(False, "--documents",
                                    help="Sources are libraries: also write each document's section tree as a skill under its topic."),
@@ -63,7 +67,7 @@ def build_cmd(
     """Compile documents into skill-NN-label/SKILL.md and group-NN-label/INDEX.md files."""
     req = SkillsBuildRequest(sources=[str(s) for s in sources], output=str(output), branching=branching, top=top,
                              min_size=min_size, seed=seed, compact=compact, embed_chars=embed_chars, no_llm=no_llm,
-                             documents=documents)
+                             documents=documents, soft=soft, soft_margin=soft_margin)
     err = _err()
 
     def on_event(event: str, info: dict[str, Any]) -> None:

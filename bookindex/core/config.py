@@ -63,6 +63,13 @@ class EmbeddingSettings(_Section):
     # CPU threads for the local model (ONNX Runtime intra-op threads, or torch.set_num_threads,
     # process-wide); None keeps the runtime's default.
     threads: int | None = Field(None, ge=1)
+    # Corpus documents for `skills build` / `skills add` only (never a library's index vectors):
+    # an int8-quantized copy of the ONNX model and a shorter truncation. On SciFact int8 at 192
+    # tokens embeds 2x faster per CPU second than fp32 at 256 for -0.019 dense R@10 (128 tokens:
+    # 3.3x, -0.034; docs/benchmarks.md, "Issue 13 targets"); questions stay at full precision.
+    # 0 tokens = the model's own limit.
+    corpus_int8: bool = True
+    corpus_tokens: int = Field(192, ge=0)
 
 
 class RerankerSettings(_Section):

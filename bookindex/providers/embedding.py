@@ -21,7 +21,7 @@ from bookindex.providers.embedding_onnx import OnnxEmbedder, UnsupportedModel
 from bookindex.providers.llm.providers import LOCAL_DUMMY_KEY, is_loopback_url
 
 __all__ = ["Embedder", "OpenAIEmbedder", "SentenceTransformerEmbedder", "default_model_path",
-           "get_embedder", "normalise"]
+           "get_corpus_embedder", "get_embedder", "normalise"]
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,31 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     with _LOCK:
         if key not in _EMBEDDERS:
             _EMBEDDERS[key] = _local_embedder(cfg, settings)
+        return _EMBEDDERS[key]
+
+
+def get_corpus_embedder(base: Embedder, settings: Settings | None = None, *, int8: bool | None = None,
+                        tokens: int | None = None) -> Embedder:
+    """The embedder for bulk corpus documents (the skills compiler): when `base` (the query
+    embedder) is the ONNX one, the same model int8-quantized and truncated to
+    `embedding.corpus_tokens`, so a corpus of thousands of documents compiles in minutes on a
+    CPU; its vectors live in `base`'s space (same model; the recall cost is measured in
+    docs/benchmarks.md). `int8` / `tokens` override the settings (an incremental add embeds as
+    its tree was built). Any other embedder (torch, an endpoint, a test's) is returned as is."""
+    cfg = settings.embedding if settings is not None else EmbeddingSettings()
+    int8 = cfg.corpus_int8 if int8 is None else int8
+    tokens = cfg.corpus_tokens if tokens is None else tokens
+    if not isinstance(base, OnnxEmbedder) or (not int8 and not tokens):
+        return base
+    key = ("corpus", str(base.path), base.batch_size, cfg.threads, int8, tokens, str(cache_dir(settings)))
+    with _LOCK:
+        if key not in _EMBEDDERS:
+            try:
+                _EMBEDDERS[key] = OnnxEmbedder(base.path, cache_dir(settings), base.name, base.batch_size,
+                                               threads=cfg.threads, quantize=int8, max_tokens=tokens or None)
+            except (UnsupportedModel, ImportError) as exc:
+                log.info("embedding: no int8 corpus embedder (%s); using the query embedder", exc)
+                return base
         return _EMBEDDERS[key]
 
 

@@ -5,6 +5,12 @@ process that only queries never imports torch (3-4 s saved when a library is ope
 graph is exported once from the local model with torch (needs the `onnx` package) and cached
 under the bookindex cache directory; vectors match the torch path to ~1e-6 cosine.
 
+`quantize=True` runs an int8 copy of the graph (ONNX Runtime dynamic quantization: int8
+weights, activations quantized per batch), made once from the fp32 export and cached beside it;
+`max_tokens` truncates shorter than the model's own limit. Both trade a little recall for speed
+and are meant for bulk corpus embedding (the skills compiler), not for a library's index vectors
+(docs/benchmarks.md, "Issue 13 targets").
+
 Only plain "Transformer → Pooling (mean or CLS) [→ Normalize]" models qualify; anything else
 raises `UnsupportedModel` so the caller can fall back to torch.
 """
@@ -115,19 +121,49 @@ def export_onnx(model_dir: Path, out: Path) -> Path:
     return out
 
 
+def quantize_onnx(src: Path, out: Path) -> Path:
+    """An int8 dynamic-quantized copy of `src` (weights int8, activations quantized at run
+    time), written atomically to `out`. On this project's AVX2 CPUs it encodes MiniLM 1.46x faster
+    per CPU second (docs/benchmarks.md)."""
+    try:  # deferred: the quantizer imports onnx, needed only for this one-off step
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise UnsupportedModel(f"int8 quantization of {src} needs onnx and onnxruntime ({exc})") from None
+    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.onnx")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "please consider pre-processing" advice
+            quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8)
+        os.replace(tmp, out)
+    except Exception as exc:  # the quantizer raises many types; fall back like a failed export
+        tmp.unlink(missing_ok=True)
+        raise UnsupportedModel(f"int8 quantization of {src} failed: {exc}") from None
+    return out
+
+
 class OnnxEmbedder:
-    """Same vectors as `SentenceTransformerEmbedder`, computed by ONNX Runtime."""
+    """Same vectors as `SentenceTransformerEmbedder`, computed by ONNX Runtime (or, with
+    `quantize` / `max_tokens`, a faster approximation of them)."""
 
     def __init__(self, model_dir: Path, cache_root: Path, name: str, batch_size: int = 32,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, quantize: bool = False, max_tokens: int | None = None) -> None:
         # deferred: when these are missing (ImportError), get_embedder falls back to torch
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.pooling, self.max_len, self._dim = model_layout(model_dir)
+        if max_tokens:
+            self.max_len = min(self.max_len, int(max_tokens))
         onnx_path = cache_root / "onnx" / f"{model_dir.name}-{export_key(model_dir)}.onnx"
         if not onnx_path.exists():
             export_onnx(model_dir, onnx_path)
+        if quantize:
+            q_path = onnx_path.with_name(f"{onnx_path.stem}-int8.onnx")
+            if not q_path.exists():
+                quantize_onnx(onnx_path, q_path)
+            onnx_path = q_path
+        self.quantized = quantize
+        self.max_tokens = int(max_tokens or 0)  # 0: the model's own limit
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = int(threads)
@@ -138,7 +174,8 @@ class OnnxEmbedder:
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_len)
         self.tokenizer.enable_padding()
-        self.name = name
+        self.name = name  # the same model and vector space: queries embedded at full precision match
+        self.variant = ("int8" if quantize else "fp32") + f", {self.max_len} tokens"
         self.path = model_dir
         self.onnx_path = onnx_path
         self.batch_size = batch_size

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 Navigator = Literal["llm", "embedding"]
 Protocol = Literal["auto", "tools", "json"]
-Route = Literal["summary", "centroid", "both"]
+Route = Literal["summary", "centroid", "both", "leaves", "members"]
 
 
 def count_tokens(text: str) -> int:
@@ -31,7 +31,7 @@ class SkillsAskRequest(BaseModel):
     navigator: Navigator = "llm"
     k: int = Field(10, ge=1)              # documents the embedding navigator returns
     beam: int | None = Field(None, ge=1)  # beam width; None: chosen from k and the leaf sizes
-    route: Route = "centroid"             # what the beam compares the query with (see beam.py)
+    route: Route = "members"              # what the beam compares the query with (see beam.py)
     max_rounds: int = Field(10, ge=1)     # the LLM navigator's tool-call budget
     protocol: Protocol = "auto"           # native tool calls, the JSON action protocol, or auto
 

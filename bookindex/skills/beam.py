@@ -8,11 +8,16 @@ offline and can be measured against flat search on the same documents.
 
 What a cluster is compared by (`route`): "summary" is the embedding of its summary (the paper's
 signal, what an agent reads), "centroid" the mean of its member documents' vectors (what the
-clustering grouped by), "both" their mean. A cluster with children is judged by the better of
-its own score and its best child's (`lookahead`): opening a parent's file shows its children's
-descriptions, and on SciFact this look one level down gains 0.02-0.08 R@10 at the same beam
-(docs/benchmarks.md). Scores of different levels are never mixed: the beam keeps the best of
-each level.
+clustering grouped by), "both" their mean, "leaves" the best of its leaves' centroids, and
+"members" (the default) the best similarity of any document listed under it. A mean hides the
+one document a specific question is about: on SciFact the gold document's leaf is the best leaf
+by centroid for only half of the claims, while judging a cluster by its best member keeps the
+beam on the branch that holds the nearest documents. "members" reads every document vector
+once per question (a matrix product: flat dense search's arithmetic, not its output; the beam
+still opens only the files on its path). For the mean routes a cluster with children is judged
+by the better of its own score and its best child's (`lookahead`): opening a parent's file
+shows its children's descriptions. Scores of different levels are never mixed: the beam keeps
+the best of each level. Measurements: docs/benchmarks.md, "Corpus navigation".
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from bookindex.skills.model import Cluster
 from bookindex.skills.opened import OpenedSkills
 
 BEAM_FACTOR = 4.0  # auto beam = factor x the leaves k documents fill (tuned on SciFact: docs/benchmarks.md)
-DEFAULT_ROUTE: Route = "centroid"  # the best of the three on SciFact's first 200 claims
+DEFAULT_ROUTE: Route = "members"  # the best on SciFact's first 200 claims (docs/benchmarks.md)
 
 
 def auto_beam(opened: OpenedSkills, k: int, factor: float = BEAM_FACTOR) -> int:
@@ -42,11 +47,20 @@ def auto_beam(opened: OpenedSkills, k: int, factor: float = BEAM_FACTOR) -> int:
 
 
 def cluster_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, route: Route,
-                  lookahead: bool = True) -> float:
+                  lookahead: bool = True, doc_sims: dict[str, float] | None = None) -> float:
+    if route == "members":
+        return _member_score(opened, cluster, doc_sims or {})
+    if route == "leaves":
+        return max(_own_score(opened, opened.tree.cluster(leaf), qvec, "centroid") for leaf in opened.leaves_under(cluster.id))
     own = _own_score(opened, cluster, qvec, route)
     if lookahead and cluster.children:
         return max([own] + [_own_score(opened, opened.tree.cluster(ch), qvec, route) for ch in cluster.children])
     return own
+
+
+def _member_score(opened: OpenedSkills, cluster: Cluster, doc_sims: dict[str, float]) -> float:
+    """The best similarity of any document under the cluster (its leaves' listings included)."""
+    return max((doc_sims.get(d, -1.0) for d in opened.listed(cluster.id)), default=-1.0)
 
 
 def _own_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, route: Route) -> float:
@@ -63,13 +77,19 @@ def _own_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, route: 
 
 
 def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: int = 10,
-                beam: int | None = None, route: Route = DEFAULT_ROUTE, lookahead: bool = True) -> SkillsAnswer:
-    """The top-k documents under the leaves the beam reaches, with every opened file as a step."""
+                beam: int | None = None, route: Route = DEFAULT_ROUTE, lookahead: bool = True,
+                leaf_pool: bool = False) -> SkillsAnswer:
+    """The top-k documents under the leaves the beam reaches, with every opened file as a step.
+    `leaf_pool`: once the candidates are leaves, open all of them (every leaf of the parents
+    the beam kept) and rank their documents together, instead of keeping the best `beam`."""
     t0 = time.perf_counter()
     if not opened.tree.roots:
         raise InputError(f"{opened.folder}: the skill tree has no clusters to navigate")
     width = beam or auto_beam(opened, k)
     qvec = opened.query_vector(embedder, question)
+    doc_sims: dict[str, float] | None = None
+    if route == "members":  # reads every document vector: flat search's cost, for comparison
+        doc_sims = dict(zip(opened.vectors.doc_ids, (opened.vectors.doc_vectors @ qvec).tolist()))
     listing = "\n".join(f"{c.path}: {c.description}" for c in opened.roots())
     steps = [NavStep(round=0, tool="view", target="", tokens=count_tokens(listing))]
     candidates = opened.roots()
@@ -77,8 +97,9 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
     depth = 0
     while candidates:
         depth += 1
-        scored = sorted(((cluster_score(opened, c, qvec, route, lookahead), c) for c in candidates),
-                        key=lambda sc: (-sc[0], sc[1].id))[:width]
+        keep = len(candidates) if leaf_pool and depth > 1 and not any(c.children for c in candidates) else width
+        scored = sorted(((cluster_score(opened, c, qvec, route, lookahead, doc_sims), c) for c in candidates),
+                        key=lambda sc: (-sc[0], sc[1].id))[:keep]
         candidates = []
         for score, c in scored:
             nav = opened.nav_file(c)
@@ -89,7 +110,13 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
                 candidates.extend(opened.tree.cluster(ch) for ch in c.children)
             else:
                 reached.append(c)
-    pool = [(d, c) for c in reached for d in c.documents]
+    pool: list[tuple[str, Cluster]] = []
+    seen: set[str] = set()
+    for c in reached:  # a document listed in two reached leaves counts once (soft membership)
+        for d in opened.listed(c.id):
+            if d not in seen:
+                seen.add(d)
+                pool.append((d, c))
     docs: list[RankedDocument] = []
     if pool:
         sims = opened.doc_scores(qvec, [d for d, _ in pool])
@@ -107,6 +134,7 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
         navigation_tokens=sum(s.tokens for s in steps if s.tool == "view"),
         document_tokens=sum(s.tokens for s in steps if s.tool == "get_document"),
         seconds=round(time.perf_counter() - t0, 4))
-    note = f"beam {width}, route {route}{' + lookahead' if lookahead else ''}, {len(reached)} leaves, {len(pool)} candidates"
+    note = (f"beam {width}{' + every leaf below' if leaf_pool else ''}, route {route}{' + lookahead' if lookahead else ''}, "
+            f"{len(reached)} leaves, {len(pool)} candidates")
     return SkillsAnswer(question=question, navigator="embedding", documents=docs, steps=steps, usage=usage,
                         stopped="ranked", notes=[note])

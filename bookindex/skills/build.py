@@ -40,7 +40,10 @@ def build_params(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None) -
     None for the extractive ones)."""
     return BuildParams(branching=req.branching, top=req.top, min_size=req.min_size, seed=req.seed,
                        compact=req.compact, embed_chars=req.embed_chars, embedder=embedder.name,
-                       llm=(llm.model or "llm") if llm is not None else "")
+                       llm=(llm.model or "llm") if llm is not None else "",
+                       doc_int8=bool(getattr(embedder, "quantized", False)),
+                       doc_tokens=int(getattr(embedder, "max_tokens", 0) or 0),
+                       soft=req.soft, soft_margin=req.soft_margin)
 
 
 def usage_delta(before: dict[str, Any], after: dict[str, Any], prefix: str = "skills.") -> dict[str, Any]:

@@ -100,3 +100,28 @@ def split_in_two(vectors: np.ndarray, *, seed: int) -> tuple[list[int], list[int
     if len(parts) < 2:
         return list(range(n // 2)), list(range(n // 2, n))
     return parts[0], parts[1]
+
+
+def soft_members(x: np.ndarray, groups: list[list[int]], extra: int, margin: float) -> list[list[int]]:
+    """For each group, the rows of other groups it should list too (soft membership).
+
+    A row is listed in up to `extra` other groups whose centroid is within `margin` cosine of its
+    own group's centroid similarity (nearest first): a document on a border is then found from
+    either side, where hard K-Means gives it one path only. Rows within each group ascending.
+    """
+    if extra <= 0 or len(groups) < 2:
+        return [[] for _ in groups]
+    cents = np.stack([centroid(x[g]) for g in groups])
+    home = np.empty(len(x), dtype=np.int64)
+    for gi, g in enumerate(groups):
+        home[g] = gi
+    sims = x @ cents.T                                   # (rows, groups)
+    own = sims[np.arange(len(x)), home]
+    sims[np.arange(len(x)), home] = -np.inf
+    out: list[list[int]] = [[] for _ in groups]
+    top = np.argsort(-sims, axis=1, kind="stable")[:, :extra]
+    for r in range(len(x)):
+        for gi in top[r]:
+            if sims[r, gi] >= own[r] - margin:
+                out[int(gi)].append(r)
+    return [sorted(rows) for rows in out]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bookindex.core.protocols import Embedder
-from bookindex.skills.cluster import cap_size, centroid, n_groups, normalise, partition
+from bookindex.skills.cluster import cap_size, centroid, n_groups, normalise, partition, soft_members
 from bookindex.skills.model import BuildParams, Cluster, CorpusDocument, DocumentEntry, SkillTree, TreeVectors
 from bookindex.skills.summarise import ClusterInput, Summariser, Summary, clip, doc_line, slug
 
@@ -77,6 +77,7 @@ def compile_tree(docs: Sequence[CorpusDocument], doc_vectors: np.ndarray, params
         emit("level", {"level": level, "clusters": len(current), "items": len(vecs)})
         _summarise(current, clusters, by_id, x, row, summariser, embedder, summary_vecs)
 
+    list_also(clusters, x, row, params)
     entries = {}
     for c in clusters.values():
         for d in c.documents:
@@ -88,6 +89,21 @@ def compile_tree(docs: Sequence[CorpusDocument], doc_vectors: np.ndarray, params
     vectors = TreeVectors(doc_ids=[d.id for d in docs], doc_vectors=x, cluster_ids=ids,
                           cluster_vectors=np.stack([summary_vecs[i] for i in ids]) if ids else np.zeros((0, x.shape[1]), np.float32))
     return tree, vectors
+
+
+def list_also(clusters: dict[str, Cluster], x: np.ndarray, row: dict[str, int], params: BuildParams) -> None:
+    """Soft membership (`params.soft` extra leaves per document, within `params.soft_margin`):
+    fill every leaf's `also` afresh from the current leaves (a build, or after an update)."""
+    leaves = sorted((c for c in clusters.values() if not c.children), key=lambda c: c.id)
+    ids = [d for c in leaves for d in c.documents]
+    groups, start = [], 0
+    for c in leaves:
+        groups.append(list(range(start, start + len(c.documents))))
+        start += len(c.documents)
+    xs = x[[row[d] for d in ids]] if ids else x[:0]
+    also = soft_members(xs, groups, params.soft, params.soft_margin)
+    for c, rows in zip(leaves, also):
+        c.also = sorted(ids[r] for r in rows)
 
 
 def max_leaf_size(params: BuildParams) -> int:

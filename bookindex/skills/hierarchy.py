@@ -132,7 +132,7 @@ def build(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None, on_event
     vecs = embed_documents(docs, embedder, req.embed_chars, progress=progress)
     t2 = time.perf_counter()
     with_llm = uses_llm(llm, req.no_llm)
-    params = build_params(req, embedder, llm if with_llm else None)
+    params = build_params(req.model_copy(update={"soft": 0}), embedder, llm if with_llm else None)  # one path per document skill
     summariser = make_summariser(docs, llm, req.no_llm)
     doc_summariser: DocumentSummariser = (LLMDocumentSummariser(llm) if with_llm and llm is not None
                                           else ExtractiveDocumentSummariser())

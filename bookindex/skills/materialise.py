@@ -58,14 +58,21 @@ def render(tree: SkillTree, c: Cluster) -> str:
 
 def _documents(tree: SkillTree, c: Cluster, heading: str | None) -> list[str]:
     out = [f"{heading} Documents ({len(c.documents)} items)", ""] if heading else []
-    for d in sorted(c.documents):
-        e = tree.documents[d]
-        line = f"- `{d}` — {clip(e.title, TITLE_CHARS)}"
-        if e.line and e.line.lower() != e.title.lower():
-            line += f" — {e.line}"
-        out.append(line)
+    out += [_doc_line(tree, d) for d in sorted(c.documents)]
+    also = [d for d in sorted(c.also) if d in tree.documents]
+    if also:  # soft membership: near this group, filed in another; listed by title only
+        out += ["", f"Also related (filed in another group, {len(also)}):", ""]
+        out += [f"- `{d}` — {clip(tree.documents[d].title, TITLE_CHARS)}" for d in also]
     out += ["", NEXT_DOCS, ""]
     return out
+
+
+def _doc_line(tree: SkillTree, d: str) -> str:
+    e = tree.documents[d]
+    line = f"- `{d}` — {clip(e.title, TITLE_CHARS)}"
+    if e.line and e.line.lower() != e.title.lower():
+        line += f" — {e.line}"
+    return line
 
 
 def yaml_string(text: str) -> str:

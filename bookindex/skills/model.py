@@ -58,6 +58,8 @@ class Cluster:
     parent: str | None = None
     summary_size: int = 0       # num_documents when `summary` was written (incremental updates
                                 # re-summarise a cluster once its size drifts from this)
+    also: list[str] = field(default_factory=list)  # leaves: documents homed in another leaf but
+                                # near this one's centroid, listed here too (soft membership)
 
 
 @dataclass
@@ -79,6 +81,10 @@ class BuildParams:
     embed_chars: int = 2000
     embedder: str = ""
     llm: str = ""       # model name, "" when built without an LLM
+    doc_int8: bool = False  # documents embedded by the int8 copy of `embedder` (an add must match)
+    doc_tokens: int = 0     # their truncation in tokens (0: the model's own limit)
+    soft: int = 0           # soft membership: other leaves a document is also listed in (at most)
+    soft_margin: float = 0.0  # ... when their centroid is within this cosine of its own leaf's
 
 
 @dataclass

@@ -69,6 +69,25 @@ class OpenedSkills:
         """Every document under a cluster (its leaves' documents, depth first)."""
         return self._members[cluster_id]
 
+    def listed(self, cluster_id: str) -> list[str]:
+        """Every document a navigator finds under a cluster: its members, then the documents its
+        leaves also list (soft membership: near a leaf, homed in another)."""
+        return self._listed[cluster_id]
+
+    @cached_property
+    def _listed(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for cid, members in self._members.items():
+            extra = [d for leaf in self.leaves_under(cid) for d in self.tree.cluster(leaf).also]
+            home = set(members)
+            out[cid] = members + [d for d in dict.fromkeys(extra) if d not in home] if extra else members
+        return out
+
+    def leaves_under(self, cluster_id: str) -> list[str]:
+        """The leaf clusters under a cluster (itself when it is one)."""
+        c = self.tree.cluster(cluster_id)
+        return [cluster_id] if not c.children else [leaf for ch in c.children for leaf in self.leaves_under(ch)]
+
     @cached_property
     def _members(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

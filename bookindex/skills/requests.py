@@ -10,6 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 DEFAULT_DRIFT = 0.34  # a third of a cluster new since its summary: measured 9.9% of a full compile for +10% (docs/benchmarks.md)
 
 
+SOFT = 0            # soft membership off by default: no gain with the members route (docs/benchmarks.md)
+SOFT_MARGIN = 0.1   # the better margin for the centroid route on SciFact claims 0-199
+
+
 class SkillsBuildRequest(BaseModel):
     """Compile sources (files, folders, bookindex libraries) into a skill folder."""
 
@@ -23,6 +27,10 @@ class SkillsBuildRequest(BaseModel):
     seed: int = 0
     compact: bool = False
     embed_chars: int = Field(2000, ge=100)
+    # soft membership: a document is also listed in up to `soft` other leaves whose centroid is
+    # within `soft_margin` cosine of its own leaf's (the no-LLM beam finds border documents)
+    soft: int = Field(SOFT, ge=0)
+    soft_margin: float = Field(SOFT_MARGIN, ge=0.0, le=2.0)
     no_llm: bool = False
     # issue 14: the sources are libraries; each document's section tree becomes a skill hung
     # under its leaf cluster (one tree from library to block)

@@ -27,7 +27,8 @@ from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.build import make_summariser, usage_delta
 from bookindex.skills.cluster import centroid, split_in_two
 from bookindex.skills.compile import (
-    apply_summary, assign_paths, cluster_id, cluster_input, embed_documents, embed_summaries, max_leaf_size,
+    apply_summary, assign_paths, cluster_id, cluster_input, embed_documents, embed_summaries, list_also,
+    max_leaf_size,
 )
 from bookindex.skills.corpus import check_unique, load_corpus
 from bookindex.skills.materialise import replace_folder
@@ -186,6 +187,7 @@ def _finish(st: _State, drift: float, embedder: Embedder, llm: LLM | None, no_ll
             apply_summary(c, s, keep_label=True)
         embed_summaries(batch, embedder, st.cluster_vecs)
         redo.extend(c.id for c in batch)
+    list_also(tree.clusters, st.vectors.doc_vectors, row, tree.params)  # listings only: no summary
     assign_paths(tree)
     ids = sorted(tree.clusters)
     st.vectors.cluster_ids = ids
