@@ -48,6 +48,9 @@ class StageUsage(BaseModel):
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # prompt tokens the in-process model reused from its KV cache; the rest were evaluated
+    # before the first generated token (issue 20: what the first token waits on)
+    cached_tokens: int = 0
     seconds: float = 0.0  # waiting on the model (issue 20: where a question's time goes)
 
 

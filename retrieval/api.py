@@ -37,7 +37,7 @@ def _ledger(ctx: IndexContext) -> dict[str, Any]:
     return ctx.llm.ledger.snapshot() if ctx.llm is not None else {"stages": {}, "total": {}}
 
 
-_COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds")
+_COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_tokens", "seconds")
 
 
 def _usage(before: dict[str, Any], after: dict[str, Any], t0: float, first_token_s: float | None = None) -> Usage:

@@ -73,7 +73,7 @@ def _diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str, 
     for stage, a in after.items():
         b = before.get(stage, {})
         d = {k: round((a.get(k, 0) or 0) - (b.get(k, 0) or 0), 3)
-             for k in ("calls", "prompt_tokens", "completion_tokens", "seconds")}
+             for k in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "seconds")}
         if any(d.values()):
             out[stage] = d
     return out
@@ -91,6 +91,7 @@ def ask_one(engine: Engine, question: str, doc: str) -> dict[str, Any]:
             "calls": sum(int(s["calls"]) for s in stages.values()),
             "prompt_tokens": sum(int(s["prompt_tokens"]) for s in stages.values()),
             "completion_tokens": sum(int(s["completion_tokens"]) for s in stages.values()),
+            "cached_tokens": sum(int(s.get("cached_tokens", 0)) for s in stages.values()),
             "query_type": answer.query_type, "answer": answer.answer, "citation_check": answer.citation_check,
             "load1": round(os.getloadavg()[0], 2)}
 
@@ -107,7 +108,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     stages: dict[str, dict[str, float]] = {}
     for r in rows:
         for st, d in r["stages"].items():
-            acc = stages.setdefault(st, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0})
+            acc = stages.setdefault(st, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "seconds": 0.0})
             for k in acc:
                 acc[k] += d.get(k, 0)
     n = max(1, len(rows))
@@ -117,6 +118,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "calls_per_q": round(sum(r["calls"] for r in rows) / n, 2),
             "prompt_tokens_per_q": round(sum(r["prompt_tokens"] for r in rows) / n, 1),
             "completion_tokens_per_q": round(sum(r["completion_tokens"] for r in rows) / n, 1),
+            "cached_tokens_per_q": round(sum(r.get("cached_tokens", 0) for r in rows) / n, 1),
             "accuracy": round(sum(r["correct"] for r in rows) / n, 3), "correct": sum(r["correct"] for r in rows),
             "load1_mean": round(sum(r["load1"] for r in rows) / n, 2),
             "stages_per_q": {st: {k: round(v / n, 2) for k, v in d.items()} for st, d in sorted(stages.items())}}
@@ -124,16 +126,16 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def markdown(label: str, result: dict[str, Any]) -> str:
     lines = [f"### {label}", "",
-             "| set | questions | p50 s | p95 s | first token p50 s | LLM calls/q | prompt tok/q | completion tok/q | accuracy | load avg |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| set | questions | p50 s | p95 s | first token p50 s | LLM calls/q | prompt tok/q | of them KV-cached/q | completion tok/q | accuracy | load avg |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in result["sets"].items():
         lines.append(f"| {name} | {s['questions']} | {s['p50_s']} | {s['p95_s']} | {s['first_token_p50_s']} | "
-                     f"{s['calls_per_q']} | {s['prompt_tokens_per_q']} | {s['completion_tokens_per_q']} | "
+                     f"{s['calls_per_q']} | {s['prompt_tokens_per_q']} | {s.get('cached_tokens_per_q', 0)} | {s['completion_tokens_per_q']} | "
                      f"{s['correct']}/{s['questions']} ({s['accuracy']:.2f}) | {s['load1_mean']} |")
-    lines += ["", "| set | stage | calls/q | prompt tok/q | completion tok/q | s/q |", "|---|---|---|---|---|---|"]
+    lines += ["", "| set | stage | calls/q | prompt tok/q | KV-cached tok/q | completion tok/q | s/q |", "|---|---|---|---|---|---|---|"]
     for name, s in result["sets"].items():
         for st, d in s["stages_per_q"].items():
-            lines.append(f"| {name} | {st} | {d['calls']} | {d['prompt_tokens']} | {d['completion_tokens']} | {d['seconds']} |")
+            lines.append(f"| {name} | {st} | {d['calls']} | {d['prompt_tokens']} | {d.get('cached_tokens', 0)} | {d['completion_tokens']} | {d['seconds']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -271,3 +271,45 @@ def test_cli_ask_streams_and_explains_the_llm_use(libdir, monkeypatch):
     assert "first token" in res.output and "LLM use" in res.output and "answer" in res.output
     res = CliRunner().invoke(app, ["ask", str(libdir), q, "--no-stream"])
     assert res.exit_code == 0 and "The beta run took 4.2 seconds [1]" in res.output
+
+
+def test_the_inprocess_model_reports_the_prompt_tokens_it_reused_from_its_kv_cache(monkeypatch, tmp_path):
+    """llama-cpp-python keeps the previous call's tokens and evaluates only what differs: the
+    provider counts the reused prefix (cached_tokens) and the ledger and Usage carry it."""
+    import sys
+    import types
+
+    class FakeLlama:
+        """Holds the tokens of its last call, as llama-cpp-python's Llama.input_ids does."""
+
+        def __init__(self, **kw):
+            self.input_ids: list[int] = []
+
+        def create_chat_completion(self, messages, **kw):
+            prompt = [ord(c) for c in messages[0]["content"]]
+            self.input_ids = prompt + [7, 7]
+            return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": len(prompt), "completion_tokens": 2}}
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama))
+    monkeypatch.setattr(providers, "_LLAMA_MODELS", {})
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    provider = providers.LlamaCppProvider(LLMSettings(provider="llamacpp", model=str(gguf)))
+    client = LLMClient(provider, LLMSettings(provider="llamacpp", model=str(gguf)))
+
+    def ask(text: str) -> Completion:
+        return provider.complete([{"role": "user", "content": text}], temperature=0.0, max_tokens=4, json_schema=None)
+
+    assert ask("INSTRUCTIONS question one").cached_tokens == 0  # nothing evaluated before
+    assert ask("INSTRUCTIONS question two").cached_tokens == len("INSTRUCTIONS question ")
+    assert ask("other prompt").cached_tokens == 0
+    assert ask("other prompt").cached_tokens == len("other prompt") - 1  # its last token is evaluated again
+    assert client.complete("INSTRUCTIONS question three", stage="answer", cache=False) == "ok"
+    stage = client.ledger.stage("answer")
+    assert stage.calls == 1 and stage.prompt_tokens == len("INSTRUCTIONS question three")
+    assert stage.cached_tokens == 0  # the previous call held "other prompt"
+    client.complete("INSTRUCTIONS question four", stage="answer", cache=False)
+    assert client.ledger.stage("answer").cached_tokens == len("INSTRUCTIONS question ")
+    assert providers._reused_prefix([1, 2, 3], [1, 2, 4, 9], 3) == 2
+    assert providers._reused_prefix([], [1, 2], 2) == 0

@@ -112,10 +112,10 @@ def render_usage(answer: Answer) -> Any:
     u = answer.usage
     first = f" · first token {u.first_token_s:.1f} s" if u.first_token_s is not None else ""
     table = Table(title=f"LLM use · {u.ms / 1000:.1f} s{first}", title_justify="left")
-    for col in ("stage", "calls", "cache hits", "prompt tok", "completion tok", "seconds"):
+    for col in ("stage", "calls", "cache hits", "prompt tok", "of them KV-cached", "completion tok", "seconds"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for name, st in [*u.llm.stages.items(), ("total", u.llm.total)]:
-        table.add_row(name, str(st.calls), str(st.cache_hits), str(st.prompt_tokens),
+        table.add_row(name, str(st.calls), str(st.cache_hits), str(st.prompt_tokens), str(st.cached_tokens),
                       str(st.completion_tokens), f"{st.seconds:.1f}")
     return table
 

@@ -237,7 +237,7 @@ class LLMClient:
             elapsed = time.perf_counter() - start
             if isinstance(result, Completion):
                 self.ledger.record(stage, calls=1, seconds=elapsed, prompt_tokens=result.prompt_tokens,
-                                   completion_tokens=result.completion_tokens)
+                                   completion_tokens=result.completion_tokens, cached_tokens=result.cached_tokens)
             return result
         raise AssertionError("unreachable")
 

@@ -13,6 +13,7 @@ class StageUsage:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the provider's KV cache (llamacpp)
     seconds: float = 0.0  # wall time spent waiting on the provider (summed over threads)
     retries: int = 0  # failed attempts that were retried
     errors: int = 0  # requests that failed for good

@@ -47,6 +47,9 @@ class Completion:
     model: str = ""
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # prompt tokens the provider did not evaluate again (the in-process model's KV cache held
+    # them from the previous call); prompt_tokens - cached_tokens is what the first token waits on
+    cached_tokens: int = 0
 
 
 class Provider(Protocol):
@@ -409,17 +412,20 @@ class LlamaCppProvider:
                  json_schema: dict[str, Any] | None) -> Completion:
         llm, kwargs = self._request(messages, json_schema)
         with self._lock:
+            before = _evaluated_tokens(llm)
             try:
                 resp = llm.create_chat_completion(messages=messages, temperature=temperature,
                                                   max_tokens=max_tokens, **kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
                 raise LLMRequestError(f"llama.cpp rejected the request: {exc}") from None
+            usage = resp.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            cached = _reused_prefix(before, _evaluated_tokens(llm), prompt_tokens)
         choice = resp["choices"][0]
-        usage = resp.get("usage") or {}
         return Completion(text=choice["message"].get("content") or "", model=self.model,
-                          prompt_tokens=usage.get("prompt_tokens", 0),
+                          prompt_tokens=prompt_tokens,
                           completion_tokens=usage.get("completion_tokens", 0),
-                          finish_reason=choice.get("finish_reason"))
+                          finish_reason=choice.get("finish_reason"), cached_tokens=cached)
 
     def complete_stream(self, messages: Messages, *, temperature: float, max_tokens: int,
                         json_schema: dict[str, Any] | None, on_delta: Callable[[str], None]) -> Completion:
@@ -433,6 +439,7 @@ class LlamaCppProvider:
         parts: list[str] = []
         finish: str | None = None
         with self._lock:
+            before = _evaluated_tokens(llm)
             try:
                 for chunk in llm.create_chat_completion(messages=messages, temperature=temperature,
                                                         max_tokens=max_tokens, stream=True, **kwargs):
@@ -447,8 +454,9 @@ class LlamaCppProvider:
             text = "".join(parts)
             completion_tokens = len(llm.tokenize(text.encode("utf-8"), add_bos=False)) if text else 0
             prompt_tokens = max(0, int(llm.n_tokens) - completion_tokens + (1 if finish == "stop" else 0))
+            cached = _reused_prefix(before, _evaluated_tokens(llm), prompt_tokens)
         return Completion(text=text, model=self.model, prompt_tokens=prompt_tokens,
-                          completion_tokens=completion_tokens, finish_reason=finish)
+                          completion_tokens=completion_tokens, finish_reason=finish, cached_tokens=cached)
 
     def yes_probability(self, messages: Messages) -> Completion:
         """P(yes) from the next-token logits after the chat prompt (no sampling)."""
@@ -481,6 +489,24 @@ class LlamaCppProvider:
         p = _p_yes_from_top(pairs)
         return Completion(text="", model=self.model, prompt_tokens=len(tokens),
                           extra={"p_yes": p if p is not None else 0.5})
+
+
+def _evaluated_tokens(llm: Any) -> list[int]:
+    """The tokens whose keys and values the Llama object holds now (prompt + reply of its last call)."""
+    ids = getattr(llm, "input_ids", None)
+    return [int(t) for t in ids] if ids is not None else []
+
+
+def _reused_prefix(before: list[int], after: list[int], prompt_tokens: int) -> int:
+    """Prompt tokens llama-cpp-python took from its KV cache: the common prefix of what it held
+    before the call and this call's prompt (the first `prompt_tokens` it holds after). It always
+    evaluates the prompt's last token again to get its logits, hence at most prompt_tokens - 1."""
+    n = 0
+    for a, b in zip(before, after[:prompt_tokens]):
+        if a != b:
+            break
+        n += 1
+    return max(0, min(n, prompt_tokens - 1))
 
 
 def _openai_messages(messages: Messages) -> list[ChatCompletionMessageParam]:
