@@ -98,7 +98,7 @@ class SkillsAnswer(BaseModel):
         out = []
         for s in self.steps:
             extra = f" ({s.error})" if s.error else (f" {s.score:.3f}" if s.score is not None else "")
-            more = {k: v for k, v in (s.args or {}).items() if v != s.target}
+            more = {k: v for k, v in (s.args or {}).items() if v != s.target and not s.target.startswith(f"{v}:")}
             shown = s.target + ("" if not more else " " + " ".join(f"{k}={v!r}" for k, v in more.items()))
             out.append(f"{s.round:>2} {s.tool} {shown} [{s.tokens} tok]{extra}")
         return out
