@@ -188,6 +188,8 @@ class RouteChoice(BaseModel):
     doc_id: str
     name: str
     score: float
+    signals: dict[str, float] = Field(default_factory=dict)   # the document router's raw signals
+    ranks: dict[str, int] = Field(default_factory=dict)       # and each one's rank (1 = best)
 
 
 class Engine:
