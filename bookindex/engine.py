@@ -43,8 +43,9 @@ from bookindex.skills.tools import ToolResult
 from bookindex.skills.treeview import tree_view
 from bookindex.storage.batch import BatchItem, index_batch
 from bookindex.skills import libnav
-from bookindex.skills.hierarchy import is_hierarchy, load_hierarchy
+from bookindex.skills.hierarchy import Hierarchy, is_hierarchy, load_hierarchy
 from bookindex.skills.libnav import LibraryAnswer, decision_of
+from bookindex.skills.libtools import LibraryTools
 from bookindex.skills.pages import PageText, pages_text, parse_pages
 from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
 from bookindex.storage.library import CATALOG, Library, StoredDocument
@@ -78,6 +79,9 @@ class AskRequest(BaseModel):
     method: Method = "bookindex"
     k: int | None = Field(default=None, ge=1)
     skills: str | None = None  # a library hierarchy (`skills build LIB --documents`) to route through
+    # how `skills` is walked: the embedding beam and router (no LLM), or the LLM navigator with
+    # the document tools (it routes; the chosen document's retrieval answers, with checked citations)
+    navigator: Literal["embedding", "llm"] = "embedding"
 
 
 class AskEvent(BaseModel):
@@ -184,6 +188,8 @@ class RouteChoice(BaseModel):
     doc_id: str
     name: str
     score: float
+    signals: dict[str, float] = Field(default_factory=dict)   # the document router's raw signals
+    ranks: dict[str, int] = Field(default_factory=dict)       # and each one's rank (1 = best)
 
 
 class Engine:
@@ -468,10 +474,11 @@ class Engine:
         scored.sort(key=lambda t: (-t[0], t[1].doc_id))
         return [RouteChoice(doc_id=d.doc_id, name=d.name, score=round(s, 4)) for s, d in scored]
 
-    def _target(self, doc: str | None, question: str,
-                skills: str | None = None) -> tuple[IndexContext, TraceRecord | None]:
+    def _target(self, doc: str | None, question: str, skills: str | None = None,
+                navigator: str = "embedding") -> tuple[IndexContext, TraceRecord | None]:
         """The document a question goes to: the one named, else the routing decision (through a
-        library hierarchy when `skills` names one, else the library router), kept for the trace."""
+        library hierarchy when `skills` names one, by the LLM navigator with `navigator="llm"`,
+        else the library router), kept for the trace."""
         if doc is not None:
             return self.open(doc), None
         t0 = time.perf_counter()
@@ -480,14 +487,39 @@ class Engine:
             raise InputError(f"{self.root}: the library is empty; add a document with `bookindex index`")
         if len(docs) == 1:
             return self.open(docs[0].doc_id), None
-        if skills is not None:
+        extra: dict[str, Any] = {}
+        if skills is not None and navigator == "llm":
+            decision, steps, extra = self._route_by_agent(question, skills)
+        elif skills is not None:
             nav = self.navigate_library(question, skills=skills, search=False)
             decision, steps = nav.decision, [st.model_dump(exclude_none=True) for st in nav.steps]
         else:
             decision, steps = decision_of(self.route_documents(question), "library"), []
         rec = TraceRecord(op="Route", kind=str(decision["route"]), ms=round((time.perf_counter() - t0) * 1000, 2),
-                          outputs=decision["ranking"], chosen=decision["chosen"], navigation=steps or None)
+                          outputs=decision["ranking"], chosen=decision["chosen"], navigation=steps or None, **extra)
         return self.open(str(decision["chosen"])), rec
+
+    def _route_by_agent(self, question: str, skills: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+        """The LLM navigator walks the hierarchy with the document tools; the document it cited
+        first (else read first) is chosen. Its own answer and cited blocks go in the trace; the
+        answer returned is the chosen document's retrieval, whose citations are checked against
+        one document's evidence. Nothing read: the library router decides, with a note."""
+        ans = self.skills_ask(SkillsAskRequest(folder=skills, question=question, navigator="llm"))
+        order = ans.cited + [d.doc_id for d in ans.documents if d.doc_id not in ans.cited]
+        notes = list(ans.notes)
+        if order:
+            ranking: list[dict[str, Any]] = [{"doc_id": d, "cited": d in ans.cited} for d in order]
+            chosen = order[0]
+        else:
+            notes.append("the LLM navigator read no document: routed by the library router")
+            fallback = decision_of(self.route_documents(question), "library")
+            ranking, chosen = list(fallback["ranking"]), str(fallback["chosen"])  # type: ignore[call-overload]
+        extra = {"agent_answer": ans.answer, "agent_stopped": ans.stopped,
+                 "cited_nodes": [c.model_dump() for c in ans.cited_nodes], "notes": notes or None,
+                 "llm": {"calls": ans.usage.llm_calls, "prompt_tokens": ans.usage.prompt_tokens,
+                         "completion_tokens": ans.usage.completion_tokens}}
+        return ({"route": "hierarchy-llm", "chosen": chosen, "ranking": ranking},
+                [st.model_dump(exclude_none=True) for st in ans.steps], extra)
 
     def ask(self, request: AskRequest | str, **fields: Any) -> Answer:
         """Answer a question: `ask("...")`, `ask("...", doc="manual.pdf", method="bm25")` or
@@ -504,7 +536,7 @@ class Engine:
             return self._ask_once(req)
 
     def _ask_once(self, req: AskRequest) -> Answer:
-        ctx, route = self._target(req.doc, req.question, req.skills)
+        ctx, route = self._target(req.doc, req.question, req.skills, req.navigator)
         answer = retrieval_api.ask(ctx, req.question, method=req.method, k=req.k)
         if route is not None:
             answer.trace.insert(0, route)
@@ -523,7 +555,7 @@ class Engine:
 
         def work() -> None:
             try:
-                ctx, route = self._target(req.doc, req.question, req.skills)
+                ctx, route = self._target(req.doc, req.question, req.skills, req.navigator)
                 answer = retrieval_api.ask(ctx, req.question, method=req.method, k=req.k,
                                            on_event=lambda kind, data: events.put((kind, data)))
                 if route is not None:
@@ -633,14 +665,28 @@ class Engine:
         """Walk a library hierarchy: topics by beam, the reached documents ranked by the router,
         then (`search`) the best document's retrieval and the section and block it leads to."""
         opened = self.open_skills(skills)
+        hier = self._hierarchy_of(opened)
+        return libnav.navigate(opened, hier, self.library_router(), self.embedder, self if search else None,
+                               question, k=k, beam=beam, search_docs=documents)
+
+    def _hierarchy_of(self, opened: OpenedSkills) -> Hierarchy:
+        """A library hierarchy's map, checked against this library (InputError when it holds
+        documents the library does not)."""
         hier = load_hierarchy(opened.folder)
         known = {d.doc_id for d in self.library.documents}
         missing = sorted(set(hier.documents) - known)
         if missing:
-            raise InputError(f"{skills}: built from documents this library does not hold ({', '.join(missing[:3])}); "
-                             "rebuild it with `bookindex skills build LIB --documents`")
-        return libnav.navigate(opened, hier, self.library_router(), self.embedder, self if search else None,
-                               question, k=k, beam=beam, search_docs=documents)
+            raise InputError(f"{opened.folder}: built from documents this library does not hold "
+                             f"({', '.join(missing[:3])}); rebuild it with `bookindex skills build LIB --documents`")
+        return hier
+
+    def library_tools(self, folder: str | Path) -> LibraryTools | None:
+        """The LLM navigator's tools at a document (search_document, get_node, get_pages) when
+        `folder` is a library hierarchy and this Engine holds its library; None otherwise."""
+        opened = self.open_skills(folder)
+        if not is_hierarchy(opened.folder) or self._root is None or not self.exists():
+            return None
+        return LibraryTools(self, self._hierarchy_of(opened))
 
     # -- skills (Corpus2Skill): questions to a compiled skill folder ---------------------------
     def open_skills(self, folder: str | Path) -> OpenedSkills:
@@ -669,7 +715,13 @@ class Engine:
         """Navigate a skill folder: `--navigator llm` answers citing documents it read,
         `embedding` (no LLM) ranks documents by beam search down the tree."""
         req = request if isinstance(request, SkillsAskRequest) else SkillsAskRequest(question=request, **fields)
-        return skills_navigate.ask(self.open_skills(req.folder), req, llm=self.llm, embedder=self.embedder)
+        opened = self.open_skills(req.folder)
+        library = self.library_tools(opened.folder) if req.navigator == "llm" else None
+        ans = skills_navigate.ask(opened, req, llm=self.llm, embedder=self.embedder, library=library)
+        if req.navigator == "llm" and library is None and is_hierarchy(opened.folder):
+            ans.notes.append("a library hierarchy without its library: search_document, get_node and get_pages "
+                             "were not offered (open the Engine on the library, or `skills ask DIR -i LIB`)")
+        return ans
 
     def skills_search(self, folder: str | Path, question: str, method: str, k: int = 10,
                       beam: int | None = None, max_rounds: int = 10) -> SkillsAnswer:

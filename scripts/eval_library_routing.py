@@ -14,7 +14,10 @@ gold pages; evidence from another document finds nothing), next to the per-docum
 - `router`: `Engine.route_documents` (what `ask` without a document uses), then the same;
 - `flat`: `Engine.search_library`, one ranking over every block of the library;
 - `best-node`: `Engine.route` (the best node's cosine per document: the routing before issue 14).
-Writes library_routing.json (per question) and library_routing.md (the table).
+Every figure is given twice: on all questions and on the questions that name their document, i.e.
+all but those listed in --unroutable (tests/data/mmlongbench_unroutable.json: questions such as
+"How many figures are in the entire document?" that no router can place from the question alone).
+Writes library_routing.json (per question) and library_routing.md (the tables).
 """
 
 from __future__ import annotations
@@ -36,6 +39,18 @@ from bookindex.evaluation.recall import page_recall_at_k  # noqa: E402
 
 ROUTES = ("hierarchy", "router", "flat", "best-node")
 KS = (5, 10)
+UNROUTABLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "mmlongbench_unroutable.json"
+
+
+def load_unroutable(path: Path | None) -> set[str]:
+    """The qids of questions that name nothing of their document (empty without a file)."""
+    if path is None:
+        return set()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {str(q["qid"]) for q in data["questions"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"error: {path}: not a list of unroutable questions ({exc})") from exc
 
 
 def masked(evidence: list[Evidence], gold_doc: str, root_id: str) -> list[Evidence]:
@@ -64,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skills", type=Path, required=True, help="library hierarchy folder (built here when absent)")
     ap.add_argument("--out", type=Path, default=Path("bench-out/library-routing"))
     ap.add_argument("--limit", type=int, default=0, help="first N questions only")
+    ap.add_argument("--unroutable", type=Path, default=UNROUTABLE,
+                    help="JSON of qids that name nothing of their document (reported apart); 'none' for no subset")
     ap.add_argument("--signals", action="store_true",
                     help="only document routing by each router signal alone and by weightings of them (fast)")
     args = ap.parse_args(argv)
@@ -83,10 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     docs = engine.documents()
     by_name = {d.name: d.doc_id for d in docs}
     questions = json.loads((args.data / "questions.json").read_text(encoding="utf-8"))
+    unroutable = load_unroutable(None if str(args.unroutable) == "none" else args.unroutable)
     if args.limit:
         questions = questions[:args.limit]
     if args.signals:
-        md = signal_table(engine, questions, by_name)
+        md = "\n".join(f"{name} ({len(qs)} questions)\n\n{signal_table(engine, qs, by_name)}"
+                       for name, qs in (("all", questions),
+                                        ("naming their document", [q for q in questions if q["qid"] not in unroutable]))
+                       if qs)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "router_signals.md").write_text(md, encoding="utf-8")
         print(md)
@@ -115,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         evidence["flat"] = flat
         evidence["per-document"] = retrieve(gold, text)
         rec: dict[str, Any] = {"qid": q["qid"], "doc": q["doc_id"], "question": text,
+                               "names_document": q["qid"] not in unroutable,
                                "routed": {r: ranked[r][:3] for r in ROUTES}}
         gold_pages = sorted({int(p) for p in ast.literal_eval(q.get("evidence_pages") or "[]")})
         if gold_pages:
@@ -127,9 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         records.append(rec)
         if n % 20 == 0:
             print(f"  {n}/{len(questions)} questions, {time.perf_counter() - t0:.0f} s", flush=True)
-    summary = summarise(records)
+    named = [r for r in records if r["names_document"]]
+    summary = {"all": summarise(records), "names_document": summarise(named)}
     meta = {"data": str(args.data), "index": str(args.index), "skills": str(args.skills), "documents": len(docs),
             "questions": len(records), "answerable": sum(1 for r in records if "recall" in r),
+            "names_document": len(named), "names_document_answerable": sum(1 for r in named if "recall" in r),
+            "unroutable_file": None if str(args.unroutable) == "none" else str(args.unroutable),
             "seconds": round(time.perf_counter() - t0, 1), "build": build}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "library_routing.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records},
@@ -140,25 +165,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-WEIGHTINGS = ({"nodes": 1.0}, {"lexical": 1.0}, {"vector": 1.0}, {"nodes": 1.0, "lexical": 1.0},
+WEIGHTINGS = ({"nodes": 1.0}, {"lexical": 1.0}, {"vector": 1.0}, {"name": 1.0}, {"nodes": 1.0, "lexical": 1.0},
               {"nodes": 1.0, "lexical": 1.0, "vector": 1.0}, {"nodes": 1.0, "lexical": 1.0, "vector": 0.5},
-              {"nodes": 2.0, "lexical": 1.0, "vector": 1.0})
+              {"nodes": 2.0, "lexical": 1.0, "vector": 1.0},
+              {"nodes": 1.0, "lexical": 1.0, "vector": 0.5, "name": 0.25},
+              {"nodes": 1.0, "lexical": 1.0, "vector": 0.5, "name": 0.5},
+              {"nodes": 1.0, "lexical": 1.0, "vector": 0.5, "name": 1.0})
 
 
 def signal_table(engine: Engine, questions: list[dict[str, Any]], by_name: dict[str, str]) -> str:
-    """hit@1 / hit@3 of each router signal alone and of weighted reciprocal-rank fusions (k = 60)."""
+    """hit@1 / hit@3 of each router signal alone and of weighted reciprocal-rank fusions (k = 60),
+    ranked by the router itself with each weighting (a sparse signal ranks only what it matches)."""
     router = engine.library_router()
-    ids = router.doc_ids
+    kept = dict(router.weights)
     hits = [[0, 0] for _ in WEIGHTINGS]
-    for q in questions:
-        gold = ids.index(by_name[q["doc_id"]])
-        values = router.signals(q["question"], engine._query_vector(q["question"]))
-        ranks = {name: {i: r for r, i in enumerate(sorted(range(len(ids)), key=lambda i: (-float(v[i]), ids[i])), 1)}
-                 for name, v in values.items()}
-        for w, h in zip(WEIGHTINGS, hits):
-            order = sorted(range(len(ids)), key=lambda i: (-sum(wt / (60 + ranks[n][i]) for n, wt in w.items()), ids[i]))
-            h[0] += order[0] == gold
-            h[1] += gold in order[:3]
+    try:
+        for q in questions:
+            gold = by_name[q["doc_id"]]
+            qvec = engine._query_vector(q["question"])
+            for w, h in zip(WEIGHTINGS, hits):
+                router.weights = dict(w)
+                order = [r.doc_id for r in router.rank(q["question"], qvec)]
+                h[0] += order[0] == gold
+                h[1] += gold in order[:3]
+    finally:
+        router.weights = kept
     lines = ["| signals (weights) | hit@1 | hit@3 |", "|---|---|---|"]
     for w, (h1, h3) in zip(WEIGHTINGS, hits):
         lines.append(f"| {' + '.join(f'{v:g}·{n}' for n, v in w.items())} | {h1 / len(questions):.3f} | {h3 / len(questions):.3f} |")
@@ -171,8 +202,8 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for route in ROUTES + ("per-document",):
         row: dict[str, float] = {}
         if route in ROUTES:
-            row["hit@1"] = sum(r["hit"][route][0] for r in records) / len(records)
-            row["hit@3"] = sum(r["hit"][route][1] for r in records) / len(records)
+            row["hit@1"] = sum(r["hit"][route][0] for r in records) / max(1, len(records))
+            row["hit@3"] = sum(r["hit"][route][1] for r in records) / max(1, len(records))
         for k in KS:
             row[f"R@{k}"] = sum(r["recall"][route][str(k)] for r in answerable) / max(1, len(answerable))
         out[route] = {key: round(v, 3) for key, v in row.items()}
@@ -182,13 +213,18 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def table(summary: dict[str, dict[str, float]], meta: dict[str, Any]) -> str:
+def table(summary: dict[str, dict[str, dict[str, float]]], meta: dict[str, Any]) -> str:
     lines = [f"{meta['documents']} documents, {meta['questions']} questions ({meta['answerable']} with gold pages), "
-             f"{meta['seconds']} s", "",
-             "| route | hit@1 | hit@3 | R@5 | R@10 | R@5 / per-document R@5 |", "|---|---|---|---|---|---|"]
-    for route, row in summary.items():
-        lines.append(f"| {route} | {row.get('hit@1', '—')} | {row.get('hit@3', '—')} | {row['R@5']} | {row['R@10']} | "
-                     f"{row.get('R@5 / per-doc', '—')} |")
+             f"{meta['seconds']} s"]
+    subsets = (("all questions", "all", meta["questions"], meta["answerable"]),
+               ("questions naming their document", "names_document", meta["names_document"],
+                meta["names_document_answerable"]))
+    for title, key, n, answerable in subsets:
+        lines += ["", f"{title}: {n} ({answerable} with gold pages)", "",
+                  "| route | hit@1 | hit@3 | R@5 | R@10 | R@5 / per-document R@5 |", "|---|---|---|---|---|---|"]
+        for route, row in summary[key].items():
+            lines.append(f"| {route} | {row.get('hit@1', '—')} | {row.get('hit@3', '—')} | {row['R@5']} | {row['R@10']} "
+                         f"| {row.get('R@5 / per-doc', '—')} |")
     return "\n".join(lines) + "\n"
 
 

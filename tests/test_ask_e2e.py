@@ -96,6 +96,20 @@ def test_library_routes_to_the_right_document(lib):
     assert "ten minutes" in ans.evidence[0].snippet
 
 
+def test_lib_route_ranks_as_ask_routes(lib):
+    """`lib.route` is the document router `ask` without a document uses: same first choice,
+    every document ranked once, with the signals that decided."""
+    q = "How long should the pasta boil in salted water?"
+    ranked = lib.route(q)
+    assert [r.name for r in ranked][0] == "cooking.md"
+    assert sorted(r.doc_id for r in ranked) == sorted(d.doc_id for d in lib.documents)
+    assert ranked[0].doc_id == lib.ask(q).trace[0].chosen
+    assert [r.doc_id for r in ranked] == [r.doc_id for r in lib.engine.route_documents(q)]
+    assert set(ranked[0].signals) == {"nodes", "lexical", "vector", "name"} and ranked[0].score >= ranked[-1].score
+    with pytest.raises(InputError, match="empty"):
+        lib.route("  ")
+
+
 def test_bad_input_is_a_clear_error(lib, libdir, tmp_path):
     with pytest.raises(InputError, match="empty"):
         lib.get("handbook.pdf").ask("   ")

@@ -192,6 +192,8 @@ def register(app: typer.Typer) -> None:
         k: Optional[int] = typer.Option(None, "--k", min=1, max=1000, help="Evidence count for baseline methods."),
         skills: Optional[Path] = typer.Option(None, "--skills",
                                               help="Without --doc: route through this library hierarchy (skills build --documents)."),
+        navigator: str = typer.Option("embedding", "--navigator",
+                                      help="With --skills: embedding (no LLM) or llm (an LLM walks it with the document tools)."),
         stream: Optional[bool] = typer.Option(None, "--stream/--no-stream",
                                               help="Print the answer as it is written (default: on a terminal)."),
     ) -> None:
@@ -201,8 +203,13 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--method {method!r}: choose one of {', '.join(METHODS)}")
         if save_plan is not None:
             _check_save_plan(save_plan)
+        if navigator not in ("embedding", "llm"):
+            raise InputError(f"--navigator {navigator!r}: choose embedding or llm")
+        if navigator == "llm" and skills is None:
+            raise InputError("--navigator llm walks a library hierarchy: give it with --skills DIR")
         req = AskRequest(question=question, doc=doc, method=method, k=k,
-                         skills=str(skills) if skills is not None else None)
+                         skills=str(skills) if skills is not None else None,
+                         navigator="llm" if navigator == "llm" else "embedding")
         streamed = (sys.stdout.isatty() if stream is None else stream) and not as_json
         if streamed:
             from rich.markup import escape

@@ -2,6 +2,9 @@
 
 `--navigator llm` (default) lets the configured LLM walk the tree and answer citing the
 documents it read; `--navigator embedding` needs no LLM and ranks documents by beam search.
+On a library hierarchy (`skills build LIB --documents`) the LLM navigator also gets the document
+tools search_document, get_node and get_pages, over the library given with `-i LIB` or, without
+it, the one the hierarchy was built from.
 `--explain` prints the path taken, `--json` the whole `SkillsAnswer` (steps and usage).
 `ask_command` is mounted by the `skills` command group (`bookindex.cli.skills`) beside
 build/add/remove/tree.
@@ -10,14 +13,15 @@ build/add/remove/tree.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
-from bookindex.cli.context import get_settings
+from bookindex.cli.context import engine_for, get_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import Engine
 from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
+from bookindex.skills.hierarchy import is_hierarchy, load_hierarchy
 
 
 def _console(stderr: bool = False) -> Any:
@@ -32,6 +36,8 @@ def render(ans: SkillsAnswer, explain: bool) -> list[str]:
         out.append(ans.answer or f"(no answer: {ans.stopped})")
         if ans.cited:
             out.append("sources: " + ", ".join(f"{d} ({_title(ans, d)})" for d in ans.cited))
+        for c in ans.cited_nodes:
+            out.append(f"  [{c.node_id}] p.{c.page}  {_title(ans, c.doc_id)}")
     else:
         for i, d in enumerate(ans.documents, start=1):
             out.append(f"{i:>2}. {d.doc_id}  {d.score:.3f}  {d.title}  [{d.path}]")
@@ -45,6 +51,17 @@ def render(ans: SkillsAnswer, explain: bool) -> list[str]:
         out.extend("  " + line for line in ans.path())
         out.extend(f"  note: {n}" for n in ans.notes)
     return out
+
+
+def _built_from(folder: Path) -> Path | None:
+    """The library a hierarchy's documents were read from, when they share one that still exists."""
+    if not is_hierarchy(folder):
+        return None
+    libraries = {d.library for d in load_hierarchy(folder).documents.values()}
+    if len(libraries) != 1:
+        return None
+    lib = Path(libraries.pop())
+    return lib if Engine(lib).exists() else None
 
 
 def _title(ans: SkillsAnswer, doc_id: str) -> str:
@@ -62,6 +79,8 @@ def ask_command(
     beam: int = typer.Option(0, "--beam", min=0, help="Beam width of the embedding navigator (0: auto from k)."),
     max_rounds: int = typer.Option(10, "--max-rounds", min=1, help="Tool calls the LLM navigator may make."),
     protocol: str = typer.Option("auto", "--protocol", help="auto, tools (native tool calls) or json (JSON actions)."),
+    index: Optional[Path] = typer.Option(None, "-i", "--index",
+                                         help="A library hierarchy's library (default: the one it was built from)."),
 ) -> None:
     """Ask a question of a skill folder by navigating it."""
     if not question.strip():
@@ -70,7 +89,8 @@ def ask_command(
         raise InputError(f"--navigator {navigator!r}: choose llm or embedding")
     if protocol not in ("auto", "tools", "json"):
         raise InputError(f"--protocol {protocol!r}: choose auto, tools or json")
-    engine = Engine(None, get_settings(ctx))
+    library = index if index is not None else _built_from(folder) if navigator == "llm" else None
+    engine = engine_for(library, ctx) if library is not None else Engine(None, get_settings(ctx))
     req = SkillsAskRequest(folder=str(folder), question=question, navigator=navigator,
                            k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol)
     ans = engine.skills_ask(req)

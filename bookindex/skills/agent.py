@@ -1,34 +1,38 @@
-"""The LLM navigator (paper §3.3, appendix D): an agent that walks the skill tree with two tools.
+"""The LLM navigator (paper §3.3, appendix D): an agent that walks the skill tree with tools.
 
 The agent starts from the skills' names and descriptions only (progressive disclosure), opens
 SKILL.md / INDEX.md files with `view`, reads documents with `get_document`, and answers citing
-only documents it read. It gets at most `max_rounds` tool calls and stops when it answers.
+only what it read. In a library hierarchy (issue 14) opened with its library it also has, at a
+document, that document's BookRAG retrieval and blocks: `search_document(doc_id, question)`,
+`get_node(node_id)`, `get_pages(doc_id, pages)` (`agent_tools`, `libtools`), and may cite the
+blocks it read by node id. It gets at most `max_rounds` tool calls and stops when it answers.
 
-Two protocols, one loop:
+Two protocols, one loop and one tool registry (`agent_tools.REGISTRY`):
 - native tool calling, for OpenAI-compatible servers (`LLMClient.complete_tools`);
 - a JSON action protocol (`NavAction`, validated with one repair round by the client) for the
   embedded llama.cpp model and servers without tools.
 Every call goes through the one LLM client (cached, retried, counted under stage
-`skills_navigate`), and every step is recorded.
+`skills_navigate`), and every step is recorded with its tool, arguments and tokens.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol as TypingProtocol, runtime_checkable
+from typing import Any, Literal, Protocol as TypingProtocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.protocols import LLM
+from bookindex.skills.agent_tools import REGISTRY, Toolbox
 from bookindex.skills.answer import (
-    NavStep, Protocol, RankedDocument, SkillsAnswer, SkillsUsage, count_tokens,
+    CitedNode, NavStep, Protocol, RankedDocument, SkillsAnswer, SkillsUsage, ToolName, count_tokens,
 )
+from bookindex.skills.libtools import LibraryTools
 from bookindex.skills.opened import OpenedSkills
-from bookindex.skills.tools import ToolError, ToolResult
+from bookindex.skills.tools import ReadNode, ToolError, ToolResult
 
 STAGE = "skills_navigate"
 
@@ -51,45 +55,48 @@ Work like this:
 Answer format: the direct answer in the first sentence, no preamble; at most about 80 words for a fact,
 numbered steps for a procedure; plain text."""
 
-JSON_PROTOCOL = """Each turn, reply with one action as JSON:
-{"action": "view", "path": "<folder or .md file, relative to the root>"}
-{"action": "get_document", "doc_id": "<id from a leaf INDEX.md>"}
-{"action": "answer", "answer": "<your answer>", "cited": ["<doc ids you read>"]}"""
+LIBRARY_RULES = """This tree is a library hierarchy: a topic's INDEX.md links document skills (doc-<name>/SKILL.md,
+with the document's doc_id, its top-level sections and their folders); each section folder's INDEX.md lists its
+subsections and blocks by node id and page. At a document you have three more tools:
+- search_document(doc_id, question): the document's own retrieval; it returns its best blocks (node id, page, text);
+- get_node(node_id): one block's or section's text, page and position;
+- get_pages(doc_id, pages): the text of a page range such as "3-7".
+What these return is evidence, like get_document. Cite the node ids you used, e.g. [0a1b2c3d4e5f6a7b-00042]."""
 
-TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {
-        "name": "view", "description": "List a folder of the skill tree or read a SKILL.md / INDEX.md file.",
-        "parameters": {"type": "object", "properties": {"path": {
-            "type": "string", "description": "Relative to the skill root, e.g. skill-01-x/SKILL.md; '' lists the skills."}},
-            "required": ["path"]}}},
-    {"type": "function", "function": {
-        "name": "get_document", "description": "Read the full text of a document by the id a leaf INDEX.md lists.",
-        "parameters": {"type": "object", "properties": {"doc_id": {"type": "string"}}, "required": ["doc_id"]}}},
-]
-
-NEED_DOCUMENT = ("You have not read any document with get_document yet. Summaries are not evidence: "
-                 "read at least one document, then answer.")
+NEED_DOCUMENT = ("You have not read any document yet (get_document, or search_document / get_node / get_pages "
+                 "where available). Summaries are not evidence: read at least one document, then answer.")
 LAST_ROUND = "This is your last turn: answer now from the documents you have read."
 
 
 class NavAction(BaseModel):
-    """One step of the JSON action protocol."""
+    """One step of the JSON action protocol: a tool of `agent_tools.REGISTRY` with its string
+    arguments, or the answer. Whether the tool is available in this folder is the toolbox's
+    call (an unavailable one is refused like any bad argument)."""
 
-    action: Literal["view", "get_document", "answer"]
+    action: Literal["view", "get_document", "search_document", "get_node", "get_pages", "answer"]
     path: str | None = None
     doc_id: str | None = None
+    question: str | None = None
+    node_id: str | None = None
+    pages: str | None = None
     answer: str | None = None
     cited: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _fields_of_action(self) -> NavAction:
-        if self.action == "view" and self.path is None:
-            raise ValueError('a "view" action needs "path"')
-        if self.action == "get_document" and not self.doc_id:
-            raise ValueError('a "get_document" action needs "doc_id"')
-        if self.action == "answer" and not (self.answer or "").strip():
-            raise ValueError('an "answer" action needs a non-empty "answer"')
+        if self.action == "answer":
+            if not (self.answer or "").strip():
+                raise ValueError('an "answer" action needs a non-empty "answer"')
+            return self
+        for name, _ in REGISTRY[self.action].params:
+            value = getattr(self, name)
+            if value is None or (name != "path" and not str(value).strip()):
+                raise ValueError(f'a "{self.action}" action needs "{name}"')
         return self
+
+    def arguments(self) -> dict[str, str]:
+        """The tool's arguments, as a native call would carry them."""
+        return {name: str(getattr(self, name) or "") for name, _ in REGISTRY[self.action].params}
 
 
 @runtime_checkable
@@ -109,41 +116,63 @@ class _Run:
     """The state of one navigation: what was read and recorded so far."""
 
     opened: OpenedSkills
+    tools: Toolbox
     steps: list[NavStep] = field(default_factory=list)
-    fetched: list[str] = field(default_factory=list)
+    fetched: list[str] = field(default_factory=list)          # documents read, in order
+    read: dict[str, ReadNode] = field(default_factory=dict)   # blocks read, by node id
     notes: list[str] = field(default_factory=list)
 
-    def call_tool(self, rnd: int, name: str, arg: str) -> str:
+    def call_tool(self, rnd: int, name: str, args: dict[str, str]) -> str:
         """Run a tool, record it, and return what the model is shown (the refusal on error)."""
-        tool: Literal["view", "get_document"] = "view" if name == "view" else "get_document"
+        tool = _tool_name(name)
         try:
-            if name == "view":
-                res: ToolResult = self.opened.tools.view(arg)
-            elif name == "get_document":
-                res = self.opened.tools.get_document(arg)
-                if res.target not in self.fetched:
-                    self.fetched.append(res.target)
-            else:
-                raise ToolError(f"unknown tool {name!r}; use view or get_document")
+            res: ToolResult = self.tools.call(name, args)
         except ToolError as exc:
-            self.steps.append(NavStep(round=rnd, tool=tool, target=arg, error=str(exc)))
+            self.steps.append(NavStep(round=rnd, tool=tool, target=_target_of(args), args=args or None,
+                                      error=str(exc)))
             return f"Error: {exc}"
-        self.steps.append(NavStep(round=rnd, tool=tool, target=res.target, tokens=count_tokens(res.text)))
+        if res.doc_id and res.doc_id not in self.fetched:
+            self.fetched.append(res.doc_id)
+        for r in res.read:
+            self.read.setdefault(r.node_id, r)
+        self.steps.append(NavStep(round=rnd, tool=tool, target=res.target, tokens=count_tokens(res.text),
+                                  args=args if name != "view" else None))
         return res.text
 
-    def citations(self, claimed: list[str], answer: str) -> list[str]:
-        """Claimed ids that were read (others dropped with a note); ids named in the answer
-        text count as claimed too, since small models often cite inline only."""
-        named = [d for d in self.fetched if re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", answer)]
-        out: list[str] = []
+    def citations(self, claimed: list[str], answer: str) -> tuple[list[str], list[CitedNode]]:
+        """The documents and blocks cited that were read (others dropped with a note); ids
+        named in the answer text count as claimed too, since small models often cite inline
+        only. A cited block cites its document."""
+        named = [d for d in list(self.fetched) + list(self.read)
+                 if re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", answer)]
+        docs: list[str] = []
+        nodes: list[CitedNode] = []
         for d in list(claimed) + named:
-            d = d.strip()
-            if d in self.fetched:
-                if d not in out:
-                    out.append(d)
+            d = d.strip().strip("[]")
+            if d in self.read:
+                r = self.read[d]
+                if all(n.node_id != d for n in nodes):
+                    nodes.append(CitedNode(doc_id=r.doc_id, node_id=d, page=r.page))
+                if r.doc_id not in docs:
+                    docs.append(r.doc_id)
+            elif d in self.fetched:
+                if d not in docs:
+                    docs.append(d)
             elif d and f"dropped citation {d}" not in " ".join(self.notes):
-                self.notes.append(f"dropped citation {d}: not read with get_document")
-        return out
+                self.notes.append(f"dropped citation {d}: not read")
+        return docs, nodes
+
+
+def _tool_name(name: str) -> ToolName:
+    """The trace's name for a called tool; `unknown` for one the model made up."""
+    return cast(ToolName, name) if name in REGISTRY else "unknown"
+
+
+def _target_of(args: dict[str, str]) -> str:
+    for key in ("path", "doc_id", "node_id"):
+        if key in args:
+            return args[key]
+    return ""
 
 
 def opening(opened: OpenedSkills, question: str) -> str:
@@ -158,36 +187,57 @@ def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
 
 
 def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int = 10,
-             protocol: Protocol = "auto") -> SkillsAnswer:
-    """Let the LLM walk the tree and answer; native tool calls when the client supports them."""
+             protocol: Protocol = "auto", library: LibraryTools | None = None) -> SkillsAnswer:
+    """Let the LLM walk the tree and answer; native tool calls when the client supports them.
+    `library`: the tools at a document of a library hierarchy (search_document, get_node,
+    get_pages), offered beside view and get_document."""
     t0 = time.perf_counter()
     before = llm.ledger.snapshot().get("stages", {}).get(STAGE, {})
     native = isinstance(llm, ToolCallingLLM) and llm.supports_tools
     use_tools = protocol == "tools" or (protocol == "auto" and native)
-    run = _Run(opened)
+    run = _Run(opened, Toolbox(opened.tools, library))
     if use_tools:
-        answer, cited, stopped, rounds = _native_loop(run, llm, question, max_rounds)
+        answer, (cited, nodes), stopped, rounds = _native_loop(run, llm, question, max_rounds)
     else:
-        answer, cited, stopped, rounds = _json_loop(run, llm, question, max_rounds)
+        answer, (cited, nodes), stopped, rounds = _json_loop(run, llm, question, max_rounds)
     used = _usage_of(llm, before)
     order = cited + [d for d in run.fetched if d not in cited]
-    docs = [RankedDocument(doc_id=d, title=opened.documents[d].title, score=1.0 / (i + 1),
+    docs = [RankedDocument(doc_id=d, title=_title(opened, library, d), score=1.0 / (i + 1),
                            path=opened.tree.cluster(opened.tree.documents[d].cluster).path
                            if d in opened.tree.documents and opened.tree.documents[d].cluster in opened.tree.clusters else "")
             for i, d in enumerate(order)]
     usage = SkillsUsage(
         rounds=rounds, documents_fetched=len(run.fetched),
         navigation_tokens=sum(s.tokens for s in run.steps if s.tool == "view"),
-        document_tokens=sum(s.tokens for s in run.steps if s.tool == "get_document"),
+        document_tokens=sum(s.tokens for s in run.steps if s.tool in REGISTRY and REGISTRY[s.tool].evidence),
         llm_calls=int(used["calls"]), prompt_tokens=int(used["prompt_tokens"]),
         completion_tokens=int(used["completion_tokens"]), seconds=round(time.perf_counter() - t0, 3))
-    return SkillsAnswer(question=question, navigator="llm", answer=answer, cited=cited, documents=docs,
-                        steps=run.steps, usage=usage, stopped=stopped, notes=run.notes)
+    return SkillsAnswer(question=question, navigator="llm", answer=answer, cited=cited, cited_nodes=nodes,
+                        documents=docs, steps=run.steps, usage=usage, stopped=stopped, notes=run.notes)
 
 
-def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> tuple[str, list[str], Any, int]:
+def _title(opened: OpenedSkills, library: LibraryTools | None, doc_id: str) -> str:
+    if doc_id in opened.documents:
+        return opened.documents[doc_id].title
+    if library is not None and doc_id in library.hierarchy.documents:
+        return library.hierarchy.documents[doc_id].name
+    return ""
+
+
+def _system(run: _Run, native: bool) -> str:
+    text = SYSTEM + ("\n\n" + LIBRARY_RULES if run.tools.library is not None else "")
+    if native:
+        return text + "\n\nWhen you answer, end with: Sources: <doc ids or node ids you read>."
+    return text + "\n\n" + run.tools.json_protocol()
+
+
+Result = tuple[str, tuple[list[str], list[CitedNode]], Any, int]
+NOTHING: tuple[list[str], list[CitedNode]] = ([], [])
+
+
+def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> Result:
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM + "\n\n" + JSON_PROTOCOL},
+        {"role": "system", "content": _system(run, native=False)},
         {"role": "user", "content": opening(run.opened, question)}]
     pushed_back = False
     for rnd in range(1, max_rounds + 1):
@@ -197,7 +247,7 @@ def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> tuple[str
             action = llm.complete(messages, schema=NavAction, stage=STAGE)
         except LLMOutputError as exc:
             run.notes.append(f"round {rnd}: invalid action after one repair: {exc}")
-            return "", [], "invalid_action", rnd
+            return "", NOTHING, "invalid_action", rnd
         messages.append({"role": "assistant", "content": action.model_dump_json(exclude_none=True)})
         if action.action == "answer":
             answer = (action.answer or "").strip()
@@ -210,21 +260,22 @@ def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> tuple[str
             if not run.fetched:
                 run.notes.append("answered without reading a document")
             return answer, run.citations(action.cited, answer), "answered", rnd
-        name, arg = ("view", action.path or "") if action.action == "view" else ("get_document", action.doc_id or "")
-        result = run.call_tool(rnd, name, arg)
-        messages.append({"role": "user", "content": f"Result of {name}({arg!r}):\n{result}"})
-    return "", [], "max_rounds", max_rounds
+        args = action.arguments()
+        result = run.call_tool(rnd, action.action, args)
+        shown = ", ".join(repr(v) for v in args.values())
+        messages.append({"role": "user", "content": f"Result of {action.action}({shown}):\n{result}"})
+    return "", NOTHING, "max_rounds", max_rounds
 
 
-def _native_loop(run: _Run, llm: Any, question: str, max_rounds: int) -> tuple[str, list[str], Any, int]:
+def _native_loop(run: _Run, llm: Any, question: str, max_rounds: int) -> Result:
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM + "\n\nWhen you answer, end with: Sources: <doc ids you read>."},
+        {"role": "system", "content": _system(run, native=True)},
         {"role": "user", "content": opening(run.opened, question)}]
     pushed_back = False
     for rnd in range(1, max_rounds + 1):
         if rnd == max_rounds:
             messages.append({"role": "user", "content": LAST_ROUND})
-        comp = llm.complete_tools(messages, TOOLS, stage=STAGE)
+        comp = llm.complete_tools(messages, run.tools.native_tools(), stage=STAGE)
         calls = comp.extra.get("tool_calls") or []
         if not calls:
             answer = comp.text.strip()
@@ -242,9 +293,10 @@ def _native_loop(run: _Run, llm: Any, question: str, max_rounds: int) -> tuple[s
             for c in calls]})
         for c in calls:
             try:
-                args = json.loads(c["arguments"] or "{}")
-            except json.JSONDecodeError:
-                args = {}
-            arg = str(args.get("path", "") if c["name"] == "view" else args.get("doc_id", ""))
-            messages.append({"role": "tool", "tool_call_id": c["id"], "content": run.call_tool(rnd, c["name"], arg)})
-    return "", [], "max_rounds", max_rounds
+                args = Toolbox.parse_arguments(c["arguments"])
+            except ToolError as exc:
+                run.steps.append(NavStep(round=rnd, tool=_tool_name(c["name"]), error=f"{c['name']}: {exc}"))
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": f"Error: {c['name']}: {exc}"})
+                continue
+            messages.append({"role": "tool", "tool_call_id": c["id"], "content": run.call_tool(rnd, c["name"], args)})
+    return "", NOTHING, "max_rounds", max_rounds

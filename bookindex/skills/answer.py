@@ -36,13 +36,19 @@ class SkillsAskRequest(BaseModel):
     protocol: Protocol = "auto"           # native tool calls, the JSON action protocol, or auto
 
 
+ToolName = Literal["view", "get_document", "answer", "route", "search_document", "get_node", "get_pages",
+                   "unknown"]
+
+
 class NavStep(BaseModel):
     """One tool call: `view` (a folder or navigation file), `get_document`, or the `answer`; in a
-    library hierarchy also the routing decision (`route`), `search_document`, `get_node`, `get_pages`."""
+    library hierarchy also the routing decision (`route`), `search_document`, `get_node`, `get_pages`
+    (`unknown`: a tool name the model made up, refused)."""
 
     round: int
-    tool: Literal["view", "get_document", "answer", "route", "search_document", "get_node", "get_pages"]
-    target: str = ""          # the path viewed or the document id fetched
+    tool: ToolName
+    target: str = ""          # the path viewed, the document id fetched, the node read
+    args: dict[str, str] | None = None  # the LLM navigator's arguments as called (question, pages, ...)
     tokens: int = 0           # tokens of what the tool returned (count_tokens)
     error: str = ""           # the tool's refusal (bad path, unknown id), shown to the model too
     score: float | None = None  # the beam's similarity for the cluster or document
@@ -53,6 +59,14 @@ class RankedDocument(BaseModel):
     title: str = ""
     score: float = 0.0
     path: str = ""            # the leaf folder it hangs in ("" for flat methods)
+
+
+class CitedNode(BaseModel):
+    """A block the answer cites that the navigator read (search_document, get_node, get_pages)."""
+
+    doc_id: str
+    node_id: str
+    page: int                 # 1-based
 
 
 class SkillsUsage(BaseModel):
@@ -71,7 +85,8 @@ class SkillsAnswer(BaseModel):
     question: str
     navigator: str
     answer: str = ""
-    cited: list[str] = Field(default_factory=list)      # only documents read with get_document
+    cited: list[str] = Field(default_factory=list)      # only documents read (get_document, a library tool)
+    cited_nodes: list[CitedNode] = Field(default_factory=list)  # only blocks read (library hierarchy)
     documents: list[RankedDocument] = Field(default_factory=list)
     steps: list[NavStep] = Field(default_factory=list)
     usage: SkillsUsage = Field(default_factory=SkillsUsage)
@@ -83,5 +98,7 @@ class SkillsAnswer(BaseModel):
         out = []
         for s in self.steps:
             extra = f" ({s.error})" if s.error else (f" {s.score:.3f}" if s.score is not None else "")
-            out.append(f"{s.round:>2} {s.tool} {s.target} [{s.tokens} tok]{extra}")
+            more = {k: v for k, v in (s.args or {}).items() if v != s.target and not s.target.startswith(f"{v}:")}
+            shown = s.target + ("" if not more else " " + " ".join(f"{k}={v!r}" for k, v in more.items()))
+            out.append(f"{s.round:>2} {s.tool} {shown} [{s.tokens} tok]{extra}")
         return out

@@ -13,19 +13,23 @@ from bookindex.skills.agent import navigate
 from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.beam import beam_search
 from bookindex.skills.flat import FLAT_METHODS, flat_search
+from bookindex.skills.libtools import LibraryTools
 from bookindex.skills.opened import OpenedSkills
 
 SEARCH_METHODS = tuple(FLAT_METHODS) + ("skills-embedding", "skills-llm")
 
 
-def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: Embedder) -> SkillsAnswer:
-    """Answer (LLM) or rank documents (embedding) for one question."""
+def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: Embedder,
+        library: LibraryTools | None = None) -> SkillsAnswer:
+    """Answer (LLM) or rank documents (embedding) for one question; `library`: the LLM
+    navigator's tools at a document of a library hierarchy."""
     if request.navigator == "embedding":
         return beam_search(opened, embedder, request.question, k=request.k, beam=request.beam, route=request.route)
     if not llm.available:
         raise LLMUnavailable("the llm navigator needs an LLM (llm.provider = none); "
                              "use --navigator embedding to navigate without one")
-    return navigate(opened, llm, request.question, max_rounds=request.max_rounds, protocol=request.protocol)
+    return navigate(opened, llm, request.question, max_rounds=request.max_rounds, protocol=request.protocol,
+                    library=library)
 
 
 def search(opened: OpenedSkills, question: str, method: str, *, k: int, llm: LLM, embedder: Embedder,

@@ -10,6 +10,8 @@ hierarchy (issue 14)"):
   document ("Best Buy", "Camry") counts, while a term every report shares does not.
 - `vector`: the cosine with the document's own embedding (title and opening text: what the
   topic clusters were built from).
+- `name`: question words (a company, a year) that name the document by its file name or title
+  (`namematch`); sparse: a document it does not match gets no rank from it.
 
 `pooled_search` is the flat alternative: every block of every document in one BM25 index and one
 vector matrix, fused per block, so the top blocks may come from several documents.
@@ -28,14 +30,17 @@ from bookindex.providers.lexical import LexicalIndex
 from bookindex.skills.compile import embed_documents
 from bookindex.skills.corpus import tree_text
 from bookindex.skills.model import CorpusDocument
+from bookindex.skills.namematch import NameMatcher
 from bookindex.storage.library import StoredDocument
 
 RRF_K = 60
 TOP_NODES = 3
-SIGNALS = ("nodes", "lexical", "vector")
+SIGNALS = ("nodes", "lexical", "vector", "name")
+SPARSE = frozenset({"name"})   # signals that rank only the documents they match
 # the document embedding is the weakest signal alone (hit@1 0.57 vs 0.71 nodes, 0.64 lexical on
 # MMLongBench dev pooled) and counts half; tuned on that split, so its figures are development ones
-WEIGHTS = {"nodes": 1.0, "lexical": 1.0, "vector": 0.5}
+# (docs/benchmarks.md, "Library hierarchy (issue 14)", for the `name` weight too)
+WEIGHTS = {"nodes": 1.0, "lexical": 1.0, "vector": 0.5, "name": 0.5}
 EMBED_CHARS = 2000   # of a document embedded for the `vector` signal (the compiler's default)
 
 
@@ -51,17 +56,21 @@ class LibraryRouter:
     """Document ranking for one library state; built once, queried per question."""
 
     def __init__(self, doc_ids: Sequence[str], texts: Sequence[str], doc_vectors: np.ndarray,
-                 node_vectors: Sequence[np.ndarray | None]) -> None:
+                 node_vectors: Sequence[np.ndarray | None], names: Sequence[str] | None = None,
+                 weights: dict[str, float] | None = None) -> None:
         self.doc_ids = list(doc_ids)
         self.lexical = LexicalIndex(self.doc_ids, list(texts))
         self.doc_vectors = np.asarray(doc_vectors, dtype=np.float32)
         self.node_vectors = list(node_vectors)
+        self.names = NameMatcher(names if names is not None else [""] * len(self.doc_ids))
+        self.weights = dict(WEIGHTS if weights is None else weights)
 
     def signals(self, question: str, qvec: np.ndarray) -> dict[str, np.ndarray]:
         """Each signal's value for every document, in `doc_ids` order."""
         nodes = np.array([_top_mean(m, qvec) for m in self.node_vectors], dtype=np.float32)
         return {"nodes": nodes, "lexical": np.asarray(self.lexical.scores(question), dtype=np.float32),
-                "vector": self.doc_vectors @ qvec if len(self.doc_vectors) else np.zeros(0, np.float32)}
+                "vector": self.doc_vectors @ qvec if len(self.doc_vectors) else np.zeros(0, np.float32),
+                "name": self.names.scores(question)}
 
     def rank(self, question: str, qvec: np.ndarray, candidates: Sequence[str] | None = None) -> list[RoutedDocument]:
         """Documents (all, or `candidates`) by fused rank, ties by id."""
@@ -70,9 +79,10 @@ class LibraryRouter:
         fused = {i: 0.0 for i in keep}
         ranks: dict[int, dict[str, int]] = {i: {} for i in keep}
         for name in SIGNALS:
-            order = sorted(keep, key=lambda i: (-float(values[name][i]), self.doc_ids[i]))
+            ranked = [i for i in keep if name not in SPARSE or values[name][i] > 0]
+            order = sorted(ranked, key=lambda i: (-float(values[name][i]), self.doc_ids[i]))
             for r, i in enumerate(order, 1):
-                fused[i] += WEIGHTS[name] / (RRF_K + r)
+                fused[i] += self.weights.get(name, 0.0) / (RRF_K + r)
                 ranks[i][name] = r
         out = [RoutedDocument(self.doc_ids[i], round(fused[i], 6),
                               {n: round(float(values[n][i]), 4) for n in SIGNALS}, ranks[i]) for i in keep]
@@ -139,7 +149,8 @@ def router_for(stored: Sequence[StoredDocument], embedder: Embedder, embed_chars
             for d in stored]
     vectors = embed_documents(docs, embedder, embed_chars)
     return LibraryRouter([d.id for d in docs], [f"{d.title}\n{d.text}" for d in docs], vectors,
-                         [_normalised(d.node_vectors()[1]) for d in stored])
+                         [_normalised(d.node_vectors()[1]) for d in stored],
+                         names=[f"{d.name} {c.title}" for d, c in zip(stored, docs)])
 
 
 def _normalised(m: np.ndarray | None) -> np.ndarray | None:

@@ -9,7 +9,7 @@ and documents are evidence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bookindex.core.errors import InputError
@@ -32,10 +32,21 @@ class ToolError(InputError):
     """A refused tool call: the message goes back to the model, which can try again."""
 
 
+@dataclass(frozen=True)
+class ReadNode:
+    """A block the agent read (a search result, a node, a page's block): what it may cite."""
+
+    doc_id: str
+    node_id: str
+    page: int           # 1-based
+
+
 @dataclass
 class ToolResult:
     text: str
     target: str  # the normalised path or the document id
+    doc_id: str = ""    # the document read ("" for navigation files): evidence, citable
+    read: list[ReadNode] = field(default_factory=list)
 
 
 class SkillTools:
@@ -117,4 +128,4 @@ class SkillTools:
         if doc is None:
             raise ToolError(f"get_document {doc_id!r}: no such document id; ids are listed in leaf INDEX.md files")
         text = doc.text if len(doc.text) <= DOCUMENT_CHARS else doc.text[:DOCUMENT_CHARS] + " [... cut]"
-        return ToolResult(f"[{doc.id}] {doc.title}\n{text}", doc.id)
+        return ToolResult(f"[{doc.id}] {doc.title}\n{text}", doc.id, doc_id=doc.id)

@@ -1,0 +1,52 @@
+"""The document router's `name` signal (issue 14): which question words may name a document by
+its file name, IDF over the library's names, and sparse fusion (a document it does not match
+gets no rank from it, so it cannot reorder the rest)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bookindex.skills.namematch import NameMatcher, name_words, question_words
+from bookindex.skills.router import LibraryRouter
+
+
+@pytest.mark.parametrize("question, words", [
+    ("what is roa for ADBE in FY2015?", {"adbe", "2015"}),
+    ("What is Best Buy's gross margin from FY2022 to FY2021?", {"bestbuy", "2022", "2021"}),
+    ("Compare Activision Blizzard revenues", {"activisionblizzard"}),
+    ("In 2015, what did the survey find about China?", set()),   # bare year, single proper noun
+    ("Under the pro mode to shoot, what does the icon do?", set()),
+])
+def test_question_words_keep_only_what_names_a_document(question: str, words: set[str]) -> None:
+    assert question_words(question) == words
+
+
+def test_name_words_skip_hashes_and_format_words() -> None:
+    assert name_words("ADOBE_2015_10K.pdf") == {"adobe", "2015"}
+    assert name_words("698bba535087fa9a7f9009e172a7f763.pdf") == set()
+    assert name_words("PP_2019.01.17_Trump-economy_FINAL2.pdf") == {"2019", "trump", "economy"}
+
+
+def test_a_rarer_name_word_weighs_more() -> None:
+    m = NameMatcher(["ADOBE_2015_10K.pdf", "AMAZON_2015_10K.pdf", "ADBE_notes.pdf"])
+    s = m.scores("What was ADBE revenue in FY2015?")
+    assert s[2] > s[0] == s[1] > 0   # 'adbe' is in one name, '2015' in two
+
+
+def router(names: list[str]) -> LibraryRouter:
+    n = len(names)
+    vecs = np.eye(n, 4, dtype=np.float32)
+    return LibraryRouter([f"d{i}" for i in range(n)], ["annual report revenue"] * n, vecs, [None] * n, names=names)
+
+
+def test_the_name_signal_decides_between_otherwise_equal_documents() -> None:
+    r = router(["ACME_2014_10K.pdf", "ACME_2015_10K.pdf", "ACME_2016_10K.pdf"])
+    qvec = np.zeros(4, dtype=np.float32)
+    ranked = r.rank("What was the revenue in FY2015?", qvec)
+    assert ranked[0].doc_id == "d1" and ranked[0].ranks["name"] == 1
+    assert all("name" not in x.ranks for x in ranked[1:])     # sparse: unmatched documents get no rank
+    r.weights = dict(r.weights, name=0.0)
+    assert r.rank("What was the revenue in FY2015?", qvec)[0].doc_id == "d0"   # without it: ties by id
+    plain = router(["ACME_2014_10K.pdf", "ACME_2015_10K.pdf", "ACME_2016_10K.pdf"])
+    assert [x.doc_id for x in plain.rank("What was the revenue?", qvec)] == ["d0", "d1", "d2"]
