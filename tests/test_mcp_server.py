@@ -157,12 +157,10 @@ def test_long_tool_calls_end_in_a_tool_error(tmp_path: Path) -> None:
             async with Client(server) as client:
                 for name, args in (("ask", {"question": "What is X?"}), ("plan", {"question": "What is X?"}),
                                    ("search", {"query": "X"})):
-                    t0 = time.monotonic()
                     r = await client.call_tool(name, args)
                     text = "".join(getattr(c, "text", "") for c in r.content)
                     assert r.is_error and f"{name} did not finish within 0.2 s" in text, (name, text)
-                    assert "mcp_tool_timeout_s" in text and time.monotonic() - t0 < 2.5
-                t0 = time.monotonic()
+                    assert "mcp_tool_timeout_s" in text
                 docs = await client.call_tool("list_documents", {})  # not limited, not slowed
                 assert not docs.is_error and docs.structured_content == {"result": []}
 
