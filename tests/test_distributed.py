@@ -119,7 +119,7 @@ def test_engine_index_many_and_failed_documents(tmp_path: Path, corpus: list[Pat
     seen: list[str] = []
     items = engine.index_many([*corpus[2:], bad], workers=2, factory=fake_providers,
                               on_item=lambda i: seen.append(i.status))
-    assert sorted(seen) == ["added"] * 3 + ["failed"]  # one bad file fails, the rest go on
+    assert sorted(seen) == ["added"] * 3 + ["failed"], [i.error for i in items]  # one bad file fails, the rest go on
     failed = next(i for i in items if i.status == "failed")
     assert "broken.pdf" in (failed.error or "")
     assert {d.name for d in engine.documents()} == {p.name for p in corpus[2:]}

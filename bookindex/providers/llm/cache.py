@@ -22,6 +22,9 @@ def cache_key(provider: str, model: str, messages: Any, params: dict[str, Any]) 
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+OPEN_ATTEMPTS = 20  # ~10 s of backoff in all for a cache file another process is creating
+
+
 class DiskCache:
     """key -> JSON value table in one SQLite file; safe across threads and processes (WAL)."""
 
@@ -29,16 +32,32 @@ class DiskCache:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False,
-                                         isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
-                " created REAL NOT NULL)")
+            self._conn = self._connect()
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open LLM cache {self.path}: {exc}; set cache.path or "
                               "BOOKINDEX_CACHE_DIR to a writable directory, or use --no-cache") from None
         self._lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open the file in WAL mode with its table.
+
+        Switching a new file to WAL takes a lock SQLite does not wait for (its busy timeout does
+        not apply), so processes that open the same new cache at once (`index --workers`) can get
+        "database is locked" here; that is retried for up to ~10 s, then reported.
+        """
+        for attempt in range(OPEN_ATTEMPTS):
+            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+                             " created REAL NOT NULL)")
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if "locked" not in str(exc) or attempt == OPEN_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
