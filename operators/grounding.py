@@ -136,7 +136,8 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
     sink = on_text if on_event is not None else None
     if llm is not None and llm.available and allowed:
         try:
-            first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink)) or NOT_ANSWERABLE
+            first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink,
+                                              from_text=prompts.grounded_from_prose)) or NOT_ANSWERABLE
             problem = citation_problem(first, allowed)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
@@ -144,7 +145,8 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
             notes["citation_problem"] = problem
             reset(f"the answer {problem}: one repair round")
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
-            second = _reply_text(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair", on_text=sink))
+            second = _reply_text(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair", on_text=sink,
+                                               from_text=prompts.grounded_from_prose))
             problem2 = citation_problem(second, allowed) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"

@@ -127,12 +127,16 @@ class Partial(BaseModel):
     answer: str
 
 
-ANSWER = """Answer the question using ONLY the numbered evidence from the document below. Cite every claim with the evidence numbers in square brackets, like [1] or [2][3], and list those numbers in "citations". If the evidence does not contain the answer, reply exactly "not answerable from the document". Be concise.
-
-Question: {query}
+# The instructions first (the prefix every answer call shares, which llama.cpp's KV cache keeps),
+# the question last: a small model answers the last thing it read. The refusal is worded as a last
+# resort: "reply exactly ..." made the 1.5B model refuse 16 of 18 MMLongBench questions whose
+# evidence held the answer (docs/benchmarks.md, "Answer prompt").
+ANSWER = """Answer the question from the numbered evidence from the document below, using only that evidence. Give the answer first, in as few words as possible (a number, a name, a short phrase or a list), then the numbers of the evidence items it comes from in square brackets, like [1] or [2][3], and list those numbers in "citations". Only if no evidence item is about the question at all, answer "not answerable from the document".
 
 Evidence:
-{evidence}"""
+{evidence}
+
+Question: {query}"""
 
 # appended to an answer prompt whose reply broke the citation rule (operators.grounding)
 REPAIR_CITATIONS = """
@@ -140,7 +144,7 @@ REPAIR_CITATIONS = """
 Your previous answer was:
 {answer}
 
-It {problem}. Rule: cite every claim with the numbers of the evidence items it comes from, in square brackets like [1] or [2][3]; only numbers shown above ({allowed}) exist. If the evidence does not contain the answer, reply exactly "not answerable from the document". Rewrite the answer following the rule."""
+It {problem}. Rule: cite every claim with the numbers of the evidence items it comes from, in square brackets like [1] or [2][3]; only numbers shown above ({allowed}) exist. Rewrite the answer following the rule."""
 
 REDUCE = """Combine the partial answers below into one final answer to the question. Keep their citations [n] as they are and use no other knowledge. If they do not contain the answer, reply exactly "not answerable from the document".
 
@@ -155,3 +159,13 @@ class Grounded(BaseModel):
     # the evidence numbers again, as data: small models fill a field more reliably than they
     # write [n] into prose; operators.grounding adds them to an answer that cites nothing inline
     citations: list[int] = Field(default_factory=list)
+
+
+def grounded_from_prose(text: str) -> Grounded | None:
+    """A plain-words reply to the answer prompt read as its answer (citations stay inline [n], which
+    operators.grounding checks). Small models often drop the JSON wrapper and answer correctly;
+    a reply that tried JSON (holds "{") or is empty is declined, so the client's repair runs."""
+    body = text.strip()
+    if not body or "{" in body:
+        return None
+    return Grounded(answer=body)

@@ -248,6 +248,10 @@ def content_terms(question: str) -> list[str]:
     return [t.strip() for t in _QUOTED.findall(question) if t.strip()] if _CONTAINS.search(question) else []
 
 
+# the Filter_Modal types of a global plan with no structural filter: every content node
+WHOLE_DOCUMENT = ("text", "list", "table", "image", "equation", "code")
+
+
 def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
     spec: prompts.GlobalSpec | None = None
     extra: list[str] = []
@@ -266,6 +270,11 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
         if f.filter_type == "page" and f.filter_value:
             steps.append(Step(op="Filter_Range", params={"range_type": "page", "value": f.filter_value}))
         elif f.filter_type == "section" and f.filter_value:
+            if ctx.tree.find_section(f.filter_value) is None:
+                # a title the planner made up (often the question's own words): filtering on it
+                # would leave nothing to answer from
+                notes.setdefault("unmatched_sections", []).append(f.filter_value)
+                continue
             steps.append(Step(op="Filter_Range", params={"range_type": "section", "value": f.filter_value}))
         elif f.filter_type == "section":
             params: dict[str, Any] = {"modal_types": ["section"]}
@@ -277,7 +286,7 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
     if extra:
         steps.append(Step(op="Filter_Modal", params={"modal_types": extra}))
     if not steps:  # nothing structural to filter on: the whole document, grouped
-        steps.append(Step(op="Filter_Modal", params={"modal_types": ["text", "list", "table", "image", "equation", "code"]}))
+        steps.append(Step(op="Filter_Modal", params={"modal_types": list(WHOLE_DOCUMENT)}))
     reduce: dict[str, Any] = {"operation": spec.operation}
     terms = content_terms(question) if spec.operation in ("COUNT", "LIST") else []
     if terms:
@@ -294,6 +303,12 @@ def make_plan(question: str, ctx: IndexContext) -> Plan:
     qt, notes = classify(question, ctx)
     if qt == "global":
         steps = global_plan(question, ctx, notes)
+        if notes.get("unmatched_sections") and len(steps) == 3 and steps[0].op == "Filter_Modal" and \
+                steps[0].params.get("modal_types") == list(WHOLE_DOCUMENT):
+            # the only constraint was a section the document does not have: a question about a
+            # passage, not an aggregation over the document
+            notes["note"] = "the section filter matches no section: single-hop plan"
+            qt, steps = "single-hop", single_hop_plan(question, ctx)
     elif qt == "multi-hop":
         steps = multi_hop_plan(question, ctx, notes)
         if len(steps[0].params.get("sub_questions", [])) < 2:

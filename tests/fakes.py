@@ -112,7 +112,8 @@ class FakeLLM:
     # -- the LLM protocol ---------------------------------------------------------------------
     def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> Any:
+                 cache: bool = True, on_text: Callable[[str], None] | None = None,
+                 from_text: Callable[[str], Any] | None = None) -> Any:
         msgs = _normalise(messages)
         call = self._record("complete", stage, msgs, schema=schema, temperature=temperature,
                             max_tokens=max_tokens, cache=cache)
@@ -136,6 +137,10 @@ class FakeLLM:
             try:
                 result = _validate(reply, adapter)
             except (NoJSON, ValidationError) as exc:
+                prose = from_text(_as_text(reply)) if from_text is not None else None
+                if prose is not None:  # like the client: prose read as the value, no repair round
+                    self._store(call, key, prose)
+                    return prose
                 shown = msgs + [{"role": "assistant", "content": _as_text(reply)},
                                 {"role": "user", "content": REPAIR_PROMPT.format(error=exc)}]
                 repair = self._record("complete", stage, shown, schema=schema, temperature=temperature,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bookindex.core.model import Block, build_tree
 from operators.grounding import cited_numbers, citation_problem, grounded_answer
 from operators.passages import build_passages, format_passages
+from operators.prompts import Grounded, grounded_from_prose
 from retrieval.api import ask
 from tests.fakes import FakeLLM
 from tests.retrieval_fixture import make_context, node
@@ -32,6 +33,19 @@ def test_a_valid_answer_is_returned_as_it_is():
     res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive)
     assert (res.answer, res.citations, res.check) == ("It is asn1_der_decoding [2].", [2], "valid")
     assert llm.stages == ["answer"]
+
+
+def test_a_plain_words_answer_with_inline_citations_is_kept_without_a_repair():
+    # the 1.5B model often drops the JSON wrapper: "Vision, Bluetooth device [3][4]" is an answer
+    llm = FakeLLM({"answer": "Vision, Bluetooth device [3][4]"})
+    res = grounded_answer(llm, "PROMPT", range(1, 5), _extractive)
+    assert (res.answer, res.citations, res.check) == ("Vision, Bluetooth device [3][4]", [3, 4], "valid")
+    assert llm.stages == ["answer"]
+
+
+def test_grounded_from_prose_declines_json_attempts_and_empty_replies():
+    assert grounded_from_prose('{"answer": "x", "cit') is None and grounded_from_prose("  ") is None
+    assert grounded_from_prose(" png [1] ") == Grounded(answer="png [1]")
 
 
 def test_an_answer_without_citations_gets_one_repair_round_with_the_rule():

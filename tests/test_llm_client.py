@@ -136,6 +136,26 @@ def test_second_failure_raises_typed_error_naming_stage_model_raw() -> None:
     assert "\n" not in str(e)
 
 
+def test_a_prose_reply_read_by_from_text_needs_no_repair_call() -> None:
+    fake = FakeProvider(["Ada, aged 36 [2][3]", '{"name": "Ada", "age": 36}'])
+    client, _ = make_client(fake)
+    seen: list[str] = []
+
+    def read(text: str) -> Person:
+        seen.append(text)
+        return Person(name=text.split(",")[0], age=36)
+
+    assert client.complete("Who?", schema=Person, stage="extract", from_text=read) == Person(name="Ada", age=36)
+    assert seen == ["Ada, aged 36 [2][3]"] and len(fake.calls) == 1
+
+
+def test_from_text_that_declines_leaves_the_repair_round() -> None:
+    fake = FakeProvider(['{"name": "Ada", "age": "old"}', '{"name": "Ada", "age": 36}'])
+    client, _ = make_client(fake)
+    assert client.complete("Who?", schema=Person, stage="extract", from_text=lambda _t: None).age == 36
+    assert len(fake.calls) == 2
+
+
 def test_schema_can_be_any_type() -> None:
     client, _ = make_client(FakeProvider(['["a", "b"]']))
     assert client.complete("list", schema=list[str]) == ["a", "b"]

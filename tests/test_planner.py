@@ -124,6 +124,26 @@ def test_llm_planning_uses_paper_prompts_and_filters(fake_llm):
     assert run_plan(ctx, p).structural["count"] == 2
 
 
+def test_a_global_plan_whose_only_filter_names_no_section_becomes_single_hop(fake_llm):
+    # MMLongBench mml-0067: the 1.5B model read "According to author's definition on conscious
+    # incompetence, when can ..." as LIST over a section "Definition of Conscious Incompetence"
+    # the paper does not have; the filtered plan answered "none"
+    llm = fake_llm({"classify": {"category": "global"},
+                    "filters": {"filters": [{"filter_type": "section", "filter_value": "A Made-Up Section"}],
+                                "operation": "LIST"}})
+    ctx = make_context(llm=llm, settings=load_settings(overrides={"retrieval.classifier": "llm"}, env={}))
+    p = plan(ctx, "When does the default linewidth apply to a list of terminals?")  # "list": a global cue
+    assert p.query_type == "single-hop" and p.shape() == SINGLE
+    assert p.planner["unmatched_sections"] == ["A Made-Up Section"] and "single-hop" in p.planner["note"]
+    # a missing section next to a real constraint only drops the missing one
+    llm = fake_llm({"classify": {"category": "global"},
+                    "filters": {"filters": [{"filter_type": "section", "filter_value": "A Made-Up Section"},
+                                            {"filter_type": "image"}], "operation": "COUNT"}})
+    ctx = make_context(llm=llm, settings=load_settings(overrides={"retrieval.classifier": "llm"}, env={}))
+    p = plan(ctx, "How many figures are in the made-up section?")
+    assert p.query_type == "global" and p.shape() == ["Filter_Modal", "Map", "Reduce"]
+
+
 @pytest.mark.parametrize("question,operation", [("How many tables are in pages 3-12?", "COUNT"),
                                                  ("List all figures in section 2", "LIST")])
 def test_count_and_list_plans_make_no_map_llm_call(fake_llm, question, operation):

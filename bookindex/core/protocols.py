@@ -53,20 +53,25 @@ class LLM(Protocol):
 
     # The reply text without a schema; an instance of a class schema (a pydantic model); any other
     # type form (list[int], a Union, ...) validates too but is not tracked by the type checker.
+    # `from_text` reads a reply that does not validate as prose (None: it declines) before the
+    # repair round: small models often answer a JSON request in plain words.
     @overload
     def complete(self, messages: Messages | str, schema: None = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> str: ...
+                 cache: bool = True, on_text: Callable[[str], None] | None = None,
+                 from_text: Callable[[str], Any] | None = None) -> str: ...
 
     @overload
     def complete(self, messages: Messages | str, schema: type[T], stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> T: ...
+                 cache: bool = True, on_text: Callable[[str], None] | None = None,
+                 from_text: Callable[[str], Any] | None = None) -> T: ...
 
     @overload
     def complete(self, messages: Messages | str, schema: object, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True, on_text: Callable[[str], None] | None = None) -> Any: ...
+                 cache: bool = True, on_text: Callable[[str], None] | None = None,
+                 from_text: Callable[[str], Any] | None = None) -> Any: ...
 
     def map(self, requests: Sequence[dict[str, Any]], *, max_concurrency: int | None = None,
             progress: bool = False, desc: str = "LLM", return_exceptions: bool = False) -> list[Any]: ...

@@ -58,11 +58,14 @@ class LLMClient:
     # ----------------------------------------------------------------------------------- public
     def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
-                 cache: bool = True, on_text: TextSink | None = None) -> Any:
+                 cache: bool = True, on_text: TextSink | None = None,
+                 from_text: Callable[[str], Any] | None = None) -> Any:
         """Text of the reply, or — with `schema` (a pydantic model or any type) — a validated value.
 
         Invalid JSON gets one repair round trip showing the error to the model; after that an
-        LLMOutputError names the stage, the model and the raw output.
+        LLMOutputError names the stage, the model and the raw output. `from_text` is asked first:
+        it may read a reply that does not validate as prose and return the value (None declines),
+        which saves the repair call when a small model answered a JSON request in plain words.
         `on_text` streams the reply as it is generated (a provider without streaming, or a cache
         hit, hands it over as one chunk): the whole text, or with a schema the text of its first
         string field (`answer`), so a reader sees words, not JSON. The repair round is not streamed.
@@ -80,6 +83,9 @@ class LLMClient:
             return _parse(raw, adapter)
         except (NoJSON, ValidationError) as exc:
             error = _error_text(exc)
+        value = from_text(raw) if from_text is not None else None
+        if value is not None:
+            return value
         repair = msgs + [{"role": "assistant", "content": raw},
                          {"role": "user", "content": REPAIR_PROMPT.format(error=error)}]
         raw2 = self._request(repair, params, stage, json_schema, cache).text
