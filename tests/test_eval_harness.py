@@ -14,6 +14,7 @@ import pytest
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import Engine
+from bookindex.evaluation.answering import extract_answer
 from bookindex.evaluation.mmlongbench_run import run
 from bookindex.evaluation.qasper_run import paper_to_markdown
 from bookindex.evaluation.qasper_run import run as run_qasper
@@ -181,3 +182,12 @@ def test_a_document_that_fails_to_index_fails_only_its_questions(split, tmp_path
     assert res.summary["bm25"]["errors"] == 2 and res.summary["bm25"]["recall"][1] == 0.0
     assert "fixture.pdf" in res.meta["index_failures"]
     assert "failed to index: fixture.pdf" in res.markdown
+
+
+@pytest.mark.parametrize("reply,expected", [({"answer": 2630}, "2630"), ({"answer": 2.5}, "2.5"),
+                                            ({"answer": ["Dubai", "Frankfurt"]}, "['Dubai', 'Frankfurt']"),
+                                            ({"answer": "Not answerable"}, "Not answerable")])
+def test_the_extraction_step_takes_numbers_and_lists(reply, expected):
+    # the 1.5B model wrote {"answer": 2630} for "What was the population ...?" and the question
+    # was scored as an error for both methods (MMLongBench mml-0240)
+    assert extract_answer(FakeLLM({"eval_extract": reply}), "q", "response") == expected

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 ANSWER_STAGE = "eval_answer"
 EXTRACT_STAGE = "eval_extract"
@@ -18,6 +18,19 @@ MAX_CONTEXT_CHARS = 12000
 
 class ExtractedAnswer(BaseModel):
     answer: str
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        """A number or a list is an answer too (the model writes {"answer": 2630}): the scorer
+        reads the text, and a list as the Python list the benchmark writes."""
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            return str(value)
+        if isinstance(value, list):
+            return repr([str(v) for v in value])
+        return value
 
 
 def build_context(passages: Sequence[tuple[str, str]], max_chars: int = MAX_CONTEXT_CHARS) -> str:
