@@ -118,6 +118,12 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
     return result
 
 
+def _ask(llm: LLM, prompt: str, stage: str, sink: Callable[[str], None] | None) -> str:
+    """One answer call: the Grounded schema, or the reply read as prose when it is not JSON."""
+    return _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink,
+                                    from_text=prompts.grounded_from_prose))
+
+
 def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
               extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any],
               on_event: AnswerEvents | None = None) -> GroundedAnswer:
@@ -136,8 +142,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
     sink = on_text if on_event is not None else None
     if llm is not None and llm.available and allowed:
         try:
-            first = _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink,
-                                              from_text=prompts.grounded_from_prose)) or NOT_ANSWERABLE
+            first = _ask(llm, prompt, stage, sink) or NOT_ANSWERABLE
             problem = citation_problem(first, allowed)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
@@ -145,8 +150,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
             notes["citation_problem"] = problem
             reset(f"the answer {problem}: one repair round")
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
-            second = _reply_text(llm.complete(repair, schema=prompts.Grounded, stage=f"{stage}-repair", on_text=sink,
-                                               from_text=prompts.grounded_from_prose))
+            second = _ask(llm, repair, f"{stage}-repair", sink)
             problem2 = citation_problem(second, allowed) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"

@@ -248,11 +248,9 @@ def content_terms(question: str) -> list[str]:
     return [t.strip() for t in _QUOTED.findall(question) if t.strip()] if _CONTAINS.search(question) else []
 
 
-# the Filter_Modal types of a global plan with no structural filter: every content node
-WHOLE_DOCUMENT = ("text", "list", "table", "image", "equation", "code")
-
-
-def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
+def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step] | None:
+    """The filters, Map and Reduce of a global question; None when its only constraint names a
+    section the document does not have (a question about a passage, not an aggregation)."""
     spec: prompts.GlobalSpec | None = None
     extra: list[str] = []
     if ctx.llm_available:
@@ -285,8 +283,11 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
             steps.append(Step(op="Filter_Modal", params={"modal_types": [f.filter_type]}))
     if extra:
         steps.append(Step(op="Filter_Modal", params={"modal_types": extra}))
-    if not steps:  # nothing structural to filter on: the whole document, grouped
-        steps.append(Step(op="Filter_Modal", params={"modal_types": list(WHOLE_DOCUMENT)}))
+    if not steps:
+        if notes.get("unmatched_sections"):
+            return None
+        # nothing structural to filter on: the whole document, grouped
+        steps.append(Step(op="Filter_Modal", params={"modal_types": ["text", "list", "table", "image", "equation", "code"]}))
     reduce: dict[str, Any] = {"operation": spec.operation}
     terms = content_terms(question) if spec.operation in ("COUNT", "LIST") else []
     if terms:
@@ -302,13 +303,11 @@ def make_plan(question: str, ctx: IndexContext) -> Plan:
         return Plan(question=question, query_type="single-hop", steps=single_hop_plan(question, ctx), planner=notes)
     qt, notes = classify(question, ctx)
     if qt == "global":
-        steps = global_plan(question, ctx, notes)
-        if notes.get("unmatched_sections") and len(steps) == 3 and steps[0].op == "Filter_Modal" and \
-                steps[0].params.get("modal_types") == list(WHOLE_DOCUMENT):
-            # the only constraint was a section the document does not have: a question about a
-            # passage, not an aggregation over the document
+        planned = global_plan(question, ctx, notes)
+        if planned is None:
             notes["note"] = "the section filter matches no section: single-hop plan"
-            qt, steps = "single-hop", single_hop_plan(question, ctx)
+            qt, planned = "single-hop", single_hop_plan(question, ctx)
+        steps = planned
     elif qt == "multi-hop":
         steps = multi_hop_plan(question, ctx, notes)
         if len(steps[0].params.get("sub_questions", [])) < 2:
