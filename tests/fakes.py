@@ -85,8 +85,9 @@ class FakeLLM:
     """
 
     def __init__(self, replies: Replies = None, *, default: Reply = _NO_DEFAULT, available: bool = True,
-                 model: str = "fake-llm", cache: bool = False) -> None:
+                 model: str = "fake-llm", cache: bool = False, context_size: int = 8192) -> None:
         self.replies = replies
+        self.context_size = context_size  # the window a long conversation must fit (LLMClient's too)
         self.default = default
         self._available = available
         self._model = model

@@ -114,3 +114,24 @@ def test_a_line_that_is_not_json_is_named(tmp_path: Path) -> None:
     (data / "questions.jsonl").write_text('{"id": "1", "question": "q", "gold_doc_ids": []}\nnot json\n')
     with pytest.raises(InputError, match=r"questions.jsonl:2: malformed JSON"):
         load_questions(data)
+
+
+def test_the_llm_navigators_recall_is_split_into_read_and_listed(tmp_path: Path) -> None:
+    """A navigator that opens the right leaf but never reads a document: its ranking still holds
+    the leaf's documents (R@k), while R@k over what it read stays 0 and is reported apart."""
+    data = write_data(tmp_path / "data")
+    skills = build_skill_folder(tmp_path / "skills", EMB)
+
+    def reply(call):  # type: ignore[no-untyped-def]
+        if call.stage == STAGE:
+            return {"action": "view", "path": "skill-02-space/group-00-rockets/INDEX.md"}
+        return "no idea"
+
+    res = run(data, ["skills-llm"], [1, 5], skills=skills, settings=settings(tmp_path), embedder=EMB,
+              llm=FakeLLM(reply), out_dir=tmp_path / "out", progress=False, limit=2, offset=1)
+    rec = res.records[0]
+    assert rec["qid"] == "q2" and rec["stopped"] == "max_rounds" and rec["read_docs"] == []
+    assert rec["listed"] == 2 and rec["recall"][5] == 1.0
+    s = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]["skills-llm"]
+    assert s["read_recall"]["5"] == 0.0 and s["recall"]["5"] == 0.5 and s["listed"] == 2.0
+    assert "R@5 read+listed" in res.markdown

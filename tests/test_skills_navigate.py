@@ -18,9 +18,10 @@ from bookindex.core.config import LLMSettings, Settings
 from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.engine import Engine
 from bookindex.providers.llm import Completion, LLMClient
-from bookindex.skills.agent import STAGE, NavAction, navigate
+from bookindex.skills.agent import RESERVE_TOKENS, STAGE, NavAction, navigate
 from bookindex.skills.answer import SkillsAskRequest
 from bookindex.skills.beam import auto_beam, beam_search
+from bookindex.skills.context_fit import CHARS_PER_TOKEN, fit
 from bookindex.skills.flat import flat_search
 from bookindex.skills.opened import OpenedSkills
 from bookindex.skills.tools import ToolError
@@ -140,7 +141,9 @@ def test_agent_walks_view_view_get_document_answer(opened: OpenedSkills) -> None
         ("view", "skill-01-cooking/SKILL.md"), ("view", "skill-01-cooking/group-01-soups/INDEX.md"),
         ("get_document", "d4"), ("answer", "")]
     assert ans.usage.llm_calls == 4 and ans.usage.documents_fetched == 1
-    assert [d.doc_id for d in ans.documents] == ["d4"]
+    # read first; then what it only saw listed in the leaf it opened
+    assert [(d.doc_id, d.via) for d in ans.documents] == [("d4", "read"), ("d3", "listed")]
+    assert ans.usage.documents_listed == 1
     first = llm.calls[0]
     assert "skill-01-cooking/" in first.prompt and "skill-02-space/" in first.prompt  # progressive disclosure
     assert "group-01-soups" not in first.prompt
@@ -152,6 +155,41 @@ def test_agent_stops_at_max_rounds(opened: OpenedSkills) -> None:
     ans = navigate(opened, llm, "anything", max_rounds=3)
     assert ans.stopped == "max_rounds" and ans.answer == "" and len(llm.calls) == 3
     assert "last turn" in llm.calls[-1].prompt
+
+
+def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/SKILL.md"},
+                           {"action": "view", "path": "skill-02-space/group-01-planets/INDEX.md"},
+                           {"action": "view", "path": "skill-02-space/group-00-rockets/INDEX.md"}]})
+    ans = navigate(opened, llm, "the falcon rocket booster lands after launch", max_rounds=3, embedder=EMB)
+    assert ans.stopped == "max_rounds" and ans.answer == "" and ans.cited == []
+    assert {d.via for d in ans.documents} == {"listed"} and ans.usage.documents_fetched == 0
+    # every document of the two leaves it opened, the closest to the question first
+    assert ans.documents[0].doc_id == "d6" and {d.doc_id for d in ans.documents} == {"d5", "d6", "d7", "d8"}
+    unranked = navigate(opened, FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/group-01-planets/INDEX.md"}]}),
+                        "x", max_rounds=1)
+    assert [d.doc_id for d in unranked.documents] == ["d7", "d8"]  # no embedder: listing order
+
+
+def test_agent_keeps_the_conversation_inside_the_context_window(opened: OpenedSkills) -> None:
+    """Old tool results are cut, oldest first, so the prompt fits the model's window; the
+    newest result and the model's own actions stay whole."""
+    steps = [{"action": "get_document", "doc_id": d} for d in ("d1", "d2", "d3", "d4", "d5")]
+    for d in opened.documents.values():
+        d.text = d.text + " filler" * 700   # about 5 KB a document
+    roomy = FakeLLM({STAGE: list(steps)})
+    navigate(opened, roomy, "x", max_rounds=5)
+    assert all("cut to save context" not in c.prompt for c in roomy.calls)
+    tight = FakeLLM({STAGE: list(steps)}, context_size=6500)
+    ans = navigate(opened, tight, "x", max_rounds=5)
+    assert ans.usage.trimmed >= 1 and any("cut to fit" in n for n in ans.notes)
+    budget = (6500 - RESERVE_TOKENS) * CHARS_PER_TOKEN
+    for call in tight.calls:
+        assert sum(len(str(m.get("content") or "")) for m in call.messages) <= budget
+    last = tight.calls[-1].messages
+    assert "Result of get_document('d4')" in last[-1]["content"] and "filler" in last[-1]["content"]
+    assert "cut to save context" in last[3]["content"]                        # d1's text went first
+    assert [m["content"] for m in last if m["role"] == "assistant"][0].startswith('{"action":"get_document"')
 
 
 def test_agent_tool_errors_go_back_to_the_model(opened: OpenedSkills) -> None:
@@ -306,3 +344,44 @@ def test_a_folder_view_carries_its_navigation_file(opened: OpenedSkills) -> None
     assert "INDEX.md" in text and "`d1`: Sourdough bread" in text
     with pytest.raises(ToolError, match="that is a folder"):
         opened.tools.get_document("skill-01-cooking/group-00-baking/")
+
+
+# -- fitting the conversation into the window --------------------------------------------------
+
+def _msgs(*results: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "S" * 100}, {"role": "user", "content": "Q"}]
+    for i, r in enumerate(results):
+        out += [{"role": "assistant", "content": f'{{"action": "view", "path": "p{i}"}}'},
+                {"role": "user", "content": f"Result of view('p{i}'):\n{r}"}]
+    return out
+
+
+def test_fit_leaves_a_conversation_that_fits_alone() -> None:
+    msgs = _msgs("a" * 50, "b" * 50)
+    assert fit(msgs, 10_000) == 0 and msgs == _msgs("a" * 50, "b" * 50)
+
+
+def test_fit_cuts_the_oldest_results_first_and_keeps_the_newest() -> None:
+    msgs = _msgs("a" * 1000, "b" * 1000, "c" * 1000)
+    assert fit(msgs, 2000) == 2
+    assert msgs[3]["content"].startswith("Result of view('p0'): [shown earlier")
+    assert msgs[5]["content"].startswith("Result of view('p1'): [shown earlier")
+    assert msgs[7]["content"].endswith("c" * 1000) and msgs[0]["content"] == "S" * 100
+
+
+def test_fit_cuts_the_newest_result_when_it_alone_is_too_long() -> None:
+    msgs = _msgs("x" * 5000)
+    assert fit(msgs, 1500) == 1
+    assert msgs[3]["content"].endswith("[... cut to fit the context window]")
+    assert sum(len(m["content"]) for m in msgs) <= 1500
+
+
+def test_fit_trims_native_tool_messages_too() -> None:
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"},
+                                  {"role": "assistant", "content": None, "tool_calls": [{"id": "c0"}]},
+                                  {"role": "tool", "tool_call_id": "c0", "content": "y" * 3000},
+                                  {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+                                  {"role": "tool", "tool_call_id": "c1", "content": "z" * 300}]
+    assert fit(msgs, 1000) == 1
+    assert msgs[3]["content"].startswith("an earlier tool result") and msgs[3]["tool_call_id"] == "c0"
+    assert msgs[5]["content"] == "z" * 300

@@ -38,12 +38,18 @@ def render(ans: SkillsAnswer, explain: bool) -> list[str]:
             out.append("sources: " + ", ".join(f"{d} ({_title(ans, d)})" for d in ans.cited))
         for c in ans.cited_nodes:
             out.append(f"  [{c.node_id}] p.{c.page}  {_title(ans, c.doc_id)}")
+        reached = [d for d in ans.documents if d.via == "listed"][:5]
+        if not ans.answer and reached:  # out of rounds: where it had got to
+            out.append("listed in the leaves it opened (not read):")
+            out.extend(f"  {d.doc_id}  {d.title}  [{d.path}]" for d in reached)
     else:
         for i, d in enumerate(ans.documents, start=1):
             out.append(f"{i:>2}. {d.doc_id}  {d.score:.3f}  {d.title}  [{d.path}]")
     u = ans.usage
     out.append(f"[{ans.navigator}: {u.rounds} rounds, {u.documents_fetched} documents read, "
-               f"{u.navigation_tokens} navigation + {u.document_tokens} document tokens"
+               + (f"{u.documents_listed} more listed, " if u.documents_listed else "")
+               + (f"{u.trimmed} old results cut to fit, " if u.trimmed else "")
+               + f"{u.navigation_tokens} navigation + {u.document_tokens} document tokens"
                + (f", {u.llm_calls} LLM calls, {u.prompt_tokens} prompt tokens" if u.llm_calls else "")
                + f", {u.seconds:.1f} s]")
     if explain:

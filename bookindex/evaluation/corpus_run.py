@@ -55,8 +55,15 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _read_recall(r: Record, k: int) -> float:
+    gold = set(r.get("gold_doc_ids") or [])
+    return len(gold & set((r.get("read_docs") or [])[:k])) / len(gold) if gold else 0.0
+
+
 def cost_summary(records: Sequence[Record], rows: Sequence[str], ks: Sequence[int]) -> dict[str, dict[str, Any]]:
-    """Per row: R@k and all@k, and what a question cost (documents, tokens, LLM calls, rounds)."""
+    """Per row: R@k and all@k, and what a question cost (documents, tokens, LLM calls, rounds).
+    The LLM navigator's rows also get R@k over the documents it read (`read_recall`): its
+    ranking goes on with documents it only saw listed, which the answer cannot cite."""
     out: dict[str, dict[str, Any]] = {}
     for row in rows:
         recs = [r for r in records if r["method"] == row]
@@ -65,8 +72,11 @@ def cost_summary(records: Sequence[Record], rows: Sequence[str], ks: Sequence[in
             "questions": len(recs), "errors": sum(1 for r in recs if r.get("error")),
             "recall": {k: _mean([r["recall"][k] for r in scored]) for k in ks},
             "all": {k: _mean([r["hit"][k] for r in scored]) for k in ks},
+            "read_recall": ({k: _mean([_read_recall(r, k) for r in scored]) for k in ks}
+                            if any("read_docs" in r for r in recs) and row.startswith("skills-llm") else None),
             **{key: _mean([float(r.get(key) or 0) for r in recs])
-               for key in ("fetched", "candidates", "nav_tokens", "doc_tokens", "llm_calls", "prompt_tokens", "rounds", "seconds")},
+               for key in ("fetched", "listed", "trimmed", "candidates", "nav_tokens", "doc_tokens", "llm_calls",
+                           "prompt_tokens", "rounds", "seconds")},
         }
     return out
 
@@ -85,6 +95,23 @@ def cost_table(summary: dict[str, dict[str, Any]], ks: Sequence[int]) -> str:
                   _f(s["prompt_tokens"], 0), _f(s["seconds"], 2), str(s["errors"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def read_recall_table(summary: dict[str, dict[str, Any]], ks: Sequence[int]) -> str:
+    """The LLM navigator's recall split: over the documents it read, and with the ones it only
+    saw listed ("" when no row is an LLM navigator)."""
+    rows = {name: s for name, s in summary.items() if s.get("read_recall")}
+    if not rows:
+        return ""
+    head = ["method", "n"] + [f"R@{k} read" for k in ks] + [f"R@{k} read+listed" for k in ks] + [
+        "docs read/q", "listed only/q", "results cut/q"]
+    lines = ["", "The LLM navigator: recall over the documents it read, and with those it only saw listed:", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in rows.items():
+        cells = [name, str(s["questions"])] + [_f(s["read_recall"][k]) for k in ks] + [_f(s["recall"][k]) for k in ks]
+        cells += [_f(s["fetched"], 1), _f(s["listed"], 1), _f(s["trimmed"], 1)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], *, skills: Path | None = None,
@@ -113,6 +140,7 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], *, skills: Pa
     res.meta["tree"] = {"roots": len(tree.roots), "clusters": len(tree.clusters), "documents": len(tree.documents),
                         "params": vars(tree.params)}
     md = res.markdown.rstrip() + "\n\nDocument recall, all@k and navigation cost per question:\n\n" + cost_table(costs, ks) + "\n"
+    md += read_recall_table(costs, ks)
     res.markdown = md
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -78,7 +78,9 @@ def retrieve_corpus(row: Row, question: str, k: int) -> tuple[list[Evidence], st
                          snippet=f"{d.title}\n{docs[d.doc_id].text}" if d.doc_id in docs else d.title,
                          scores={"score": d.score}) for i, d in enumerate(ans.documents)]
     u = ans.usage
-    fields: dict[str, Any] = {"fetched": u.documents_fetched, "nav_tokens": u.navigation_tokens,
+    fields: dict[str, Any] = {"fetched": u.documents_fetched, "listed": u.documents_listed, "trimmed": u.trimmed,
+                              "read_docs": [d.doc_id for d in ans.documents if d.via == "read"],
+                              "nav_tokens": u.navigation_tokens,
                               "doc_tokens": u.document_tokens, "candidates": u.candidates, "rounds": u.rounds, "llm_calls": u.llm_calls,
                               "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                               "stopped": ans.stopped, "cited": ans.cited, "notes": ans.notes,

@@ -24,9 +24,10 @@ from typing import Any, Literal, Protocol as TypingProtocol, cast, runtime_check
 
 from pydantic import BaseModel, Field, model_validator
 
-from bookindex.core.errors import LLMOutputError
-from bookindex.core.protocols import LLM
+from bookindex.core.errors import InputError, LLMOutputError
+from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.agent_tools import REGISTRY, Toolbox
+from bookindex.skills.context_fit import budget_chars, fit
 from bookindex.skills.answer import (
     CitedNode, NavStep, Protocol, RankedDocument, SkillsAnswer, SkillsUsage, ToolName, count_tokens,
 )
@@ -35,6 +36,12 @@ from bookindex.skills.opened import OpenedSkills
 from bookindex.skills.tools import ReadNode, ToolError, ToolResult
 
 STAGE = "skills_navigate"
+ACTION_TOKENS = 512      # one action or a short answer; also bounds a runaway reply's cost
+# reserved in the context window beside the messages: the reply, a repair round (the bad reply
+# and the error) and the client's JSON instruction with the action schema
+RESERVE_TOKENS = 2 * ACTION_TOKENS + 1200
+DEFAULT_CONTEXT = 8192   # for a client that does not say its window
+LISTED = re.compile(r"^- `([^`]+)`", re.M)   # a leaf listing's document line (materialise.py)
 
 SYSTEM = """You answer questions about a document collection by exploring a folder tree of topic summaries.
 
@@ -119,6 +126,8 @@ class _Run:
     tools: Toolbox
     steps: list[NavStep] = field(default_factory=list)
     fetched: list[str] = field(default_factory=list)          # documents read, in order
+    listed: list[str] = field(default_factory=list)           # documents seen in leaf listings viewed
+    trimmed: int = 0                                          # tool results cut to fit the window
     read: dict[str, ReadNode] = field(default_factory=dict)   # blocks read, by node id
     notes: list[str] = field(default_factory=list)
 
@@ -135,6 +144,10 @@ class _Run:
             self.fetched.append(res.doc_id)
         for r in res.read:
             self.read.setdefault(r.node_id, r)
+        if name == "view":
+            for d in LISTED.findall(res.text):
+                if d in self.opened.documents and d not in self.listed:
+                    self.listed.append(d)
         self.steps.append(NavStep(round=rnd, tool=tool, target=res.target, tokens=count_tokens(res.text),
                                   args=args if name != "view" else None))
         return res.text
@@ -187,10 +200,17 @@ def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
 
 
 def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int = 10,
-             protocol: Protocol = "auto", library: LibraryTools | None = None) -> SkillsAnswer:
+             protocol: Protocol = "auto", library: LibraryTools | None = None,
+             embedder: Embedder | None = None) -> SkillsAnswer:
     """Let the LLM walk the tree and answer; native tool calls when the client supports them.
     `library`: the tools at a document of a library hierarchy (search_document, get_node,
-    get_pages), offered beside view and get_document."""
+    get_pages), offered beside view and get_document.
+
+    The ranked documents are the ones it read (cited first), then the ones it only saw in the
+    leaf listings it opened (`via="listed"`), ranked by `embedder` similarity to the question
+    when one is given: a small model that runs out of rounds one step short of get_document has
+    still found where the answer lives, and a retrieval metric should see that (the answer does
+    not: it cites only what was read)."""
     t0 = time.perf_counter()
     before = llm.ledger.snapshot().get("stages", {}).get(STAGE, {})
     native = isinstance(llm, ToolCallingLLM) and llm.supports_tools
@@ -202,18 +222,39 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
         answer, (cited, nodes), stopped, rounds = _json_loop(run, llm, question, max_rounds)
     used = _usage_of(llm, before)
     order = cited + [d for d in run.fetched if d not in cited]
+    listed = _rank_listed(opened, embedder, question, [d for d in run.listed if d not in order])
     docs = [RankedDocument(doc_id=d, title=_title(opened, library, d), score=1.0 / (i + 1),
                            path=opened.tree.cluster(opened.tree.documents[d].cluster).path
-                           if d in opened.tree.documents and opened.tree.documents[d].cluster in opened.tree.clusters else "")
-            for i, d in enumerate(order)]
+                           if d in opened.tree.documents and opened.tree.documents[d].cluster in opened.tree.clusters else "",
+                           via="read" if i < len(order) else "listed")
+            for i, d in enumerate(order + listed)]
+    if run.trimmed:
+        run.notes.append(f"{run.trimmed} earlier tool result(s) cut to fit the {_context_size(llm)}-token context")
     usage = SkillsUsage(
-        rounds=rounds, documents_fetched=len(run.fetched),
+        rounds=rounds, documents_fetched=len(run.fetched), documents_listed=len(listed), trimmed=run.trimmed,
         navigation_tokens=sum(s.tokens for s in run.steps if s.tool == "view"),
         document_tokens=sum(s.tokens for s in run.steps if s.tool in REGISTRY and REGISTRY[s.tool].evidence),
         llm_calls=int(used["calls"]), prompt_tokens=int(used["prompt_tokens"]),
         completion_tokens=int(used["completion_tokens"]), seconds=round(time.perf_counter() - t0, 3))
     return SkillsAnswer(question=question, navigator="llm", answer=answer, cited=cited, cited_nodes=nodes,
                         documents=docs, steps=run.steps, usage=usage, stopped=stopped, notes=run.notes)
+
+
+def _rank_listed(opened: OpenedSkills, embedder: Embedder | None, question: str, ids: list[str]) -> list[str]:
+    """Listed-only documents, most similar to the question first (listing order without an
+    embedder, or when the tree's vectors do not cover them)."""
+    if embedder is None or len(ids) < 2:
+        return ids
+    try:
+        scores = opened.doc_scores(opened.query_vector(embedder, question), ids)
+    except InputError:
+        return ids
+    return [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-float(scores[i]), i))]
+
+
+def _context_size(llm: Any) -> int:
+    size = getattr(llm, "context_size", None)
+    return size if isinstance(size, int) and size > 0 else DEFAULT_CONTEXT
 
 
 def _title(opened: OpenedSkills, library: LibraryTools | None, doc_id: str) -> str:
@@ -239,12 +280,14 @@ def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> Result:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(run, native=False)},
         {"role": "user", "content": opening(run.opened, question)}]
+    budget = budget_chars(_context_size(llm), RESERVE_TOKENS)
     pushed_back = False
     for rnd in range(1, max_rounds + 1):
         if rnd == max_rounds:
             messages[-1] = dict(messages[-1], content=messages[-1]["content"] + "\n\n" + LAST_ROUND)
+        run.trimmed += fit(messages, budget)
         try:
-            action = llm.complete(messages, schema=NavAction, stage=STAGE)
+            action = llm.complete(messages, schema=NavAction, stage=STAGE, max_tokens=ACTION_TOKENS)
         except LLMOutputError as exc:
             run.notes.append(f"round {rnd}: invalid action after one repair: {exc}")
             return "", NOTHING, "invalid_action", rnd
@@ -271,11 +314,13 @@ def _native_loop(run: _Run, llm: Any, question: str, max_rounds: int) -> Result:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(run, native=True)},
         {"role": "user", "content": opening(run.opened, question)}]
+    budget = budget_chars(_context_size(llm), RESERVE_TOKENS)
     pushed_back = False
     for rnd in range(1, max_rounds + 1):
         if rnd == max_rounds:
             messages.append({"role": "user", "content": LAST_ROUND})
-        comp = llm.complete_tools(messages, run.tools.native_tools(), stage=STAGE)
+        run.trimmed += fit(messages, budget)
+        comp = llm.complete_tools(messages, run.tools.native_tools(), stage=STAGE, max_tokens=ACTION_TOKENS)
         calls = comp.extra.get("tool_calls") or []
         if not calls:
             answer = comp.text.strip()

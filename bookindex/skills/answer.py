@@ -59,6 +59,9 @@ class RankedDocument(BaseModel):
     title: str = ""
     score: float = 0.0
     path: str = ""            # the leaf folder it hangs in ("" for flat methods)
+    # the LLM navigator's: "read" (fetched, cited ones first) or "listed" (only seen in a leaf
+    # listing it viewed, ranked below everything it read); "" for the other methods
+    via: Literal["", "read", "listed"] = ""
 
 
 class CitedNode(BaseModel):
@@ -72,12 +75,14 @@ class CitedNode(BaseModel):
 class SkillsUsage(BaseModel):
     rounds: int = 0
     documents_fetched: int = 0
+    documents_listed: int = 0    # LLM navigator: documents only seen in the leaf listings it viewed
     navigation_tokens: int = 0   # tokens of the listings and navigation files read
     document_tokens: int = 0     # tokens of the documents read
     candidates: int = 0          # documents the beam's leaves held (it ranks these by vector)
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    trimmed: int = 0             # LLM navigator: old tool results cut to keep the prompt in the context window
     seconds: float = 0.0
 
 

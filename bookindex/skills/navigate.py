@@ -29,7 +29,7 @@ def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: 
         raise LLMUnavailable("the llm navigator needs an LLM (llm.provider = none); "
                              "use --navigator embedding to navigate without one")
     return navigate(opened, llm, request.question, max_rounds=request.max_rounds, protocol=request.protocol,
-                    library=library)
+                    library=library, embedder=embedder)
 
 
 def search(opened: OpenedSkills, question: str, method: str, *, k: int, llm: LLM, embedder: Embedder,

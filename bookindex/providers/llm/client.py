@@ -55,6 +55,12 @@ class LLMClient:
     def model(self) -> str:
         return self.provider.model
 
+    @property
+    def context_size(self) -> int:
+        """The model's context window in tokens (`llm.context_size`): what a long conversation,
+        such as the skills navigator's, must fit into."""
+        return self.settings.context_size
+
     # ----------------------------------------------------------------------------------- public
     def complete(self, messages: Messages | str, schema: Any = None, stage: str = "default", *,
                  temperature: float | None = None, max_tokens: int | None = None,
