@@ -11,7 +11,7 @@ from skills_helpers import DOCS, build_skill_folder
 
 from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
-from bookindex.evaluation.corpus import corpus_scores, load_corpus, load_questions
+from bookindex.evaluation.corpus import READER_STAGE, corpus_scores, load_corpus, load_questions
 from bookindex.evaluation.corpus_run import run
 from bookindex.evaluation.text_metrics import answer_scores, bleu, rouge, token_f1
 from bookindex.skills.agent import STAGE
@@ -96,6 +96,10 @@ def test_benchmark_answers_with_an_llm(tmp_path: Path) -> None:
     rec = next(r for r in res.records if r["method"] == "skills-llm" and r["qid"] == "q1")
     assert rec["cited"] == ["d1"] and rec["llm_calls"] == 2 and rec["recall"][1] == 1.0
     assert "eval_extract" not in llm.stages  # free answers are scored as written
+    # q2 and q3 have no reference text: the reader is not asked, the navigator's answer is kept
+    assert llm.stages.count(READER_STAGE) == 1
+    assert "raw_answer" not in next(r for r in res.records if r["method"] == "dense" and r["qid"] == "q2")
+    assert next(r for r in res.records if r["method"] == "skills-llm" and r["qid"] == "q2")["raw_answer"]
 
 
 def test_answer_metrics() -> None:

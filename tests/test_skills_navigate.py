@@ -18,7 +18,7 @@ from bookindex.core.config import LLMSettings, Settings
 from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.engine import Engine
 from bookindex.providers.llm import Completion, LLMClient
-from bookindex.skills.agent import RESERVE_TOKENS, STAGE, NavAction, navigate
+from bookindex.skills.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.answer import SkillsAskRequest
 from bookindex.skills.beam import auto_beam, beam_search
 from bookindex.skills.context_fit import CHARS_PER_TOKEN, fit
@@ -192,6 +192,27 @@ def test_agent_keeps_the_conversation_inside_the_context_window(opened: OpenedSk
     assert [m["content"] for m in last if m["role"] == "assistant"][0].startswith('{"action":"get_document"')
 
 
+def test_a_view_says_where_to_go_next_in_full_paths(opened: OpenedSkills) -> None:
+    assert "skill-01-cooking/SKILL.md (4 documents)" in next_step(opened, "")
+    down = next_step(opened, "skill-01-cooking/SKILL.md")
+    assert "skill-01-cooking/group-00-baking/INDEX.md (2 documents)" in down and "group-01-soups/INDEX.md" in down
+    assert next_step(opened, "skill-01-cooking") == down
+    assert "get_document" in next_step(opened, "skill-01-cooking/group-01-soups/INDEX.md")
+    assert next_step(opened, "not/a/cluster") == ""
+
+
+def test_a_repeated_view_is_not_shown_again(opened: OpenedSkills) -> None:
+    llm = FakeLLM({STAGE: [{"action": "view", "path": "skill-01-cooking/SKILL.md"},
+                           {"action": "view", "path": "skill-01-cooking/SKILL.md"},
+                           {"action": "view", "path": "skill-01-cooking/group-00-baking/INDEX.md"}]})
+    ans = navigate(opened, llm, "bread?", max_rounds=3)
+    first, again = (str(llm.calls[i].messages[-1]["content"]) for i in (1, 2))
+    assert "## Contents" in first and "Next: view the most relevant" in first
+    assert "already viewed skill-01-cooking/SKILL.md (round 1)" in again and "## Contents" not in again
+    assert "skill-01-cooking/group-00-baking/INDEX.md" in again     # the way on is repeated
+    assert ans.steps[1].tokens < ans.steps[0].tokens
+
+
 def test_agent_tool_errors_go_back_to_the_model(opened: OpenedSkills) -> None:
     llm = FakeLLM({STAGE: [{"action": "view", "path": "../../etc"}, {"action": "get_document", "doc_id": "zz"},
                            {"action": "get_document", "doc_id": "d7"},
@@ -337,6 +358,14 @@ def test_view_finds_a_group_given_without_its_parents(opened: OpenedSkills) -> N
     assert opened.tools.view("group-00-rockets/").target == "skill-02-space/group-00-rockets"
     with pytest.raises(ToolError):
         opened.tools.view("group-00-baking/../../x")
+
+
+def test_the_other_navigation_file_name_is_served(opened: OpenedSkills) -> None:
+    """INDEX.md asked of a skill folder (it has SKILL.md), or SKILL.md of a group: the file it has."""
+    assert opened.tools.view("skill-01-cooking/INDEX.md").target == "skill-01-cooking/SKILL.md"
+    assert opened.tools.view("skill-01-cooking/group-00-baking/SKILL.md").target == "skill-01-cooking/group-00-baking/INDEX.md"
+    with pytest.raises(ToolError):
+        opened.tools.view("skill-09-none/INDEX.md")
 
 
 def test_a_folder_view_carries_its_navigation_file(opened: OpenedSkills) -> None:

@@ -132,6 +132,11 @@ class CorpusBenchmark:
     def reader_passages(self, retrieved: Retrieved, k: int) -> list[tuple[str, str]]:
         return [(e.doc_id, e.snippet) for e in retrieved.evidence[:k]]
 
+    def wants_answer(self, question: CorpusQuestion) -> bool:
+        """Only questions with a reference answer are answered by the reader (a SciFact claim,
+        whose label is a verdict, is scored on retrieval alone; the navigator still answers)."""
+        return question.answer is not None
+
     def answer_question(self, llm: Any, question: str, passages: Sequence[tuple[str, str]]) -> str:
         """The reader of flat rows: the same model and answer format as the navigator's."""
         prompt = READER_PROMPT.format(context=build_context(passages), question=question)

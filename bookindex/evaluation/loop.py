@@ -149,7 +149,8 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     if score is not None:
         rec["recall"], rec["hit"] = score.recall, score.hit
     rec["evidence"] = [evidence_entry(e) for e in ranked]
-    if llm is not None and not rec["error"]:
+    # a benchmark may skip answering a question it cannot score (a SciFact claim has no reference text)
+    if llm is not None and not rec["error"] and getattr(benchmark, "wants_answer", lambda _q: True)(q):
         try:
             # a benchmark may answer and score in its own format (the corpus one: free answers)
             answer_fn = getattr(benchmark, "answer_question", answer_question)
@@ -160,6 +161,8 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
             rec.update(benchmark.score_answer(q, raw, pred))
         except Exception as e:
             rec["error"] = f"answer: {type(e).__name__}: {e}"
+    elif raw is not None:
+        rec["raw_answer"] = raw  # the method's own answer, kept for reading though not scored
     return rec
 
 

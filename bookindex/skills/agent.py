@@ -32,7 +32,7 @@ from bookindex.skills.answer import (
     CitedNode, NavStep, Protocol, RankedDocument, SkillsAnswer, SkillsUsage, ToolName, count_tokens,
 )
 from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.opened import NAV_FILES, OpenedSkills
 from bookindex.skills.tools import ReadNode, ToolError, ToolResult
 
 STAGE = "skills_navigate"
@@ -128,6 +128,7 @@ class _Run:
     fetched: list[str] = field(default_factory=list)          # documents read, in order
     listed: list[str] = field(default_factory=list)           # documents seen in leaf listings viewed
     trimmed: int = 0                                          # tool results cut to fit the window
+    viewed: dict[str, int] = field(default_factory=dict)      # path viewed -> round it was first shown
     read: dict[str, ReadNode] = field(default_factory=dict)   # blocks read, by node id
     notes: list[str] = field(default_factory=list)
 
@@ -140,6 +141,8 @@ class _Run:
             self.steps.append(NavStep(round=rnd, tool=tool, target=_target_of(args), args=args or None,
                                       error=str(exc)))
             return f"Error: {exc}"
+        if name == "view":
+            res = self._with_next_step(rnd, res)
         if res.doc_id and res.doc_id not in self.fetched:
             self.fetched.append(res.doc_id)
         for r in res.read:
@@ -151,6 +154,16 @@ class _Run:
         self.steps.append(NavStep(round=rnd, tool=tool, target=res.target, tokens=count_tokens(res.text),
                                   args=args if name != "view" else None))
         return res.text
+
+    def _with_next_step(self, rnd: int, res: ToolResult) -> ToolResult:
+        """A view's text with where to go next in full paths (a small model otherwise re-views the
+        file it is in or drops the parent folders); a repeated view gets only that reminder."""
+        hint = next_step(self.opened, res.target)
+        first = self.viewed.setdefault(res.target, rnd)
+        if first != rnd:
+            return ToolResult(f"You already viewed {res.target} (round {first}); viewing it again shows nothing new."
+                              + (f"\n{hint}" if hint else ""), res.target, res.doc_id, res.read)
+        return ToolResult(res.text + (f"\n\n{hint}" if hint else ""), res.target, res.doc_id, res.read)
 
     def citations(self, claimed: list[str], answer: str) -> tuple[list[str], list[CitedNode]]:
         """The documents and blocks cited that were read (others dropped with a note); ids
@@ -174,6 +187,26 @@ class _Run:
             elif d and f"dropped citation {d}" not in " ".join(self.notes):
                 self.notes.append(f"dropped citation {d}: not read")
         return docs, nodes
+
+
+def next_step(opened: OpenedSkills, target: str) -> str:
+    """What to do after viewing `target`: its sub-groups' navigation files by full path, or at a
+    leaf, get_document; "" for a path that is no cluster's (a document skill's folder)."""
+    folder = target
+    for name in NAV_FILES:
+        if folder == name or folder.endswith("/" + name):
+            folder = folder[: -len(name)].rstrip("/")
+    by_path = {c.path: c for c in opened.tree.clusters.values()}
+    if folder == "":
+        children = opened.roots()
+    elif folder in by_path:
+        children = [opened.tree.cluster(ch) for ch in by_path[folder].children]
+    else:
+        return ""
+    if not children:
+        return "Next: read the most relevant document with get_document, passing one of the ids in backticks above."
+    lines = [f"- {opened.nav_file(c) or c.path} ({c.num_documents} documents)" for c in children]
+    return "Next: view the most relevant of these (full paths):\n" + "\n".join(lines)
 
 
 def _tool_name(name: str) -> ToolName:

@@ -70,6 +70,11 @@ class SkillTools:
         target = (self.root / rel).resolve()
         if target != self.root and self.root not in target.parents:
             raise ToolError(f"view {path!r}: outside the skill root")
+        if not target.exists() and pure.name in NAV_FILES:
+            # SKILL.md asked of a group folder or INDEX.md of a skill folder: the one it has
+            other = (self.root / rel).parent / NAV_FILES[1 - NAV_FILES.index(pure.name)]
+            if other.is_file() and other.resolve().parent.is_relative_to(self.root):
+                rel, target = other.relative_to(self.root).as_posix(), other.resolve()
         if not target.exists():
             found = self._by_folder_name(rel)
             if found is None:
