@@ -196,11 +196,10 @@ def next_step(opened: OpenedSkills, target: str) -> str:
     for name in NAV_FILES:
         if folder == name or folder.endswith("/" + name):
             folder = folder[: -len(name)].rstrip("/")
-    by_path = {c.path: c for c in opened.tree.clusters.values()}
     if folder == "":
         children = opened.roots()
-    elif folder in by_path:
-        children = [opened.tree.cluster(ch) for ch in by_path[folder].children]
+    elif folder in opened.by_path:
+        children = [opened.tree.cluster(ch) for ch in opened.by_path[folder].children]
     else:
         return ""
     if not children:

@@ -107,6 +107,11 @@ class OpenedSkills:
         return out
 
     @cached_property
+    def by_path(self) -> dict[str, Cluster]:
+        """Each cluster by its folder path (what a `view` target names)."""
+        return {c.path: c for c in self.tree.clusters.values()}
+
+    @cached_property
     def centroids(self) -> dict[str, np.ndarray]:
         """Each cluster's mean member-document vector, L2-normalised: what K-Means grouped by."""
         out: dict[str, np.ndarray] = {}
