@@ -726,7 +726,7 @@ class Engine:
     def skills_search(self, folder: str | Path, question: str, method: str, k: int = 10,
                       beam: int | None = None, max_rounds: int = 10) -> SkillsAnswer:
         """The documents a corpus method returns (bm25, dense, hybrid, raptor, skills-embedding,
-        skills-llm): what the corpus evaluation compares."""
+        skills-llm, skills-llm-plain): what the corpus evaluation compares."""
         return skills_navigate.search(self.open_skills(folder), question, method, k=k, llm=self.llm,
                                       embedder=self.embedder, beam=beam, max_rounds=max_rounds)
 

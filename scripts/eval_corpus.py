@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data_dir", type=Path, help="folder with corpus.jsonl and questions.jsonl")
     ap.add_argument("--method", default="bm25,dense,hybrid,raptor,skills-embedding",
-                    help="comma-separated: bm25,dense,hybrid,raptor,skills-embedding,skills-llm")
+                    help="comma-separated: bm25,dense,hybrid,raptor,skills-embedding,skills-llm "
+                         "(the guided agent), skills-llm-plain (unguided, the paper's agent)")
     ap.add_argument("--skills", type=Path, default=None, help="compiled skill folder of this corpus")
     ap.add_argument("--k", default="1,5,10", help="comma-separated k values (documents)")
     ap.add_argument("--beam", type=int, default=None, help="skills-embedding beam width (default: auto from k)")

@@ -139,3 +139,23 @@ def test_the_llm_navigators_recall_is_split_into_read_and_listed(tmp_path: Path)
     s = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]["skills-llm"]
     assert s["read_recall"]["5"] == 0.0 and s["recall"]["5"] == 0.5 and s["listed"] == 2.0
     assert "R@5 read+listed" in res.markdown
+
+
+def test_the_unguided_navigator_is_a_row_of_its_own(tmp_path: Path) -> None:
+    """skills-llm offers next steps nearest the question first; skills-llm-plain is the paper's
+    agent, shown the tree's order. Both are scored as LLM navigators."""
+    data = write_data(tmp_path / "data")
+    skills = build_skill_folder(tmp_path / "skills", EMB)
+    seen: dict[str, str] = {}
+
+    def reply(call):  # type: ignore[no-untyped-def]
+        seen.setdefault(call.stage + str(len(seen)), call.prompt)
+        return {"action": "answer", "answer": "no idea"}
+
+    res = run(data, ["skills-llm", "skills-llm-plain"], [1], skills=skills, settings=settings(tmp_path), embedder=EMB,
+              llm=FakeLLM(reply), out_dir=tmp_path / "out", progress=False, limit=1)
+    assert {r["method"] for r in res.records} == {"skills-llm", "skills-llm-plain"}
+    guided = [p for p in seen.values() if "nearest the question" in p]
+    assert guided and len(guided) < len(seen)
+    s = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]
+    assert s["skills-llm-plain"]["read_recall"] is not None

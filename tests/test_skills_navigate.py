@@ -23,6 +23,7 @@ from bookindex.skills.answer import SkillsAskRequest
 from bookindex.skills.beam import auto_beam, beam_search
 from bookindex.skills.context_fit import CHARS_PER_TOKEN, fit
 from bookindex.skills.flat import flat_search
+from bookindex.skills.guide import Guide, guide_for
 from bookindex.skills.opened import OpenedSkills
 from bookindex.skills.tools import ToolError
 
@@ -199,6 +200,41 @@ def test_a_view_says_where_to_go_next_in_full_paths(opened: OpenedSkills) -> Non
     assert next_step(opened, "skill-01-cooking") == down
     assert "get_document" in next_step(opened, "skill-01-cooking/group-01-soups/INDEX.md")
     assert next_step(opened, "not/a/cluster") == ""
+
+
+def test_the_guide_offers_what_is_nearest_the_question_first(opened: OpenedSkills) -> None:
+    """Guided, the opening turn, the "Next:" paths and a leaf's suggested documents come
+    nearest the question first, with scores; the files themselves are unchanged."""
+    guide = Guide.for_question(opened, EMB, "which planet has a great red storm and many moons")
+    roots = next_step(opened, "", guide)
+    assert roots.index("skill-02-space/SKILL.md") < roots.index("skill-01-cooking/SKILL.md") and "similarity" in roots
+    assert next_step(opened, "").index("skill-01-cooking") < next_step(opened, "").index("skill-02-space")  # tree order
+    down = next_step(opened, "skill-02-space/SKILL.md", guide)
+    assert down.index("group-01-planets/INDEX.md") < down.index("group-00-rockets/INDEX.md")
+    leaf = next_step(opened, "skill-02-space/group-01-planets/INDEX.md", guide)
+    assert leaf.index("`d8` Jupiter planet") < leaf.index("`d7` Mars planet")
+    assert "Nearest the question" not in next_step(opened, "skill-02-space/group-01-planets/INDEX.md")
+    before = opened.tools.view("skill-02-space/SKILL.md").text
+    llm = FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/SKILL.md"},
+                           {"action": "get_document", "doc_id": "d8"},
+                           {"action": "answer", "answer": "Jupiter.", "cited": ["d8"]}]})
+    ans = navigate(opened, llm, "which planet has a great red storm and many moons", embedder=EMB)
+    first = llm.calls[0].prompt
+    assert "nearest the question" in first and first.index("skill-02-space/") < first.index("skill-01-cooking/")
+    assert "group-01-planets/INDEX.md (2 documents, similarity" in str(llm.calls[1].messages[-1]["content"])
+    assert ans.cited == ["d8"] and opened.tools.view("skill-02-space/SKILL.md").text == before
+    plain = FakeLLM({STAGE: [{"action": "answer", "answer": "x"}]})
+    navigate(opened, plain, "which planet has a great red storm", embedder=EMB, guided=False, max_rounds=1)
+    assert "nearest the question" not in plain.calls[0].prompt
+
+
+def test_the_guide_steps_aside_for_an_embedder_the_tree_was_not_built_with(opened: OpenedSkills) -> None:
+    guide, why = guide_for(opened, FakeEmbedder(dim=64, name="other"), "x")
+    assert guide is None and "built with embedder" in why
+    assert guide_for(opened, None, "x") == (None, "")
+    llm = FakeLLM({STAGE: [{"action": "answer", "answer": "x"}]})
+    ans = navigate(opened, llm, "x", embedder=FakeEmbedder(dim=64, name="other"), max_rounds=1)
+    assert any("navigated unguided" in n for n in ans.notes)
 
 
 def test_a_repeated_view_is_not_shown_again(opened: OpenedSkills) -> None:

@@ -85,6 +85,9 @@ def ask_command(
     beam: int = typer.Option(0, "--beam", min=0, help="Beam width of the embedding navigator (0: auto from k)."),
     max_rounds: int = typer.Option(10, "--max-rounds", min=1, help="Tool calls the LLM navigator may make."),
     protocol: str = typer.Option("auto", "--protocol", help="auto, tools (native tool calls) or json (JSON actions)."),
+    guided: bool = typer.Option(True, "--guided/--unguided",
+                                help="LLM navigator: offer skills, groups and documents nearest the question first "
+                                     "(by embedding similarity); --unguided is the paper's agent."),
     index: Optional[Path] = typer.Option(None, "-i", "--index",
                                          help="A library hierarchy's library (default: the one it was built from)."),
 ) -> None:
@@ -98,7 +101,8 @@ def ask_command(
     library = index if index is not None else _built_from(folder) if navigator == "llm" else None
     engine = engine_for(library, ctx) if library is not None else Engine(None, get_settings(ctx))
     req = SkillsAskRequest(folder=str(folder), question=question, navigator=navigator,
-                           k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol)
+                           k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol,
+                           guided=guided)
     ans = engine.skills_ask(req)
     if as_json:
         typer.echo(ans.model_dump_json(indent=1))

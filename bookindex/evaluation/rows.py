@@ -22,7 +22,7 @@ ABLATIONS = {
 }
 ALL_METHODS = ("bm25", "dense", "hybrid", "chunks", "tree", "bookindex", "bm25-pages")
 # methods over a compiled skill folder (a corpus, not a library): Engine.skills_search
-CORPUS_METHODS = ("bm25", "dense", "hybrid", "raptor", "skills-embedding", "skills-llm")
+CORPUS_METHODS = ("bm25", "dense", "hybrid", "raptor", "skills-embedding", "skills-llm", "skills-llm-plain")
 
 
 @dataclass
@@ -85,7 +85,7 @@ def retrieve_corpus(row: Row, question: str, k: int) -> tuple[list[Evidence], st
                               "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
                               "stopped": ans.stopped, "cited": ans.cited, "notes": ans.notes,
                               "steps": [s.model_dump() for s in ans.steps]}
-    return evidence, (ans.answer or None) if row.method == "skills-llm" else None, fields
+    return evidence, (ans.answer or None) if row.method.startswith("skills-llm") else None, fields
 
 
 def retrieve(row: Row, doc: str | None, question: str, k: int) -> tuple[list[Evidence], str | None, str | None]:

@@ -28,6 +28,7 @@ from bookindex.core.errors import InputError, LLMOutputError
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.agent_tools import REGISTRY, Toolbox
 from bookindex.skills.context_fit import budget_chars, fit
+from bookindex.skills.guide import Guide, guide_for
 from bookindex.skills.answer import (
     CitedNode, NavStep, Protocol, RankedDocument, SkillsAnswer, SkillsUsage, ToolName, count_tokens,
 )
@@ -131,6 +132,7 @@ class _Run:
     viewed: dict[str, int] = field(default_factory=dict)      # path viewed -> round it was first shown
     read: dict[str, ReadNode] = field(default_factory=dict)   # blocks read, by node id
     notes: list[str] = field(default_factory=list)
+    guide: Guide | None = None                                # embedding order of what is offered next
 
     def call_tool(self, rnd: int, name: str, args: dict[str, str]) -> str:
         """Run a tool, record it, and return what the model is shown (the refusal on error)."""
@@ -158,7 +160,7 @@ class _Run:
     def _with_next_step(self, rnd: int, res: ToolResult) -> ToolResult:
         """A view's text with where to go next in full paths (a small model otherwise re-views the
         file it is in or drops the parent folders); a repeated view gets only that reminder."""
-        hint = next_step(self.opened, res.target)
+        hint = next_step(self.opened, res.target, self.guide)
         first = self.viewed.setdefault(res.target, rnd)
         if first != rnd:
             return ToolResult(f"You already viewed {res.target} (round {first}); viewing it again shows nothing new."
@@ -189,9 +191,10 @@ class _Run:
         return docs, nodes
 
 
-def next_step(opened: OpenedSkills, target: str) -> str:
+def next_step(opened: OpenedSkills, target: str, guide: Guide | None = None) -> str:
     """What to do after viewing `target`: its sub-groups' navigation files by full path, or at a
-    leaf, get_document; "" for a path that is no cluster's (a document skill's folder)."""
+    leaf, get_document; "" for a path that is no cluster's (a document skill's folder). With a
+    guide the sub-groups come nearest the question first, and a leaf names its nearest documents."""
     folder = target
     for name in NAV_FILES:
         if folder == name or folder.endswith("/" + name):
@@ -203,9 +206,20 @@ def next_step(opened: OpenedSkills, target: str) -> str:
     else:
         return ""
     if not children:
-        return "Next: read the most relevant document with get_document, passing one of the ids in backticks above."
-    lines = [f"- {opened.nav_file(c) or c.path} ({c.num_documents} documents)" for c in children]
-    return "Next: view the most relevant of these (full paths):\n" + "\n".join(lines)
+        text = "Next: read the most relevant document with get_document, passing one of the ids in backticks above."
+        if guide is not None and folder in opened.by_path:
+            near = [f"- `{d}` " + (f"{opened.documents[d].title} " if d in opened.documents else "")
+                    + f"(similarity {guide.sims.get(d, 0.0):.2f})" for d in guide.at_leaf(opened.by_path[folder])]
+            text += ("\nNearest the question by embedding similarity (read the first unless another fits better):\n"
+                     + "\n".join(near))
+        return text
+    if guide is None:
+        lines = [f"- {opened.nav_file(c) or c.path} ({c.num_documents} documents)" for c in children]
+        return "Next: view the most relevant of these (full paths):\n" + "\n".join(lines)
+    lines = [f"- {opened.nav_file(c) or c.path} ({c.num_documents} documents, similarity {guide.score(c):.2f})"
+             for c in guide.clusters(children)]
+    return ("Next: view the most relevant of these (full paths, nearest the question by embedding similarity "
+            "first):\n" + "\n".join(lines))
 
 
 def _tool_name(name: str) -> ToolName:
@@ -220,10 +234,13 @@ def _target_of(args: dict[str, str]) -> str:
     return ""
 
 
-def opening(opened: OpenedSkills, question: str) -> str:
-    """The first user turn: the question and every skill's name and description."""
-    lines = [f"- {c.path}/ ({c.num_documents} documents): {c.description}" for c in opened.roots()]
-    return "Skills available:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
+def opening(opened: OpenedSkills, question: str, guide: Guide | None = None) -> str:
+    """The first user turn: the question and every skill's name and description (nearest the
+    question first, with a guide)."""
+    roots = opened.roots() if guide is None else guide.clusters(opened.roots())
+    near = "" if guide is None else " (nearest the question by embedding similarity first)"
+    lines = [f"- {c.path}/ ({c.num_documents} documents): {c.description}" for c in roots]
+    return f"Skills available{near}:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
 
 
 def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
@@ -233,7 +250,7 @@ def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
 
 def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int = 10,
              protocol: Protocol = "auto", library: LibraryTools | None = None,
-             embedder: Embedder | None = None) -> SkillsAnswer:
+             embedder: Embedder | None = None, guided: bool = True) -> SkillsAnswer:
     """Let the LLM walk the tree and answer; native tool calls when the client supports them.
     `library`: the tools at a document of a library hierarchy (search_document, get_node,
     get_pages), offered beside view and get_document.
@@ -242,12 +259,19 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
     leaf listings it opened (`via="listed"`), ranked by `embedder` similarity to the question
     when one is given: a small model that runs out of rounds one step short of get_document has
     still found where the answer lives, and a retrieval metric should see that (the answer does
-    not: it cites only what was read)."""
+    not: it cites only what was read).
+
+    `guided` (with an embedder): what the agent is offered next comes nearest the question first
+    (`guide.py`); False is the paper's unguided agent."""
     t0 = time.perf_counter()
     before = llm.ledger.snapshot().get("stages", {}).get(STAGE, {})
     native = isinstance(llm, ToolCallingLLM) and llm.supports_tools
     use_tools = protocol == "tools" or (protocol == "auto" and native)
     run = _Run(opened, Toolbox(opened.tools, library))
+    if guided:
+        run.guide, why = guide_for(opened, embedder, question)
+        if why:
+            run.notes.append(why)
     if use_tools:
         answer, (cited, nodes), stopped, rounds = _native_loop(run, llm, question, max_rounds)
     else:
@@ -311,7 +335,7 @@ NOTHING: tuple[list[str], list[CitedNode]] = ([], [])
 def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> Result:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(run, native=False)},
-        {"role": "user", "content": opening(run.opened, question)}]
+        {"role": "user", "content": opening(run.opened, question, run.guide)}]
     budget = budget_chars(_context_size(llm), RESERVE_TOKENS)
     pushed_back = False
     for rnd in range(1, max_rounds + 1):
@@ -345,7 +369,7 @@ def _json_loop(run: _Run, llm: LLM, question: str, max_rounds: int) -> Result:
 def _native_loop(run: _Run, llm: Any, question: str, max_rounds: int) -> Result:
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": _system(run, native=True)},
-        {"role": "user", "content": opening(run.opened, question)}]
+        {"role": "user", "content": opening(run.opened, question, run.guide)}]
     budget = budget_chars(_context_size(llm), RESERVE_TOKENS)
     pushed_back = False
     for rnd in range(1, max_rounds + 1):

@@ -34,6 +34,7 @@ class SkillsAskRequest(BaseModel):
     route: Route = "members"              # what the beam compares the query with (see beam.py)
     max_rounds: int = Field(10, ge=1)     # the LLM navigator's tool-call budget
     protocol: Protocol = "auto"           # native tool calls, the JSON action protocol, or auto
+    guided: bool = True                   # LLM navigator: offer next steps nearest the question first (guide.py)
 
 
 ToolName = Literal["view", "get_document", "answer", "route", "search_document", "get_node", "get_pages",

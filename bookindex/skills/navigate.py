@@ -16,7 +16,8 @@ from bookindex.skills.flat import FLAT_METHODS, flat_search
 from bookindex.skills.libtools import LibraryTools
 from bookindex.skills.opened import OpenedSkills
 
-SEARCH_METHODS = tuple(FLAT_METHODS) + ("skills-embedding", "skills-llm")
+# skills-llm-plain: the LLM navigator without the embedding guide (the paper's agent), for comparison
+SEARCH_METHODS = tuple(FLAT_METHODS) + ("skills-embedding", "skills-llm", "skills-llm-plain")
 
 
 def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: Embedder,
@@ -29,7 +30,7 @@ def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: 
         raise LLMUnavailable("the llm navigator needs an LLM (llm.provider = none); "
                              "use --navigator embedding to navigate without one")
     return navigate(opened, llm, request.question, max_rounds=request.max_rounds, protocol=request.protocol,
-                    library=library, embedder=embedder)
+                    library=library, embedder=embedder, guided=request.guided)
 
 
 def search(opened: OpenedSkills, question: str, method: str, *, k: int, llm: LLM, embedder: Embedder,
@@ -39,7 +40,8 @@ def search(opened: OpenedSkills, question: str, method: str, *, k: int, llm: LLM
         return flat_search(opened, embedder, question, method, k)
     if method == "skills-embedding":
         return beam_search(opened, embedder, question, k=k, beam=beam)
-    if method == "skills-llm":
+    if method in ("skills-llm", "skills-llm-plain"):
         return ask(opened, SkillsAskRequest(folder=str(opened.folder), question=question, navigator="llm",
-                                            max_rounds=max_rounds), llm=llm, embedder=embedder)
+                                            max_rounds=max_rounds, guided=method == "skills-llm"),
+                   llm=llm, embedder=embedder)
     raise InputError(f"--method: unknown corpus method {method!r}; choose from {', '.join(SEARCH_METHODS)}")

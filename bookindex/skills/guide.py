@@ -1,0 +1,66 @@
+"""Embedding guidance for the LLM navigator: what the agent is offered next, nearest the question first.
+
+A small model does not choose by content. At stop 16 the embedded 1.5B took the first skill,
+the first group and the first document of every listing; its recall on SciFact was 0
+(docs/benchmarks.md, "The 1.5B navigator after the agent fixes"). The guide turns that habit
+into the no-LLM beam's judgement. The skills in the opening turn, the "Next:" paths after a view
+and the documents suggested at a leaf come ordered by the beam's default route: a cluster's best
+document similarity to the question. Each comes with its score.
+
+The navigation files are untouched (a build stays byte-identical and another agent reads the same
+tree). A capable model may still go anywhere, and the grounding rule is unchanged: the answer cites
+only documents it read. `navigate(..., guided=False)` (the eval's `skills-llm-plain`) is the
+paper's unguided agent.
+"""
+
+from __future__ import annotations
+
+from bookindex.core.errors import InputError
+from bookindex.core.protocols import Embedder
+from bookindex.skills.model import Cluster
+from bookindex.skills.opened import OpenedSkills
+
+SUGGESTED = 3   # documents named at a leaf: the small model reads the first; a bigger one may compare
+
+
+class Guide:
+    """One question's similarities to every document of a skill folder, and the orderings built on them."""
+
+    def __init__(self, opened: OpenedSkills, sims: dict[str, float]) -> None:
+        self.opened = opened
+        self.sims = sims
+
+    @classmethod
+    def for_question(cls, opened: OpenedSkills, embedder: Embedder, question: str) -> Guide:
+        """The guide, from one embedding of the question and one product with the document
+        vectors (InputError when the tree was built with another embedder)."""
+        qvec = opened.query_vector(embedder, question)
+        return cls(opened, dict(zip(opened.vectors.doc_ids, (opened.vectors.doc_vectors @ qvec).tolist())))
+
+    def score(self, cluster: Cluster) -> float:
+        """The cluster's best document similarity (its leaves' soft listings included)."""
+        return max((self.sims.get(d, -1.0) for d in self.opened.listed(cluster.id)), default=-1.0)
+
+    def clusters(self, clusters: list[Cluster]) -> list[Cluster]:
+        """Nearest first; ties keep the tree's order."""
+        scored = [(self.score(c), i, c) for i, c in enumerate(clusters)]
+        return [c for _, _, c in sorted(scored, key=lambda t: (-t[0], t[1]))]
+
+    def documents(self, doc_ids: list[str]) -> list[str]:
+        """Nearest first; ids without a vector last, in their order."""
+        return [d for _, _, d in sorted(((-self.sims.get(d, -2.0), i, d) for i, d in enumerate(doc_ids)))]
+
+    def at_leaf(self, cluster: Cluster) -> list[str]:
+        """The leaf's listed documents worth reading first."""
+        return self.documents(self.opened.listed(cluster.id))[:SUGGESTED]
+
+
+def guide_for(opened: OpenedSkills, embedder: Embedder | None, question: str) -> tuple[Guide | None, str]:
+    """The guide, or None with the reason when there is no embedder or it does not fit the tree
+    (the agent then navigates unguided and says so in its notes)."""
+    if embedder is None:
+        return None, ""
+    try:
+        return Guide.for_question(opened, embedder, question), ""
+    except InputError as exc:
+        return None, f"navigated unguided: {exc}"
