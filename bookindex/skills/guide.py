@@ -1,9 +1,8 @@
 """Embedding guidance for the LLM navigator: what the agent is offered next, nearest the question first.
 
-A small model does not choose by content. At stop 16 the embedded 1.5B took the first skill,
-the first group and the first document of every listing; its recall on SciFact was 0
-(docs/benchmarks.md, "The 1.5B navigator after the agent fixes"). The guide turns that habit
-into the no-LLM beam's judgement. The skills in the opening turn, the "Next:" paths after a view
+A small model does not choose by content: the embedded 1.5B takes the first skill, the first
+group and the first document of every listing (docs/benchmarks.md, "Corpus navigation"). The
+guide turns that habit into the no-LLM beam's judgement. The skills in the opening turn, the "Next:" paths after a view
 and the documents suggested at a leaf come ordered by the beam's default route: a cluster's best
 document similarity to the question. Each comes with its score.
 
