@@ -221,6 +221,7 @@ def test_the_guide_offers_what_is_nearest_the_question_first(opened: OpenedSkill
     ans = navigate(opened, llm, "which planet has a great red storm and many moons", embedder=EMB)
     first = llm.calls[0].prompt
     assert "nearest the question" in first and first.index("skill-02-space/") < first.index("skill-01-cooking/")
+    assert "skill-02-space/SKILL.md (4 documents, similarity" in first   # the first turn says where to go too
     assert "group-01-planets/INDEX.md (2 documents, similarity" in str(llm.calls[1].messages[-1]["content"])
     assert ans.cited == ["d8"] and opened.tools.view("skill-02-space/SKILL.md").text == before
     plain = FakeLLM({STAGE: [{"action": "answer", "answer": "x"}]})

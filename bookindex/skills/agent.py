@@ -240,7 +240,10 @@ def opening(opened: OpenedSkills, question: str, guide: Guide | None = None) -> 
     roots = opened.roots() if guide is None else guide.clusters(opened.roots())
     near = "" if guide is None else " (nearest the question by embedding similarity first)"
     lines = [f"- {c.path}/ ({c.num_documents} documents): {c.description}" for c in roots]
-    return f"Skills available{near}:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
+    # guided, the first turn ends like every view: the paths to open, nearest first with their
+    # scores: a small model follows "Next:" lines more readily than the order of a list
+    ahead = "" if guide is None else "\n\n" + next_step(opened, "", guide)
+    return f"Skills available{near}:\n" + "\n".join(lines) + f"\n\nQuestion: {question}" + ahead
 
 
 def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
