@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol as TypingProtocol, cast, runtime_check
 
 from pydantic import BaseModel, Field, model_validator
 
-from bookindex.core.errors import InputError, LLMOutputError
+from bookindex.core.errors import LLMOutputError
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.agent_tools import REGISTRY, Toolbox
 from bookindex.skills.context_fit import budget_chars, fit
@@ -271,8 +271,9 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
     native = isinstance(llm, ToolCallingLLM) and llm.supports_tools
     use_tools = protocol == "tools" or (protocol == "auto" and native)
     run = _Run(opened, Toolbox(opened.tools, library))
+    similarity, why = guide_for(opened, embedder, question)   # also ranks the documents only listed
     if guided:
-        run.guide, why = guide_for(opened, embedder, question)
+        run.guide = similarity
         if why:
             run.notes.append(why)
     if use_tools:
@@ -281,7 +282,8 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
         answer, (cited, nodes), stopped, rounds = _json_loop(run, llm, question, max_rounds)
     used = _usage_of(llm, before)
     order = cited + [d for d in run.fetched if d not in cited]
-    listed = _rank_listed(opened, embedder, question, [d for d in run.listed if d not in order])
+    listed = [d for d in run.listed if d not in order]
+    listed = similarity.documents(listed) if similarity is not None else listed
     docs = [RankedDocument(doc_id=d, title=_title(opened, library, d), score=1.0 / (i + 1),
                            path=opened.tree.cluster(opened.tree.documents[d].cluster).path
                            if d in opened.tree.documents and opened.tree.documents[d].cluster in opened.tree.clusters else "",
@@ -297,18 +299,6 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
         completion_tokens=int(used["completion_tokens"]), seconds=round(time.perf_counter() - t0, 3))
     return SkillsAnswer(question=question, navigator="llm", answer=answer, cited=cited, cited_nodes=nodes,
                         documents=docs, steps=run.steps, usage=usage, stopped=stopped, notes=run.notes)
-
-
-def _rank_listed(opened: OpenedSkills, embedder: Embedder | None, question: str, ids: list[str]) -> list[str]:
-    """Listed-only documents, most similar to the question first (listing order without an
-    embedder, or when the tree's vectors do not cover them)."""
-    if embedder is None or len(ids) < 2:
-        return ids
-    try:
-        scores = opened.doc_scores(opened.query_vector(embedder, question), ids)
-    except InputError:
-        return ids
-    return [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-float(scores[i]), i))]
 
 
 def _context_size(llm: Any) -> int:

@@ -49,7 +49,7 @@ def auto_beam(opened: OpenedSkills, k: int, factor: float = BEAM_FACTOR) -> int:
 def cluster_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, route: Route,
                   lookahead: bool = True, doc_sims: dict[str, float] | None = None) -> float:
     if route == "members":
-        return _member_score(opened, cluster, doc_sims or {})
+        return member_score(opened, cluster, doc_sims or {})
     if route == "leaves":
         return max(_own_score(opened, opened.tree.cluster(leaf), qvec, "centroid") for leaf in opened.leaves_under(cluster.id))
     own = _own_score(opened, cluster, qvec, route)
@@ -58,7 +58,7 @@ def cluster_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, rout
     return own
 
 
-def _member_score(opened: OpenedSkills, cluster: Cluster, doc_sims: dict[str, float]) -> float:
+def member_score(opened: OpenedSkills, cluster: Cluster, doc_sims: dict[str, float]) -> float:
     """The best similarity of any document under the cluster (its leaves' listings included)."""
     return max((doc_sims.get(d, -1.0) for d in opened.listed(cluster.id)), default=-1.0)
 
@@ -89,7 +89,7 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
     qvec = opened.query_vector(embedder, question)
     doc_sims: dict[str, float] | None = None
     if route == "members":  # reads every document vector: flat search's cost, for comparison
-        doc_sims = dict(zip(opened.vectors.doc_ids, (opened.vectors.doc_vectors @ qvec).tolist()))
+        doc_sims = opened.similarities(qvec)
     listing = "\n".join(f"{c.path}: {c.description}" for c in opened.roots())
     steps = [NavStep(round=0, tool="view", target="", tokens=count_tokens(listing))]
     candidates = opened.roots()

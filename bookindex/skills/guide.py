@@ -2,9 +2,10 @@
 
 A small model does not choose by content: the embedded 1.5B takes the first skill, the first
 group and the first document of every listing (docs/benchmarks.md, "Corpus navigation"). The
-guide turns that habit into the no-LLM beam's judgement. The skills in the opening turn, the "Next:" paths after a view
-and the documents suggested at a leaf come ordered by the beam's default route: a cluster's best
-document similarity to the question. Each comes with its score.
+guide turns that habit into the no-LLM beam's judgement. The skills in the opening turn, the
+"Next:" paths after a view and the documents suggested at a leaf come ordered by the beam's
+default route (`beam.member_score`: a cluster's best document similarity to the question), each
+with its score. The same similarities rank the documents the agent only saw listed.
 
 The navigation files are untouched (a build stays byte-identical and another agent reads the same
 tree). A capable model may still go anywhere, and the grounding rule is unchanged: the answer cites
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
+from bookindex.skills.beam import member_score
 from bookindex.skills.model import Cluster
 from bookindex.skills.opened import OpenedSkills
 
@@ -33,12 +35,11 @@ class Guide:
     def for_question(cls, opened: OpenedSkills, embedder: Embedder, question: str) -> Guide:
         """The guide, from one embedding of the question and one product with the document
         vectors (InputError when the tree was built with another embedder)."""
-        qvec = opened.query_vector(embedder, question)
-        return cls(opened, dict(zip(opened.vectors.doc_ids, (opened.vectors.doc_vectors @ qvec).tolist())))
+        return cls(opened, opened.similarities(opened.query_vector(embedder, question)))
 
     def score(self, cluster: Cluster) -> float:
         """The cluster's best document similarity (its leaves' soft listings included)."""
-        return max((self.sims.get(d, -1.0) for d in self.opened.listed(cluster.id)), default=-1.0)
+        return member_score(self.opened, cluster, self.sims)
 
     def clusters(self, clusters: list[Cluster]) -> list[Cluster]:
         """Nearest first; ties keep the tree's order."""
@@ -56,7 +57,7 @@ class Guide:
 
 def guide_for(opened: OpenedSkills, embedder: Embedder | None, question: str) -> tuple[Guide | None, str]:
     """The guide, or None with the reason when there is no embedder or it does not fit the tree
-    (the agent then navigates unguided and says so in its notes)."""
+    (a guided agent then navigates unguided and says so in its notes)."""
     if embedder is None:
         return None, ""
     try:

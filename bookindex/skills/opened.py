@@ -60,6 +60,10 @@ class OpenedSkills:
             raise InputError(f"{self.folder}: no vectors for documents {missing[:3]}; the folder is inconsistent")
         return self.vectors.doc_vectors[rows] @ qvec
 
+    def similarities(self, qvec: np.ndarray) -> dict[str, float]:
+        """Cosine of the query with every document, by id (the members route and the agent's guide)."""
+        return dict(zip(self.vectors.doc_ids, self.doc_scores(qvec).tolist()))
+
     def summary_vector(self, cluster_id: str) -> np.ndarray | None:
         row = self._cluster_row.get(cluster_id)
         return None if row is None else self.vectors.cluster_vectors[row]
