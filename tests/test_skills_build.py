@@ -1,5 +1,6 @@
 """The Corpus2Skill compiler: inputs, clustering invariants, files, determinism, atomic builds,
-incremental add/remove and the CLI — offline, with FakeEmbedder and FakeLLM."""
+incremental add/remove and the CLI — offline, with FakeEmbedder and FakeLLM; one compile runs
+through a real model behind llama.cpp's OpenAI-compatible server on loopback."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -404,3 +406,34 @@ def test_missing_label_is_made_from_key_terms(tmp_path: Path, corpus: Path, embe
     tree = load_tree(tmp_path / "s")
     assert {c.label for c in tree.clusters.values()} == {"domain-names-dns-ssl"}
     assert len(llm.calls) == len(tree.clusters)  # no repair rounds
+
+
+@pytest.mark.realmodel
+@pytest.mark.slow
+def test_compile_with_a_real_model_over_an_openai_endpoint(tmp_path: Path, embedder: FakeEmbedder,
+                                                          llama_settings: Any):
+    """Plumbing only, through llama.cpp's server on 127.0.0.1 (what a 0.5B model writes is not
+    asserted): one summary call per leaf reaches the server, every cluster gets a valid summary and
+    label (the model's, or the extractive fallback with a warning), the files obey the name and
+    description limits, and a rerun is served from the cache with byte-identical files."""
+    records = [r for r in corpus_records(per_topic=4) if r["id"].split("-")[0] in ("payments", "domains")]
+    src = write_jsonl(tmp_path / "two-topics.jsonl", records)
+    request = SkillsBuildRequest(sources=[str(src)], output=str(tmp_path / "s"), branching=2, top=2, min_size=2)
+    rep = Engine(None, llama_settings, embedder=embedder).skills_build(request)
+    tree = load_tree(tmp_path / "s")
+    n_leaves = len(tree.leaves())
+    summary = rep.llm_usage["skills.summary"]
+    assert summary["calls"] >= n_leaves and summary["prompt_tokens"] > 0 and summary["errors"] == 0
+    assert tree.params.llm  # the model that wrote the summaries is recorded
+    fallbacks = [w for w in rep.warnings if "extractive summary used" in w]
+    assert len(fallbacks) <= len(tree.clusters)
+    for c in tree.clusters.values():
+        assert c.summary.strip() and NAME_RE.match(c.label)
+    for f in sorted((tmp_path / "s").rglob("*.md")):
+        fm = frontmatter(f.read_text())
+        assert NAME_RE.match(fm["name"]) and len(json.loads(fm["description"])) <= 1024
+    first = files_of(tmp_path / "s")
+    rep2 = Engine(None, llama_settings, embedder=embedder).skills_build(request)
+    assert all(u.get("calls", 0) == 0 for u in rep2.llm_usage.values())
+    assert rep2.llm_usage["skills.summary"]["cache_hits"] >= n_leaves
+    assert files_of(tmp_path / "s") == first
