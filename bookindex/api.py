@@ -20,7 +20,7 @@ from bookindex.core.errors import InputError
 from bookindex.core.model import DocumentTree
 from bookindex.core.protocols import LLM
 from bookindex.engine import DocumentInfo, Engine, IndexReport, RouteChoice
-from retrieval import Answer, Plan
+from bookindex.retrieval import Answer, Plan
 
 __all__ = ["Document", "Library", "open_library", "Engine", "Answer", "Plan"]
 

@@ -26,37 +26,42 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import BBox, DocumentTree, Evidence, Node
 from bookindex.core.protocols import LLM, Embedder, Reranker
 from bookindex.indexing.graph.stats import graph_stats, tree_stats
+from bookindex.operators.context import IndexContext
+from bookindex.operators.passages import build_passages
+from bookindex.operators.textscore import get_text_index, query_vector
 from bookindex.providers.embedding import get_corpus_embedder, get_embedder
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
-from bookindex.skills import navigate as skills_navigate
-from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.model import is_skill_dir, load_tree
-from bookindex.skills.opened import OpenedSkills
+from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
+from bookindex.retrieval import api as retrieval_api
+from bookindex.retrieval.answer import TraceRecord
 from bookindex.skills import build as skills_build_mod
 from bookindex.skills import hierarchy as skills_hierarchy
-from bookindex.skills import update as skills_update
-from bookindex.skills.requests import (
-    SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView, SkillsUpdateReport,
-)
-from bookindex.skills.tools import ToolResult
-from bookindex.skills.treeview import tree_view
-from bookindex.storage.batch import BatchItem, index_batch
 from bookindex.skills import libnav
+from bookindex.skills import navigate as skills_navigate
+from bookindex.skills import update as skills_update
+from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.hierarchy import Hierarchy, is_hierarchy, load_hierarchy
 from bookindex.skills.libnav import LibraryAnswer, decision_of
 from bookindex.skills.libtools import LibraryTools
+from bookindex.skills.model import is_skill_dir, load_tree
+from bookindex.skills.opened import OpenedSkills
 from bookindex.skills.pages import PageText, pages_text, parse_pages
+from bookindex.skills.requests import (
+    SkillsAddRequest,
+    SkillsBuildReport,
+    SkillsBuildRequest,
+    SkillsRemoveRequest,
+    SkillsTreeView,
+    SkillsUpdateReport,
+)
 from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
+from bookindex.skills.tools import ToolResult
+from bookindex.skills.treeview import tree_view
+from bookindex.storage.batch import BatchItem, index_batch
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from bookindex.storage.runners import make_runner
 from bookindex.storage.staging import ProviderFactory, default_providers
-from operators.context import IndexContext
-from operators.passages import build_passages
-from operators.textscore import get_text_index, query_vector
-from retrieval import METHODS, Answer, Plan, evidence_text
-from retrieval import api as retrieval_api
-from retrieval.answer import TraceRecord
 
 Method = Literal["bookindex", "bm25", "dense", "hybrid", "chunks", "tree"]
 BROWSED_DOCUMENTS = 8  # documents kept by `browse` (trees and graphs only)

@@ -5,12 +5,12 @@
 
 from typing import Any
 
-from operators.base import LinkedEntity, Operator, State
-from operators.context import DerivedViews, IndexContext, MemoryIndex
-from operators.formulator import Decompose, Extract
-from operators.reasoner import GraphReasoning, SkylineRanker, TextReasoning
-from operators.selector import FilterModal, FilterRange, SelectByEntity, SelectBySection
-from operators.synthesizer import Map, Reduce
+from bookindex.operators.base import LinkedEntity, Operator, State
+from bookindex.operators.context import DerivedViews, IndexContext, MemoryIndex
+from bookindex.operators.formulator import Decompose, Extract
+from bookindex.operators.reasoner import GraphReasoning, SkylineRanker, TextReasoning
+from bookindex.operators.selector import FilterModal, FilterRange, SelectByEntity, SelectBySection
+from bookindex.operators.synthesizer import Map, Reduce
 
 OPERATORS: dict[str, type[Operator[Any]]] = {cls.name: cls for cls in (
     Extract, Decompose, FilterModal, FilterRange, SelectByEntity, SelectBySection,

@@ -9,7 +9,6 @@ node was kept.
 from __future__ import annotations
 
 import heapq
-
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from bookindex.core.protocols import LLM
-from operators.context import IndexContext
+from bookindex.operators.context import IndexContext
 
 
 @dataclass

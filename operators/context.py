@@ -9,7 +9,6 @@ in one typed `DerivedViews`, so a document opened once answers many questions qu
 
 from __future__ import annotations
 
-
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +24,8 @@ from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex,
 from bookindex.providers.lexical import document_lexical_index
 
 if TYPE_CHECKING:  # typing only: textscore and structure build their views from this module's IndexContext
-    from operators.structure import DocStructure
-    from operators.textscore import TextIndex
+    from bookindex.operators.structure import DocStructure
+    from bookindex.operators.textscore import TextIndex
 
 T = TypeVar("T")
 QUERY_VECTOR_CACHE = 2048  # query texts whose vectors stay cached per opened document

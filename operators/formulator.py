@@ -10,12 +10,12 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from bookindex.core.errors import ConfigError
-from bookindex.providers.nlp import english
-from operators import prompts
-from operators.base import LinkedEntity, Operator, Params, State
-from operators.context import LINK_CACHE, IndexContext
+from bookindex.operators import prompts
+from bookindex.operators.base import LinkedEntity, Operator, Params, State
+from bookindex.operators.context import LINK_CACHE, IndexContext
+from bookindex.operators.textscore import prefetch_vectors, query_vector
 from bookindex.providers.lexical import STOPWORDS
-from operators.textscore import prefetch_vectors, query_vector
+from bookindex.providers.nlp import english
 
 
 def noun_chunk_model() -> Any | None:

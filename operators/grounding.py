@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bookindex.core.protocols import LLM
+from bookindex.operators import prompts
 from bookindex.providers.lexical import tokenize
-from operators import prompts
 
 NOT_ANSWERABLE = "not answerable from the document"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterator
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Literal
 
 import networkx as nx
@@ -21,9 +21,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from bookindex.core.model import DocumentTree, entry_of, node_text
-from operators.base import Operator, Params, State, top_items
-from operators.structure import doc_structure, unit_ids
-from operators.textscore import hybrid_scores, page_references
+from bookindex.operators.base import Operator, Params, State, top_items
+from bookindex.operators.structure import doc_structure, unit_ids
+from bookindex.operators.textscore import hybrid_scores, page_references
 
 
 def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:

@@ -13,12 +13,12 @@ from typing import Literal
 import numpy as np
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node, is_entry
-from operators import prompts
-from operators.base import Operator, Params, State, top_items
-from operators.context import IndexContext
-from operators.structure import doc_structure
+from bookindex.operators import prompts
+from bookindex.operators.base import Operator, Params, State, top_items
+from bookindex.operators.context import IndexContext
+from bookindex.operators.structure import doc_structure
+from bookindex.operators.textscore import get_text_index, hybrid_scores
 from bookindex.providers.lexical import tokenize
-from operators.textscore import get_text_index, hybrid_scores
 
 MODAL_ALIASES = {
     "image": ("image",), "figure": ("image",), "figures": ("image",), "picture": ("image",),

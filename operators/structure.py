@@ -15,7 +15,7 @@ from operator import itemgetter
 import numpy as np
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, entry_of, is_entry
-from operators.context import IndexContext
+from bookindex.operators.context import IndexContext
 
 
 @dataclass

@@ -13,14 +13,14 @@ import re
 from typing import Any, Literal
 
 from bookindex.core.model import DocumentTree
-from bookindex.providers.llm import user_message
-from operators import prompts
-from operators.base import Operator, Params, State
-from operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
-from operators.context import IndexContext
-from operators.passages import build_passages, format_passages, pack_passages, passage_sources
+from bookindex.operators import prompts
+from bookindex.operators.base import Operator, Params, State
+from bookindex.operators.context import IndexContext
+from bookindex.operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
+from bookindex.operators.passages import build_passages, format_passages, pack_passages, passage_sources
+from bookindex.operators.textscore import hybrid_scores
 from bookindex.providers.lexical import tokenize
-from operators.textscore import hybrid_scores
+from bookindex.providers.llm import user_message
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
 

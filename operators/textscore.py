@@ -20,10 +20,11 @@ import numpy as np
 
 from bookindex.core.model import entry_of, is_entry, name_words, node_text
 from bookindex.core.protocols import LexicalIndex
+from bookindex.operators.context import IndexContext
+from bookindex.operators.glossary import expansion
 from bookindex.providers.lexical import Analyser
 from bookindex.providers.lexical import LexicalIndex as BM25Index
-from operators.context import IndexContext
-from operators.glossary import expansion
+
 
 @dataclass
 class TextIndex:

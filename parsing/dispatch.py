@@ -19,13 +19,13 @@ from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
 from bookindex.core.model import DocumentTree, build_tree
 from bookindex.core.protocols import LLM
-from parsing.base import ParsedDocument
-from parsing.entries import mark_entries
-from parsing.markdown import parse_markdown, parse_text
-from parsing.mineru import detect_format, find_outputs, load_json, parse_mineru, run_mineru
-from parsing.pdf import parse_pdf
-from parsing.sections import assign_levels
-from parsing.textdecode import SAMPLE, guess_encoding
+from bookindex.parsing.base import ParsedDocument
+from bookindex.parsing.entries import mark_entries
+from bookindex.parsing.markdown import parse_markdown, parse_text
+from bookindex.parsing.mineru import detect_format, find_outputs, load_json, parse_mineru, run_mineru
+from bookindex.parsing.pdf import parse_pdf
+from bookindex.parsing.sections import assign_levels
+from bookindex.parsing.textdecode import SAMPLE, guess_encoding
 
 MARKDOWN_EXT = {".md", ".markdown", ".mdown", ".mkd", ".mdx"}
 TEXT_EXT = {".txt", ".text", ".rst", ".asc", ".adoc"}

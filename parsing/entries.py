@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bookindex.core.model import BBox, Block
-from parsing.pdf_lines import join_lines
+from bookindex.parsing.pdf_lines import join_lines
 
 ENTRY_KEY = "entry"  # Block.extra / Node.meta key describing an entry's title block
 AFTER_KEY = "after_entry"  # Block.extra key: build_tree closes open entries before this block

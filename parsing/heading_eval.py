@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from bookindex.core.model import Block
-from parsing.base import OutlineEntry
-from parsing.entries import is_promoted
-from parsing.numbering import norm_title
+from bookindex.parsing.base import OutlineEntry
+from bookindex.parsing.entries import is_promoted
+from bookindex.parsing.numbering import norm_title
 
 MATCH_SCORE = 88.0
 

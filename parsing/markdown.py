@@ -17,9 +17,9 @@ from typing import Any
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Block
-from parsing.base import ParsedDocument
-from parsing.textdecode import decode_text
-from parsing.htmltable import html_table_rows, html_table_to_markdown, rows_to_markdown
+from bookindex.parsing.base import ParsedDocument
+from bookindex.parsing.htmltable import html_table_rows, html_table_to_markdown, rows_to_markdown
+from bookindex.parsing.textdecode import decode_text
 
 _TABLE_CAP = re.compile(r"^\s*(?:\*\*|_)?(Table|Tab\.)\s+[\w.\-]+\s*[:.]", re.I)
 _FIG_CAP = re.compile(r"^\s*(?:\*\*|_)?(Figure|Fig\.)\s+[\w.\-]+\s*[:.]", re.I)

@@ -28,10 +28,10 @@ from typing import Any, Callable
 from bookindex.core.errors import InputError
 from bookindex.core.limits import loads_bounded
 from bookindex.core.model import Block
-from parsing.base import OutlineEntry, ParsedDocument
-from parsing.htmltable import html_table_to_markdown
-from parsing.pdf import read_outline
-from parsing.pdf_open import import_pymupdf
+from bookindex.parsing.base import OutlineEntry, ParsedDocument
+from bookindex.parsing.htmltable import html_table_to_markdown
+from bookindex.parsing.pdf import read_outline
+from bookindex.parsing.pdf_open import import_pymupdf
 
 FURNITURE = {"discarded", "header", "footer", "page_number", "aside_text",
              "page_header", "page_footer", "page_aside_text"}

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from bookindex.core.model import BBox, Block
-from parsing.base import OutlineEntry, ParsedDocument
-from parsing.numbering import parse_numbering
-from parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
-from parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
-from parsing.pdf_open import import_pymupdf, open_pdf
-from parsing.pdf_order import reading_order
-from parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
+from bookindex.parsing.base import OutlineEntry, ParsedDocument
+from bookindex.parsing.numbering import parse_numbering
+from bookindex.parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
+from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
+from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
+from bookindex.parsing.pdf_order import reading_order
+from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
     from pymupdf import Document, Page

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from parsing.pdf_open import import_pymupdf
+from bookindex.parsing.pdf_open import import_pymupdf
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
     from pymupdf import Document, Page

@@ -20,9 +20,9 @@ from rapidfuzz import fuzz
 
 from bookindex.core.model import Block
 from bookindex.core.protocols import LLM
-from parsing.base import OutlineEntry, ParsedDocument
-from parsing.numbering import norm_title, parse_numbering
-from parsing.sections_llm import llm_levels
+from bookindex.parsing.base import OutlineEntry, ParsedDocument
+from bookindex.parsing.numbering import norm_title, parse_numbering
+from bookindex.parsing.sections_llm import llm_levels
 
 _LEADER = re.compile(r"(?:\.\s*){4,}\s*\S{0,6}\s*$|\s\d{1,4}\s*$")
 _TOC_HEAD = re.compile(r"^\s*(table of )?contents\s*$|^\s*inhaltsverzeichnis\s*$|^\s*sommaire\s*$", re.I)

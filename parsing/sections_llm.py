@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from bookindex.core.model import Block
 from bookindex.core.protocols import LLM
-from parsing.numbering import parse_numbering
+from bookindex.parsing.numbering import parse_numbering
 
 BATCH = 40
 CONTEXT_SECTIONS = 40

@@ -4,9 +4,9 @@
 `run_plan(ctx, plan) -> Answer`, where `ctx` is an opened document's `operators.IndexContext`.
 """
 
-from retrieval.answer import Answer
-from retrieval.api import METHODS, ask, plan, run_plan, search
-from retrieval.baselines import evidence_text
-from retrieval.plans import Plan, Step
+from bookindex.retrieval.answer import Answer
+from bookindex.retrieval.api import METHODS, ask, plan, run_plan, search
+from bookindex.retrieval.baselines import evidence_text
+from bookindex.retrieval.plans import Plan, Step
 
 __all__ = ["Answer", "METHODS", "Plan", "Step", "ask", "evidence_text", "plan", "run_plan", "search"]

@@ -7,10 +7,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bookindex.core.model import Evidence
-from operators.base import State
-from operators.context import IndexContext
-from operators.synthesizer import NOT_ANSWERABLE
-from retrieval.plans import Plan
+from bookindex.operators.base import State
+from bookindex.operators.context import IndexContext
+from bookindex.operators.synthesizer import NOT_ANSWERABLE
+from bookindex.retrieval.plans import Plan
 
 __all__ = ["Answer", "TraceRecord", "SubQuestionTrace", "StageUsage", "LLMUsage", "Usage", "build_answer",
            "NOT_ANSWERABLE"]

@@ -11,17 +11,17 @@ from collections.abc import Callable
 from typing import Any
 
 from bookindex.core.errors import InputError
-from operators import prompts
-from operators.context import IndexContext
-from operators.grounding import GroundedAnswer, grounded_answer
-from operators.passages import format_passages, pack_passages, passage_sources
-from operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens
-from retrieval.answer import Answer, TraceRecord, Usage, build_answer
 from bookindex.core.model import Evidence
-from retrieval.baselines import run_baseline
-from retrieval.executor import execute
-from retrieval.planner import make_plan
-from retrieval.plans import Plan
+from bookindex.operators import prompts
+from bookindex.operators.context import IndexContext
+from bookindex.operators.grounding import GroundedAnswer, grounded_answer
+from bookindex.operators.passages import format_passages, pack_passages, passage_sources
+from bookindex.operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens
+from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer
+from bookindex.retrieval.baselines import run_baseline
+from bookindex.retrieval.executor import execute
+from bookindex.retrieval.planner import make_plan
+from bookindex.retrieval.plans import Plan
 
 METHODS = ("bookindex", "bm25", "dense", "hybrid", "chunks", "tree")
 Listener = Callable[[str, Any], None]  # (kind, data): the events of one question (`ask`)

@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from operators import OPERATORS
-from operators.base import State
-from operators.context import IndexContext
-from operators.formulator import Extract
-from operators.textscore import prefetch_vectors, question_scope
-from retrieval.plans import Plan, Step
+from bookindex.operators import OPERATORS
+from bookindex.operators.base import State
+from bookindex.operators.context import IndexContext
+from bookindex.operators.formulator import Extract
+from bookindex.operators.textscore import prefetch_vectors, question_scope
+from bookindex.retrieval.plans import Plan, Step
 
 
 def execute(plan: Plan, ctx: IndexContext, on_event: Callable[[str, Any], None] | None = None) -> State:

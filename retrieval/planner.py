@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from operators import prompts
-from operators.context import IndexContext
-from operators.formulator import Extract, decompose, noun_chunk_mentions
-from operators.reasoner import SkylineRankerParams
-from operators.selector import unit_of
-from retrieval.plans import Plan, Step
+from bookindex.operators import prompts
+from bookindex.operators.context import IndexContext
+from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
+from bookindex.operators.reasoner import SkylineRankerParams
+from bookindex.operators.selector import unit_of
+from bookindex.retrieval.plans import Plan, Step
 
 _STRUCT = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
            r"|tables?|equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)"

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bookindex.core.atomic import write_text_atomic
 from bookindex.core.errors import InputError
 from bookindex.core.limits import loads_bounded
-from operators import OPERATORS
-from operators.selector import parse_page_range
+from bookindex.operators import OPERATORS
+from bookindex.operators.selector import parse_page_range
 
 PLAN_VERSION = 1
 COMPOSITES = ("Parallel", "ForEach")

@@ -37,7 +37,7 @@ from bookindex.engine import Engine  # noqa: E402
 from bookindex.evaluation.mmlongbench import parse_number  # noqa: E402
 from bookindex.evaluation.mmlongbench_run import load_questions  # noqa: E402
 from bookindex.evaluation.reference_run import load_reference_questions, names_entry  # noqa: E402
-from operators.passages import estimate_tokens, format_passages, pack_passages  # noqa: E402
+from bookindex.operators.passages import estimate_tokens, format_passages, pack_passages  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

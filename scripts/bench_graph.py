@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bookindex.core.model import Block, DocumentTree, build_tree  # noqa: E402
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, graph_from_extractions  # noqa: E402
 from bookindex.indexing.graph.extract_offline import OfflineExtractor, load_nlp  # noqa: E402
 from bookindex.indexing.graph.stats import graph_stats  # noqa: E402
-from bookindex.core.model import Block, DocumentTree, build_tree  # noqa: E402
 
 
 def get_settings(**graph: Any) -> Any:
@@ -63,8 +63,8 @@ def load_tree(pdf: Path) -> DocumentTree:
     import hashlib
     doc_id = hashlib.sha256(pdf.read_bytes()).hexdigest()[:16]
     try:
-        from parsing.pdf import parse_pdf
-        from parsing.sections import assign_levels
+        from bookindex.parsing.pdf import parse_pdf
+        from bookindex.parsing.sections import assign_levels
         parsed = parse_pdf(pdf, ocr=False, images=False)
         blocks = assign_levels(parsed)
         return build_tree(doc_id, pdf.name, blocks, {"pages": parsed.page_count})

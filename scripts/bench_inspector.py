@@ -28,11 +28,12 @@ from playwright.sync_api import sync_playwright
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from server_helpers import thread_server  # noqa: E402
+
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.engine import Engine  # noqa: E402
 from bookindex.server.app import SERVER_DIR, create_app  # noqa: E402
 from bookindex.server.auth import Keys  # noqa: E402
-from server_helpers import thread_server  # noqa: E402
 
 
 def one_run(browser: Any, base: str, doc: str, cache: Path | None, node_index: int) -> dict[str, float]:

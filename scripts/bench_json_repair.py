@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import json_repair  # noqa: E402
+from json_cases import CLIENT_CASES, HELD_OUT, LLM_CASES, NO_JSON  # noqa: E402
 
 from bookindex.providers.llm.jsonfix import extract_json  # noqa: E402
-from json_cases import CLIENT_CASES, HELD_OUT, LLM_CASES, NO_JSON  # noqa: E402
 
 
 def baseline(rev: str) -> Callable[[str], Any]:

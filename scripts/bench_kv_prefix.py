@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookindex.core.atomic import write_json_atomic, write_text_atomic  # noqa: E402
 from bookindex.core.config import load_settings  # noqa: E402
+from bookindex.operators import prompts  # noqa: E402
 from bookindex.providers.llm import get_llm  # noqa: E402
 from bookindex.providers.llm.client import _with_json_instruction  # noqa: E402
-from operators import prompts  # noqa: E402
 
 SCHEMA = prompts.Grounded.model_json_schema()
 EVIDENCE = " ".join(f"item {i} says the option number {i} sets the width." for i in range(60))

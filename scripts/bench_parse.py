@@ -31,11 +31,11 @@ def _bench_one(path: str, with_tables: bool, examples: int, repeat: int = 1) -> 
     """Runs in a child process: parse, time, score."""
     import resource
 
-    from parsing.entries import entry_counts, is_promoted, mark_entries
-    from parsing.heading_eval import score_headings
-    from parsing.pdf import parse_pdf
-    from parsing.pdf_open import import_pymupdf
-    from parsing.sections import assign_levels
+    from bookindex.parsing.entries import entry_counts, is_promoted, mark_entries
+    from bookindex.parsing.heading_eval import score_headings
+    from bookindex.parsing.pdf import parse_pdf
+    from bookindex.parsing.pdf_open import import_pymupdf
+    from bookindex.parsing.sections import assign_levels
 
     import_pymupdf()
     rec: dict = {"file": Path(path).name, "path": path}
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         totals["mean_level_accuracy"] = round(sum(h["level_accuracy"] for h in scored) / len(scored), 4)
     import platform
 
-    from parsing.pdf_open import import_pymupdf
+    from bookindex.parsing.pdf_open import import_pymupdf
 
     pymupdf = import_pymupdf()
 

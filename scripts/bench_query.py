@@ -84,8 +84,8 @@ def main() -> int:
             builder.index(args.pdf, progress=True)
         del builder
 
-    from operators.formulator import noun_chunk_model
-    from operators.textscore import get_text_index
+    from bookindex.operators.formulator import noun_chunk_model
+    from bookindex.operators.textscore import get_text_index
 
     stages: dict[str, float] = {}
     t0 = tl = time.perf_counter()

@@ -174,6 +174,7 @@ def main() -> int:
                 builds.append(b)
 
     from bench_query import QUESTIONS
+
     from bookindex.core.config import load_settings
     from bookindex.providers.embedding import get_embedder
 

@@ -40,10 +40,10 @@ if str(ROOT) not in sys.path:
 
 from bookindex.core.config import Settings, load_settings  # noqa: E402
 from bookindex.core.model import LEAF_TYPES, DocumentTree, build_tree, node_text  # noqa: E402
+from bookindex.parsing.entries import mark_entries  # noqa: E402
+from bookindex.parsing.pdf import parse_pdf  # noqa: E402
+from bookindex.parsing.sections import assign_levels  # noqa: E402
 from bookindex.providers.lexical import LexicalIndex  # noqa: E402
-from parsing.entries import mark_entries  # noqa: E402
-from parsing.pdf import parse_pdf  # noqa: E402
-from parsing.sections import assign_levels  # noqa: E402
 
 # "Function and Data Index", "Index of Functions", "Variable Index", "Command and Option Index"
 _INDEX_TITLE = re.compile(r"\b(function|data|variable|command|macro|option|program|type|symbol|interface|api)s?\b.*\bindex\b"

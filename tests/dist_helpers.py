@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fakes import FakeEmbedder
+from library_helpers import handbook_markdown
+from pdf_fixtures import build_handbook
+
 from bookindex.core.config import Settings
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
 from bookindex.storage.staging import WorkerProviders
-from fakes import FakeEmbedder
-from library_helpers import handbook_markdown
-from pdf_fixtures import build_handbook
 
 
 def fake_providers(settings: Settings) -> WorkerProviders:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from fakes import FakeEmbedder
 
-
 # The shared fake embedder (tests/fakes.py), under the name the library tests have always used.
 HashEmbedder = FakeEmbedder
 

@@ -7,10 +7,11 @@ embedder is a deterministic hashed bag of words, so dense scoring is exercised w
 
 from __future__ import annotations
 
+from fakes import FakeEmbedder
+
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Block, Entity, Relation, build_tree
-from operators.context import IndexContext, MemoryIndex
-from fakes import FakeEmbedder
+from bookindex.operators.context import IndexContext, MemoryIndex
 
 DOC_ID = "fixture00000000a"
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import uvicorn
-
 from conftest import free_port
 
 REPO = Path(__file__).resolve().parents[1]

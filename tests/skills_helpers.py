@@ -8,7 +8,14 @@ from pathlib import Path
 import numpy as np
 
 from bookindex.skills.model import (
-    BuildParams, Cluster, CorpusDocument, DocumentEntry, SkillTree, TreeVectors, save_documents, save_tree,
+    BuildParams,
+    Cluster,
+    CorpusDocument,
+    DocumentEntry,
+    SkillTree,
+    TreeVectors,
+    save_documents,
+    save_tree,
     save_vectors,
 )
 

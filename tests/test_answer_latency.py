@@ -6,25 +6,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes import ScriptedProvider
+from library_helpers import HashEmbedder
+from pdf_fixtures import build_handbook
+from retrieval_fixture import make_context
 
 from bookindex.cli.app import app
 from bookindex.core.config import LLMSettings, load_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import AskEvent, Engine
+from bookindex.operators import prompts
+from bookindex.operators.passages import estimate_tokens, format_passages, pack_passages
 from bookindex.providers.llm import Completion, LLMClient, get_llm, providers
 from bookindex.providers.llm.cache import DiskCache
 from bookindex.providers.llm.local_model import TEST_MODEL, is_installed
 from bookindex.providers.llm.providers import physical_cores
 from bookindex.providers.llm.streaming import FieldStreamer, replay_text
+from bookindex.retrieval import api as retrieval_api
+from bookindex.retrieval.planner import classify, classify_rules, rules_confident
 from bookindex.storage.library import Library
-from fakes import ScriptedProvider
-from library_helpers import HashEmbedder
-from operators import prompts
-from operators.passages import estimate_tokens, format_passages, pack_passages
-from pdf_fixtures import build_handbook
-from retrieval import api as retrieval_api
-from retrieval.planner import classify, classify_rules, rules_confident
-from retrieval_fixture import make_context
 
 GROUNDED = prompts.Grounded.model_json_schema()
 
@@ -256,9 +256,8 @@ def test_inprocess_model_streams_tokens_and_records_the_first_token():
 
 
 def test_cli_ask_streams_and_explains_the_llm_use(libdir, monkeypatch):
-    from typer.testing import CliRunner
-
     from fakes import FakeLLM
+    from typer.testing import CliRunner
 
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
     monkeypatch.setattr(Engine, "embedder", property(lambda self: HashEmbedder(dim=256)))

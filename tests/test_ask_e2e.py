@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from library_helpers import HashEmbedder
+from pdf_fixtures import build_handbook
 from typer.testing import CliRunner
 
 from bookindex.api import open_library
@@ -15,8 +17,6 @@ from bookindex.core.config import load_settings
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.engine import Engine
 from bookindex.storage.library import Library
-from library_helpers import HashEmbedder
-from pdf_fixtures import build_handbook
 
 COOKING = """# Cooking basics
 

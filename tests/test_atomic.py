@@ -14,8 +14,8 @@ import pytest
 
 from bookindex.core import atomic
 from bookindex.core.atomic import atomic_open, write_bytes_atomic, write_json_atomic, write_text_atomic
+from bookindex.retrieval.plans import Plan
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
-from retrieval.plans import Plan
 
 
 def test_each_writer_replaces_the_content(tmp_path: Path) -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from library_helpers import HashEmbedder
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Block, build_tree
-from operators.context import DerivedViews, IndexContext, MemoryIndex
-from retrieval.baselines import METHODS
-from retrieval.baselines import run_baseline as _run_baseline
-from retrieval.baselines.index import build_chunks, get_index
-from library_helpers import HashEmbedder
+from bookindex.operators.context import DerivedViews, IndexContext, MemoryIndex
+from bookindex.retrieval.baselines import METHODS
+from bookindex.retrieval.baselines import run_baseline as _run_baseline
+from bookindex.retrieval.baselines.index import build_chunks, get_index
 
 
 def FakeEmbedder() -> HashEmbedder:

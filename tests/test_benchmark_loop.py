@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from library_helpers import HashEmbedder
 
 from bookindex.core.config import load_settings
 from bookindex.core.model import Evidence
@@ -21,7 +22,6 @@ from bookindex.evaluation.benchmark import Corpus, EvidenceScore, Group, Meta, R
 from bookindex.evaluation.loop import run_benchmark
 from bookindex.evaluation.rows import make_rows
 from bookindex.providers.llm import Ledger
-from library_helpers import HashEmbedder
 
 DOCS = {
     "zebra.md": "# Zebras\n\nZebras are striped animals of the African savanna.\n",

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
 from bookindex.storage.library import Library
-from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
 
 runner = CliRunner()
 
@@ -130,8 +130,9 @@ def test_errors_exit_2_with_one_red_line(tmp_path: Path, corpus: Path, capsys):
 
 
 def test_folder_with_pdf_and_its_mineru_output(tmp_path: Path):
-    from bookindex.cli.library import expand_inputs
     from pdf_fixtures import build_handbook
+
+    from bookindex.cli.library import expand_inputs
 
     d = tmp_path / "docs"
     d.mkdir()

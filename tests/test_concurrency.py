@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from library_helpers import HashEmbedder, handbook_markdown
+
 from bookindex.storage.library import Library
 from bookindex.storage.lock import LibraryBusy
 

@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from dist_helpers import fake_providers, small_corpus
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import ConfigError
@@ -21,7 +22,6 @@ from bookindex.storage.content_hash import library_hash, library_hashes
 from bookindex.storage.library import Library
 from bookindex.storage.runners import LocalRunner, RayRunner, import_ray, make_runner
 from bookindex.storage.staging import FAULT_ENV, build_staged, unpack
-from dist_helpers import fake_providers, small_corpus
 
 
 @pytest.fixture

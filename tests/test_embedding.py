@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes import FakeLLM
 
 from bookindex.core.config import load_settings
-from bookindex.providers.embedding import Embedder, get_embedder, normalise
 from bookindex.core.errors import ConfigError, LLMRequestError
+from bookindex.providers.embedding import Embedder, get_embedder, normalise
 from bookindex.providers.reranker import EmbeddingReranker, LLMJudgeReranker, Reranker, get_reranker
-from fakes import FakeLLM
 
 
 def test_normalise() -> None:

@@ -16,17 +16,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from fakes import FakeLLM, LLMCall  # noqa: E402
 from pdf_fixtures import (  # noqa: E402
-    build_man_page, build_option_list, build_r_manual, build_sphinx_entries, build_texinfo_entries,
+    build_man_page,
+    build_option_list,
+    build_r_manual,
+    build_sphinx_entries,
+    build_texinfo_entries,
 )
 
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.core.model import Block, DocumentTree, Node, build_tree, node_text  # noqa: E402
-from parsing.base import OutlineEntry, ParsedDocument  # noqa: E402
-from parsing.dispatch import to_tree  # noqa: E402
-from parsing.entries import mark_entries, signature_name  # noqa: E402
-from parsing.heading_eval import score_headings  # noqa: E402
-from parsing.pdf import parse_pdf  # noqa: E402
-from parsing.sections import assign_levels  # noqa: E402
+from bookindex.parsing.base import OutlineEntry, ParsedDocument  # noqa: E402
+from bookindex.parsing.dispatch import to_tree  # noqa: E402
+from bookindex.parsing.entries import mark_entries, signature_name  # noqa: E402
+from bookindex.parsing.heading_eval import score_headings  # noqa: E402
+from bookindex.parsing.pdf import parse_pdf  # noqa: E402
+from bookindex.parsing.sections import assign_levels  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LIBTASN1 = REPO / "data" / "libtasn1.pdf"
@@ -328,7 +332,7 @@ def test_parsed_document_levels_final_still_gets_entries() -> None:
 
 
 def test_a_failing_entry_pass_keeps_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    import parsing.dispatch as dispatch
+    import bookindex.parsing.dispatch as dispatch
 
     def boom(blocks: list[Block]) -> list[Block]:
         raise ValueError("rule bug")

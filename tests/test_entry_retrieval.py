@@ -9,9 +9,9 @@ import pytest
 from bookindex.core.config import load_settings
 from bookindex.core.model import Block, build_tree, entry_of
 from bookindex.engine import Engine
-from operators.passages import build_passages
-from operators.reasoner import collapse_entries
-from operators.selector import leaves_of
+from bookindex.operators.passages import build_passages
+from bookindex.operators.reasoner import collapse_entries
+from bookindex.operators.selector import leaves_of
 
 REPO = Path(__file__).resolve().parents[1]
 

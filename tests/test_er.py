@@ -7,11 +7,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bookindex.indexing.graph.er import (
-    GradientResolver, compatible, decide, gradient_selection, merge_entities, sharpen_cosine,
-)
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Entity, Relation
+from bookindex.indexing.graph.er import (
+    GradientResolver,
+    compatible,
+    decide,
+    gradient_selection,
+    merge_entities,
+    sharpen_cosine,
+)
 
 G = 0.6
 
@@ -210,9 +215,9 @@ def test_build_graph_er_modes_with_fake_embedder() -> None:
 def test_graph_stats_and_stats_command_helpers(tmp_path) -> None:
     import json
 
+    from bookindex.core.model import Block, build_tree
     from bookindex.engine import doc_stats, library_stats
     from bookindex.indexing.graph.stats import approx_diameter, graph_stats
-    from bookindex.core.model import Block, build_tree
 
     ents = {c: Entity(c, c.upper(), node_ids=["n"]) for c in "abcdefg"}
     rels = [Relation("a", "b"), Relation("b", "c"), Relation("c", "d"), Relation("e", "f")]

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes import FakeLLM, LLMCall
+from library_helpers import HashEmbedder
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
@@ -18,8 +20,6 @@ from bookindex.evaluation.answering import extract_answer
 from bookindex.evaluation.mmlongbench_run import run
 from bookindex.evaluation.qasper_run import paper_to_markdown
 from bookindex.evaluation.qasper_run import run as run_qasper
-from fakes import FakeLLM, LLMCall
-from library_helpers import HashEmbedder
 
 PAGES = [
     ("1 Installation", "Install the zebra toolkit with the package manager. The installer asks for a licence key."),

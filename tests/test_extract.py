@@ -10,15 +10,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 from bookindex.core.config import load_settings
-from bookindex.indexing.graph.extract_llm import BatchOut, LLMExtractor, NodeOut, pack
-from bookindex.indexing.graph.extract_offline import OfflineExtractor
-from bookindex.indexing.graph.extraction import (CONTAINED_IN, NodeExtraction, RawEntity, RawRelation, name_key,
-                                        table_headers)
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.model import Block, DocumentTree, Node, build_tree
-from fakes import FakeEmbedder, FakeLLM, LLMCall
+from bookindex.indexing.graph.extract_llm import BatchOut, LLMExtractor, NodeOut, pack
+from bookindex.indexing.graph.extract_offline import OfflineExtractor
+from bookindex.indexing.graph.extraction import CONTAINED_IN, NodeExtraction, RawEntity, RawRelation, name_key, table_headers
 
 REPO = Path(__file__).resolve().parents[1]
 PDF = REPO / "data" / "libtasn1.pdf"
@@ -78,8 +77,8 @@ def test_equation_and_image_nodes_get_typed_entities() -> None:
 
 def _libtasn1_tree() -> DocumentTree:
     try:
-        from parsing.pdf import parse_pdf
-        from parsing.sections import assign_levels
+        from bookindex.parsing.pdf import parse_pdf
+        from bookindex.parsing.sections import assign_levels
     except ImportError:
         pytest.skip("parsing.pdf not available")
     parsed = parse_pdf(PDF, ocr=False, images=False)

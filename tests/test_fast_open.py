@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pdf_fixtures import build_handbook
 
 from bookindex.core.config import load_settings
-from bookindex.providers.embedding import get_embedder
 from bookindex.core.errors import ConfigError
+from bookindex.providers.embedding import get_embedder
 from bookindex.storage.library import Library
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
-from pdf_fixtures import build_handbook
 
 TEXTS = ["How do I reset my password?", "", "gnuplot " * 400,
          "Steps to change a forgotten account password", "The Roman Empire expanded."]

@@ -17,16 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
+from pdf_fixtures import build_encrypted, build_handbook, build_zero_pages, raw_pdf
 
 from bookindex.cli.app import main
-from pdf_fixtures import raw_pdf
-
 from bookindex.core.limits import json_depth
 from bookindex.engine import Engine
+from bookindex.parsing.markdown import parse_markdown
 from bookindex.storage.library import Library
-from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
-from parsing.markdown import parse_markdown
-from pdf_fixtures import build_encrypted, build_handbook, build_zero_pages
 
 OK, FAIL, ANY = "ok", "fail", "any"
 

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FakeLLM, LLMCall
+from library_helpers import HashEmbedder, snapshot
 from typer.testing import CliRunner
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import LLMOutputError
-from bookindex.indexing.graph.extract_llm import BatchOut
 from bookindex.engine import Engine
+from bookindex.indexing.graph.extract_llm import BatchOut
 from bookindex.storage.library import Library
-from fakes import FakeLLM, LLMCall
-from library_helpers import HashEmbedder, snapshot
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bookindex.core.model import Block, build_tree
-from operators.grounding import cited_numbers, citation_problem, grounded_answer
-from operators.passages import build_passages, format_passages
-from operators.prompts import Grounded, grounded_from_prose
-from retrieval.api import ask
+from bookindex.operators.grounding import citation_problem, cited_numbers, grounded_answer
+from bookindex.operators.passages import build_passages, format_passages
+from bookindex.operators.prompts import Grounded, grounded_from_prose
+from bookindex.retrieval.api import ask
 from tests.fakes import FakeLLM
 from tests.retrieval_fixture import make_context, node
 
@@ -156,7 +156,7 @@ def test_numbers_listed_in_the_citations_field_cite_an_answer_without_inline_cit
 
 
 def test_citations_of_items_that_share_no_word_with_the_answer_are_dropped():
-    from operators.grounding import drop_unsupported
+    from bookindex.operators.grounding import drop_unsupported
 
     sources = {1: "asn1_der_decoding: Fill the structure", 2: "asn1_length_der: length", 3: "see asn1_der_decoding()"}
     assert drop_unsupported("asn1_der_decoding [1][2][3]", sources) == ("asn1_der_decoding [1][3]", [2])

@@ -19,14 +19,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from fakes import FakeEmbedder
 from fastapi.testclient import TestClient
+from server_helpers import thread_server
 
 from bookindex.core.config import load_settings
 from bookindex.engine import Engine
 from bookindex.server.app import create_app
 from bookindex.server.auth import COOKIE, Keys
-from fakes import FakeEmbedder
-from server_helpers import thread_server
 
 REPO = Path(__file__).resolve().parents[1]
 IMG = REPO / "docs" / "img"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from json_cases import ALL_CASES, NO_JSON
 
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
-from json_cases import ALL_CASES, NO_JSON
 
 
 @pytest.mark.parametrize("raw,intended", [c[1:] for c in ALL_CASES], ids=[c[0] for c in ALL_CASES])

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown, matches_expected, snapshot, tree_shape
 
-from bookindex.indexing import construction
 from bookindex.core.config import load_settings
 from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.indexing import construction
 from bookindex.storage.library import Library
-from library_helpers import (HashEmbedder, handbook_content_list, handbook_markdown, matches_expected, snapshot,
-                             tree_shape)
 
 REPO = Path(__file__).resolve().parents[1]
 LIBTASN1 = REPO / "data" / "libtasn1.pdf"

@@ -17,13 +17,12 @@ from typer.testing import CliRunner
 
 from bookindex.cli.app import app
 from bookindex.core.config import LLMSettings
+from bookindex.core.errors import LLMUnavailable
 from bookindex.engine import AskRequest, Engine
-from bookindex.providers.llm import Completion, LLMClient
+from bookindex.providers.llm import Completion, LLMClient, get_llm
 from bookindex.skills.agent import STAGE, NavAction, navigate
 from bookindex.skills.agent_tools import REGISTRY
 from bookindex.skills.answer import SkillsAskRequest
-from bookindex.core.errors import LLMUnavailable
-from bookindex.providers.llm import get_llm
 
 EMB = FakeEmbedder(dim=64, word=r"[a-z]+")
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from fakes import FakeEmbedder, FakeLLM, LLMCall
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
@@ -20,7 +21,6 @@ from bookindex.engine import AskRequest, Engine, SkillsBuildRequest
 from bookindex.skills.docsummary import DOC_STAGE
 from bookindex.skills.hierarchy import HIERARCHY_FILE, load_hierarchy
 from bookindex.skills.model import load_tree
-from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
 TOPICS = {

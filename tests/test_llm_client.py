@@ -13,7 +13,14 @@ from pydantic import BaseModel
 from bookindex.core.config import LLMSettings, load_settings
 from bookindex.core.errors import ConfigError, LLMOutputError, LLMRequestError, LLMUnavailable
 from bookindex.providers.llm import (
-    Completion, DiskCache, LLMClient, TransientError, cache_key, get_llm, image_part, user_message,
+    Completion,
+    DiskCache,
+    LLMClient,
+    TransientError,
+    cache_key,
+    get_llm,
+    image_part,
+    user_message,
 )
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
 

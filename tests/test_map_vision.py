@@ -5,14 +5,13 @@ from __future__ import annotations
 import base64
 
 import pymupdf
+from fakes import FakeLLM
 
 from bookindex.core.errors import LLMRequestError
 from bookindex.core.model import Block, build_tree
-from fakes import FakeLLM
-from operators.base import State
-from operators.context import IndexContext, MemoryIndex
-from operators.synthesizer import Map
-
+from bookindex.operators.base import State
+from bookindex.operators.context import IndexContext, MemoryIndex
+from bookindex.operators.synthesizer import Map
 
 PARTIAL = {"answer": "the bar for 2021 is highest [1]"}
 

@@ -6,8 +6,8 @@ import pytest
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
-from parsing.dispatch import parse_file, sniff, to_tree
-from parsing.markdown import parse_markdown, parse_text
+from bookindex.parsing.dispatch import parse_file, sniff, to_tree
+from bookindex.parsing.markdown import parse_markdown, parse_text
 
 HANDBOOK_MD = """\
 ---

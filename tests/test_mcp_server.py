@@ -15,14 +15,14 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp SDK (>=2,<3) is not installed")
 
+from conftest import free_port  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
+from server_helpers import cli_env, cli_server  # noqa: E402
+from skills_helpers import build_skill_folder  # noqa: E402
 
 from bookindex.core.config import Settings  # noqa: E402
 from bookindex.engine import Engine  # noqa: E402
 from bookindex.mcp_server import build_server  # noqa: E402
-from conftest import free_port  # noqa: E402
-from skills_helpers import build_skill_folder  # noqa: E402
-from server_helpers import cli_env, cli_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -119,8 +119,8 @@ def test_mcp_over_http_with_keys(libtasn1_library: tuple[Path, Path], tmp_path: 
         assert r.status_code == 401 and r.json()["status"] == 401
         assert httpx.post(url, headers={"Authorization": "Bearer wrong"}, json={}).status_code == 401
 
-        from mcp.client.streamable_http import streamable_http_client
         import httpx2
+        from mcp.client.streamable_http import streamable_http_client
 
         async def main() -> None:
             with anyio.fail_after(240):

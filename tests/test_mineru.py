@@ -10,8 +10,8 @@ import pytest
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
-from parsing.dispatch import parse_file, sniff, to_tree
-from parsing.mineru import detect_format, mineru_available, parse_mineru, run_mineru
+from bookindex.parsing.dispatch import parse_file, sniff, to_tree
+from bookindex.parsing.mineru import detect_format, mineru_available, parse_mineru, run_mineru
 
 DATA = Path(__file__).parent / "data" / "mineru"
 V1_1X = DATA / "magicpdf1x_content_list.example.json"

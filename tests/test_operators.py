@@ -6,29 +6,41 @@ import random
 
 import networkx as nx
 import pytest
-
-from bookindex.core.errors import LLMRequestError
-from operators import (Decompose, Extract, FilterModal, FilterRange, GraphReasoning, Map, Reduce,
-                       SelectByEntity, SelectBySection, SkylineRanker, State, TextReasoning)
-from bookindex.core.model import LEAF_TYPES
-from operators.reasoner import SkylineRankerParams, pareto_front, pareto_layers, personalized_pagerank
-from operators.selector import parse_page_range
-from operators.formulator import split_question
-from operators.context import DerivedViews
 from retrieval_fixture import make_context, node
+
 from bookindex.core.config import RetrievalSettings, load_settings
-from bookindex.core.errors import ConfigError
-from retrieval.executor import execute
-from retrieval.planner import make_plan, retrieval_steps
-from operators.base import LinkedEntity
+from bookindex.core.errors import ConfigError, LLMRequestError
 from bookindex.core.graph import KnowledgeGraph
-from bookindex.core.model import Entity, Relation
-from operators.reasoner import entity_idf
-from bookindex.core.model import entry_of
-from operators.base import top_items
-from operators.reasoner import collapse_entries
-from operators.selector import leaves_of
-from operators.structure import doc_structure, unit_ids
+from bookindex.core.model import LEAF_TYPES, Entity, Relation, entry_of
+from bookindex.operators import (
+    Decompose,
+    Extract,
+    FilterModal,
+    FilterRange,
+    GraphReasoning,
+    Map,
+    Reduce,
+    SelectByEntity,
+    SelectBySection,
+    SkylineRanker,
+    State,
+    TextReasoning,
+)
+from bookindex.operators.base import LinkedEntity, top_items
+from bookindex.operators.context import DerivedViews
+from bookindex.operators.formulator import split_question
+from bookindex.operators.reasoner import (
+    SkylineRankerParams,
+    collapse_entries,
+    entity_idf,
+    pareto_front,
+    pareto_layers,
+    personalized_pagerank,
+)
+from bookindex.operators.selector import leaves_of, parse_page_range
+from bookindex.operators.structure import doc_structure, unit_ids
+from bookindex.retrieval.executor import execute
+from bookindex.retrieval.planner import make_plan, retrieval_steps
 
 
 @pytest.fixture()

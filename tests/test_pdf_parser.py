@@ -13,18 +13,28 @@ pytest.importorskip("pymupdf")
 sys.path.insert(0, str(Path(__file__).parent))
 
 from pdf_fixtures import (  # noqa: E402
-    EXPECTED_TREE, HEADER, HEADINGS, build_borderless_table, build_encrypted, build_handbook, build_run_in,
-    build_scanned, build_truncated, build_zero_pages, matches_expected, tree_shape,
+    EXPECTED_TREE,
+    HEADER,
+    HEADINGS,
+    build_borderless_table,
+    build_encrypted,
+    build_handbook,
+    build_run_in,
+    build_scanned,
+    build_truncated,
+    build_zero_pages,
+    matches_expected,
+    tree_shape,
 )
 
 from bookindex.core.errors import InputError  # noqa: E402
 from bookindex.core.model import build_tree  # noqa: E402
-from parsing.heading_eval import score_headings  # noqa: E402
-from parsing.pdf import parse_pdf  # noqa: E402
-from parsing.pdf_images import tessdata_dir  # noqa: E402
-from parsing.pdf_lines import is_bold_span  # noqa: E402
-from parsing.pdf_order import reading_order  # noqa: E402
-from parsing.sections import assign_levels  # noqa: E402
+from bookindex.parsing.heading_eval import score_headings  # noqa: E402
+from bookindex.parsing.pdf import parse_pdf  # noqa: E402
+from bookindex.parsing.pdf_images import tessdata_dir  # noqa: E402
+from bookindex.parsing.pdf_lines import is_bold_span  # noqa: E402
+from bookindex.parsing.pdf_order import reading_order  # noqa: E402
+from bookindex.parsing.sections import assign_levels  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from retrieval_fixture import make_context, node
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
-from operators import prompts
-from retrieval import Plan, plan, run_plan
-from retrieval.planner import classify_rules
-from retrieval_fixture import make_context, node
+from bookindex.operators import prompts
+from bookindex.retrieval import Plan, plan, run_plan
+from bookindex.retrieval.planner import classify_rules
 
 SINGLE = ["Extract", "Select_by_Entity", "[Select_by_Section]", "Parallel", "Graph_Reasoning",
           "Text_Reasoning", "Skyline_Ranker", "Reduce"]

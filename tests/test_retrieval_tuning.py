@@ -3,15 +3,16 @@ whole question — each on the fixture index with exact expectations."""
 
 from __future__ import annotations
 
+from retrieval_fixture import make_context, node
+
 from bookindex.core.config import load_settings
 from bookindex.core.model import Block, build_tree
-from operators import FilterModal, Map, State
-from operators.context import IndexContext, MemoryIndex
-from operators.glossary import expansion, line_items
-from operators.textscore import hybrid_scores
-from retrieval.executor import execute
-from retrieval.plans import Plan, Step
-from retrieval_fixture import make_context, node
+from bookindex.operators import FilterModal, Map, State
+from bookindex.operators.context import IndexContext, MemoryIndex
+from bookindex.operators.glossary import expansion, line_items
+from bookindex.operators.textscore import hybrid_scores
+from bookindex.retrieval.executor import execute
+from bookindex.retrieval.plans import Plan, Step
 
 
 def test_glossary_maps_ratios_to_their_line_items() -> None:
@@ -89,7 +90,7 @@ def test_multi_hop_merge_is_led_by_the_whole_question() -> None:
 
 
 def test_count_with_a_quoted_condition_counts_only_matching_items() -> None:
-    from retrieval.planner import content_terms, make_plan
+    from bookindex.retrieval.planner import content_terms, make_plan
 
     assert content_terms('How many tables include "F1" as a metric?') == ["F1"]
     assert content_terms('How many tables are in "Appendix A"?') == []  # no containment verb
@@ -105,7 +106,7 @@ def test_count_with_a_quoted_condition_counts_only_matching_items() -> None:
 
 
 def test_page_references_follow_printed_page_labels() -> None:
-    from operators.textscore import page_references
+    from bookindex.operators.textscore import page_references
 
     labels = ["i", "ii", "iii"] + [str(n) for n in range(1, 26)]  # front matter, then 1..25
     # "page 17" is physical page 17 or the page that prints 17 (physical 20): both are boosted
@@ -119,7 +120,7 @@ def test_page_references_follow_printed_page_labels() -> None:
 
 
 def test_text_reasoning_boosts_the_page_that_prints_the_number() -> None:
-    from operators import TextReasoning
+    from bookindex.operators import TextReasoning
 
     blocks = [Block("text", f"Filler paragraph number {i} about cloud storage services.", i, (50, 50, 500, 90))
               for i in range(6)]
@@ -136,7 +137,7 @@ def test_text_reasoning_boosts_the_page_that_prints_the_number() -> None:
 def test_pdf_parser_records_page_labels(tmp_path) -> None:
     import pymupdf
 
-    from parsing.pdf import parse_pdf
+    from bookindex.parsing.pdf import parse_pdf
 
     doc = pymupdf.open()
     for i in range(4):
@@ -147,7 +148,7 @@ def test_pdf_parser_records_page_labels(tmp_path) -> None:
     doc.save(path)
     parsed = parse_pdf(path, ocr=False)
     assert parsed.meta["page_labels"] == ["i", "ii", "1", "2"]
-    from parsing.dispatch import to_tree
+    from bookindex.parsing.dispatch import to_tree
 
     tree = to_tree(parsed, "lab0000000000001", "labelled.pdf", load_settings(env={}))
     assert tree.meta["page_labels"] == ["i", "ii", "1", "2"]  # kept in the index for queries

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import free_port
+from library_helpers import handbook_markdown
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app
 from bookindex.core.errors import InputError
 from bookindex.storage import s3
-from conftest import free_port
-from library_helpers import handbook_markdown
 
 moto_server = pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from bookindex.core.model import Block, Evidence, build_tree
-from retrieval.baselines import rrf_fuse
 from bookindex.evaluation import (
     anls,
     context_size,
@@ -18,6 +17,7 @@ from bookindex.evaluation import (
     score_answer,
 )
 from bookindex.evaluation.qasper import evidence_recall_at_k, paragraph_matches
+from bookindex.retrieval.baselines import rrf_fuse
 
 
 # -- MMLongBench answer rules -----------------------------------------------------------

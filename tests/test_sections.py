@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeLLM, LLMCall
 
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.model import Block, build_tree
-from fakes import FakeLLM, LLMCall
-from parsing.base import OutlineEntry, ParsedDocument
-from parsing.heading_eval import score_headings
-from parsing.numbering import norm_title, parse_numbering, strip_numbering
-from parsing.sections import assign_levels, toc_pages
-from parsing.sections_llm import HeadingBatch
+from bookindex.parsing.base import OutlineEntry, ParsedDocument
+from bookindex.parsing.heading_eval import score_headings
+from bookindex.parsing.numbering import norm_title, parse_numbering, strip_numbering
+from bookindex.parsing.sections import assign_levels, toc_pages
+from bookindex.parsing.sections_llm import HeadingBatch
 
 
 def T(text: str, page: int = 0, size: float = 10.0, bold: bool = False, **extra_features) -> Block:
@@ -241,7 +241,7 @@ def test_llm_pass_batches_with_context_and_demotes() -> None:
         return 1 if "Chapter" in c["text"] else 2
 
     llm = heading_llm(decide)
-    from parsing import sections_llm
+    from bookindex.parsing import sections_llm
 
     old = sections_llm.BATCH
     sections_llm.BATCH = 4
@@ -303,8 +303,8 @@ def test_llm_pass_with_a_real_local_model(llama_settings, tmp_path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from pdf_fixtures import build_handbook
 
+    from bookindex.parsing.pdf import parse_pdf
     from bookindex.providers.llm import get_llm
-    from parsing.pdf import parse_pdf
 
     llm = get_llm(llama_settings)
     parsed = parse_pdf(build_handbook(tmp_path / "h.pdf", outline=False))

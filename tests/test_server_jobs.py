@@ -13,16 +13,16 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import free_port
+from fakes import FakeEmbedder
+from server_helpers import LIBTASN1, cli_env, cli_server, poll_job
+from skills_helpers import build_skill_folder
 
 from bookindex.cli.library import _Progress
 from bookindex.core.config import load_settings
 from bookindex.engine import Engine, IndexReport
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.problem import Problem
-from conftest import free_port
-from fakes import FakeEmbedder
-from server_helpers import LIBTASN1, cli_env, cli_server, poll_job
-from skills_helpers import build_skill_folder
 
 
 class ScriptedEngine:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from server_helpers import LIBTASN1, poll_job, sse_events, thread_server
 
 from bookindex.core.config import Settings, load_settings
 from bookindex.engine import Engine
 from bookindex.server.app import create_app
 from bookindex.server.auth import Keys
-from server_helpers import LIBTASN1, poll_job, sse_events, thread_server
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes import FakeEmbedder
 from fastapi.testclient import TestClient
+from skills_helpers import build_skill_folder
 
 from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
@@ -16,8 +18,6 @@ from bookindex.engine import Engine
 from bookindex.server.app import create_app
 from bookindex.server.auth import Keys
 from bookindex.server.skill_folders import skill_folders
-from fakes import FakeEmbedder
-from skills_helpers import build_skill_folder
 
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes import FakeEmbedder, FakeLLM, LLMCall
+from library_helpers import HashEmbedder, handbook_markdown
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
@@ -22,8 +24,6 @@ from bookindex.skills.materialise import SKILL_FILE
 from bookindex.skills.model import load_documents, load_tree, load_vectors
 from bookindex.skills.summarise import slug
 from bookindex.storage.library import Library
-from fakes import FakeEmbedder, FakeLLM, LLMCall
-from library_helpers import HashEmbedder, handbook_markdown
 
 TOPICS = {
     "payments": "payment card refund invoice checkout charge billing",

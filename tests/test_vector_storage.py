@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from library_helpers import HashEmbedder
+from pdf_fixtures import build_handbook
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import ConfigError
@@ -22,8 +24,6 @@ from bookindex.indexing import construction
 from bookindex.storage import lance_store
 from bookindex.storage.graph_store import ENTITY_MIRROR, load_entity_vectors, load_graph, save_graph
 from bookindex.storage.library import Library
-from library_helpers import HashEmbedder
-from pdf_fixtures import build_handbook
 
 lancedb = pytest.importorskip("lancedb")  # the optional `bookindex[lancedb]` extra (in `dev`)
 

@@ -14,7 +14,7 @@ import typer
 from bookindex.cli.context import engine_for
 from bookindex.core.errors import InputError
 from bookindex.engine import AskEvent, AskRequest
-from retrieval import METHODS, Answer, Plan
+from bookindex.retrieval import METHODS, Answer, Plan
 
 METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid, chunks, tree."
 

@@ -15,10 +15,10 @@ from rich.markup import escape
 from bookindex.cli.context import engine_for, get_settings
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.model import DocumentTree, Node
+from bookindex.parsing.dispatch import check_path
+from bookindex.parsing.mineru import detect_format, is_mineru_json, load_json, output_base
 from bookindex.storage import s3
 from bookindex.storage.lock import describe
-from parsing.dispatch import check_path
-from parsing.mineru import detect_format, is_mineru_json, load_json, output_base
 
 PARSERS = ("auto", "pymupdf", "mineru", "markdown", "text")
 DOC_EXT = {".pdf", ".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".json"}

@@ -17,7 +17,12 @@ from bookindex.cli.context import get_settings
 from bookindex.cli.skills_ask import ask_command
 from bookindex.cli.skills_navigate import navigate_command
 from bookindex.engine import (
-    Engine, SkillsAddRequest, SkillsBuildReport, SkillsBuildRequest, SkillsRemoveRequest, SkillsTreeView,
+    Engine,
+    SkillsAddRequest,
+    SkillsBuildReport,
+    SkillsBuildRequest,
+    SkillsRemoveRequest,
+    SkillsTreeView,
     SkillsUpdateReport,
 )
 from bookindex.skills.requests import DEFAULT_DRIFT, SOFT, SOFT_MARGIN, SkillNodeView

@@ -24,7 +24,14 @@ from bookindex.evaluation.corpus import CorpusBenchmark, load_corpus
 from bookindex.evaluation.loop import RunResult, default_index_dir, run_benchmark, run_settings
 from bookindex.evaluation.rows import make_rows
 from bookindex.skills.model import (
-    BuildParams, CorpusDocument, SkillTree, TreeVectors, is_skill_dir, load_tree, save_documents, save_tree,
+    BuildParams,
+    CorpusDocument,
+    SkillTree,
+    TreeVectors,
+    is_skill_dir,
+    load_tree,
+    save_documents,
+    save_tree,
     save_vectors,
 )
 

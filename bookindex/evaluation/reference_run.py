@@ -22,7 +22,7 @@ from bookindex.core.errors import InputError
 from bookindex.evaluation.benchmark import Corpus, EvidenceScore, Group, Meta, Record, Retrieved
 from bookindex.evaluation.loop import RunResult, run_methods
 from bookindex.evaluation.recall import page_recall_at_k
-from operators.grounding import cited_numbers
+from bookindex.operators.grounding import cited_numbers
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from typing import Any
 from bookindex.core.atomic import write_json_atomic, write_text_atomic
 from bookindex.evaluation.benchmark import Benchmark, Meta, Q, Record, Summary
 
-
 # citation checks of answers an LLM wrote (operators.grounding); "extractive" answers had no LLM
 LLM_CHECKS = ("valid", "repaired", "fallback", "not-answerable")
 

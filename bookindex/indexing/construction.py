@@ -21,10 +21,10 @@ from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
 from bookindex.core.model import DocumentTree, node_text
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
+from bookindex.parsing.dispatch import parse_file, to_tree
 from bookindex.storage import lance_store
 from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
-from parsing.dispatch import parse_file, to_tree
 
 TREE_FILE = "tree.json"
 BUILD_FILE = "build.json"

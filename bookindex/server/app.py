@@ -28,6 +28,8 @@ import bookindex
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
+from bookindex.parsing.pdf_open import open_pdf
+from bookindex.retrieval import Answer, Plan
 from bookindex.server import handlers, run, skills_api, validate
 from bookindex.server.auth import Keys, Role, allows
 from bookindex.server.inspector import mount as mount_inspector
@@ -39,8 +41,6 @@ from bookindex.server.skill_folders import skill_folders
 from bookindex.server.sse import ask_events
 from bookindex.server.threads import limit_blas_threads
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
-from parsing.pdf_open import open_pdf
-from retrieval import Answer, Plan
 
 SERVER_DIR = ".server"  # LIB/.server: jobs, uploads, page images (hidden: not part of the catalog)
 SUFFIXES = {".pdf": "application/pdf", ".md": "text/markdown", ".markdown": "text/markdown",

@@ -13,9 +13,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
-from http.cookies import CookieError, SimpleCookie
 from collections.abc import Mapping
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 from typing import Literal
 
 from bookindex.core.config import Settings

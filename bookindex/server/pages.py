@@ -11,8 +11,8 @@ from pathlib import Path
 
 from bookindex.core.atomic import write_bytes_atomic
 from bookindex.engine import DocumentInfo
+from bookindex.parsing.pdf_open import open_pdf  # imports PyMuPDF on first call, without its layout model
 from bookindex.server.problem import Problem
-from parsing.pdf_open import open_pdf  # imports PyMuPDF on first call, without its layout model
 
 MIN_DPI = 36
 

@@ -18,9 +18,9 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
 from bookindex.engine import Engine
+from bookindex.server.problem import Problem
 from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.requests import SkillsTreeView
-from bookindex.server.problem import Problem
 
 
 class SkillFolder(BaseModel):

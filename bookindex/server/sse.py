@@ -20,6 +20,7 @@ from bookindex.core.errors import BookIndexError
 from bookindex.engine import AskRequest, Engine
 from bookindex.server.problem import status_of
 
+
 def event(name: str, data: Any) -> str:
     """One SSE frame; JSON data on one line."""
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"

@@ -20,18 +20,26 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol as TypingProtocol, cast, runtime_checkable
+from typing import Any, Literal, cast, runtime_checkable
+from typing import Protocol as TypingProtocol
 
 from pydantic import BaseModel, Field, model_validator
 
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.agent_tools import REGISTRY, Toolbox
+from bookindex.skills.answer import (
+    CitedNode,
+    NavStep,
+    Protocol,
+    RankedDocument,
+    SkillsAnswer,
+    SkillsUsage,
+    ToolName,
+    count_tokens,
+)
 from bookindex.skills.context_fit import budget_chars, fit
 from bookindex.skills.guide import Guide, guide_for
-from bookindex.skills.answer import (
-    CitedNode, NavStep, Protocol, RankedDocument, SkillsAnswer, SkillsUsage, ToolName, count_tokens,
-)
 from bookindex.skills.libtools import LibraryTools
 from bookindex.skills.opened import NAV_FILES, OpenedSkills
 from bookindex.skills.tools import ReadNode, ToolError, ToolResult

@@ -30,7 +30,12 @@ import numpy as np
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
 from bookindex.skills.answer import (
-    NavStep, RankedDocument, Route, SkillsAnswer, SkillsUsage, count_tokens,
+    NavStep,
+    RankedDocument,
+    Route,
+    SkillsAnswer,
+    SkillsUsage,
+    count_tokens,
 )
 from bookindex.skills.model import Cluster
 from bookindex.skills.opened import OpenedSkills

@@ -17,7 +17,13 @@ from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
 from bookindex.providers.lexical import LexicalIndex
 from bookindex.skills.model import (
-    Cluster, CorpusDocument, SkillTree, TreeVectors, load_documents, load_tree, load_vectors,
+    Cluster,
+    CorpusDocument,
+    SkillTree,
+    TreeVectors,
+    load_documents,
+    load_tree,
+    load_vectors,
 )
 from bookindex.skills.tools import SkillTools
 

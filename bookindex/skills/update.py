@@ -27,13 +27,26 @@ from bookindex.core.protocols import LLM, Embedder
 from bookindex.skills.build import make_summariser, usage_delta
 from bookindex.skills.cluster import centroid, split_in_two
 from bookindex.skills.compile import (
-    apply_summary, assign_paths, cluster_id, cluster_input, embed_documents, embed_summaries, list_also,
+    apply_summary,
+    assign_paths,
+    cluster_id,
+    cluster_input,
+    embed_documents,
+    embed_summaries,
+    list_also,
     max_leaf_size,
 )
 from bookindex.skills.corpus import check_unique, load_corpus
 from bookindex.skills.materialise import replace_folder
 from bookindex.skills.model import (
-    Cluster, CorpusDocument, DocumentEntry, SkillTree, TreeVectors, load_documents, load_tree, load_vectors,
+    Cluster,
+    CorpusDocument,
+    DocumentEntry,
+    SkillTree,
+    TreeVectors,
+    load_documents,
+    load_tree,
+    load_vectors,
 )
 from bookindex.skills.requests import SkillsAddRequest, SkillsRemoveRequest, SkillsUpdateReport
 from bookindex.skills.summarise import doc_line

@@ -42,8 +42,12 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, Entity
 from bookindex.core.protocols import LLM, Embedder, LexicalIndex, Providers, Reranker
 from bookindex.indexing.construction import (
-    failed_graph_nodes, load_tree, read_node_vectors, retry_graph_nodes,
+    failed_graph_nodes,
+    load_tree,
+    read_node_vectors,
+    retry_graph_nodes,
 )
+from bookindex.parsing.dispatch import check_path, sniff
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.lexical import document_lexical_index
 from bookindex.providers.llm import get_llm
@@ -52,7 +56,6 @@ from bookindex.storage import lance_store, leases
 from bookindex.storage.graph_store import load_entity_vectors, load_graph
 from bookindex.storage.lock import WriterLock, command_line
 from bookindex.storage.staging import FORMAT_VERSION, MANIFEST, BuildJob, build_into, new_build_dir
-from parsing.dispatch import check_path, sniff
 
 CATALOG = "library.json"
 TRASH = ".tmp/trash-"  # a superseded generation is renamed here (one rename), then deleted

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
-from operators.context import IndexContext
-from retrieval.baselines import methods
-from retrieval.baselines.index import build_chunks, get_index
-from retrieval.baselines.methods import rrf_fuse
-from retrieval.baselines.tree import tree_traverse
+from bookindex.operators.context import IndexContext
+from bookindex.retrieval.baselines import methods
+from bookindex.retrieval.baselines.index import build_chunks, get_index
+from bookindex.retrieval.baselines.methods import rrf_fuse
+from bookindex.retrieval.baselines.tree import tree_traverse
 
 METHODS = ("bm25", "dense", "hybrid", "chunks", "tree")
 CALIBRATION_METHODS = ("bm25-pages",)

@@ -18,8 +18,8 @@ import numpy as np
 
 from bookindex.core.model import DocumentTree, Node
 from bookindex.core.protocols import Embedder
+from bookindex.operators.context import IndexContext
 from bookindex.providers.lexical import LexicalIndex
-from operators.context import IndexContext
 
 CHUNK_TOKENS = 500
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")

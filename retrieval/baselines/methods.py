@@ -8,7 +8,7 @@ import numpy as np
 
 from bookindex.core.model import Evidence
 from bookindex.core.protocols import Embedder
-from retrieval.baselines.index import (
+from bookindex.retrieval.baselines.index import (
     DocIndex,
     bm25_scores,
     chunk_vectors,

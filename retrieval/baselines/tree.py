@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from bookindex.core.errors import LLMError
 from bookindex.core.model import Evidence, Node
 from bookindex.core.protocols import Embedder
-from retrieval.baselines.index import DocIndex, leaf_vectors, query_vector, section_vectors
+from bookindex.retrieval.baselines.index import DocIndex, leaf_vectors, query_vector, section_vectors
 
 MAX_DEPTH = 12
 MAX_OPTIONS = 60

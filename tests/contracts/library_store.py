@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from library_helpers import snapshot
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import DocumentIndex, LibraryStore
-from library_helpers import snapshot
 
 
 class LibraryStoreContract:

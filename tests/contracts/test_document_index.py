@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from fakes import FakeEmbedder
+from library_helpers import handbook_markdown
+from retrieval_fixture import make_graph, make_tree
 
 from bookindex.core.config import load_settings
 from bookindex.core.protocols import DocumentIndex
+from bookindex.operators.context import MemoryIndex
 from bookindex.storage.library import Library
 from contracts.document_index import DocumentIndexContract
-from fakes import FakeEmbedder
-from library_helpers import handbook_markdown
-from operators.context import MemoryIndex
-from retrieval_fixture import make_graph, make_tree
 
 LABELS = ["i", "ii", "iii", "iv"] + [str(k) for k in range(1, 9)]  # 12 pages: front matter, then 1..8
 

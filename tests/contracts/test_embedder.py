@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeEmbedder
 
 from bookindex.core.config import load_settings
 from bookindex.core.protocols import Embedder
 from bookindex.providers.embedding import OpenAIEmbedder, get_embedder
 from contracts.embedder import TEXTS, EmbedderContract
 from contracts.loopback import Loopback, serve
-from fakes import FakeEmbedder
 
 
 class TestFakeEmbedder(EmbedderContract):

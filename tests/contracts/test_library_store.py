@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakes import FakeEmbedder
 
 from bookindex.core.config import load_settings
 from bookindex.core.protocols import LibraryStore
 from bookindex.storage.library import Library
 from contracts.library_store import LibraryStoreContract
-from fakes import FakeEmbedder
 
 
 class TestLibrary(LibraryStoreContract):

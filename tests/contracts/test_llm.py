@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FakeLLM, LLMCall, ScriptedProvider, UnscriptedCall
 
 from bookindex.core.config import LLMSettings, Settings, load_settings
 from bookindex.core.errors import LLMRequestError
 from bookindex.providers.llm import DiskCache, LLMClient, TransientError, get_llm
 from bookindex.providers.llm.providers import NoneProvider
 from contracts.llm import LLMContract, ScriptedLLMContract
-from fakes import FakeLLM, LLMCall, ScriptedProvider, UnscriptedCall
 
 
 class TestFakeLLM(ScriptedLLMContract):

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 from bookindex.core.config import RerankerSettings, load_settings
 from bookindex.core.protocols import Reranker
@@ -16,7 +17,6 @@ from bookindex.providers.embedding import get_embedder
 from bookindex.providers.reranker import EmbeddingReranker, EndpointReranker, LLMJudgeReranker
 from contracts.loopback import Loopback, serve
 from contracts.reranker import PASSAGES, QUERY, RerankerContract
-from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 
 def overlap(query: str, passage: str) -> float:

@@ -18,7 +18,13 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, Entity, Node, Relation
 from bookindex.core.protocols import LLM, Embedder, Reranker
 from bookindex.indexing.graph.er import (
-    RERANK_FLOOR, ERStats, GradientResolver, absorb, llm_select_fn, reranker_score_fn, rewrite_relations,
+    RERANK_FLOOR,
+    ERStats,
+    GradientResolver,
+    absorb,
+    llm_select_fn,
+    reranker_score_fn,
+    rewrite_relations,
 )
 from bookindex.indexing.graph.extract_llm import LLMExtractor
 from bookindex.indexing.graph.extract_offline import OfflineExtractor

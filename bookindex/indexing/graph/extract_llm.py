@@ -30,11 +30,18 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from pydantic import BaseModel, Field, field_validator
 
-from bookindex.indexing.graph.extraction import (
-    NodeExtraction, NodesDone, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
-)
 from bookindex.core.model import Node
 from bookindex.core.protocols import LLM
+from bookindex.indexing.graph.extraction import (
+    NodeExtraction,
+    NodesDone,
+    RawEntity,
+    RawRelation,
+    add_structure,
+    clean_name,
+    extractor_text,
+    name_key,
+)
 from bookindex.providers.llm import user_message
 
 STAGE = "extract"

@@ -22,7 +22,14 @@ from tqdm import tqdm
 
 from bookindex.core.model import Node
 from bookindex.indexing.graph.extraction import (
-    NodeExtraction, NodesDone, RawEntity, RawRelation, add_structure, clean_name, extractor_text, name_key,
+    NodeExtraction,
+    NodesDone,
+    RawEntity,
+    RawRelation,
+    add_structure,
+    clean_name,
+    extractor_text,
+    name_key,
 )
 from bookindex.providers.nlp import english
 

@@ -12,8 +12,14 @@ from bookindex.providers.llm.cache import DiskCache, cache_key
 from bookindex.providers.llm.client import LLMClient
 from bookindex.providers.llm.ledger import Ledger
 from bookindex.providers.llm.providers import (
-    Completion, LlamaCppProvider, NoneProvider, OpenAIProvider, Provider, TransientError,
-    image_part, user_message,
+    Completion,
+    LlamaCppProvider,
+    NoneProvider,
+    OpenAIProvider,
+    Provider,
+    TransientError,
+    image_part,
+    user_message,
 )
 
 __all__ = ["LLMClient", "Ledger", "DiskCache", "Completion", "Provider", "TransientError",

@@ -18,12 +18,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.engine import METHODS, AskRequest, Engine
+from bookindex.retrieval import Answer, Plan
 from bookindex.server import validate
 from bookindex.server.auth import COOKIE
 from bookindex.server.inspector import present
 from bookindex.server.problem import Problem, status_of
 from bookindex.skills.answer import SkillsAskRequest
-from retrieval import Answer, Plan
 
 if TYPE_CHECKING:
     from bookindex.server.app import Server
