@@ -97,7 +97,7 @@ class Library:
             raise InputError(f"{self.root}: the library is empty; add a document with `bookindex index`")
         return [RouteChoice(doc_id=r.doc_id, name=names.get(r.doc_id, ""), score=round(r.score, 4),
                             signals=dict(r.signals), ranks=dict(r.ranks))
-                for r in self.engine.route_documents(question)]
+                for r in self.engine.routing.rank(question)]
 
     def ask(self, question: str, doc: str | None = None, method: str = "bookindex", k: int | None = None) -> Answer:
         return self.engine.ask(question, doc=doc, method=method, k=k)

@@ -97,6 +97,15 @@ class Answer(BaseModel):
 
 
 def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: Usage) -> Answer:
+    """The executed plan as an Answer: its text, citations, trace and ranked evidence."""
+    tree = ctx.tree
+    return Answer(question=plan.question, doc={"doc_id": tree.doc_id, "name": tree.name},
+                  query_type=plan.query_type, plan=plan, trace=state.trace, evidence=ranked_evidence(state, ctx),
+                  answer=state.answer or NOT_ANSWERABLE, usage=usage, citations=state.citations,
+                  citation_check=state.citation_check or None, structural=state.structural)
+
+
+def ranked_evidence(state: State, ctx: IndexContext) -> list[Evidence]:
     """Evidence in rank order: the skyline ranking (or the filtered nodes for global plans)."""
     tree = ctx.tree
     cap = int(ctx.retrieval_setting("max_evidence", 10))
@@ -115,7 +124,4 @@ def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: Usage) -> A
         if nid in score_of:
             scores["combined"] = round(float(score_of[nid]), 4)
         evidence.append(Evidence.from_node(tree, tree.nodes[nid], scores=scores, rank=rank))
-    return Answer(question=plan.question, doc={"doc_id": tree.doc_id, "name": tree.name},
-                  query_type=plan.query_type, plan=plan, trace=state.trace, evidence=evidence,
-                  answer=state.answer or NOT_ANSWERABLE, usage=usage, citations=state.citations,
-                  citation_check=state.citation_check or None, structural=state.structural)
+    return evidence

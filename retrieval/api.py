@@ -17,10 +17,10 @@ from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import GroundedAnswer, grounded_answer
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
 from bookindex.operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens
-from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer
+from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer, ranked_evidence
 from bookindex.retrieval.baselines import run_baseline
 from bookindex.retrieval.executor import execute
-from bookindex.retrieval.planner import make_plan
+from bookindex.retrieval.planner import make_plan, retrieval_steps
 from bookindex.retrieval.plans import Plan
 
 METHODS = ("bookindex", "bm25", "dense", "hybrid", "chunks", "tree")
@@ -145,14 +145,30 @@ def ask(ctx: IndexContext, question: str, method: str = "bookindex", k: int | No
 
 
 def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int | None = None) -> list[Evidence]:
-    """Ranked evidence only: bookindex's plan, a baseline, or a calibration ranker (bm25-pages)."""
+    """Ranked evidence only, no answer: bookindex's retrieval, a baseline, or a calibration ranker
+    (bm25-pages). `k` caps the list (default `retrieval.max_evidence`)."""
     q = _check_question(question)
+    cap = k or int(ctx.retrieval_setting("max_evidence", 10))
     if method == "bookindex":
-        return list(ask(ctx, q).evidence)
-    evidence = run_baseline(method, ctx, q, k or int(ctx.retrieval_setting("max_evidence", 10)))
+        return retrieve(ctx, q)[:cap]
+    evidence = run_baseline(method, ctx, q, cap)
     for rank, ev in enumerate(evidence, 1):
         ev.rank = rank
     return evidence
+
+
+def retrieval_plan(ctx: IndexContext, question: str) -> Plan:
+    """The operator plan of a search: the single-hop retrieval steps (Extract, Select, Graph and
+    Text reasoning, Skyline) with no classification, decomposition, Map or Reduce, so a search
+    never asks a model to plan or to answer."""
+    return Plan(question=_check_question(question), query_type="single-hop", steps=retrieval_steps(ctx),
+                planner={"classifier": "none", "reason": "search: retrieval steps only, no Map/Reduce"})
+
+
+def retrieve(ctx: IndexContext, question: str) -> list[Evidence]:
+    """bookindex's ranked evidence for a question: `retrieval_plan` executed."""
+    state = execute(retrieval_plan(ctx, question), ctx)
+    return ranked_evidence(state, ctx)
 
 
 def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listener | None = None) -> GroundedAnswer:

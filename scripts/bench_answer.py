@@ -65,7 +65,7 @@ def contains_gold(gold: str, fmt: str, answer: str) -> bool:
 
 
 def _ledger(engine: Engine) -> dict[str, Any]:
-    return engine.llm.ledger.snapshot().get("stages", {})
+    return engine.providers.llm.ledger.snapshot().get("stages", {})
 
 
 def _diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str, float]]:

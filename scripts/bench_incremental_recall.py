@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="incremental-") as tmp:
         work = Path(tmp)
         write_jsonl(work / "all.jsonl", records)
-        full = engine.skills_build(SkillsBuildRequest(sources=[str(work / "all.jsonl")], output=str(work / "full"),
+        full = engine.skills.build(SkillsBuildRequest(sources=[str(work / "all.jsonl")], output=str(work / "full"),
                                                       no_llm=True), progress=True)
         memo.save()
         base_row = {"build": "full", "clusters": full.clusters, "summaries": full.summaries,
@@ -96,10 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             write_jsonl(work / f"base{seed}.jsonl", shuffled[:cut])
             write_jsonl(work / f"extra{seed}.jsonl", shuffled[cut:])
             folder = work / f"inc{seed}"
-            engine.skills_build(SkillsBuildRequest(sources=[str(work / f"base{seed}.jsonl")], output=str(folder),
+            engine.skills.build(SkillsBuildRequest(sources=[str(work / f"base{seed}.jsonl")], output=str(folder),
                                                    no_llm=True))
             t0 = time.process_time()
-            add = engine.skills_add(SkillsAddRequest(folder=str(folder), sources=[str(work / f"extra{seed}.jsonl")],
+            add = engine.skills.add(SkillsAddRequest(folder=str(folder), sources=[str(work / f"extra{seed}.jsonl")],
                                                      no_llm=True))
             row = {"build": f"90% + add 10%, seed {seed}", "clusters": add.clusters, "summaries": add.summaries,
                    "touched": add.touched, "splits": add.splits, "add_cpu_s": round(time.process_time() - t0, 1),

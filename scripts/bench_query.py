@@ -97,7 +97,7 @@ def main() -> int:
         tl = now
 
     engine = Engine(args.library, settings)
-    _ = engine.embedder
+    _ = engine.providers.embedder
     lap("embedding model")
     ctx = engine.open(args.doc)  # reads the catalog and checks the stored vectors' dimension
     lap("catalog + vectors")

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         write_jsonl(full_src, records)
         # 1. full compile, real embedder, timed
         t0 = time.perf_counter()
-        full = engine.skills_build(SkillsBuildRequest(sources=[str(full_src)], output=str(work / "full"), no_llm=no_llm),
+        full = engine.skills.build(SkillsBuildRequest(sources=[str(full_src)], output=str(work / "full"), no_llm=no_llm),
                                    progress=True)
         wall = time.perf_counter() - t0
         cached.save()
@@ -144,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         base, extra = shuffled[:cut], shuffled[cut:]
         write_jsonl(work / "base.jsonl", base)
         write_jsonl(work / "extra.jsonl", extra)
-        part = inc_engine.skills_build(SkillsBuildRequest(sources=[str(work / "base.jsonl")], output=str(work / "inc"),
+        part = inc_engine.skills.build(SkillsBuildRequest(sources=[str(work / "base.jsonl")], output=str(work / "inc"),
                                                           no_llm=no_llm))
         adds = []
         for i, drift in enumerate(float(x) for x in args.drifts.split(",")):
             shutil.copytree(work / "inc", work / f"inc{i}")
-            adds.append((drift, inc_engine.skills_add(SkillsAddRequest(
+            adds.append((drift, inc_engine.skills.add(SkillsAddRequest(
                 folder=str(work / f"inc{i}"), sources=[str(work / "extra.jsonl")], drift=drift, no_llm=no_llm))))
     finally:
         shutil.rmtree(work, ignore_errors=True)

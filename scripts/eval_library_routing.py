@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     build: dict[str, Any] = {}
     if not (args.skills / "hierarchy.json").is_file():
         t0 = time.perf_counter()
-        rep = engine.skills_build(SkillsBuildRequest(sources=[str(args.index)], output=str(args.skills),
+        rep = engine.skills.build(SkillsBuildRequest(sources=[str(args.index)], output=str(args.skills),
                                                      documents=True, no_llm=True))
         build = {"seconds": round(time.perf_counter() - t0, 1), "files": rep.files,
                  "median_file_bytes": rep.median_file_bytes, "max_file_bytes": rep.max_file_bytes,
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def retrieve(doc_id: str, q: str) -> list[Evidence]:
         if (doc_id, q) not in cache:
-            cache[(doc_id, q)] = engine.search_document(doc_id, q, k=max(KS))
+            cache[(doc_id, q)] = engine.routing.access.search_document(doc_id, q, k=max(KS))
         return cache[(doc_id, q)]
 
     records = []
@@ -127,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         ranked: dict[str, list[str]] = {}
         evidence: dict[str, list[Evidence]] = {}
         ranked["hierarchy"] = [d.doc_id for d in engine.navigate_library(text, skills=str(args.skills), search=False).documents]
-        ranked["router"] = [r.doc_id for r in engine.route_documents(text)]
-        ranked["best-node"] = [r.doc_id for r in engine.route(text)]
-        flat = engine.search_library(text, k=max(KS))
+        ranked["router"] = [r.doc_id for r in engine.routing.rank(text)]
+        ranked["best-node"] = [r.doc_id for r in engine.routing.best_node(text)]
+        flat = engine.routing.search(text, k=max(KS))
         ranked["flat"] = first_docs(flat)
         for route in ("hierarchy", "router", "best-node"):
             evidence[route] = retrieve(ranked[route][0], text)
@@ -176,13 +176,13 @@ WEIGHTINGS = ({"nodes": 1.0}, {"lexical": 1.0}, {"vector": 1.0}, {"name": 1.0}, 
 def signal_table(engine: Engine, questions: list[dict[str, Any]], by_name: dict[str, str]) -> str:
     """hit@1 / hit@3 of each router signal alone and of weighted reciprocal-rank fusions (k = 60),
     ranked by the router itself with each weighting (a sparse signal ranks only what it matches)."""
-    router = engine.library_router()
+    router = engine.routing.router()
     kept = dict(router.weights)
     hits = [[0, 0] for _ in WEIGHTINGS]
     try:
         for q in questions:
             gold = by_name[q["doc_id"]]
-            qvec = engine._query_vector(q["question"])
+            qvec = engine.routing.query_vector(q["question"])
             for w, h in zip(WEIGHTINGS, hits):
                 router.weights = dict(w)
                 order = [r.doc_id for r in router.rank(q["question"], qvec)]

@@ -35,11 +35,12 @@ WORKER = textwrap.dedent('''
     from library_helpers import HashEmbedder
     from bookindex.cli.app import main
     from bookindex.engine import Engine
+    from bookindex.services.providers import ProviderSet
     from bookindex.storage.library import Library
 
     emb = HashEmbedder()
     Library.embedder = property(lambda self: emb)
-    Engine.embedder = property(lambda self: emb)
+    ProviderSet.embedder = property(lambda self: emb)
     role, lib, deadline, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
     docs = sys.argv[5:]
     counts = {"role": role, "runs": 0, "failed": 0, "errors": [], "statuses": {}}

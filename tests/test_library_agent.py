@@ -73,7 +73,7 @@ def test_json_protocol_calls_each_tool_traces_it_and_refuses_bad_arguments(built
     ]
     llm = FakeLLM({STAGE: script})
     eng = engine(built, llm)
-    ans = eng.skills_ask(SkillsAskRequest(folder=str(built[1]), question="What are Kepler's laws?",
+    ans = eng.skills.ask(SkillsAskRequest(folder=str(built[1]), question="What are Kepler's laws?",
                                           navigator="llm", max_rounds=10, protocol="json"))
     assert ans.stopped == "answered"
     assert [s.tool for s in ans.steps] == ["view", "search_document", "get_node", "get_pages", "get_pages",
@@ -111,8 +111,8 @@ def test_json_protocol_missing_argument_is_repaired_by_the_client(built: tuple[P
 
 def navigate_in(built: tuple[Path, Path, Path], llm: Any, **kw: Any) -> Any:
     eng = engine(built, llm)
-    opened = eng.open_skills(built[1])
-    return navigate(opened, llm, "transfer orbits?", library=eng.library_tools(built[1]), **kw)
+    opened = eng.skills.open(built[1])
+    return navigate(opened, llm, "transfer orbits?", library=eng.skills.library_tools(built[1]), **kw)
 
 
 def test_nav_action_validates_each_tools_arguments() -> None:
@@ -131,7 +131,7 @@ def test_without_its_library_the_document_tools_are_not_offered(built: tuple[Pat
                            {"action": "get_document", "doc_id": orbit},
                            {"action": "answer", "answer": "Kepler.", "cited": [orbit]}]})
     eng = Engine(None, th.settings(tmp), embedder=EMB, llm=llm)
-    ans = eng.skills_ask(SkillsAskRequest(folder=str(hier), question="kepler?", protocol="json"))
+    ans = eng.skills.ask(SkillsAskRequest(folder=str(hier), question="kepler?", protocol="json"))
     assert "not available here" in ans.steps[0].error and ans.cited == [orbit]
     assert any("without its library" in n for n in ans.notes)
     assert '"action": "search_document"' not in llm.calls[0].messages[0]["content"]

@@ -69,7 +69,7 @@ def library(tmp_path: Path, embedder: FakeEmbedder) -> Path:
 
 
 def build(eng: Engine, lib: Path, out: Path, **kw):  # type: ignore[no-untyped-def]
-    return eng.skills_build(SkillsBuildRequest(sources=[str(lib)], output=str(out), documents=True,
+    return eng.skills.build(SkillsBuildRequest(sources=[str(lib)], output=str(out), documents=True,
                                                branching=2, top=2, min_size=1, **kw))
 
 

@@ -91,7 +91,7 @@ async def exercise(client: Client, skills: bool = False) -> dict[str, object]:
 @pytest.fixture(scope="module")
 def skill_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The hand-built skill folder, embedded with the real default embedder the server uses."""
-    return build_skill_folder(tmp_path_factory.mktemp("skills") / "recipes", Engine(None, Settings()).embedder)
+    return build_skill_folder(tmp_path_factory.mktemp("skills") / "recipes", Engine(None, Settings()).providers.embedder)
 
 
 def test_mcp_over_stdio(libtasn1_library: tuple[Path, Path], tmp_path: Path, skill_folder: Path) -> None:

@@ -136,7 +136,7 @@ def test_output_that_is_not_a_skill_tree_is_refused(tmp_path: Path, corpus: Path
     out.mkdir()
     (out / "precious.txt").write_text("keep me")
     with pytest.raises(InputError, match="not a skill tree"):
-        engine(embedder).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out)))
+        engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out)))
     assert (out / "precious.txt").read_text() == "keep me"
 
 
@@ -158,7 +158,7 @@ def test_library_source(tmp_path: Path, embedder: FakeEmbedder, monkeypatch: pyt
 
 def test_clustering_invariants_and_files(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     out = tmp_path / "skills"
-    rep = engine(embedder).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3,
+    rep = engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3,
                                                            top=3, min_size=2))
     tree = load_tree(out)
     leaves = tree.leaves()
@@ -194,8 +194,8 @@ def test_clustering_invariants_and_files(tmp_path: Path, corpus: Path, embedder:
 def test_same_corpus_and_seed_give_identical_bytes(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     shuffled = write_jsonl(tmp_path / "shuffled.jsonl", list(reversed(corpus_records())))
     a, b = tmp_path / "a", tmp_path / "b"
-    engine(embedder).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(a), branching=3, top=3))
-    engine(embedder).skills_build(SkillsBuildRequest(sources=[str(shuffled)], output=str(b), branching=3, top=3))
+    engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(a), branching=3, top=3))
+    engine(embedder).skills.build(SkillsBuildRequest(sources=[str(shuffled)], output=str(b), branching=3, top=3))
     fa, fb = files_of(a), files_of(b)
     fa.pop("documents.json"), fb.pop("documents.json")  # sources differ (file names); the rest may not
     assert fa == fb
@@ -203,7 +203,7 @@ def test_same_corpus_and_seed_give_identical_bytes(tmp_path: Path, corpus: Path,
 
 def test_failed_build_leaves_output_untouched(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     out = tmp_path / "skills"
-    engine(embedder).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
+    engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
     before = files_of(out)
 
     class Broken(FakeEmbedder):
@@ -213,7 +213,7 @@ def test_failed_build_leaves_output_untouched(tmp_path: Path, corpus: Path, embe
             return super().encode(texts, progress)
 
     with pytest.raises(RuntimeError):
-        engine(Broken(dim=64, word=r"[a-z]+")).skills_build(
+        engine(Broken(dim=64, word=r"[a-z]+")).skills.build(
             SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=4, top=2))
     assert files_of(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "skills"]  # no temp folder left
@@ -221,7 +221,7 @@ def test_failed_build_leaves_output_untouched(tmp_path: Path, corpus: Path, embe
 
 def test_llm_summaries_labels_stages_and_free_rerun(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     llm = FakeLLM(summary_reply, cache=True)
-    rep = engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s"),
+    rep = engine(embedder, llm).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s"),
                                                                 branching=3, top=3))
     tree = load_tree(tmp_path / "s")
     n_leaves = len(tree.leaves())
@@ -230,7 +230,7 @@ def test_llm_summaries_labels_stages_and_free_rerun(tmp_path: Path, corpus: Path
     assert all(re.match(r"^label-[0-9a-f]{6}-words$", c.label) for c in tree.clusters.values())
     assert all(c.summary.startswith("Topic ") and "Key terms: alpha, beta." in c.summary for c in tree.clusters.values())
     assert tree.params.llm == "fake-llm"
-    rep2 = engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s"),
+    rep2 = engine(embedder, llm).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s"),
                                                                  branching=3, top=3))
     assert all(u.get("calls", 0) == 0 for u in rep2.llm_usage.values())  # all from the cache
     assert rep2.llm_usage["skills.summary"]["cache_hits"] == n_leaves
@@ -238,7 +238,7 @@ def test_llm_summaries_labels_stages_and_free_rerun(tmp_path: Path, corpus: Path
 
 def test_invalid_llm_reply_falls_back_to_extractive(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     llm = FakeLLM(default="not json at all")
-    rep = engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s"),
+    rep = engine(embedder, llm).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s"),
                                                                 branching=3, top=3))
     assert rep.warnings and "extractive summary used" in rep.warnings[0]
     assert all(c.summary for c in load_tree(tmp_path / "s").clusters.values())
@@ -246,7 +246,7 @@ def test_invalid_llm_reply_falls_back_to_extractive(tmp_path: Path, corpus: Path
 
 def test_compact_lists_leaves_in_parent(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     out = tmp_path / "c"
-    rep = engine(embedder).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3,
+    rep = engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3,
                                                            compact=True))
     tree = load_tree(out)
     assert rep.files == len([c for c in tree.clusters.values() if c.level > 1])
@@ -269,12 +269,12 @@ def test_add_resummarises_only_ancestors(tmp_path: Path, corpus: Path, embedder:
     llm = FakeLLM(summary_reply, cache=True)
     out = tmp_path / "s"
     eng = engine(embedder, llm)
-    eng.skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
     before = load_tree(out)
     new = write_jsonl(tmp_path / "new.jsonl", [{"id": "dns-new", "title": "New DNS guide",
                                                 "text": "domain dns record nameserver transfer registrar ssl domain dns"}])
     n_calls = len(llm.calls)
-    rep = eng.skills_add(SkillsAddRequest(folder=str(out), sources=[str(new)], drift=0.0))
+    rep = eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(new)], drift=0.0))
     after = load_tree(out)
     leaf = after.clusters[after.documents["dns-new"].cluster]
     path_ids = {c.id for c in after.ancestors(leaf.id)}
@@ -291,9 +291,9 @@ def test_add_with_drift_skips_small_changes_but_lists_the_document(tmp_path: Pat
     llm = FakeLLM(summary_reply, cache=True)
     out = tmp_path / "s"
     eng = engine(embedder, llm)
-    eng.skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=2))
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=2))
     new = write_jsonl(tmp_path / "new.jsonl", [{"id": "seo-new", "title": "SEO extra", "text": TOPICS["seo"]}])
-    rep = eng.skills_add(SkillsAddRequest(folder=str(out), sources=[str(new)], drift=0.5))
+    rep = eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(new)], drift=0.5))
     tree = load_tree(out)
     leaf = tree.clusters[tree.documents["seo-new"].cluster]
     assert rep.summaries < rep.touched
@@ -304,9 +304,9 @@ def test_add_with_drift_skips_small_changes_but_lists_the_document(tmp_path: Pat
 def test_add_splits_an_oversized_leaf(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     out = tmp_path / "s"
     eng = engine(embedder)
-    eng.skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
     extra = [{"id": f"vid-x{i}", "title": f"Video extra {i}", "text": TOPICS["video"] + f" clip{i} clip{i}"} for i in range(10)]
-    rep = eng.skills_add(SkillsAddRequest(folder=str(out), sources=[str(write_jsonl(tmp_path / "x.jsonl", extra))]))
+    rep = eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(write_jsonl(tmp_path / "x.jsonl", extra))]))
     tree = load_tree(out)
     assert rep.splits >= 1
     touched = [leaf for leaf in tree.leaves() if any(d.startswith("vid-x") for d in leaf.documents)]
@@ -320,11 +320,11 @@ def test_remove_drops_documents_and_empty_clusters(tmp_path: Path, corpus: Path,
     llm = FakeLLM(summary_reply, cache=True)
     out = tmp_path / "s"
     eng = engine(embedder, llm)
-    eng.skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=3))
     tree = load_tree(out)
     leaf = tree.leaves()[0]
     n_calls = len(llm.calls)
-    rep = eng.skills_remove(SkillsRemoveRequest(folder=str(out), ids=list(leaf.documents), drift=0.0))
+    rep = eng.skills.remove(SkillsRemoveRequest(folder=str(out), ids=list(leaf.documents), drift=0.0))
     after = load_tree(out)
     assert leaf.id not in after.clusters and rep.deleted_clusters >= 1
     assert not set(leaf.documents) & set(after.documents)
@@ -332,12 +332,12 @@ def test_remove_drops_documents_and_empty_clusters(tmp_path: Path, corpus: Path,
     ancestors = {c.id for c in tree.ancestors(leaf.id)[1:]}
     assert 0 < len(llm.calls) - n_calls <= len(ancestors) == rep.summaries
     with pytest.raises(InputError, match="no document 'nope'"):
-        eng.skills_remove(SkillsRemoveRequest(folder=str(out), ids=["nope"]))
+        eng.skills.remove(SkillsRemoveRequest(folder=str(out), ids=["nope"]))
 
 
 def test_update_refuses_a_folder_that_is_not_a_skill_tree(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     with pytest.raises(InputError, match="not a skill tree"):
-        engine(embedder).skills_add(SkillsAddRequest(folder=str(tmp_path), sources=[str(corpus)]))
+        engine(embedder).skills.add(SkillsAddRequest(folder=str(tmp_path), sources=[str(corpus)]))
 
 
 # -- CLI -----------------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def test_cli_bad_input_exits_2(tmp_path: Path, corpus: Path, cli_env: None, args
 
 
 def test_vectors_are_normalised(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
-    engine(embedder).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
+    engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
     v = load_vectors(tmp_path / "s")
     assert np.allclose(np.linalg.norm(v.doc_vectors, axis=1), 1.0, atol=1e-5)
     assert np.allclose(np.linalg.norm(v.cluster_vectors, axis=1), 1.0, atol=1e-5)
@@ -396,13 +396,13 @@ def test_vectors_are_normalised(tmp_path: Path, corpus: Path, embedder: FakeEmbe
 def test_llm_outage_stops_the_build_and_leaves_no_output(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     llm = FakeLLM(default=LLMRequestError("endpoint down after 4 retries"))
     with pytest.raises(LLMRequestError):
-        engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
+        engine(embedder, llm).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
     assert not (tmp_path / "s").exists()
 
 
 def test_missing_label_is_made_from_key_terms(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     llm = FakeLLM(default={"topic": "Things.", "questions": [], "key_terms": ["Domain Names", "DNS", "SSL", "x"]})
-    engine(embedder, llm).skills_build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
+    engine(embedder, llm).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
     tree = load_tree(tmp_path / "s")
     assert {c.label for c in tree.clusters.values()} == {"domain-names-dns-ssl"}
     assert len(llm.calls) == len(tree.clusters)  # no repair rounds
@@ -419,7 +419,7 @@ def test_compile_with_a_real_model_over_an_openai_endpoint(tmp_path: Path, embed
     records = [r for r in corpus_records(per_topic=4) if r["id"].split("-")[0] in ("payments", "domains")]
     src = write_jsonl(tmp_path / "two-topics.jsonl", records)
     request = SkillsBuildRequest(sources=[str(src)], output=str(tmp_path / "s"), branching=2, top=2, min_size=2)
-    rep = Engine(None, llama_settings, embedder=embedder).skills_build(request)
+    rep = Engine(None, llama_settings, embedder=embedder).skills.build(request)
     tree = load_tree(tmp_path / "s")
     n_leaves = len(tree.leaves())
     summary = rep.llm_usage["skills.summary"]
@@ -433,7 +433,7 @@ def test_compile_with_a_real_model_over_an_openai_endpoint(tmp_path: Path, embed
         fm = frontmatter(f.read_text())
         assert NAME_RE.match(fm["name"]) and len(json.loads(fm["description"])) <= 1024
     first = files_of(tmp_path / "s")
-    rep2 = Engine(None, llama_settings, embedder=embedder).skills_build(request)
+    rep2 = Engine(None, llama_settings, embedder=embedder).skills.build(request)
     assert all(u.get("calls", 0) == 0 for u in rep2.llm_usage.values())
     assert rep2.llm_usage["skills.summary"]["cache_hits"] >= n_leaves
     assert files_of(tmp_path / "s") == first

@@ -334,14 +334,14 @@ def test_the_json_protocol_is_used_without_native_tools(opened: OpenedSkills) ->
 
 def test_engine_skills_ask_both_navigators(folder: Path, tmp_path: Path) -> None:
     engine = Engine(None, Settings(), llm=FakeLLM({STAGE: list(WALK)}), embedder=EMB)
-    ans = engine.skills_ask(SkillsAskRequest(folder=str(folder), question="miso soup tofu", navigator="embedding", k=2))
+    ans = engine.skills.ask(SkillsAskRequest(folder=str(folder), question="miso soup tofu", navigator="embedding", k=2))
     assert ans.documents[0].doc_id == "d4" and ans.stopped == "ranked"
-    ans = engine.skills_ask(str(folder) and SkillsAskRequest(folder=str(folder), question="miso?"))
+    ans = engine.skills.ask(str(folder) and SkillsAskRequest(folder=str(folder), question="miso?"))
     assert ans.cited == ["d4"]
     with pytest.raises(InputError, match="not a skill tree"):
-        engine.skills_ask(SkillsAskRequest(folder=str(tmp_path), question="x"))
+        engine.skills.ask(SkillsAskRequest(folder=str(tmp_path), question="x"))
     with pytest.raises(LLMUnavailable):
-        Engine(None, Settings(), llm=FakeLLM(available=False), embedder=EMB).skills_ask(
+        Engine(None, Settings(), llm=FakeLLM(available=False), embedder=EMB).skills.ask(
             SkillsAskRequest(folder=str(folder), question="x"))
 
 

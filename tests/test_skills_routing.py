@@ -61,7 +61,7 @@ def corpus(tmp_path: Path) -> Path:
 def test_soft_build_lists_documents_twice_and_updates_keep_it(tmp_path: Path) -> None:
     eng = Engine(None, embedder=EMB)
     out = tmp_path / "s"
-    eng.skills_build(SkillsBuildRequest(sources=[str(corpus(tmp_path))], output=str(out), branching=3, top=2,
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus(tmp_path))], output=str(out), branching=3, top=2,
                                         min_size=2, no_llm=True, soft=1, soft_margin=2.0))
     tree = load_tree(out)
     assert tree.params.soft == 1 and tree.params.soft_margin == 2.0
@@ -80,14 +80,14 @@ def test_soft_build_lists_documents_twice_and_updates_keep_it(tmp_path: Path) ->
     # an add lists the new document in another leaf as well
     new = tmp_path / "new.jsonl"
     new.write_text(json.dumps({"id": "new", "title": "oven", "text": "bake bread oven yeast"}) + "\n", encoding="utf-8")
-    eng.skills_add(SkillsAddRequest(folder=str(out), sources=[str(new)], no_llm=True))
+    eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(new)], no_llm=True))
     after = load_tree(out)
     assert sum(c.also.count("new") for c in after.leaves()) == 1
 
 
 def test_no_soft_membership_by_request(tmp_path: Path) -> None:
     out = tmp_path / "s"
-    Engine(None, embedder=EMB).skills_build(SkillsBuildRequest(
+    Engine(None, embedder=EMB).skills.build(SkillsBuildRequest(
         sources=[str(corpus(tmp_path))], output=str(out), branching=3, top=2, min_size=2, no_llm=True, soft=0))
     tree = load_tree(out)
     assert not any(c.also for c in tree.leaves())
@@ -127,7 +127,7 @@ def test_leaf_pool_ranks_every_leaf_under_the_kept_parents(opened: OpenedSkills)
 def test_corpus_embedder_is_the_embedder_itself_unless_onnx() -> None:
     assert get_corpus_embedder(EMB, load_settings(env={})) is EMB
     eng = Engine(None, embedder=EMB)
-    assert eng.corpus_embedder() is EMB and eng.corpus_embedder(int8=True, tokens=64) is EMB
+    assert eng.providers.corpus_embedder() is EMB and eng.providers.corpus_embedder(int8=True, tokens=64) is EMB
 
 
 def test_build_records_how_documents_were_embedded(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_build_records_how_documents_were_embedded(tmp_path: Path) -> None:
         max_tokens = 128
 
     out = tmp_path / "s"
-    Engine(None, embedder=Int8(dim=64, word=r"\w+")).skills_build(SkillsBuildRequest(
+    Engine(None, embedder=Int8(dim=64, word=r"\w+")).skills.build(SkillsBuildRequest(
         sources=[str(corpus(tmp_path))], output=str(out), branching=3, top=2, no_llm=True))
     params = load_tree(out).params
     assert params.doc_int8 is True and params.doc_tokens == 128

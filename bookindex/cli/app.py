@@ -118,7 +118,7 @@ def llm_test(section: str = typer.Option("llm", "--section", help="llm or vlm.")
     if section not in ("llm", "vlm"):
         raise ConfigError(f"--section {section!r}: use llm or vlm")
     engine = Engine(settings=get_settings())
-    client = engine.llm if section == "llm" else engine.vlm
+    client = engine.providers.llm if section == "llm" else engine.providers.vlm
     if client is None:
         raise ConfigError("vlm.provider is none: configure a vision model first (vlm.provider, vlm.base_url)")
     provider = getattr(client, "provider", None)
@@ -147,7 +147,7 @@ def embed(text: str = typer.Argument(..., help="Text to embed.")) -> None:
     """Embed TEXT with the configured embedder and print the vector's dimension and norm."""
     import numpy as np
 
-    embedder = Engine(settings=get_settings()).embedder
+    embedder = Engine(settings=get_settings()).providers.embedder
     start = time.perf_counter()
     vec = embedder.encode([text])[0]
     console.print(f"model: {embedder.name}")

@@ -336,7 +336,7 @@ def tree_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
              leaves: bool = typer.Option(False, "--leaves", help="Also list text/table/image nodes.")) -> None:
     """Print the table of contents: node types, pages and child counts."""
     engine = engine_for(index_dir)
-    trees = [engine.tree(doc)] if doc else list(engine.trees())
+    trees = [engine.tree(doc)] if doc else [engine.tree(d.doc_id) for d in engine.documents()]
     if as_json:
         out = [t.to_nested(depth=depth) for t in trees]
         typer.echo(json.dumps(out[0] if doc else out, indent=2, ensure_ascii=False))

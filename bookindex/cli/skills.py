@@ -85,7 +85,7 @@ def build_cmd(
         elif event == "level":
             err.print(f"  level {info['level']}: {info['items']} items -> {info['clusters']} clusters; summarising ...")
 
-    report = _engine(ctx).skills_build(req, on_event=on_event, progress=not quiet)
+    report = _engine(ctx).skills.build(req, on_event=on_event, progress=not quiet)
     if as_json:
         _echo_json(report)
         return
@@ -117,7 +117,7 @@ def add_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Add documents: each goes to the nearest leaf; only touched clusters are re-summarised."""
-    report = _engine(ctx).skills_add(SkillsAddRequest(folder=str(folder), sources=[str(s) for s in sources],
+    report = _engine(ctx).skills.add(SkillsAddRequest(folder=str(folder), sources=[str(s) for s in sources],
                                                       drift=drift, no_llm=no_llm))
     _print_update(report, as_json)
 
@@ -132,7 +132,7 @@ def remove_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Remove documents by id; clusters left empty are dropped."""
-    report = _engine(ctx).skills_remove(SkillsRemoveRequest(folder=str(folder), ids=list(ids), drift=drift, no_llm=no_llm))
+    report = _engine(ctx).skills.remove(SkillsRemoveRequest(folder=str(folder), ids=list(ids), drift=drift, no_llm=no_llm))
     _print_update(report, as_json)
 
 
@@ -157,7 +157,7 @@ def tree_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Print the hierarchy: labels, folders and document counts."""
-    view = _engine(ctx).skills_tree(folder)
+    view = _engine(ctx).skills.tree(folder)
     if as_json:
         _echo_json(view)
         return

@@ -103,7 +103,7 @@ def ask_command(
     req = SkillsAskRequest(folder=str(folder), question=question, navigator=navigator,
                            k=k, beam=beam or None, max_rounds=max_rounds, protocol=protocol,
                            guided=guided)
-    ans = engine.skills_ask(req)
+    ans = engine.skills.ask(req)
     if as_json:
         typer.echo(ans.model_dump_json(indent=1))
         return

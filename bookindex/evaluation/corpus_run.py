@@ -131,19 +131,19 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], *, skills: Pa
     index_dir = default_index_dir(settings, bench.split)
     engine = Engine(None, settings, embedder=embedder, llm=llm)
     t0 = time.perf_counter()
-    folder = Path(skills) if skills is not None else flat_store(bench.data_dir, index_dir / "flat", engine.embedder, progress)
+    folder = Path(skills) if skills is not None else flat_store(bench.data_dir, index_dir / "flat", engine.providers.embedder, progress)
     store_seconds = time.perf_counter() - t0
     bench.skills = str(folder)
     rows = make_rows(methods, [], settings, corpus=str(folder))
     for row in rows:
         row.beam = beam
-    answering = llm if llm is not None else engine.llm
+    answering = llm if llm is not None else engine.providers.llm
     res = run_benchmark(bench, rows, ks, settings=settings, index_dir=index_dir, limit=limit, offset=offset,
-                        llm=answering, embedder=engine.embedder, progress=progress, command=command)
+                        llm=answering, embedder=engine.providers.embedder, progress=progress, command=command)
     names = [r.name for r in rows]
     costs = cost_summary(res.records, names, ks)
     res.meta.update({"skills": str(folder), "store_seconds": round(store_seconds, 2), "beam": beam})
-    tree = engine.open_skills(folder).tree
+    tree = engine.skills.open(folder).tree
     res.meta["tree"] = {"roots": len(tree.roots), "clusters": len(tree.clusters), "documents": len(tree.documents),
                         "params": vars(tree.params)}
     md = res.markdown.rstrip() + "\n\nDocument recall, all@k and navigation cost per question:\n\n" + cost_table(costs, ks) + "\n"

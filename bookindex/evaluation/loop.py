@@ -70,10 +70,10 @@ def open_engine(settings: Settings, index_dir: Path, *, llm: LLM | None = None,
     retrieval-only and the answering runs; the LLM then only answers.
     """
     if llm is None:
-        llm = Engine(None, settings).llm
+        llm = Engine(None, settings).providers.llm
     index_settings = settings.with_overrides({"llm.provider": "none"}) if index_without_llm else settings
     engine = Engine(index_dir, index_settings, embedder=embedder,
-                    llm=Engine(None, index_settings).llm if index_without_llm else llm)
+                    llm=Engine(None, index_settings).providers.llm if index_without_llm else llm)
     return engine, llm
 
 

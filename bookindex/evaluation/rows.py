@@ -64,16 +64,17 @@ def bind_rows(rows: Sequence[Row], indexer: Engine, llm: LLM) -> None:
     """Give each row an Engine over the indexer's library with the row's settings, the
     indexer's embedder and reranker, and the answering LLM (one of each for the whole run)."""
     for row in rows:
-        row.engine = Engine(indexer.root, row.settings, llm=llm, embedder=indexer.embedder,
-                            reranker=indexer.reranker, vlm=indexer.vlm)
+        p = indexer.providers
+        row.engine = Engine(indexer.root, row.settings, llm=llm, embedder=p.embedder,
+                            reranker=p.reranker, vlm=p.vlm)
 
 
 def retrieve_corpus(row: Row, question: str, k: int) -> tuple[list[Evidence], str | None, dict[str, Any]]:
     """A corpus row's ranked documents as evidence (snippet = the document's text, which the
     reader gets), the navigator's answer for skills-llm, and the navigation cost fields."""
     assert row.corpus is not None
-    ans = row.engine.skills_search(row.corpus, question, row.method, k=k, beam=row.beam)
-    docs = row.engine.open_skills(row.corpus).documents
+    ans = row.engine.skills.search(row.corpus, question, row.method, k=k, beam=row.beam)
+    docs = row.engine.skills.open(row.corpus).documents
     evidence = [Evidence(doc_id=d.doc_id, node_id=d.doc_id, type="document", page_idx=0, rank=i + 1,
                          snippet=f"{d.title}\n{docs[d.doc_id].text}" if d.doc_id in docs else d.title,
                          scores={"score": d.score}) for i, d in enumerate(ans.documents)]

@@ -220,7 +220,7 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
     def list_skills() -> list[dict[str, Any]]:
         out = []
         for name, path in sorted(folders.items()):
-            opened = engine.open_skills(path)
+            opened = engine.skills.open(path)
             out.append({"name": name, "documents": len(opened.documents), "clusters": len(opened.tree.clusters),
                         "roots": [opened.tree.clusters[r].path for r in opened.tree.roots]})
         return out
@@ -232,7 +232,7 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
         "folder (optional when only one is served). Descend into the groups whose summaries fit your question."))
     @_guard
     def view(path: str = "", skill: str | None = None) -> str:
-        return engine.skills_view(folder(skill), path).text
+        return engine.skills.view(folder(skill), path).text
 
     @mcp.tool(description=(
         "Read one document of a skill folder by its id (ids are listed in the leaf INDEX.md files that "
@@ -240,7 +240,7 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
         "a leaf group lists before answering from them."))
     @_guard
     def get_document(doc_id: str, skill: str | None = None) -> str:
-        return engine.skills_document(folder(skill), doc_id).text
+        return engine.skills.document(folder(skill), doc_id).text
 
     @mcp.tool(description=(
         "Rank a skill folder's documents for `query` by beam search down its hierarchy (embeddings, no LLM). "
@@ -249,7 +249,7 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
     @_guard
     def skills_search(query: str, skill: str | None = None, k: int = 10) -> list[dict[str, Any]]:
         k = max(1, min(k, MAX_K))
-        found = engine.skills_search(folder(skill), query, "skills-embedding", k=k)
+        found = engine.skills.search(folder(skill), query, "skills-embedding", k=k)
         return [d.model_dump(mode="json") for d in found.documents[:k]]
 
 

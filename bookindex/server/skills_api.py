@@ -58,7 +58,7 @@ def install(api: FastAPI, engine: Callable[[], Engine], folders: dict[str, Path]
         """The skill folders this server serves, by name."""
         out = []
         for name, path in sorted(folders.items()):
-            opened = engine().open_skills(path)
+            opened = engine().skills.open(path)
             out.append(SkillFolder(name=name, documents=len(opened.documents), clusters=len(opened.tree.clusters),
                                    roots=len(opened.tree.roots)))
         return out
@@ -66,18 +66,18 @@ def install(api: FastAPI, engine: Callable[[], Engine], folders: dict[str, Path]
     @api.get("/skills/{name}/tree", response_model=SkillsTreeView, tags=tags)
     def skills_tree(name: str) -> SkillsTreeView:
         """The hierarchy: every cluster's label, path, level, document count and description."""
-        return engine().skills_tree(folder(name))
+        return engine().skills.tree(folder(name))
 
     @api.get("/skills/{name}/view", response_model=SkillText, tags=tags)
     def skills_view(name: str, path: str = "") -> SkillText:
         """The navigator's `view`: a folder's listing (with its SKILL.md / INDEX.md) or a file."""
-        result = engine().skills_view(folder(name), path)
+        result = engine().skills.view(folder(name), path)
         return SkillText(target=result.target, text=result.text)
 
     @api.get("/skills/{name}/documents/{doc_id}", response_model=SkillText, tags=tags)
     def skills_document(name: str, doc_id: str) -> SkillText:
         """The navigator's `get_document`: a document's title and text (ids are listed in leaf INDEX.md files)."""
-        result = engine().skills_document(folder(name), doc_id)
+        result = engine().skills.document(folder(name), doc_id)
         return SkillText(target=result.target, text=result.text)
 
     @api.post("/skills/{name}/ask", response_model=SkillsAnswer, tags=tags)
@@ -85,4 +85,4 @@ def install(api: FastAPI, engine: Callable[[], Engine], folders: dict[str, Path]
         """Navigate the tree: `embedding` ranks documents by beam search (no LLM), `llm` lets the
         configured model walk it with view / get_document and answer citing what it read."""
         req = SkillsAskRequest(folder=str(folder(name)), question=body.question, navigator=body.navigator, k=body.k)
-        return engine().skills_ask(req)
+        return engine().skills.ask(req)

@@ -50,7 +50,7 @@ class LibraryAccess(Protocol):
 
     def search_document(self, doc_id: str, question: str, k: int = 10) -> list[Evidence]: ...
 
-    def browse_node(self, node_id: str) -> NodeLike: ...
+    def node(self, node_id: str) -> NodeLike: ...
 
     def pages(self, doc: str, pages: str) -> list[PageText]: ...
 
@@ -96,7 +96,7 @@ class LibraryTools:
             raise ToolError(f"get_node {node_id!r}: no such node in this library; node ids look like "
                             "<doc_id>-00042 and are listed in INDEX.md files and search_document results")
         try:
-            node = self.access.browse_node(nid)
+            node = self.access.node(nid)
         except InputError as exc:
             raise ToolError(f"get_node {node_id!r}: {exc}") from None
         text = node.text if len(node.text) <= NODE_CHARS else node.text[:NODE_CHARS] + " [... cut]"

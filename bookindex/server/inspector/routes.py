@@ -126,7 +126,7 @@ STATS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
 def _stats(request: Request, engine: Engine, doc_id: str) -> dict[str, Any]:
     """A document's graph and LLM statistics, computed once per generation (graph diameters
     take seconds on a large graph)."""
-    stored = engine.browse(doc_id)
+    stored = engine.cache.browse(doc_id)
     key = (doc_id, stored.dir.name)
     if key not in STATS_CACHE:
         s = engine.stats(doc_id)
@@ -145,7 +145,7 @@ def document(request: Request, doc: str) -> HTMLResponse:
     engine = _engine(request)
     try:
         info = engine.document(validate.doc_ref(doc))
-        stored = engine.browse(info.doc_id)
+        stored = engine.cache.browse(info.doc_id)
         tree = stored.tree
         pages = engine.page_info(info.doc_id)
     except (BookIndexError, Problem) as e:
@@ -159,7 +159,7 @@ def document(request: Request, doc: str) -> HTMLResponse:
 @router.get("/api/documents/{doc}/children/{node_id}")
 def children(request: Request, doc: str, node_id: str) -> JSONResponse:
     engine = _engine(request)
-    stored = engine.browse(validate.doc_ref(doc))
+    stored = engine.cache.browse(validate.doc_ref(doc))
     nid = validate.node_id(node_id)
     if nid not in stored.tree.nodes:
         raise Problem(404, f"{stored.name}: no node {nid}")
@@ -170,8 +170,8 @@ def children(request: Request, doc: str, node_id: str) -> JSONResponse:
 def node(request: Request, node_id: str) -> JSONResponse:
     """A node (the Engine's NodeView) with its boxes on every page it spans."""
     engine = _engine(request)
-    view = engine.browse_node(validate.node_id(node_id))
-    tree = engine.browse(view.doc_id).tree
+    view = engine.node(validate.node_id(node_id))
+    tree = engine.cache.browse(view.doc_id).tree
     n = tree.nodes[view.id]
     body = view.model_dump(mode="json", exclude={"image_file"})
     body.update(boxes=present.node_boxes(tree, view.id), entry=present.entry_name(n),
@@ -186,9 +186,9 @@ def graph(request: Request, doc: str, q: str = "", entity: str | None = None) ->
     try:
         info = engine.document(validate.doc_ref(doc))
         _srv(request).check_question(q)
-        found = engine.entities(info.doc_id, q, limit=50)
-        view = engine.entity(info.doc_id, validate.entity_id(entity)) if entity else None
-        tree = engine.browse(info.doc_id).tree
+        found = engine.graph.entities(info.doc_id, q, limit=50)
+        view = engine.graph.entity(info.doc_id, validate.entity_id(entity)) if entity else None
+        tree = engine.cache.browse(info.doc_id).tree
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     linked = [present.node_row(tree, tree.nodes[n]) for n in (view.node_ids if view else [])[:200]]
@@ -251,7 +251,7 @@ def _result(engine: Engine, answer: Answer, compare: list[str], edited: bool = F
     """Everything the ask template shows of an answer (and the baselines' evidence)."""
     a = answer.model_dump(mode="json")
     doc_id = a["doc"].get("doc_id", "")
-    tree = engine.browse(doc_id).tree if doc_id else None
+    tree = engine.cache.browse(doc_id).tree if doc_id else None
     pages = engine.page_info(doc_id) if doc_id else None
     boxes = present.evidence_boxes(tree, a["evidence"])
     baselines = []
@@ -282,10 +282,10 @@ def skills(request: Request, folder: str = "", question: str = "", k: int = Quer
     path = _skills_folder(choices, folder)
     if path is not None:
         try:
-            tree = engine.skills_tree(path).model_dump(mode="json")
+            tree = engine.skills.tree(path).model_dump(mode="json")
             if question.strip():
                 _srv(request).check_question(question)
-                nav = engine.skills_ask(SkillsAskRequest(folder=str(path), question=question, navigator="embedding",
+                nav = engine.skills.ask(SkillsAskRequest(folder=str(path), question=question, navigator="embedding",
                                                          k=k)).model_dump(mode="json")
         except BookIndexError as e:
             error = " ".join(str(e).split())
