@@ -12,7 +12,7 @@ from typing import Any
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
-from bookindex.operators import prompts
+from bookindex.operators import OPERATORS, prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import GroundedAnswer, grounded_answer
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
@@ -21,7 +21,7 @@ from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer,
 from bookindex.retrieval.baselines import run_baseline
 from bookindex.retrieval.executor import execute
 from bookindex.retrieval.planner import make_plan, retrieval_steps
-from bookindex.retrieval.plans import Plan
+from bookindex.retrieval.plans import Plan, Step
 
 METHODS = ("bookindex", "bm25", "dense", "hybrid", "chunks", "tree")
 Listener = Callable[[str, Any], None]  # (kind, data): the events of one question (`ask`)
@@ -159,10 +159,23 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
 
 def retrieval_plan(ctx: IndexContext, question: str) -> Plan:
     """The operator plan of a search: the single-hop retrieval steps (Extract, Select, Graph and
-    Text reasoning, Skyline) with no classification, decomposition, Map or Reduce, so a search
-    never asks a model to plan or to answer."""
-    return Plan(question=_check_question(question), query_type="single-hop", steps=retrieval_steps(ctx),
-                planner={"classifier": "none", "reason": "search: retrieval steps only, no Map/Reduce"})
+    Text reasoning, Skyline) with no classification, decomposition, Map or Reduce, and every step
+    that could ask a model (entity extraction, the section choice of Select_by_Section) told not
+    to: a search costs no LLM call and gives the same ranking with or without a model."""
+    return Plan(question=_check_question(question), query_type="single-hop",
+                steps=[_without_llm(s) for s in retrieval_steps(ctx)],
+                planner={"classifier": "none", "reason": "search: retrieval steps only, no Map/Reduce, no LLM"})
+
+
+def _without_llm(step: Step) -> Step:
+    """`step` (and its sub-steps and fallback) with `use_llm: false` where its operator takes it."""
+    op = OPERATORS.get(step.op)
+    params = dict(step.params)
+    if op is not None and "use_llm" in op.Params.model_fields:
+        params["use_llm"] = False
+    return step.model_copy(update={"params": params,
+                                   "steps": [_without_llm(s) for s in step.steps] if step.steps else step.steps,
+                                   "fallback": _without_llm(step.fallback) if step.fallback else None})
 
 
 def retrieve(ctx: IndexContext, question: str) -> list[Evidence]:

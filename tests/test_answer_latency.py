@@ -24,6 +24,7 @@ from bookindex.providers.llm.providers import physical_cores
 from bookindex.providers.llm.streaming import FieldStreamer, replay_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.planner import classify, classify_rules, rules_confident
+from bookindex.services.providers import ProviderSet
 from bookindex.storage.library import Library
 
 GROUNDED = prompts.Grounded.model_json_schema()
@@ -260,9 +261,9 @@ def test_cli_ask_streams_and_explains_the_llm_use(libdir, monkeypatch):
     from typer.testing import CliRunner
 
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: HashEmbedder(dim=256)))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: HashEmbedder(dim=256)))
     llm = FakeLLM({"answer": {"answer": "The beta run took 4.2 seconds [1]", "citations": [1]}}, cache=True)
-    monkeypatch.setattr(Engine, "llm", property(lambda self: llm))
+    monkeypatch.setattr(ProviderSet, "llm", property(lambda self: llm))
     q = "How many seconds did the beta run take when parsing?"
     res = CliRunner().invoke(app, ["ask", str(libdir), q, "--stream", "--explain"])
     assert res.exit_code == 0, res.output

@@ -16,6 +16,7 @@ from bookindex.api import open_library
 from bookindex.core.config import load_settings
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.engine import Engine
+from bookindex.services.providers import ProviderSet
 from bookindex.storage.library import Library
 
 COOKING = """# Cooking basics
@@ -129,7 +130,7 @@ def _cli(args, libdir):
 
 def test_cli_ask_json_explain_plan_and_run_plan(libdir, tmp_path, monkeypatch):
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: HashEmbedder(dim=256)))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: HashEmbedder(dim=256)))
     from bookindex.cli.app import app
     r = CliRunner()
     res = r.invoke(app, ["ask", str(libdir), "How many tables are in the document?", "--doc", "handbook.pdf", "--json"])

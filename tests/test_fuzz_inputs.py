@@ -24,6 +24,7 @@ from bookindex.cli.app import main
 from bookindex.core.limits import json_depth
 from bookindex.engine import Engine
 from bookindex.parsing.markdown import parse_markdown
+from bookindex.services.providers import ProviderSet
 from bookindex.storage.library import Library
 
 OK, FAIL, ANY = "ok", "fail", "any"
@@ -330,7 +331,7 @@ def base_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     emb = HashEmbedder()
     monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: emb))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
 

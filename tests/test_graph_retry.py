@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import LLMOutputError
-from bookindex.engine import Engine
 from bookindex.indexing.graph.extract_llm import BatchOut
+from bookindex.services.providers import ProviderSet
 from bookindex.storage.library import Library
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
@@ -159,8 +159,8 @@ def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_fi
 
     llm, script = scripted_llm(broken=BROKEN)
     emb = HashEmbedder()
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: emb))
-    monkeypatch.setattr(Engine, "llm", property(lambda self: llm))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: emb))
+    monkeypatch.setattr(ProviderSet, "llm", property(lambda self: llm))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()

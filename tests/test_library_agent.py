@@ -20,6 +20,7 @@ from bookindex.core.config import LLMSettings
 from bookindex.core.errors import LLMUnavailable
 from bookindex.engine import AskRequest, Engine
 from bookindex.providers.llm import Completion, LLMClient, get_llm
+from bookindex.services.providers import ProviderSet
 from bookindex.skills.agent import STAGE, NavAction, navigate
 from bookindex.skills.agent_tools import REGISTRY
 from bookindex.skills.answer import SkillsAskRequest
@@ -218,8 +219,8 @@ def test_cli_skills_ask_finds_the_library_it_was_built_from(built: tuple[Path, P
     vat = ids(engine(built, FakeLLM(available=False)))["vat.md"]
     llm = FakeLLM({STAGE: [{"action": "get_pages", "doc_id": vat, "pages": "1"},
                            {"action": "answer", "answer": "VAT rates are on page 1.", "cited": [vat]}]})
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: EMB))
-    monkeypatch.setattr(Engine, "llm", property(lambda self: llm))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: EMB))
+    monkeypatch.setattr(ProviderSet, "llm", property(lambda self: llm))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp / "cache"))
     r = CliRunner().invoke(app, ["skills", "ask", str(hier), "What are the VAT rates?", "--protocol", "json",
                                  "--explain"])

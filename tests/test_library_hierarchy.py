@@ -18,6 +18,7 @@ from bookindex.cli.app import app, main
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import AskRequest, Engine, SkillsBuildRequest
+from bookindex.services.providers import ProviderSet
 from bookindex.skills.docsummary import DOC_STAGE
 from bookindex.skills.hierarchy import HIERARCHY_FILE, load_hierarchy
 from bookindex.skills.model import load_tree
@@ -207,7 +208,7 @@ def test_a_hierarchy_of_another_library_is_refused(tmp_path: Path, library: Path
 
 @pytest.fixture
 def cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, embedder: FakeEmbedder) -> None:
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: embedder))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: embedder))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
 

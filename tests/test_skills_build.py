@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from bookindex.cli.app import app, main
 from bookindex.core.errors import InputError, LLMRequestError
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest, SkillsRemoveRequest
+from bookindex.services.providers import ProviderSet
 from bookindex.skills.corpus import content_id, load_corpus
 from bookindex.skills.materialise import SKILL_FILE
 from bookindex.skills.model import load_documents, load_tree, load_vectors
@@ -344,7 +345,7 @@ def test_update_refuses_a_folder_that_is_not_a_skill_tree(tmp_path: Path, corpus
 
 @pytest.fixture
 def cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, embedder: FakeEmbedder) -> None:
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: embedder))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: embedder))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
 
 

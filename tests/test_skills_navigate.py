@@ -18,6 +18,7 @@ from bookindex.core.config import LLMSettings, Settings
 from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.engine import Engine
 from bookindex.providers.llm import Completion, LLMClient
+from bookindex.services.providers import ProviderSet
 from bookindex.skills.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.answer import SkillsAskRequest
 from bookindex.skills.beam import auto_beam, beam_search
@@ -346,7 +347,7 @@ def test_engine_skills_ask_both_navigators(folder: Path, tmp_path: Path) -> None
 
 
 def test_cli_skills_ask(folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Engine, "embedder", property(lambda self: EMB))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: EMB))
     runner = CliRunner()
     res = runner.invoke(app, ["--set", "llm.provider=none", "skills", "ask", str(folder), "red planet storm",
                               "--navigator", "embedding", "--k", "2", "--explain"])

@@ -20,7 +20,8 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
-from bookindex.operators.textscore import get_text_index, query_vector
+from bookindex.operators.textscore import get_text_index
+from bookindex.operators.textscore import query_vector as context_query_vector
 from bookindex.retrieval.answer import TraceRecord
 from bookindex.services.documents import DocumentCache
 from bookindex.services.library_access import LibraryDocuments
@@ -94,7 +95,7 @@ class RoutingService:
         for d in docs:
             ctx = self.documents.open(d.doc_id)
             idx = get_text_index(ctx)
-            dense = idx.dense(query_vector(ctx, question))
+            dense = idx.dense(context_query_vector(ctx, question))
             score = float(dense.max()) if dense is not None and dense.size else float(idx.lexical(question).max(initial=0.0))
             scored.append((score, d))
         scored.sort(key=lambda t: (-t[0], t[1].doc_id))
