@@ -9,6 +9,10 @@ Two kinds of opened document are kept, each least recently used out:
   manual).
 Both are keyed by (doc_id, generation folder), so a re-indexed document is opened afresh and the
 superseded generation (with its reader lease) is dropped.
+
+It also keeps what is built over all of a library's documents at once (the document router, the
+pooled library-wide index), rebuilt when the catalog changes, and the skill folders opened for
+navigation, re-read when their skills.json changes: every opened thing of a process lives here.
 """
 
 from __future__ import annotations
@@ -16,13 +20,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.core.model import Node
 from bookindex.operators.context import IndexContext
 from bookindex.services.providers import ProviderSet
 from bookindex.services.views import DocumentInfo, NodeView, PageInfo
+from bookindex.skills.model import is_skill_dir
+from bookindex.skills.opened import OpenedSkills
 from bookindex.storage.library import Library, StoredDocument
+
+T = TypeVar("T")
 
 OPEN_DOCUMENTS = 16  # query contexts kept in memory (their derived views cost seconds to rebuild)
 BROWSED_DOCUMENTS = 8  # browsed documents kept (trees and graphs only)
@@ -39,6 +49,8 @@ class DocumentCache:
         self._browse_capacity = max(1, browse_capacity)
         self._opened: OrderedDict[tuple[str, str], IndexContext] = OrderedDict()
         self._browsed: OrderedDict[tuple[str, str], StoredDocument] = OrderedDict()
+        self._library_views: dict[str, tuple[tuple[tuple[str, str], ...], Any]] = {}
+        self._skill_folders: dict[str, tuple[int, OpenedSkills]] = {}
         self._lock = threading.RLock()
 
     @property
@@ -88,6 +100,33 @@ class DocumentCache:
                 del self._opened[key]
             for key in [k for k in self._browsed if k[0] == doc_id]:
                 del self._browsed[key]
+
+    def library_view(self, name: str, build: Callable[[list[StoredDocument]], T]) -> T:
+        """A view over all the library's documents (`build(documents)`), kept until the catalog
+        changes: the document router, the pooled library-wide index."""
+        docs = self.library.documents
+        key = tuple((d.doc_id, d.dir.name) for d in docs)
+        with self._lock:
+            kept = self._library_views.get(name)
+            if kept is not None and kept[0] == key:
+                return kept[1]
+        view = build(docs)
+        with self._lock:
+            self._library_views[name] = (key, view)
+        return view
+
+    def skill_folder(self, folder: str | Path) -> OpenedSkills:
+        """A skill folder opened once (re-read when its skills.json changes)."""
+        path = Path(folder).expanduser().resolve()
+        if not is_skill_dir(path):
+            raise InputError(f"{folder}: not a skill tree (no skills.json); build one with `bookindex skills build`")
+        stamp = (path / "skills.json").stat().st_mtime_ns
+        with self._lock:
+            kept = self._skill_folders.get(str(path))
+            if kept is None or kept[0] != stamp:
+                kept = (stamp, OpenedSkills(path))
+                self._skill_folders[str(path)] = kept
+            return kept[1]
 
     def _context(self, stored: StoredDocument) -> IndexContext:
         p = self.providers

@@ -10,7 +10,6 @@ The router and the pooled library-wide index are rebuilt only when the catalog c
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,8 +33,6 @@ from bookindex.skills.libnav import LibraryAnswer, decision_of
 from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
 from bookindex.storage.library import Library, StoredDocument
 
-CatalogKey = tuple[tuple[str, str], ...]
-
 
 class RoutingService:
     """Routes questions over the documents of one library."""
@@ -47,22 +44,11 @@ class RoutingService:
         self.documents = documents
         self.skills = skills
         self.access = access
-        self._lock = threading.Lock()
-        self._router: tuple[CatalogKey, LibraryRouter] | None = None
-        self._pooled: tuple[CatalogKey, PooledIndex] | None = None
 
     # -- the library router and the pooled index ---------------------------------------------
     def router(self) -> LibraryRouter:
         """The document router of the library as it is now (rebuilt when the catalog changes)."""
-        docs = self._library().documents
-        key = _catalog_key(docs)
-        with self._lock:
-            if self._router is not None and self._router[0] == key:
-                return self._router[1]
-        router = router_for(docs, self.providers.embedder)
-        with self._lock:
-            self._router = (key, router)
-        return router
+        return self.documents.library_view("router", lambda docs: router_for(docs, self.providers.embedder))
 
     def rank(self, question: str) -> list[RoutedDocument]:
         """Documents ranked for a question by the library router: what `ask` without a document
@@ -72,15 +58,9 @@ class RoutingService:
     def search(self, question: str, k: int = 10) -> list[Evidence]:
         """Flat library-wide search: every block of every document in one BM25 index (one IDF)
         and one vector matrix, fused by rank; the top k may come from several documents."""
-        docs = self._library().documents
-        key = _catalog_key(docs)
-        with self._lock:
-            pooled = self._pooled[1] if self._pooled is not None and self._pooled[0] == key else None
-        if pooled is None:
-            pooled = PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs])
-            with self._lock:
-                self._pooled = (key, pooled)
-        trees = {d.doc_id: d.tree for d in docs}
+        pooled = self.documents.library_view(
+            "pooled", lambda docs: PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs]))
+        trees = {d.doc_id: d.tree for d in self._library().documents}
         hits = pooled.search(question, self.query_vector(question), k=k)
         return [Evidence.from_node(trees[h.doc_id], trees[h.doc_id].nodes[h.node_id], scores={"pooled": h.score},
                                    rank=i) for i, h in enumerate(hits, 1)]
@@ -166,6 +146,3 @@ class RoutingService:
         n = float(np.linalg.norm(vec))
         return vec / n if n > 0 else vec
 
-
-def _catalog_key(docs: list[StoredDocument]) -> CatalogKey:
-    return tuple((d.doc_id, d.dir.name) for d in docs)

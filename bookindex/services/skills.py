@@ -8,7 +8,6 @@ navigator also gets the document tools (search_document, get_node, get_pages) ov
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from bookindex.skills import update as skills_update
 from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
 from bookindex.skills.hierarchy import Hierarchy, is_hierarchy, load_hierarchy
 from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.model import is_skill_dir, load_tree
+from bookindex.skills.model import load_tree
 from bookindex.skills.opened import OpenedSkills
 from bookindex.skills.requests import (
     SkillsAddRequest,
@@ -48,22 +47,11 @@ class SkillsService:
         self.providers = providers
         self._library_ids = library_ids
         self._documents = documents
-        self._opened: dict[str, tuple[str, OpenedSkills]] = {}
-        self._lock = threading.RLock()
 
     # -- reading ----------------------------------------------------------------------------
     def open(self, folder: str | Path) -> OpenedSkills:
         """A skill folder opened once (re-read when its skills.json changes)."""
-        path = Path(folder).expanduser().resolve()
-        if not is_skill_dir(path):
-            raise InputError(f"{folder}: not a skill tree (no skills.json); build one with `bookindex skills build`")
-        stamp = str((path / "skills.json").stat().st_mtime_ns)
-        with self._lock:
-            cached = self._opened.get(str(path))
-            if cached is None or cached[0] != stamp:
-                cached = (stamp, OpenedSkills(path))
-                self._opened[str(path)] = cached
-            return cached[1]
+        return self._documents.documents.skill_folder(folder)
 
     def tree(self, folder: str | Path) -> SkillsTreeView:
         """The hierarchy of a skill folder: labels, paths, counts, descriptions."""
