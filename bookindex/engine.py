@@ -35,19 +35,12 @@ from bookindex.providers.reranker import get_reranker
 from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.answer import TraceRecord
-from bookindex.skills import build as skills_build_mod
-from bookindex.skills import hierarchy as skills_hierarchy
-from bookindex.skills import libnav
-from bookindex.skills import navigate as skills_navigate
-from bookindex.skills import update as skills_update
-from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.hierarchy import Hierarchy, is_hierarchy, load_hierarchy
-from bookindex.skills.libnav import LibraryAnswer, decision_of
-from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.model import is_skill_dir, load_tree
-from bookindex.skills.opened import OpenedSkills
-from bookindex.skills.pages import PageText, pages_text, parse_pages
-from bookindex.skills.requests import (
+from bookindex.routing.pooled import PooledIndex
+from bookindex.routing.router import LibraryRouter, RoutedDocument, decision_of, router_for
+from bookindex.skills.compiler import build as skills_build_mod
+from bookindex.skills.compiler import hierarchy as skills_hierarchy
+from bookindex.skills.compiler import update as skills_update
+from bookindex.skills.compiler.requests import (
     SkillsAddRequest,
     SkillsBuildReport,
     SkillsBuildRequest,
@@ -55,9 +48,16 @@ from bookindex.skills.requests import (
     SkillsTreeView,
     SkillsUpdateReport,
 )
-from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
-from bookindex.skills.tools import ToolResult
-from bookindex.skills.treeview import tree_view
+from bookindex.skills.compiler.treeview import tree_view
+from bookindex.skills.model import Hierarchy, is_hierarchy, is_skill_dir, load_hierarchy, load_tree
+from bookindex.skills.navigator import libnav
+from bookindex.skills.navigator import navigate as skills_navigate
+from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
+from bookindex.skills.navigator.document_tools import DocumentTools
+from bookindex.skills.navigator.libnav import LibraryAnswer
+from bookindex.skills.navigator.opened import OpenedSkills
+from bookindex.skills.navigator.pages import PageText, pages_text, parse_pages
+from bookindex.skills.navigator.tool_result import ToolResult
 from bookindex.storage.batch import BatchItem, index_batch
 from bookindex.storage.library import CATALOG, Library, StoredDocument
 from bookindex.storage.runners import make_runner
@@ -627,7 +627,7 @@ class Engine:
 
     def route_documents(self, question: str) -> list[RoutedDocument]:
         """Documents ranked for a question by the library router (node, lexical and document
-        signals fused; `bookindex.skills.router`): what `ask` without a document routes by."""
+        signals fused; `bookindex.routing.router`): what `ask` without a document routes by."""
         qvec = self._query_vector(question)
         return self.library_router().rank(question, qvec)
 
@@ -685,13 +685,13 @@ class Engine:
                              f"({', '.join(missing[:3])}); rebuild it with `bookindex skills build LIB --documents`")
         return hier
 
-    def library_tools(self, folder: str | Path) -> LibraryTools | None:
+    def library_tools(self, folder: str | Path) -> DocumentTools | None:
         """The LLM navigator's tools at a document (search_document, get_node, get_pages) when
         `folder` is a library hierarchy and this Engine holds its library; None otherwise."""
         opened = self.open_skills(folder)
         if not is_hierarchy(opened.folder) or self._root is None or not self.exists():
             return None
-        return LibraryTools(self, self._hierarchy_of(opened))
+        return DocumentTools(self, self._hierarchy_of(opened))
 
     # -- skills (Corpus2Skill): questions to a compiled skill folder ---------------------------
     def open_skills(self, folder: str | Path) -> OpenedSkills:
