@@ -50,9 +50,7 @@ from bookindex.services.views import (
     PageInfo,
     RouteChoice,
 )
-from bookindex.skills.libnav import LibraryAnswer
-from bookindex.skills.pages import PageText
-from bookindex.skills.requests import (
+from bookindex.skills.compiler.requests import (
     SkillsAddRequest,
     SkillsBuildReport,
     SkillsBuildRequest,
@@ -60,6 +58,8 @@ from bookindex.skills.requests import (
     SkillsTreeView,
     SkillsUpdateReport,
 )
+from bookindex.skills.navigator.libnav import LibraryAnswer
+from bookindex.skills.navigator.pages import PageText
 from bookindex.storage.batch import BatchItem, index_batch
 from bookindex.storage.library import CATALOG, Library
 from bookindex.storage.runners import make_runner

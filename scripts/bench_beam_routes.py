@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.providers.embedding import get_embedder  # noqa: E402
-from bookindex.skills.beam import beam_search  # noqa: E402
-from bookindex.skills.cluster import soft_members  # noqa: E402
-from bookindex.skills.opened import OpenedSkills  # noqa: E402
+from bookindex.skills.compiler.cluster import soft_members  # noqa: E402
+from bookindex.skills.navigator.beam import beam_search  # noqa: E402
+from bookindex.skills.navigator.opened import OpenedSkills  # noqa: E402
 
 
 class CachedQueries:

@@ -36,8 +36,8 @@ from bench_skills_build import CachingEmbedder, write_jsonl  # noqa: E402
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest  # noqa: E402
 from bookindex.providers.embedding import get_corpus_embedder, get_embedder  # noqa: E402
-from bookindex.skills.beam import beam_search  # noqa: E402
-from bookindex.skills.opened import OpenedSkills  # noqa: E402
+from bookindex.skills.navigator.beam import beam_search  # noqa: E402
+from bookindex.skills.navigator.opened import OpenedSkills  # noqa: E402
 
 ROUTES = ("members", "centroid")
 

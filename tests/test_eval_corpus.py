@@ -14,7 +14,7 @@ from bookindex.core.errors import InputError
 from bookindex.evaluation.corpus import READER_STAGE, corpus_scores, load_corpus, load_questions
 from bookindex.evaluation.corpus_run import run
 from bookindex.evaluation.text_metrics import answer_scores, bleu, rouge, token_f1
-from bookindex.skills.agent import STAGE
+from bookindex.skills.navigator.agent import STAGE
 
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 QUESTIONS = [

@@ -21,9 +21,9 @@ from bookindex.core.errors import LLMUnavailable
 from bookindex.engine import AskRequest, Engine
 from bookindex.providers.llm import Completion, LLMClient, get_llm
 from bookindex.services.providers import ProviderSet
-from bookindex.skills.agent import STAGE, NavAction, navigate
-from bookindex.skills.agent_tools import REGISTRY
-from bookindex.skills.answer import SkillsAskRequest
+from bookindex.skills.navigator.agent import STAGE, NavAction, navigate
+from bookindex.skills.navigator.answer import SkillsAskRequest
+from bookindex.skills.navigator.tool_registry import REGISTRY
 
 EMB = FakeEmbedder(dim=64, word=r"[a-z]+")
 

@@ -19,9 +19,8 @@ from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import AskRequest, Engine, SkillsBuildRequest
 from bookindex.services.providers import ProviderSet
-from bookindex.skills.docsummary import DOC_STAGE
-from bookindex.skills.hierarchy import HIERARCHY_FILE, load_hierarchy
-from bookindex.skills.model import load_tree
+from bookindex.skills.compiler.docsummary import DOC_STAGE
+from bookindex.skills.model import HIERARCHY_FILE, load_hierarchy, load_tree
 
 NAME_RE = re.compile(r"^[a-z0-9-]{1,64}$")
 TOPICS = {

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bookindex.skills.namematch import NameMatcher, name_words, question_words
-from bookindex.skills.router import LibraryRouter
+from bookindex.routing.names import NameMatcher, name_words, question_words
+from bookindex.routing.router import LibraryRouter
 
 
 @pytest.mark.parametrize("question, words", [

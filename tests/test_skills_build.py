@@ -20,10 +20,10 @@ from bookindex.cli.app import app, main
 from bookindex.core.errors import InputError, LLMRequestError
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest, SkillsRemoveRequest
 from bookindex.services.providers import ProviderSet
-from bookindex.skills.corpus import content_id, load_corpus
-from bookindex.skills.materialise import SKILL_FILE
+from bookindex.skills.compiler.corpus import content_id, load_corpus
+from bookindex.skills.compiler.materialise import SKILL_FILE
+from bookindex.skills.compiler.summarise import slug
 from bookindex.skills.model import load_documents, load_tree, load_vectors
-from bookindex.skills.summarise import slug
 from bookindex.storage.library import Library
 
 TOPICS = {

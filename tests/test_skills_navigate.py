@@ -19,14 +19,14 @@ from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.engine import Engine
 from bookindex.providers.llm import Completion, LLMClient
 from bookindex.services.providers import ProviderSet
-from bookindex.skills.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
-from bookindex.skills.answer import SkillsAskRequest
-from bookindex.skills.beam import auto_beam, beam_search
-from bookindex.skills.context_fit import CHARS_PER_TOKEN, fit
-from bookindex.skills.flat import flat_search
-from bookindex.skills.guide import Guide, guide_for
-from bookindex.skills.opened import OpenedSkills
-from bookindex.skills.tools import ToolError
+from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
+from bookindex.skills.navigator.answer import SkillsAskRequest
+from bookindex.skills.navigator.beam import auto_beam, beam_search
+from bookindex.skills.navigator.context_fit import CHARS_PER_TOKEN, fit
+from bookindex.skills.navigator.flat import flat_search
+from bookindex.skills.navigator.guide import Guide, guide_for
+from bookindex.skills.navigator.opened import OpenedSkills
+from bookindex.skills.navigator.tool_result import ToolError
 
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 
@@ -377,7 +377,7 @@ def test_agent_with_a_real_model_keeps_the_protocol(opened: OpenedSkills, llama_
 
 
 def test_lookahead_judges_a_parent_by_its_best_child(opened: OpenedSkills) -> None:
-    from bookindex.skills.beam import cluster_score
+    from bookindex.skills.navigator.beam import cluster_score
 
     q = EMB.encode(["tofu seaweed dashi"])[0]
     for c in opened.tree.clusters.values():

@@ -17,10 +17,10 @@ from bookindex.core.config import load_settings
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest
 from bookindex.providers.embedding import get_corpus_embedder, get_embedder
 from bookindex.providers.embedding_onnx import OnnxEmbedder
-from bookindex.skills.beam import beam_search
-from bookindex.skills.cluster import soft_members
+from bookindex.skills.compiler.cluster import soft_members
 from bookindex.skills.model import load_tree
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.navigator.beam import beam_search
+from bookindex.skills.navigator.opened import OpenedSkills
 
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 

@@ -25,7 +25,7 @@ from bookindex.engine import (
     SkillsTreeView,
     SkillsUpdateReport,
 )
-from bookindex.skills.requests import DEFAULT_DRIFT, SOFT, SOFT_MARGIN, SkillNodeView
+from bookindex.skills.compiler.requests import DEFAULT_DRIFT, SOFT, SOFT_MARGIN, SkillNodeView
 
 skills_app = typer.Typer(no_args_is_help=True, help="Compile a corpus into a navigable skill tree (Corpus2Skill).")
 skills_app.command("ask")(ask_command)

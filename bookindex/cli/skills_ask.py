@@ -20,8 +20,8 @@ import typer
 from bookindex.cli.context import engine_for, get_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import Engine
-from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.hierarchy import is_hierarchy, load_hierarchy
+from bookindex.skills.model import is_hierarchy, load_hierarchy
+from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
 
 
 def _console(stderr: bool = False) -> Any:

@@ -15,7 +15,7 @@ import typer
 
 from bookindex.cli.context import engine_for
 from bookindex.core.errors import InputError
-from bookindex.skills.libnav import LibraryAnswer
+from bookindex.skills.navigator.libnav import LibraryAnswer
 
 
 def _console() -> Any:

@@ -22,7 +22,7 @@ from bookindex.core.errors import InputError
 from bookindex.evaluation.answering import build_context
 from bookindex.evaluation.benchmark import Corpus, EvidenceScore, Group, Meta, Record, Retrieved
 from bookindex.evaluation.text_metrics import answer_scores
-from bookindex.skills.corpus import jsonl_records
+from bookindex.skills.compiler.corpus import jsonl_records
 
 LABELS = {"SUPPORT", "CONTRADICT"}  # SciFact's verdicts are not answers to score text against
 READER_STAGE = "eval_answer"

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bookindex.engine import Engine
 from bookindex.server.problem import Problem
-from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.requests import SkillsTreeView
+from bookindex.skills.compiler.requests import SkillsTreeView
+from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
 
 
 class SkillFolder(BaseModel):

@@ -29,7 +29,7 @@ from bookindex.operators.context import IndexContext
 from bookindex.services.providers import ProviderSet
 from bookindex.services.views import DocumentInfo, NodeView, PageInfo
 from bookindex.skills.model import is_skill_dir
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.navigator.opened import OpenedSkills
 from bookindex.storage.library import Library, StoredDocument
 
 T = TypeVar("T")

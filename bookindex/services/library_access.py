@@ -11,7 +11,7 @@ from bookindex.core.model import DocumentTree, Evidence
 from bookindex.retrieval import api as retrieval_api
 from bookindex.services.documents import DocumentCache
 from bookindex.services.views import NodeView
-from bookindex.skills.pages import PageText, pages_text, parse_pages
+from bookindex.skills.navigator.pages import PageText, pages_text, parse_pages
 
 
 class LibraryDocuments:

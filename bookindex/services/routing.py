@@ -22,15 +22,16 @@ from bookindex.core.model import Evidence
 from bookindex.operators.textscore import get_text_index
 from bookindex.operators.textscore import query_vector as context_query_vector
 from bookindex.retrieval.answer import TraceRecord
+from bookindex.routing.pooled import PooledIndex
+from bookindex.routing.router import LibraryRouter, RoutedDocument, decision_of, router_for
 from bookindex.services.documents import DocumentCache
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
 from bookindex.services.skills import SkillsService
 from bookindex.services.views import RouteChoice
-from bookindex.skills import libnav
-from bookindex.skills.answer import SkillsAskRequest
-from bookindex.skills.libnav import LibraryAnswer, decision_of
-from bookindex.skills.router import LibraryRouter, PooledIndex, RoutedDocument, router_for
+from bookindex.skills.navigator import libnav
+from bookindex.skills.navigator.answer import SkillsAskRequest
+from bookindex.skills.navigator.libnav import LibraryAnswer
 from bookindex.storage.library import Library, StoredDocument
 
 

@@ -17,16 +17,10 @@ from bookindex.core.events import Events
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
-from bookindex.skills import build as skills_build
-from bookindex.skills import hierarchy as skills_hierarchy
-from bookindex.skills import navigate as skills_navigate
-from bookindex.skills import update as skills_update
-from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.hierarchy import Hierarchy, is_hierarchy, load_hierarchy
-from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.model import load_tree
-from bookindex.skills.opened import OpenedSkills
-from bookindex.skills.requests import (
+from bookindex.skills.compiler import build as skills_build
+from bookindex.skills.compiler import hierarchy as skills_hierarchy
+from bookindex.skills.compiler import update as skills_update
+from bookindex.skills.compiler.requests import (
     SkillsAddRequest,
     SkillsBuildReport,
     SkillsBuildRequest,
@@ -34,8 +28,13 @@ from bookindex.skills.requests import (
     SkillsTreeView,
     SkillsUpdateReport,
 )
-from bookindex.skills.tools import ToolResult
-from bookindex.skills.treeview import tree_view
+from bookindex.skills.compiler.treeview import tree_view
+from bookindex.skills.model import Hierarchy, is_hierarchy, load_hierarchy, load_tree
+from bookindex.skills.navigator import navigate as skills_navigate
+from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
+from bookindex.skills.navigator.document_tools import DocumentTools
+from bookindex.skills.navigator.opened import OpenedSkills
+from bookindex.skills.navigator.tool_result import ToolResult
 
 LibraryIds = Callable[[], set[str] | None]  # the doc ids of the library this process holds, None without one
 
@@ -77,13 +76,13 @@ class SkillsService:
                              f"({', '.join(missing[:3])}); rebuild it with `bookindex skills build LIB --documents`")
         return hier
 
-    def library_tools(self, folder: str | Path) -> LibraryTools | None:
+    def library_tools(self, folder: str | Path) -> DocumentTools | None:
         """The LLM navigator's tools at a document (search_document, get_node, get_pages) when
         `folder` is a library hierarchy and this process holds its library; None otherwise."""
         opened = self.open(folder)
         if not is_hierarchy(opened.folder) or self._library_ids() is None:
             return None
-        return LibraryTools(self._documents, self.hierarchy(opened))
+        return DocumentTools(self._documents, self.hierarchy(opened))
 
     # -- questions ----------------------------------------------------------------------------
     def ask(self, request: SkillsAskRequest | str, **fields: Any) -> SkillsAnswer:

@@ -5,7 +5,12 @@ A skill folder holds
 - `skills.json`: this module's `SkillTree` (clusters, their paths, summaries and members),
 - `vectors.npz`: document and cluster-summary embeddings (the no-LLM navigator and incremental
   updates need them; `doc_ids`/`doc_vectors`, `cluster_ids`/`cluster_vectors`, float32, L2-normed),
-- the document store: `documents.json` (`{doc_id: {"title", "text", "source"}}`, as in the paper).
+- the document store: `documents.json` (`{doc_id: {"title", "text", "source"}}`, as in the paper),
+- for a library hierarchy (`skills build LIB --documents`), `hierarchy.json`: this module's
+  `Hierarchy`, where each document's own skill folder and its sections' folders sit.
+
+The compiler (`skills.compiler`) writes these files and the navigators (`skills.navigator`) read
+them; this module is all the two share.
 
 Plain dataclasses and JSON on purpose: a tree must be byte-identical for the same corpus and
 seed, and diffable by a person.
@@ -29,6 +34,8 @@ FORMAT = "bookindex-skills/1"
 TREE_FILE = "skills.json"
 VECTORS_FILE = "vectors.npz"
 DOCUMENTS_FILE = "documents.json"
+HIERARCHY_FILE = "hierarchy.json"
+HIERARCHY_FORMAT = "bookindex-hierarchy/1"
 
 
 @dataclass
@@ -201,3 +208,51 @@ def load_documents(folder: str | Path) -> dict[str, CorpusDocument]:
 def save_documents(folder: str | Path, docs: dict[str, CorpusDocument]) -> None:
     write_json_atomic(Path(folder) / DOCUMENTS_FILE,
                       {k: {"title": d.title, "text": d.text, "source": d.source} for k, d in sorted(docs.items())})
+
+
+# -- a library hierarchy (`skills build LIB --documents`): where each document's skill sits ----
+@dataclass
+class HierDocument:
+    """Where one document's skill sits in the tree, and what it was rendered from."""
+
+    name: str
+    pages: int
+    path: str                          # the document's skill folder, relative to the root
+    hash: str
+    library: str                       # the library folder it was read from
+    sections: dict[str, str] = field(default_factory=dict)   # node id -> folder relative to `path`
+
+
+@dataclass
+class Hierarchy:
+    documents: dict[str, HierDocument]
+    format: str = HIERARCHY_FORMAT
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.format, "documents": {k: asdict(v) for k, v in sorted(self.documents.items())}}
+
+    def document(self, doc_id: str) -> HierDocument:
+        try:
+            return self.documents[doc_id]
+        except KeyError:
+            raise InputError(f"no document {doc_id!r} in this hierarchy") from None
+
+
+def is_hierarchy(folder: str | Path) -> bool:
+    return (Path(folder) / HIERARCHY_FILE).is_file()
+
+
+def load_hierarchy(folder: str | Path) -> Hierarchy:
+    path = Path(folder) / HIERARCHY_FILE
+    if not path.is_file():
+        raise InputError(f"{folder}: not a library hierarchy (no {HIERARCHY_FILE}); build one with "
+                         "`bookindex skills build LIB --documents -o DIR`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != HIERARCHY_FORMAT:
+            raise InputError(f"{path}: unknown format {data.get('format')!r}, expected {HIERARCHY_FORMAT!r}")
+        return Hierarchy({k: HierDocument(**v) for k, v in data["documents"].items()})
+    except InputError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: damaged hierarchy ({exc})") from None

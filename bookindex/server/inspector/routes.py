@@ -23,7 +23,7 @@ from bookindex.server import validate
 from bookindex.server.auth import COOKIE
 from bookindex.server.inspector import present
 from bookindex.server.problem import Problem, status_of
-from bookindex.skills.answer import SkillsAskRequest
+from bookindex.skills.navigator.answer import SkillsAskRequest
 
 if TYPE_CHECKING:
     from bookindex.server.app import Server

@@ -9,11 +9,10 @@ and documents are evidence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bookindex.core.errors import InputError
 from bookindex.skills.model import DOCUMENTS_FILE, TREE_FILE, VECTORS_FILE, CorpusDocument
+from bookindex.skills.navigator.tool_result import ToolError, ToolResult
 
 NAV_SUFFIX = ".md"
 HIDDEN = {TREE_FILE, VECTORS_FILE, DOCUMENTS_FILE}  # bookindex's data files, not the agent's
@@ -28,28 +27,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= VIEW_CHARS else text[:VIEW_CHARS] + "\n[... cut]"
 
 
-class ToolError(InputError):
-    """A refused tool call: the message goes back to the model, which can try again."""
-
-
-@dataclass(frozen=True)
-class ReadNode:
-    """A block the agent read (a search result, a node, a page's block): what it may cite."""
-
-    doc_id: str
-    node_id: str
-    page: int           # 1-based
-
-
-@dataclass
-class ToolResult:
-    text: str
-    target: str  # the normalised path or the document id
-    doc_id: str = ""    # the document read ("" for navigation files): evidence, citable
-    read: list[ReadNode] = field(default_factory=list)
-
-
-class SkillTools:
+class FolderTools:
     """`view` and `get_document` bound to one skill folder and its document store."""
 
     def __init__(self, root: str | Path, documents: dict[str, CorpusDocument]) -> None:

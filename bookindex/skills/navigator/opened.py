@@ -25,7 +25,7 @@ from bookindex.skills.model import (
     load_tree,
     load_vectors,
 )
-from bookindex.skills.tools import SkillTools
+from bookindex.skills.navigator.folder_tools import FolderTools
 
 NAV_FILES = ("SKILL.md", "INDEX.md")
 
@@ -38,7 +38,7 @@ class OpenedSkills:
         self.tree: SkillTree = load_tree(self.folder)
         self.vectors: TreeVectors = load_vectors(self.folder)
         self.documents: dict[str, CorpusDocument] = load_documents(self.folder)
-        self.tools = SkillTools(self.folder, self.documents)
+        self.tools = FolderTools(self.folder, self.documents)
         self._lock = threading.Lock()
         self._doc_row = {d: i for i, d in enumerate(self.vectors.doc_ids)}
         self._cluster_row = {c: i for i, c in enumerate(self.vectors.cluster_ids)}

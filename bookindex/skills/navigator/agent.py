@@ -27,8 +27,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.protocols import LLM, Embedder
-from bookindex.skills.agent_tools import REGISTRY, Toolbox
-from bookindex.skills.answer import (
+from bookindex.skills.navigator.answer import (
     CitedNode,
     NavStep,
     Protocol,
@@ -38,11 +37,12 @@ from bookindex.skills.answer import (
     ToolName,
     count_tokens,
 )
-from bookindex.skills.context_fit import budget_chars, fit
-from bookindex.skills.guide import Guide, guide_for
-from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.opened import NAV_FILES, OpenedSkills
-from bookindex.skills.tools import ReadNode, ToolError, ToolResult
+from bookindex.skills.navigator.context_fit import budget_chars, fit
+from bookindex.skills.navigator.document_tools import DocumentTools
+from bookindex.skills.navigator.guide import Guide, guide_for
+from bookindex.skills.navigator.opened import NAV_FILES, OpenedSkills
+from bookindex.skills.navigator.tool_registry import REGISTRY, Toolbox
+from bookindex.skills.navigator.tool_result import ReadNode, ToolError, ToolResult
 
 STAGE = "skills_navigate"
 ACTION_TOKENS = 512      # one action or a short answer; also bounds a runaway reply's cost
@@ -260,7 +260,7 @@ def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
 
 
 def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int = 10,
-             protocol: Protocol = "auto", library: LibraryTools | None = None,
+             protocol: Protocol = "auto", library: DocumentTools | None = None,
              embedder: Embedder | None = None, guided: bool = True) -> SkillsAnswer:
     """Let the LLM walk the tree and answer; native tool calls when the client supports them.
     `library`: the tools at a document of a library hierarchy (search_document, get_node,
@@ -314,7 +314,7 @@ def _context_size(llm: Any) -> int:
     return size if isinstance(size, int) and size > 0 else DEFAULT_CONTEXT
 
 
-def _title(opened: OpenedSkills, library: LibraryTools | None, doc_id: str) -> str:
+def _title(opened: OpenedSkills, library: DocumentTools | None, doc_id: str) -> str:
     if doc_id in opened.documents:
         return opened.documents[doc_id].title
     if library is not None and doc_id in library.hierarchy.documents:

@@ -14,24 +14,13 @@ from typing import Any
 import numpy as np
 
 from bookindex.core.protocols import Embedder
-from bookindex.skills.cluster import cap_size, centroid, n_groups, normalise, partition, soft_members
+from bookindex.skills.compiler.cluster import cap_size, centroid, n_groups, normalise, partition, soft_members
+from bookindex.skills.compiler.summarise import ClusterInput, Summariser, Summary, clip, doc_line, slug
 from bookindex.skills.model import BuildParams, Cluster, CorpusDocument, DocumentEntry, SkillTree, TreeVectors
-from bookindex.skills.summarise import ClusterInput, Summariser, Summary, clip, doc_line, slug
 
 Events = Callable[[str, dict[str, Any]], None]
 DESCRIPTION_CHARS = 1024
 GROUP_MIN_SIZE = 2  # above level 1: a group of one sub-group would only add a folder
-
-
-def embed_documents(docs: Sequence[CorpusDocument], embedder: Embedder, chars: int, progress: bool = False) -> np.ndarray:
-    """Title and text, truncated to `chars`, embedded and L2-normalised."""
-    if not docs:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
-    return normalise(embedder.encode([document_text(d)[:chars] for d in docs], progress=progress))
-
-
-def document_text(doc: CorpusDocument) -> str:
-    return f"{doc.title}\n{doc.text}" if doc.title and not doc.text.startswith(doc.title) else doc.text
 
 
 def compile_tree(docs: Sequence[CorpusDocument], doc_vectors: np.ndarray, params: BuildParams,

@@ -21,8 +21,8 @@ import numpy as np
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
 from bookindex.retrieval.baselines.methods import rrf_fuse
-from bookindex.skills.answer import NavStep, RankedDocument, SkillsAnswer, SkillsUsage, count_tokens
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.navigator.answer import NavStep, RankedDocument, SkillsAnswer, SkillsUsage, count_tokens
+from bookindex.skills.navigator.opened import OpenedSkills
 
 FUSE_DEPTH = 200  # ranks of each list fused by hybrid (deeper ones cannot reach a top 10 by RRF)
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from bookindex.core.atomic import write_text_atomic
 from bookindex.core.errors import InputError
+from bookindex.skills.compiler.summarise import clip
 from bookindex.skills.model import Cluster, CorpusDocument, SkillTree, TreeVectors, is_skill_dir, save_documents, save_tree, save_vectors
-from bookindex.skills.summarise import clip
 
 SKILL_FILE = "SKILL.md"
 TITLE_CHARS = 90  # of a title in a leaf listing (documents.json keeps it whole)

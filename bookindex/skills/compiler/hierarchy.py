@@ -17,13 +17,11 @@ not rewritten and cost no summary. The folder is built beside the target and ren
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,69 +29,21 @@ from typing import Any
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
-from bookindex.skills.build import build_params, make_summariser, usage_delta, uses_llm
-from bookindex.skills.compile import compile_tree, embed_documents
-from bookindex.skills.corpus import is_library, load_library
-from bookindex.skills.docskill import DocumentSkill, document_hash, folder_for, render_document
-from bookindex.skills.docsummary import DocumentSummariser, ExtractiveDocumentSummariser, LLMDocumentSummariser
-from bookindex.skills.materialise import check_output, file_of, swap_in, write_folder
-from bookindex.skills.model import Cluster, SkillTree
-from bookindex.skills.requests import SkillsBuildReport, SkillsBuildRequest
+from bookindex.routing.document_text import embed_documents
+from bookindex.skills.compiler.build import build_params, make_summariser, usage_delta, uses_llm
+from bookindex.skills.compiler.compile import compile_tree
+from bookindex.skills.compiler.corpus import is_library, load_library
+from bookindex.skills.compiler.docskill import DocumentSkill, document_hash, folder_for, render_document
+from bookindex.skills.compiler.docsummary import DocumentSummariser, ExtractiveDocumentSummariser, LLMDocumentSummariser
+from bookindex.skills.compiler.materialise import check_output, file_of, swap_in, write_folder
+from bookindex.skills.compiler.requests import SkillsBuildReport, SkillsBuildRequest
+from bookindex.skills.model import HIERARCHY_FILE, Cluster, Hierarchy, HierDocument, SkillTree, is_hierarchy, load_hierarchy
 from bookindex.storage.library import Library, StoredDocument
 
-HIERARCHY_FILE = "hierarchy.json"
-HIERARCHY_FORMAT = "bookindex-hierarchy/1"
 NEXT_SKILLS = ("Each document above is also a skill: open its SKILL.md to walk its chapters and sections, "
                "or call search_document(doc_id, question) to run its retrieval.")
 
 Events = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass
-class HierDocument:
-    """Where one document's skill sits in the tree, and what it was rendered from."""
-
-    name: str
-    pages: int
-    path: str                          # the document's skill folder, relative to the root
-    hash: str
-    library: str                       # the library folder it was read from
-    sections: dict[str, str] = field(default_factory=dict)   # node id -> folder relative to `path`
-
-
-@dataclass
-class Hierarchy:
-    documents: dict[str, HierDocument]
-    format: str = HIERARCHY_FORMAT
-
-    def to_json(self) -> dict[str, Any]:
-        return {"format": self.format, "documents": {k: asdict(v) for k, v in sorted(self.documents.items())}}
-
-    def document(self, doc_id: str) -> HierDocument:
-        try:
-            return self.documents[doc_id]
-        except KeyError:
-            raise InputError(f"no document {doc_id!r} in this hierarchy") from None
-
-
-def is_hierarchy(folder: str | Path) -> bool:
-    return (Path(folder) / HIERARCHY_FILE).is_file()
-
-
-def load_hierarchy(folder: str | Path) -> Hierarchy:
-    path = Path(folder) / HIERARCHY_FILE
-    if not path.is_file():
-        raise InputError(f"{folder}: not a library hierarchy (no {HIERARCHY_FILE}); build one with "
-                         "`bookindex skills build LIB --documents -o DIR`")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != HIERARCHY_FORMAT:
-            raise InputError(f"{path}: unknown format {data.get('format')!r}, expected {HIERARCHY_FORMAT!r}")
-        return Hierarchy({k: HierDocument(**v) for k, v in data["documents"].items()})
-    except InputError:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: damaged hierarchy ({exc})") from None
 
 
 def stored_documents(sources: list[str]) -> dict[str, tuple[StoredDocument, str]]:

@@ -29,7 +29,8 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
-from bookindex.skills.answer import (
+from bookindex.skills.model import Cluster
+from bookindex.skills.navigator.answer import (
     NavStep,
     RankedDocument,
     Route,
@@ -37,8 +38,7 @@ from bookindex.skills.answer import (
     SkillsUsage,
     count_tokens,
 )
-from bookindex.skills.model import Cluster
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.navigator.opened import OpenedSkills
 
 BEAM_FACTOR = 4.0  # auto beam = factor x the leaves k documents fill (tuned on SciFact: docs/benchmarks.md)
 DEFAULT_ROUTE: Route = "members"  # the best on SciFact's first 200 claims (docs/benchmarks.md)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
-from bookindex.skills.beam import member_score
 from bookindex.skills.model import Cluster
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.navigator.beam import member_score
+from bookindex.skills.navigator.opened import OpenedSkills
 
 SUGGESTED = 3   # documents named at a leaf: the small model reads the first; a bigger one may compare
 

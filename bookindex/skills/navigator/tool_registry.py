@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.tools import SkillTools, ToolError, ToolResult
+from bookindex.skills.navigator.document_tools import DocumentTools
+from bookindex.skills.navigator.folder_tools import FolderTools
+from bookindex.skills.navigator.tool_result import ToolError, ToolResult
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ LIBRARY_TOOLS = ("search_document", "get_node", "get_pages")
 class Toolbox:
     """The tools of one navigation: a folder's two, plus the library's three when it has them."""
 
-    def __init__(self, folder: SkillTools, library: LibraryTools | None = None) -> None:
+    def __init__(self, folder: FolderTools, library: DocumentTools | None = None) -> None:
         self.folder = folder
         self.library = library
         self.names = FOLDER_TOOLS + (LIBRARY_TOOLS if library is not None else ())

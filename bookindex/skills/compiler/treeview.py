@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+from bookindex.skills.compiler.requests import SkillNodeView, SkillsTreeView
 from bookindex.skills.model import SkillTree, load_tree
-from bookindex.skills.requests import SkillNodeView, SkillsTreeView
 
 
 def tree_view(folder: str | Path) -> SkillsTreeView:

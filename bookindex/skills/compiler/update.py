@@ -24,20 +24,22 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
-from bookindex.skills.build import make_summariser, usage_delta
-from bookindex.skills.cluster import centroid, split_in_two
-from bookindex.skills.compile import (
+from bookindex.routing.document_text import embed_documents
+from bookindex.skills.compiler.build import make_summariser, usage_delta
+from bookindex.skills.compiler.cluster import centroid, split_in_two
+from bookindex.skills.compiler.compile import (
     apply_summary,
     assign_paths,
     cluster_id,
     cluster_input,
-    embed_documents,
     embed_summaries,
     list_also,
     max_leaf_size,
 )
-from bookindex.skills.corpus import check_unique, load_corpus
-from bookindex.skills.materialise import replace_folder
+from bookindex.skills.compiler.corpus import check_unique, load_corpus
+from bookindex.skills.compiler.materialise import replace_folder
+from bookindex.skills.compiler.requests import SkillsAddRequest, SkillsRemoveRequest, SkillsUpdateReport
+from bookindex.skills.compiler.summarise import doc_line
 from bookindex.skills.model import (
     Cluster,
     CorpusDocument,
@@ -48,8 +50,6 @@ from bookindex.skills.model import (
     load_tree,
     load_vectors,
 )
-from bookindex.skills.requests import SkillsAddRequest, SkillsRemoveRequest, SkillsUpdateReport
-from bookindex.skills.summarise import doc_line
 
 
 class _State:

@@ -15,7 +15,7 @@ from typing import Any
 
 from bookindex.core.errors import InputError
 from bookindex.core.limits import loads_bounded
-from bookindex.core.model import DocumentTree
+from bookindex.routing.document_text import tree_text
 from bookindex.skills.model import CorpusDocument
 from bookindex.storage.library import CATALOG, Library
 
@@ -99,20 +99,6 @@ def load_library(folder: Path) -> list[CorpusDocument]:
     if not out:
         raise InputError(f"{folder}: the library holds no documents")
     return out
-
-
-def tree_text(tree: DocumentTree) -> str:
-    """A document's text in reading order: section titles as Markdown headings, then content."""
-    parts: list[str] = []
-    for node in tree.walk():
-        if node.id == tree.root_id:
-            continue
-        if node.type == "section":
-            if node.title.strip():
-                parts.append("#" * max(1, min(6, node.level)) + " " + node.title.strip())
-        elif node.content.strip():
-            parts.append(node.content.strip())
-    return "\n\n".join(parts)
 
 
 def _read_text(path: Path) -> str:

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bookindex.core.model import DocumentTree, Node
-from bookindex.skills.materialise import yaml_string
-from bookindex.skills.summarise import clip, first_sentence, slug
+from bookindex.skills.compiler.materialise import yaml_string
+from bookindex.skills.compiler.summarise import clip, first_sentence, slug
 
 DOC_FORMAT = "bookindex-docskill/1"
 SKILL_FILE = "SKILL.md"

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from bookindex.core.protocols import LLM, Embedder
-from bookindex.skills.compile import compile_tree, embed_documents
-from bookindex.skills.corpus import load_corpus
-from bookindex.skills.materialise import check_output, replace_folder
+from bookindex.routing.document_text import embed_documents
+from bookindex.skills.compiler.compile import compile_tree
+from bookindex.skills.compiler.corpus import load_corpus
+from bookindex.skills.compiler.materialise import check_output, replace_folder
+from bookindex.skills.compiler.requests import SkillsBuildReport, SkillsBuildRequest
+from bookindex.skills.compiler.summarise import ExtractiveSummariser, LLMSummariser, Summariser
 from bookindex.skills.model import BuildParams, CorpusDocument
-from bookindex.skills.requests import SkillsBuildReport, SkillsBuildRequest
-from bookindex.skills.summarise import ExtractiveSummariser, LLMSummariser, Summariser
 
 Events = Callable[[str, dict[str, Any]], None]
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.core.protocols import LLM, Embedder
-from bookindex.skills.agent import navigate
-from bookindex.skills.answer import SkillsAnswer, SkillsAskRequest
-from bookindex.skills.beam import beam_search
-from bookindex.skills.flat import FLAT_METHODS, flat_search
-from bookindex.skills.libtools import LibraryTools
-from bookindex.skills.opened import OpenedSkills
+from bookindex.skills.navigator.agent import navigate
+from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
+from bookindex.skills.navigator.beam import beam_search
+from bookindex.skills.navigator.document_tools import DocumentTools
+from bookindex.skills.navigator.flat import FLAT_METHODS, flat_search
+from bookindex.skills.navigator.opened import OpenedSkills
 
 # skills-llm-plain: the LLM navigator without the embedding guide (the paper's agent), for comparison
 SEARCH_METHODS = tuple(FLAT_METHODS) + ("skills-embedding", "skills-llm", "skills-llm-plain")
 
 
 def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: Embedder,
-        library: LibraryTools | None = None) -> SkillsAnswer:
+        library: DocumentTools | None = None) -> SkillsAnswer:
     """Answer (LLM) or rank documents (embedding) for one question; `library`: the LLM
     navigator's tools at a document of a library hierarchy."""
     if request.navigator == "embedding":

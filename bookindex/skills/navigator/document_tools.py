@@ -1,22 +1,19 @@
-"""The LLM navigator's tools at a document of a library hierarchy (issue 14).
+"""The LLM navigator's tools at the documents of a library hierarchy.
 
 `search_document(doc_id, question)` runs the document's own BookRAG retrieval (operator plans over
 its tree and graph), `get_node(node_id)` reads one block with its page, box and title path, and
-`get_pages(doc_id, "3-7")` reads pages. They reach the library through `LibraryAccess` (the
-Engine), only for documents the hierarchy holds, and every result says which blocks were read,
+`get_pages(doc_id, "3-7")` reads pages. They reach the library through `DocumentAccess`
+(`access`), only for documents the hierarchy holds, and every result says which blocks were read,
 so the agent's answer can cite blocks and the trace can show them. A bad argument (unknown
 document or node, a malformed page range) is a `ToolError` the model is shown.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from bookindex.core.errors import InputError
-from bookindex.core.model import Evidence
-from bookindex.skills.hierarchy import Hierarchy
-from bookindex.skills.pages import PageText
-from bookindex.skills.tools import ReadNode, ToolError, ToolResult
+from bookindex.skills.model import Hierarchy
+from bookindex.skills.navigator.access import DocumentAccess
+from bookindex.skills.navigator.tool_result import ReadNode, ToolError, ToolResult
 
 SEARCH_K = 5            # blocks one search_document returns to the model
 SNIPPET_CHARS = 400     # of each search result
@@ -24,41 +21,10 @@ NODE_CHARS = 3000       # of one node's text
 PAGES_CHARS = 6000      # of a get_pages result in all
 
 
-class NodeLike(Protocol):
-    """What get_node shows of a node (the Engine's NodeView)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def doc_id(self) -> str: ...
-    @property
-    def document(self) -> str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def page_idx(self) -> int: ...
-    @property
-    def bbox(self) -> Any: ...
-    @property
-    def parent_path(self) -> list[str]: ...
-
-
-class LibraryAccess(Protocol):
-    """What the tools need of the Engine."""
-
-    def search_document(self, doc_id: str, question: str, k: int = 10) -> list[Evidence]: ...
-
-    def node(self, node_id: str) -> NodeLike: ...
-
-    def pages(self, doc: str, pages: str) -> list[PageText]: ...
-
-
-class LibraryTools:
+class DocumentTools:
     """search_document, get_node and get_pages over the documents of one hierarchy."""
 
-    def __init__(self, access: LibraryAccess, hierarchy: Hierarchy) -> None:
+    def __init__(self, access: DocumentAccess, hierarchy: Hierarchy) -> None:
         self.access = access
         self.hierarchy = hierarchy
         self._aliases: dict[str, str] = {}

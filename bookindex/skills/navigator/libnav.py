@@ -1,4 +1,4 @@
-"""Navigating a library hierarchy without an LLM: topics → document → section → block (issue 14).
+"""Navigating a library hierarchy without an LLM: topics → document → section → block.
 
 The embedding beam (`beam.beam_search`) descends the topic clusters and hands over the documents
 of the leaves it reached; the `LibraryRouter` ranks those documents; the navigator opens the best
@@ -11,29 +11,18 @@ step (each file viewed, the routing decision, the search, the node read) is in `
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from bookindex.core.model import DocumentTree, Evidence, Node
 from bookindex.core.protocols import Embedder
-from bookindex.skills.answer import NavStep, RankedDocument, count_tokens
-from bookindex.skills.beam import beam_search
-from bookindex.skills.hierarchy import Hierarchy
-from bookindex.skills.opened import OpenedSkills
-from bookindex.skills.router import LibraryRouter, RoutedDocument
-
-ROUTE_SHOWN = 5   # documents of the routing decision kept in the trace
-
-
-class DocumentSearcher(Protocol):
-    """What the navigator needs of the Engine: a document's retrieval and its tree."""
-
-    def search_document(self, doc_id: str, question: str, k: int) -> list[Evidence]: ...
-
-    def document_tree(self, doc_id: str) -> DocumentTree: ...
+from bookindex.routing.router import LibraryRouter, decision_of
+from bookindex.skills.model import Hierarchy
+from bookindex.skills.navigator.access import DocumentAccess
+from bookindex.skills.navigator.answer import NavStep, RankedDocument, count_tokens
+from bookindex.skills.navigator.beam import beam_search
+from bookindex.skills.navigator.opened import OpenedSkills
 
 
 class LibraryAnswer(BaseModel):
@@ -55,18 +44,11 @@ class LibraryAnswer(BaseModel):
         return out
 
 
-def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, object]:
-    """The routing decision as a trace shows it: how, the chosen document, the runners-up."""
-    return {"route": route, "chosen": ranked[0].doc_id if ranked else None,
-            "ranking": [{"doc_id": r.doc_id, "score": r.score, "signals": r.signals, "ranks": r.ranks}
-                        for r in ranked[:ROUTE_SHOWN]]}
-
-
 def navigate(opened: OpenedSkills, hier: Hierarchy, router: LibraryRouter, embedder: Embedder,
-             searcher: DocumentSearcher | None, question: str, *, k: int = 10, beam: int | None = None,
+             access: DocumentAccess | None, question: str, *, k: int = 10, beam: int | None = None,
              search_docs: int = 1) -> LibraryAnswer:
     """Descend the topics by beam, rank the reached documents, then search the best one, or the
-    best `search_docs` for a question comparing documents (`searcher=None`: stop at the routing
+    best `search_docs` for a question comparing documents (`access=None`: stop at the routing
     decision, after opening the chosen document's SKILL.md)."""
     t0 = time.perf_counter()
     walk = beam_search(opened, embedder, question, k=max(1, len(opened.documents)), beam=beam, route="centroid")
@@ -86,14 +68,14 @@ def navigate(opened: OpenedSkills, hier: Hierarchy, router: LibraryRouter, embed
         skill = f"{chosen.path}/SKILL.md"
         text = opened.tools.view(skill).text if (opened.folder / skill).is_file() else ""
         steps.append(NavStep(round=r0, tool="view", target=skill, tokens=count_tokens(text)))
-        if searcher is None:
+        if access is None:
             continue
-        found = searcher.search_document(chosen.doc_id, question, k)
+        found = access.search_document(chosen.doc_id, question, k)
         evidence.extend(found)
         steps.append(NavStep(round=r0 + 1, tool="search_document", target=chosen.doc_id,
                              tokens=sum(count_tokens(e.snippet) for e in found)))
         if found:
-            _descend_to(opened, hier, searcher.document_tree(chosen.doc_id), found[0], steps, r0 + 2)
+            _descend_to(opened, hier, access.document_tree(chosen.doc_id), found[0], steps, r0 + 2)
     # built last: pydantic copies the lists it is given
     return LibraryAnswer(question=question, documents=docs, evidence=evidence, steps=steps,
                          decision=decision_of(ranked, "hierarchy"), seconds=round(time.perf_counter() - t0, 4))

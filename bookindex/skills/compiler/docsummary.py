@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 from bookindex.core.errors import BookIndexError, LLMOutputError
 from bookindex.core.model import DocumentTree, Node
 from bookindex.core.protocols import LLM
-from bookindex.skills.docskill import LINE_CHARS, SUMMARY_CHARS, extractive_line, extractive_summary, top_sections
-from bookindex.skills.summarise import clip, first_sentence
+from bookindex.skills.compiler.docskill import LINE_CHARS, SUMMARY_CHARS, extractive_line, extractive_summary, top_sections
+from bookindex.skills.compiler.summarise import clip, first_sentence
 
 DOC_STAGE = "skills.document"
 PROMPT_CHARS = 6000      # of the document shown to the model (~1,500 tokens)
