@@ -81,7 +81,7 @@ class _Stream:
 
 def evidence_list(ctx: IndexContext, ids: list[str]) -> list[Evidence]:
     """Evidence for ranked node ids as the answer will list them (rank order, capped)."""
-    cap = int(ctx.retrieval_setting("max_evidence", 10))
+    cap = ctx.settings.retrieval.max_evidence
     tree = ctx.tree
     return [Evidence.from_node(tree, tree.nodes[i], scores={}, rank=r)
             for r, i in enumerate([i for i in ids if i in tree.nodes][:cap], 1)]
@@ -128,7 +128,7 @@ def ask(ctx: IndexContext, question: str, method: str = "bookindex", k: int | No
         state = execute(p, ctx, on_event=stream)
         stream.finish(state.answer or NOT_ANSWERABLE)
         return build_answer(state, p, ctx, _usage(before, _ledger(ctx), t0, stream.first_token_s))
-    k = k or int(ctx.retrieval_setting("max_evidence", 10))
+    k = k or ctx.settings.retrieval.max_evidence
     evidence = run_baseline(method, ctx, q, k)
     for rank, ev in enumerate(evidence, 1):
         ev.rank = rank
@@ -149,7 +149,7 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
     q = _check_question(question)
     if method == "bookindex":
         return list(ask(ctx, q).evidence)
-    evidence = run_baseline(method, ctx, q, k or int(ctx.retrieval_setting("max_evidence", 10)))
+    evidence = run_baseline(method, ctx, q, k or ctx.settings.retrieval.max_evidence)
     for rank, ev in enumerate(evidence, 1):
         ev.rank = rank
     return evidence
