@@ -48,8 +48,8 @@ from bookindex.core.errors import BookIndexError
 from bookindex.core.events import Events
 from bookindex.engine import Engine, IndexReport
 from bookindex.server.builds import JobCancelled, JobTimedOut, build_in_process
+from bookindex.server.job_runner_role import RunnerRole
 from bookindex.server.problem import Problem
-from bookindex.server.runner import RunnerRole
 
 log = logging.getLogger("bookindex.server.jobs")
 
