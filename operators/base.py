@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from bookindex.core.protocols import LLM
 from bookindex.operators.context import IndexContext
+from bookindex.providers.llm.ledger import counters_delta
 
 
 @dataclass
@@ -87,9 +87,7 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _ledger_total(llm: LLM) -> dict[str, float]:
-    tot = llm.ledger.snapshot().get("total", {})
-    return {k: float(tot.get(k, 0) or 0) for k in ("calls", "prompt_tokens", "completion_tokens")}
+TRACE_COUNTERS = ("calls", "prompt_tokens", "completion_tokens")  # an operator's LLM use in its trace record
 
 
 def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -> list[list[Any]]:
@@ -132,7 +130,7 @@ class Operator(Generic[P]):
 
     def run(self, state: State) -> State:
         llm = self.ctx.llm
-        before = _ledger_total(llm) if llm is not None else None
+        before = llm.ledger.snapshot()["total"] if llm is not None else None
         n_in = None if state.candidates is None else len(state.candidates)
         t0 = time.perf_counter()
         self.record = {}
@@ -144,8 +142,8 @@ class Operator(Generic[P]):
                                           "candidates": "all" if n_in is None else n_in},
                                "ms": round(ms, 2)}
         if llm is not None and before is not None:
-            after = _ledger_total(llm)
-            rec["llm"] = {k: int(after[k] - before[k]) for k in after}
+            spent = counters_delta(before, llm.ledger.snapshot()["total"], TRACE_COUNTERS)
+            rec["llm"] = {k: int(v) for k, v in spent.items()}
         rec.update(self.record)
         state.trace.append(rec)
         return state

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bookindex.core.config import Settings
+from bookindex.core.config import Settings, default_settings
 from bookindex.core.errors import LLMUnavailable
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, node_text
@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # typing only: textscore and structure build their views from
     from bookindex.operators.structure import DocStructure
     from bookindex.operators.textscore import TextIndex
 
-T = TypeVar("T")
 QUERY_VECTOR_CACHE = 2048  # query texts whose vectors stay cached per opened document
 LINK_CACHE = 2048  # mentions whose entity links stay cached per opened document
 
@@ -97,16 +96,22 @@ class IndexContext:
     """One opened document with the providers a question may use.
 
     `embedder`, `reranker`, `llm` and `vlm` may each be None: operators then take their
-    lexical-only / no-LLM paths. The Engine builds one context per opened document and reuses it.
+    lexical-only / no-LLM paths. `settings` defaults to every setting's default, so operators read
+    typed values (`ctx.settings.retrieval.max_evidence`) whatever the caller passed. The Engine
+    builds one context per opened document and reuses it.
     """
 
     index: DocumentIndex
-    settings: Settings | None = None
+    settings: Settings = field(default_factory=default_settings)
     llm: LLM | None = None
     embedder: Embedder | None = None
     reranker: Reranker | None = None
     vlm: LLM | None = None
     views: DerivedViews = field(default_factory=DerivedViews)
+
+    def __post_init__(self) -> None:
+        if self.settings is None:  # a caller without a configuration (tests, scripts): the defaults
+            self.settings = default_settings()
 
     # -- the index -------------------------------------------------------------------
     @property
@@ -222,10 +227,6 @@ class IndexContext:
     @property
     def vlm_available(self) -> bool:
         return bool(self.vlm is not None and self.vlm.available)
-
-    def retrieval_setting(self, name: str, default: T) -> T:
-        r = getattr(self.settings, "retrieval", None)
-        return getattr(r, name, default) if r is not None else default
 
 
 def _crop_png(source: str, page_idx: int, bbox: tuple[float, ...], dpi: int) -> bytes | None:

@@ -235,7 +235,7 @@ class TextReasoning(Operator[TextReasoningParams]):
         if refs:  # the question names pages: their nodes first, still ordered by relevance
             st = {i: v + (p.page_ref_boost if tree.nodes[i].page_idx in refs else 0.0) for i, v in st.items()}
             self.note(page_references=sorted(x + 1 for x in refs))
-        provider = getattr(getattr(self.ctx.settings, "reranker", None), "provider", "embedding")
+        provider = self.ctx.settings.reranker.provider
         use = p.rerank == "always" or (p.rerank == "auto" and provider != "embedding")
         if use and self.ctx.reranker is not None and st:
             top = [k for k, _ in sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))[: p.rerank_top]]

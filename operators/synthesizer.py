@@ -28,12 +28,12 @@ _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n{1,}")
 def evidence_tokens(ctx: IndexContext) -> int:
     """The prompt-token budget for evidence passages: retrieval.evidence_tokens_by_model[the LLM's
     model] where set, else retrieval.evidence_tokens (chosen by measurement, docs/benchmarks.md)."""
-    by_model: dict[str, int] = ctx.retrieval_setting("evidence_tokens_by_model", {}) or {}
+    by_model = ctx.settings.retrieval.evidence_tokens_by_model
     model = ctx.llm.model if ctx.llm is not None else ""
     for name, tokens in by_model.items():
         if name and model and (name == model or name in model):
             return int(tokens)
-    return int(ctx.retrieval_setting("evidence_tokens", 1000))
+    return ctx.settings.retrieval.evidence_tokens
 
 
 def format_evidence(tree: DocumentTree, ids: list[str], numbers: list[int] | None = None) -> str:

@@ -164,8 +164,8 @@ def hybrid_scores(ctx: IndexContext, query: str, *, lexical_weight: float = 0.6,
     idx = get_text_index(ctx)
     if not idx.ids:
         return {}
-    glossary = bool(ctx.retrieval_setting("glossary", True))
-    glossary_weight = float(ctx.retrieval_setting("glossary_weight", 0.7))
+    glossary = ctx.settings.retrieval.glossary
+    glossary_weight = ctx.settings.retrieval.glossary_weight
     key = (id(ctx), query, lexical_weight, page_weight, neighbour_weight, name_weight, glossary, glossary_weight)
     scope = _SCOPE.get()
     if scope is not None and key in scope:

@@ -108,7 +108,7 @@ def build_answer(state: State, plan: Plan, ctx: IndexContext, usage: Usage) -> A
 def ranked_evidence(state: State, ctx: IndexContext) -> list[Evidence]:
     """Evidence in rank order: the skyline ranking (or the filtered nodes for global plans)."""
     tree = ctx.tree
-    cap = int(ctx.retrieval_setting("max_evidence", 10))
+    cap = ctx.settings.retrieval.max_evidence
     ids = [i for i, _ in state.ranked]
     if not ids and state.candidates:
         ids = [i for i in state.candidates if tree.nodes[i].type != "document"]

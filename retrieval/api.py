@@ -17,6 +17,7 @@ from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import GroundedAnswer, grounded_answer
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
 from bookindex.operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens
+from bookindex.providers.llm.ledger import stages_total, usage_delta
 from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer, ranked_evidence
 from bookindex.retrieval.baselines import run_baseline
 from bookindex.retrieval.executor import execute
@@ -41,15 +42,9 @@ _COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_
 
 
 def _usage(before: dict[str, Any], after: dict[str, Any], t0: float, first_token_s: float | None = None) -> Usage:
-    stages: dict[str, Any] = {}
-    for st, a in after.get("stages", {}).items():
-        b = before.get("stages", {}).get(st, {})
-        d = {k: (a.get(k, 0) or 0) - (b.get(k, 0) or 0) for k in _COUNTS}
-        d["seconds"] = round(d["seconds"], 3)
-        if any(d.values()):
-            stages[st] = d
-    total = {k: sum(v[k] for v in stages.values()) for k in _COUNTS}
-    total["seconds"] = round(total["seconds"], 3)
+    """What one question spent: the ledger's stages between two snapshots, their total, the time."""
+    stages = usage_delta(before, after, keys=_COUNTS)
+    total = stages_total(stages, _COUNTS)
     return Usage.model_validate({"ms": round((time.perf_counter() - t0) * 1000, 2),
                                  "llm": {"stages": stages, "total": total},
                                  "first_token_s": None if first_token_s is None else round(first_token_s, 3)})
@@ -81,7 +76,7 @@ class _Stream:
 
 def evidence_list(ctx: IndexContext, ids: list[str]) -> list[Evidence]:
     """Evidence for ranked node ids as the answer will list them (rank order, capped)."""
-    cap = int(ctx.retrieval_setting("max_evidence", 10))
+    cap = ctx.settings.retrieval.max_evidence
     tree = ctx.tree
     return [Evidence.from_node(tree, tree.nodes[i], scores={}, rank=r)
             for r, i in enumerate([i for i in ids if i in tree.nodes][:cap], 1)]
@@ -128,7 +123,7 @@ def ask(ctx: IndexContext, question: str, method: str = "bookindex", k: int | No
         state = execute(p, ctx, on_event=stream)
         stream.finish(state.answer or NOT_ANSWERABLE)
         return build_answer(state, p, ctx, _usage(before, _ledger(ctx), t0, stream.first_token_s))
-    k = k or int(ctx.retrieval_setting("max_evidence", 10))
+    k = k or ctx.settings.retrieval.max_evidence
     evidence = run_baseline(method, ctx, q, k)
     for rank, ev in enumerate(evidence, 1):
         ev.rank = rank
@@ -148,7 +143,7 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
     """Ranked evidence only, no answer: bookindex's retrieval, a baseline, or a calibration ranker
     (bm25-pages). `k` caps the list (default `retrieval.max_evidence`)."""
     q = _check_question(question)
-    cap = k or int(ctx.retrieval_setting("max_evidence", 10))
+    cap = k or ctx.settings.retrieval.max_evidence
     if method == "bookindex":
         return retrieve(ctx, q)[:cap]
     evidence = run_baseline(method, ctx, q, cap)

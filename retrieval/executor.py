@@ -89,7 +89,7 @@ def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
         _run_steps(step.steps or [], sub, ctx)
         whole = {"question": state.question, "trace": sub.trace}
         rankings = [list(sub.ranked)] + rankings
-    state.ranked = merge_round_robin(rankings, int(ctx.retrieval_setting("max_evidence", 10)))
+    state.ranked = merge_round_robin(rankings, ctx.settings.retrieval.max_evidence)
     state.candidates = [i for i, _ in state.ranked]
     # each sub-result keeps only the evidence that made it into the merged list (so citations are global)
     kept = set(state.candidates)

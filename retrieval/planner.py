@@ -17,7 +17,6 @@ from typing import Any
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
-from bookindex.operators.reasoner import SkylineRankerParams
 from bookindex.operators.selector import unit_of
 from bookindex.retrieval.plans import Plan, Step
 
@@ -61,7 +60,7 @@ def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str,
         ext = Extract(ctx, {"use_llm": False})
         linked = [le for le in (ext.link(m) for m in ext_mentions(question)) if le.entity_ids]
         if len(linked) >= 2:
-            units = unit_of(ctx, ctx.retrieval_setting("select_depth", 2))
+            units = unit_of(ctx, ctx.settings.retrieval.select_depth)
             secs = [{units.get(n) for e in le.entity_ids for n in ctx.graph.nodes_of(e)} for le in linked[:2]]
             if secs[0] and secs[1] and not (secs[0] & secs[1]):
                 return "multi-hop", f"two linked entities in separate sections: {linked[0].mention!r}, {linked[1].mention!r}"
@@ -89,7 +88,7 @@ def rules_confident(question: str, qtype: str, reason: str) -> bool:
 
 
 def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
-    mode = ctx.retrieval_setting("classifier", "rules-first")
+    mode = ctx.settings.retrieval.classifier
     if ctx.llm_available and mode == "rules-first":
         qt, why = classify_rules(question, ctx)
         if rules_confident(question, qt, why):
@@ -118,13 +117,10 @@ def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
 # -- plan builders ------------------------------------------------------------------------
 
 def _flags(ctx: IndexContext) -> dict[str, Any]:
-    g = ctx.retrieval_setting
-    return {"selector": g("selector", True), "graph": g("graph_reasoning", True),
-            "text": g("text_reasoning", True), "depth": g("select_depth", 2),
-            "cap": g("max_evidence", 10), "alpha": g("ppr_alpha", 0.85),
-            "offline_graph_weight": g("offline_graph_weight", 0.05),
-            "skyline": g("skyline", SkylineRankerParams.model_fields["mode"].default),
-            "extractor": g("entity_extractor", "rules")}
+    r = ctx.settings.retrieval
+    return {"selector": r.selector, "graph": r.graph_reasoning, "text": r.text_reasoning, "depth": r.select_depth,
+            "cap": r.max_evidence, "alpha": r.ppr_alpha, "offline_graph_weight": r.offline_graph_weight,
+            "skyline": r.skyline, "extractor": r.entity_extractor}
 
 
 def retrieval_steps(ctx: IndexContext) -> list[Step]:
@@ -298,7 +294,7 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
 def make_plan(question: str, ctx: IndexContext) -> Plan:
     """Eq. (8): P = Agent_Plan(q, c, O). With planning disabled: the static single-hop plan."""
     notes: dict[str, Any] = {}
-    if not ctx.retrieval_setting("planning", True):
+    if not ctx.settings.retrieval.planning:
         notes = {"classifier": "none", "reason": "planning disabled: static standard plan"}
         return Plan(question=question, query_type="single-hop", steps=single_hop_plan(question, ctx), planner=notes)
     qt, notes = classify(question, ctx)

@@ -349,6 +349,22 @@ class FakeEmbedder:
         self.char_ngrams = char_ngrams
         self.calls = 0
 
+    # -- the configurations tests share (named, so no test file grows a factory of its own) --
+    @classmethod
+    def words(cls, dim: int = 64) -> "FakeEmbedder":
+        """Hashed bag of words: texts sharing words get a high cosine."""
+        return cls(dim=dim, word=r"\w+")
+
+    @classmethod
+    def stems(cls) -> "FakeEmbedder":
+        """Bag of hashed word stems (first 5 characters) in 256-d vectors: "plots" meets "plotting"."""
+        return cls(dim=256, word=r"[a-z0-9]+", stem=5)
+
+    @classmethod
+    def trigrams(cls, dim: int = 64) -> "FakeEmbedder":
+        """Character-trigram vectors: similar names get similar vectors."""
+        return cls(dim=dim, char_ngrams=3)
+
     @property
     def name(self) -> str:
         return self._name
@@ -377,7 +393,44 @@ class FakeEmbedder:
         return out / norms
 
 
-__all__ = ["FakeLLM", "LLMCall", "UnscriptedCall", "ScriptedProvider", "FakeEmbedder"]
+class VocabEmbedder:
+    """The vector the test chose for each text (looked up lower-cased), L2-normalised: for tests
+    that need exact cosines between a few names, which hashing cannot give."""
+
+    name = "test-vocab"
+
+    def __init__(self, vocab: Mapping[str, Sequence[float]]) -> None:
+        self.vocab = {k.lower(): list(v) for k, v in vocab.items()}
+        self.dim = len(next(iter(self.vocab.values())))
+
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        m = np.array([self.vocab[t.lower()] for t in texts], np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+# -- llama-cpp-python -----------------------------------------------------------------------------
+
+class FakeLlama:
+    """Stands in for llama-cpp-python's `Llama` under the in-process provider: keeps what it was
+    built with (`options`) and every request (`requests`: the keyword arguments), answers `reply`
+    with one prompt token per character of the first message, and holds the tokens of its last
+    call in `input_ids` as the real one does (what the provider's KV-cache accounting reads)."""
+
+    def __init__(self, reply: str = "ok", **options: Any) -> None:
+        self.reply = reply
+        self.options = options
+        self.requests: list[dict[str, Any]] = []
+        self.input_ids: list[int] = []
+
+    def create_chat_completion(self, messages: Messages, **kw: Any) -> dict[str, Any]:
+        self.requests.append({"messages": messages, **kw})
+        prompt = [ord(c) for c in _text(messages[0].get("content"))]
+        self.input_ids = prompt + [7, 7]
+        return {"choices": [{"message": {"content": self.reply}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": 2}}
+
+
+__all__ = ["FakeLLM", "LLMCall", "UnscriptedCall", "ScriptedProvider", "FakeEmbedder", "VocabEmbedder", "FakeLlama"]
 
 
 def _schema_of(schema: Any) -> dict[str, Any] | None:

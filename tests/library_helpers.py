@@ -1,15 +1,10 @@
-"""Shared by the library tests: the fake embedder (tests/fakes.py) and the fixture handbook as
-Markdown and MinerU output (same content as tests/pdf_fixtures.py)."""
+"""Shared by the library tests: the fixture handbook as Markdown and MinerU output (same content
+as tests/pdf_fixtures.py) and a snapshot of a library folder. The fake embedder is tests/fakes.py's."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-
-from fakes import FakeEmbedder
-
-# The shared fake embedder (tests/fakes.py), under the name the library tests have always used.
-HashEmbedder = FakeEmbedder
 
 
 def snapshot(root: Path) -> dict[str, str]:

@@ -16,11 +16,6 @@ from bookindex.operators.context import IndexContext, MemoryIndex
 DOC_ID = "fixture00000000a"
 
 
-def HashEmbedder() -> FakeEmbedder:
-    """Bag of hashed word stems (first 5 characters) in 256-d L2-normalised vectors."""
-    return FakeEmbedder(dim=256, word=r"[a-z0-9]+", stem=5)
-
-
 def _blocks() -> list[Block]:
     B = Block
     return [
@@ -95,4 +90,4 @@ def make_graph(tree) -> KnowledgeGraph:
 def make_context(llm=None, settings=None, embedder=True) -> IndexContext:
     tree = make_tree()
     return IndexContext(index=MemoryIndex(tree=tree, graph=make_graph(tree)), settings=settings, llm=llm,
-                        embedder=HashEmbedder() if embedder else None)
+                        embedder=FakeEmbedder.stems() if embedder else None)

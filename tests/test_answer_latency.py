@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import ScriptedProvider
-from library_helpers import HashEmbedder
+from fakes import FakeEmbedder, FakeLlama, ScriptedProvider
 from pdf_fixtures import build_handbook
 from retrieval_fixture import make_context
 
@@ -89,11 +88,11 @@ def test_the_inprocess_model_loads_once_with_the_physical_cores(monkeypatch, tmp
 
     built: list[dict] = []
 
-    class FakeLlama:
-        def __init__(self, **kw):
-            built.append(kw)
+    def build(**kw):
+        built.append(kw)
+        return FakeLlama(**kw)
 
-    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama))
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=build))
     monkeypatch.setattr(providers, "_LLAMA_MODELS", {})
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
@@ -183,14 +182,14 @@ def libdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("stream")
     pdf = build_handbook(root / "handbook.pdf")
     lib = Library.open(root / "lib", load_settings(overrides={"llm.provider": "none"}, env={}),
-                       embedder=HashEmbedder(dim=256))
+                       embedder=FakeEmbedder(dim=256))
     lib.add(pdf)
     return root / "lib"
 
 
 def _engine(libdir: Path, llm) -> Engine:
     return Engine(libdir, load_settings(overrides={"llm.provider": "none"}, env={}),
-                  embedder=HashEmbedder(dim=256), llm=llm)
+                  embedder=FakeEmbedder(dim=256), llm=llm)
 
 
 def test_stream_events_come_in_order_and_join_to_the_answer(libdir, fake_llm):
@@ -261,7 +260,7 @@ def test_cli_ask_streams_and_explains_the_llm_use(libdir, monkeypatch):
     from typer.testing import CliRunner
 
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
-    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: HashEmbedder(dim=256)))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: FakeEmbedder(dim=256)))
     llm = FakeLLM({"answer": {"answer": "The beta run took 4.2 seconds [1]", "citations": [1]}}, cache=True)
     monkeypatch.setattr(ProviderSet, "llm", property(lambda self: llm))
     q = "How many seconds did the beta run take when parsing?"
@@ -278,18 +277,6 @@ def test_the_inprocess_model_reports_the_prompt_tokens_it_reused_from_its_kv_cac
     provider counts the reused prefix (cached_tokens) and the ledger and Usage carry it."""
     import sys
     import types
-
-    class FakeLlama:
-        """Holds the tokens of its last call, as llama-cpp-python's Llama.input_ids does."""
-
-        def __init__(self, **kw):
-            self.input_ids: list[int] = []
-
-        def create_chat_completion(self, messages, **kw):
-            prompt = [ord(c) for c in messages[0]["content"]]
-            self.input_ids = prompt + [7, 7]
-            return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": len(prompt), "completion_tokens": 2}}
 
     monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama))
     monkeypatch.setattr(providers, "_LLAMA_MODELS", {})

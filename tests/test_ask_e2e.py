@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from library_helpers import HashEmbedder
+from fakes import FakeEmbedder
 from pdf_fixtures import build_handbook
 from typer.testing import CliRunner
 
@@ -41,7 +41,7 @@ def libdir(tmp_path_factory) -> Path:
     pdf = build_handbook(root / "handbook.pdf")
     md = root / "cooking.md"
     md.write_text(COOKING)
-    lib = Library.open(root / "lib", _settings(), embedder=HashEmbedder(dim=256))
+    lib = Library.open(root / "lib", _settings(), embedder=FakeEmbedder(dim=256))
     lib.add(pdf)
     lib.add(md)
     return root / "lib"
@@ -50,7 +50,7 @@ def libdir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def lib(libdir):
     from bookindex.api import Library as ApiLibrary
-    return ApiLibrary(Engine(libdir, _settings(), embedder=HashEmbedder(dim=256)))
+    return ApiLibrary(Engine(libdir, _settings(), embedder=FakeEmbedder(dim=256)))
 
 
 def test_right_evidence_ranks_first(lib):
@@ -130,7 +130,7 @@ def _cli(args, libdir):
 
 def test_cli_ask_json_explain_plan_and_run_plan(libdir, tmp_path, monkeypatch):
     monkeypatch.setenv("BOOKINDEX_LLM__PROVIDER", "none")
-    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: HashEmbedder(dim=256)))
+    monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: FakeEmbedder(dim=256)))
     from bookindex.cli.app import app
     r = CliRunner()
     res = r.invoke(app, ["ask", str(libdir), "How many tables are in the document?", "--doc", "handbook.pdf", "--json"])
@@ -176,7 +176,7 @@ def test_real_llm_classification_plan_and_grounded_answer(llama_server, libdir):
     from bookindex.providers.llm import get_llm
     llm = get_llm(s)
     from bookindex.api import Library as ApiLibrary
-    doc = ApiLibrary(Engine(libdir, s, embedder=HashEmbedder(dim=256), llm=llm)).get("handbook.pdf")
+    doc = ApiLibrary(Engine(libdir, s, embedder=FakeEmbedder(dim=256), llm=llm)).get("handbook.pdf")
     p = doc.plan("How many seconds did the beta run take?")
     # what a real model guarantees is the plumbing: the planner asked it, and either took its
     # (schema-valid) class or recorded why not; the plan has the shape of the class it chose

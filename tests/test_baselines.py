@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from library_helpers import HashEmbedder
+from fakes import FakeEmbedder
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Block, build_tree
@@ -12,11 +12,6 @@ from bookindex.operators.context import DerivedViews, IndexContext, MemoryIndex
 from bookindex.retrieval.baselines import METHODS
 from bookindex.retrieval.baselines import run_baseline as _run_baseline
 from bookindex.retrieval.baselines.index import build_chunks, get_index
-
-
-def FakeEmbedder() -> HashEmbedder:
-    """Hashed bag of words: texts sharing words get a high cosine."""
-    return HashEmbedder(dim=64, word=r"\w+")
 
 
 class FakeDoc(MemoryIndex):
@@ -68,7 +63,7 @@ def test_bm25_finds_the_matching_block_with_page_and_bbox():
 
 def test_dense_uses_stored_vectors_and_encodes_only_missing():
     tree = _tree()
-    emb = FakeEmbedder()
+    emb = FakeEmbedder.words()
     leaves = [n for n in tree.leaves() if n.content.strip()]
     stored_ids = [n.id for n in leaves[:-1]]
     stored = emb.encode([tree.nodes[i].content for i in stored_ids])
@@ -84,7 +79,7 @@ def test_dense_uses_stored_vectors_and_encodes_only_missing():
 
 def test_hybrid_fuses_both_rankings():
     doc = FakeDoc(_tree())
-    ev = run_baseline("hybrid", doc, "font option size", k=4, embedder=FakeEmbedder())
+    ev = run_baseline("hybrid", doc, "font option size", k=4, embedder=FakeEmbedder.words())
     assert ev[0].node_id == "t-00008"
     for e in ev:  # every fused score is the RRF sum of the ranks it came with
         want = sum(1 / (60 + e.scores[r]) for r in ("bm25_rank", "dense_rank") if r in e.scores)
@@ -105,7 +100,7 @@ def test_chunks_map_to_first_node_and_page():
         assert ch.text.split()[0].strip("|") in first.content or ch.text[:5] in first.content
         assert ch.node_ids[0] == ch.node_id
     assert sum(len(c.node_ids) for c in chunks) >= len(idx.leaves)
-    ev = run_baseline("chunks", FakeDoc(tree), "zebra crossings", k=2, embedder=FakeEmbedder())
+    ev = run_baseline("chunks", FakeDoc(tree), "zebra crossings", k=2, embedder=FakeEmbedder.words())
     assert ev[0].scores["chunk_chars"] > 0 and "chunk_index" in ev[0].scores
     assert ev[0].page_idx == tree.nodes[ev[0].node_id].page_idx
 
@@ -115,12 +110,12 @@ def test_chunk_spanning_pages_contributes_first_node_page():
     idx = get_index(IndexContext(index=FakeDoc(tree)))
     big = build_chunks(idx, size=500)
     assert len(big) == 1 and big[0].node_id == "t-00001"
-    ev = run_baseline("chunks", FakeDoc(tree), "anything", k=3, embedder=FakeEmbedder())
+    ev = run_baseline("chunks", FakeDoc(tree), "anything", k=3, embedder=FakeEmbedder.words())
     assert len(ev) == 1 and ev[0].page == 1
 
 
 def test_tree_greedy_descends_to_the_matching_section(fake_llm):
-    ev = run_baseline("tree", FakeDoc(_tree()), "fonts font option size", k=2, embedder=FakeEmbedder(),
+    ev = run_baseline("tree", FakeDoc(_tree()), "fonts font option size", k=2, embedder=FakeEmbedder.words(),
                       llm=fake_llm(available=False))
     assert ev[0].node_id == "t-00008"
     assert ev[0].scores["tree_depth"] == 2  # Configuration > Fonts
@@ -130,7 +125,7 @@ def test_tree_greedy_descends_to_the_matching_section(fake_llm):
 
 def test_tree_follows_the_llm_choice(fake_llm):
     llm = fake_llm([{"choice": 2}, {"choice": 1}])  # "2 Configuration", then "2.1 Colors"
-    ev = run_baseline("tree", FakeDoc(_tree()), "fonts", k=1, embedder=FakeEmbedder(), llm=llm)
+    ev = run_baseline("tree", FakeDoc(_tree()), "fonts", k=1, embedder=FakeEmbedder.words(), llm=llm)
     assert ev[0].section == "2.1 Colors"
     assert "1. 1 Installation (pages 1-2)" in llm.calls[0].prompt
     assert len(llm.calls) == 2

@@ -12,16 +12,16 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
-from library_helpers import HashEmbedder
+from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 from bookindex.core.config import load_settings
 from bookindex.core.model import Evidence
 from bookindex.evaluation.benchmark import Corpus, EvidenceScore, Group, Meta, Record, Retrieved
 from bookindex.evaluation.loop import run_benchmark
 from bookindex.evaluation.rows import make_rows
-from bookindex.providers.llm import Ledger
 
 DOCS = {
     "zebra.md": "# Zebras\n\nZebras are striped animals of the African savanna.\n",
@@ -101,23 +101,13 @@ class TinyCorpus:
         return [f"- corpus: {meta['corpus_documents']} documents; questions: {meta['questions']}"]
 
 
-class PassageLLM:
+def passage_reply(call: LLMCall) -> Any:
     """Answers with the first word of the first passage's text; extraction returns the reply."""
-
-    available = True
-    model = "fake"
-
-    def __init__(self) -> None:
-        self.ledger = Ledger()
-        self.prompts: list[str] = []
-
-    def complete(self, messages, schema=None, stage="", **kw):
-        text = messages[0]["content"]
-        self.prompts.append(text)
-        if schema is None:
-            passage = text.split("Passages:\n", 1)[1].split("\n\nQuestion:", 1)[0]
-            return passage.split(") ", 1)[1].split()[0] if ") " in passage else "Not answerable"
-        return schema(answer=text.split("Response:", 1)[1].strip())
+    text = call.prompt
+    if call.schema is None:
+        passage = text.split("Passages:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+        return passage.split(") ", 1)[1].split()[0] if ") " in passage else "Not answerable"
+    return {"answer": text.split("Response:", 1)[1].strip()}
 
 
 @pytest.fixture()
@@ -127,7 +117,7 @@ def settings():
 
 def _run(benchmark, settings, tmp_path, **kw):
     return run_benchmark(benchmark, make_rows(["bm25"], [], settings), [1, 2], settings=settings,
-                         index_dir=tmp_path / "idx", embedder=HashEmbedder(dim=64, word=r"\w+"),
+                         index_dir=tmp_path / "idx", embedder=FakeEmbedder.words(),
                          progress=False, command="pytest", **kw)
 
 
@@ -160,12 +150,13 @@ def test_a_protocol_only_benchmark_runs_through_the_loop(settings, tmp_path):
 
 
 def test_with_an_llm_the_benchmark_labels_passages_and_scores_answers(settings, tmp_path):
-    llm = PassageLLM()
+    llm = FakeLLM(passage_reply, model="fake")
     res = _run(TinyCorpus(), settings, tmp_path, llm=llm, index_without_llm=True)
+    prompts = [c.prompt for c in llm.calls]
     recs = {r["qid"]: r for r in res.records}
     assert set(recs) == {"c-1", "c-2", "c-3"}  # with an LLM every question is asked
     assert recs["c-3"]["recall"] is None
-    assert any("(doc zebra.md) Zebras" in p for p in llm.prompts)  # reader_passages labelled them
+    assert any("(doc zebra.md) Zebras" in p for p in prompts)  # reader_passages labelled them
     assert recs["c-1"]["pred"] == "Zebras" and recs["c-1"]["score"] == 1.0
     assert recs["c-1"]["raw_len"] == len("Zebras")  # every key score_answer returns is kept
     assert recs["c-2"]["score"] == 1.0 and recs["c-3"]["score"] == 0.0

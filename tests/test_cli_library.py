@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
+from fakes import FakeEmbedder
+from library_helpers import handbook_content_list, handbook_markdown
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
@@ -17,7 +18,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def fake_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    emb = HashEmbedder()
+    emb = FakeEmbedder()
     monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)

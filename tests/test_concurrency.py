@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from library_helpers import HashEmbedder, handbook_markdown
+from fakes import FakeEmbedder
+from library_helpers import handbook_markdown
 
 from bookindex.storage.library import Library
 from bookindex.storage.lock import LibraryBusy
@@ -32,13 +33,13 @@ STRESS_SECONDS = float(os.environ.get("BOOKINDEX_STRESS_SECONDS", "60"))
 WORKER = textwrap.dedent('''
     import contextlib, io, json, os, sys, time
     from pathlib import Path
-    from library_helpers import HashEmbedder
+    from fakes import FakeEmbedder
     from bookindex.cli.app import main
     from bookindex.engine import Engine
     from bookindex.services.providers import ProviderSet
     from bookindex.storage.library import Library
 
-    emb = HashEmbedder()
+    emb = FakeEmbedder()
     Library.embedder = property(lambda self: emb)
     ProviderSet.embedder = property(lambda self: emb)
     role, lib, deadline, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
@@ -87,7 +88,7 @@ WORKER = textwrap.dedent('''
 # Index one document, killing this process with SIGKILL when the build reports `event`.
 KILLER = textwrap.dedent('''
     import os, signal, sys
-    from library_helpers import HashEmbedder
+    from fakes import FakeEmbedder
     from bookindex.storage.library import Library
 
     lib, src, event = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -96,7 +97,7 @@ KILLER = textwrap.dedent('''
         if name == event:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    Library.open(lib, embedder=HashEmbedder()).add(src, on_event=hook, graph=True)
+    Library.open(lib, embedder=FakeEmbedder()).add(src, on_event=hook, graph=True)
     sys.exit(3)  # the event never came
 ''')
 
@@ -145,7 +146,7 @@ def test_writers_and_readers_stress(tmp_path: Path) -> None:
     (src / "handbook.md").write_text(handbook_markdown())
     (src / "notes.md").write_text("# Notes\n\nThe parser reads spans and lines.\n\n## More\n\nDetails of the parser.\n")
     lib = tmp_path / "lib"
-    library = Library.open(lib, embedder=HashEmbedder())
+    library = Library.open(lib, embedder=FakeEmbedder())
     for f in src.iterdir():
         library.add(f, graph=False)
     del library
@@ -188,7 +189,7 @@ def test_writers_and_readers_stress(tmp_path: Path) -> None:
         assert (lib / "docs" / e["dir"] / "tree.json").is_file()
     assert not (lib / ".tmp").exists()
     # the next writer sweeps versions the last readers still held; nothing else is left
-    Library.open(lib, embedder=HashEmbedder()).add(src / "notes.md", graph=False)
+    Library.open(lib, embedder=FakeEmbedder()).add(src / "notes.md", graph=False)
     assert sorted(p.name for p in (lib / "docs").iterdir()) == sorted(e["dir"] for e in _catalog(lib).values())
     assert not list((lib / ".leases").rglob("*.lease")) if (lib / ".leases").exists() else True
 
@@ -198,7 +199,7 @@ def test_kill_9_during_a_build_leaves_the_old_library(event: str, tmp_path: Path
     src = tmp_path / "handbook.md"
     src.write_text(handbook_markdown())
     lib = tmp_path / "lib"
-    first = Library.open(lib, embedder=HashEmbedder()).add(src, graph=True)
+    first = Library.open(lib, embedder=FakeEmbedder()).add(src, graph=True)
     old_id = first.doc_id
     del first
     before = _content(lib)
@@ -215,7 +216,7 @@ def test_kill_9_during_a_build_leaves_the_old_library(event: str, tmp_path: Path
     assert after == before, f"killed at {event}: the library changed"
     assert list(_catalog(lib)) == [old_id]
     # the re-run takes the lock the dead build held, removes its temp folder and completes
-    again = Library.open(lib, embedder=HashEmbedder()).add(src, graph=True)
+    again = Library.open(lib, embedder=FakeEmbedder()).add(src, graph=True)
     assert again.status == "replaced" and again.doc_id != old_id
     assert not (lib / ".tmp").exists()
     assert [p.name for p in (lib / "docs").iterdir()] == [again.dir.name]
@@ -229,9 +230,9 @@ def test_second_writer_of_the_same_file_waits_then_finds_it_current(tmp_path: Pa
     script = tmp_path / "index_one.py"
     script.write_text(textwrap.dedent('''
         import sys
-        from library_helpers import HashEmbedder
+        from fakes import FakeEmbedder
         from bookindex.storage.library import Library
-        doc = Library.open(sys.argv[1], embedder=HashEmbedder()).add(sys.argv[2], graph=True)
+        doc = Library.open(sys.argv[1], embedder=FakeEmbedder()).add(sys.argv[2], graph=True)
         print(doc.status)
     '''))
     procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path / "lib"), str(src)], env=_env(),
@@ -244,8 +245,8 @@ def test_second_writer_of_the_same_file_waits_then_finds_it_current(tmp_path: Pa
 def test_a_refused_writer_is_told_who_holds_the_lock(tmp_path: Path) -> None:
     src = tmp_path / "handbook.md"
     src.write_text(handbook_markdown())
-    holder = Library.open(tmp_path / "lib", embedder=HashEmbedder())
-    other = Library.open(tmp_path / "lib", embedder=HashEmbedder())
+    holder = Library.open(tmp_path / "lib", embedder=FakeEmbedder())
+    other = Library.open(tmp_path / "lib", embedder=FakeEmbedder())
     waited: list[object] = []
     with holder.writer("bookindex index big.pdf -i lib"):
         with pytest.raises(LibraryBusy, match=rf"pid {os.getpid()} \(bookindex index big.pdf -i lib\) since 20"):

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from fakes import VocabEmbedder
 
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Entity, Relation
@@ -185,13 +186,6 @@ def test_build_graph_er_modes_with_fake_embedder() -> None:
     vocab = {"neural network": [1, 0, 0, 0], "neural networks model": [0.99, 0.14, 0, 0],
              "gpu": [0, 0, 1, 0], "dataset": [0, 0, 0, 1]}
 
-    class FakeEmbedder:
-        dim = 4
-
-        def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-            m = np.array([vocab[t.lower()] for t in texts], np.float32)
-            return m / np.linalg.norm(m, axis=1, keepdims=True)
-
     exs = [NodeExtraction("n1", [RawEntity("Neural network"), RawEntity("GPU")],
                           [RawRelation("Neural network", "GPU", "trained on")]),
            NodeExtraction("n2", [RawEntity("neural networks model"), RawEntity("Dataset")],
@@ -202,7 +196,7 @@ def test_build_graph_er_modes_with_fake_embedder() -> None:
     counts = {}
     for er in ("none", "exact", "gradient"):
         s = load_settings(overrides={"graph.er": er})
-        kg, rep = graph_from_extractions(tree, exs, settings=s, embedder=FakeEmbedder())
+        kg, rep = graph_from_extractions(tree, exs, settings=s, embedder=VocabEmbedder(vocab))
         counts[er] = len(kg.entities)
         if er == "gradient":
             nn = next(e for e in kg.entities.values() if e.name == "Neural network")

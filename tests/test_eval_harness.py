@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes import FakeLLM, LLMCall
-from library_helpers import HashEmbedder
+from fakes import FakeEmbedder, FakeLLM, LLMCall
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import InputError
@@ -59,11 +58,6 @@ def split(tmp_path):
     yield d
 
 
-def FakeEmbedder() -> HashEmbedder:
-    """Hashed bag of words: texts sharing words get a high cosine."""
-    return HashEmbedder(dim=64, word=r"\w+")
-
-
 def _settings():
     return load_settings(env={}, overrides={"llm.provider": "none", "graph.enabled": False})
 
@@ -72,7 +66,7 @@ def test_harness_end_to_end_and_reuse(split, tmp_path):
     settings = _settings()
     out = tmp_path / "out"
     res = run(split, ["bm25", "dense", "hybrid", "chunks", "tree"], [1, 3], index_dir=tmp_path / "lib",
-              settings=settings, embedder=FakeEmbedder(), out_dir=out, progress=False, command="pytest")
+              settings=settings, embedder=FakeEmbedder.words(), out_dir=out, progress=False, command="pytest")
     # no LLM: only the two answerable questions are asked, once per method
     assert len(res.records) == 2 * 5
     assert res.meta["indexed"] == 1
@@ -90,7 +84,7 @@ def test_harness_end_to_end_and_reuse(split, tmp_path):
     assert "| bm25 | 2 | 1.000" in md and "text (n=1)" in md and "table (n=1)" in md
     assert (out / "mmlongbench_recall.png").stat().st_size > 1000
     # a second run reuses the indexed document
-    res2 = run(split, ["bm25"], [1], index_dir=tmp_path / "lib", settings=settings, embedder=FakeEmbedder(),
+    res2 = run(split, ["bm25"], [1], index_dir=tmp_path / "lib", settings=settings, embedder=FakeEmbedder.words(),
                progress=False)
     assert res2.meta["indexed"] == 0 and res2.meta["reused"] == 1
 
@@ -115,7 +109,7 @@ def answering_llm() -> FakeLLM:
 
 def test_harness_scores_answers_with_an_llm(split, tmp_path):
     res = run(split, ["bm25"], [1, 3], index_dir=tmp_path / "lib", settings=_settings(), llm=answering_llm(),
-              embedder=FakeEmbedder(), progress=False, index_without_llm=True)
+              embedder=FakeEmbedder.words(), progress=False, index_without_llm=True)
     recs = {r["qid"]: r for r in res.records}
     assert len(recs) == 3  # with an LLM the unanswerable question is asked too
     assert recs["t-1"]["score"] == 1.0 and recs["t-2"]["score"] == 1.0 and recs["t-3"]["score"] == 1.0
@@ -163,7 +157,7 @@ def test_qasper_markdown_and_recall(tmp_path):
     d.mkdir()
     (d / "papers.json").write_text(json.dumps({"p1": PAPER}))
     res = run_qasper(d, ["bm25"], [1, 2], index_dir=tmp_path / "idx", settings=_settings(),
-                     embedder=FakeEmbedder(), progress=False, out_dir=tmp_path / "out")
+                     embedder=FakeEmbedder.words(), progress=False, out_dir=tmp_path / "out")
     rec = res.records[0]
     assert rec["recall"] == {1: 0.5, 2: 1.0}  # paragraph first, then the caption
     md = (tmp_path / "out" / "qasper.md").read_text()
@@ -178,7 +172,7 @@ def test_a_document_that_fails_to_index_fails_only_its_questions(split, tmp_path
 
     monkeypatch.setattr(Engine, "index", broken)
     res = run(split, ["bm25"], [1], index_dir=tmp_path / "lib", settings=_settings(),
-              embedder=FakeEmbedder(), progress=False)
+              embedder=FakeEmbedder.words(), progress=False)
     assert res.summary["bm25"]["errors"] == 2 and res.summary["bm25"]["recall"][1] == 0.0
     assert "fixture.pdf" in res.meta["index_failures"]
     assert "failed to index: fixture.pdf" in res.markdown

@@ -86,11 +86,6 @@ def _libtasn1_tree() -> DocumentTree:
     return build_tree(doc_id, PDF.name, assign_levels(parsed), {"pages": parsed.page_count})
 
 
-def HashEmbedder() -> FakeEmbedder:
-    """Character-trigram vectors: similar names get similar vectors (no model)."""
-    return FakeEmbedder(dim=EMBED_DIM, char_ngrams=3)
-
-
 EMBED_DIM = 64
 
 
@@ -102,7 +97,7 @@ def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
 
     tree = _libtasn1_tree()
     settings = load_settings(overrides={"graph.er": "gradient", "graph.extractor": "auto"})
-    kg, report = build_graph(tree, settings=settings, llm=None, embedder=HashEmbedder())
+    kg, report = build_graph(tree, settings=settings, llm=None, embedder=FakeEmbedder.trigrams(EMBED_DIM))
     assert report["extractor"] == "offline" and report["nodes_failed"] == 0
     assert report["nodes_processed"] > 300 and report["er_merges"] > 0
     by_name = {e.name: e for e in kg.entities.values()}
@@ -118,13 +113,13 @@ def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
     st = graph_stats(kg)
     assert st["entities"] == len(kg.entities) and 0 < st["density"] < 1 and st["lcc_diameter"] >= 2
 
-    save_graph(kg, tmp_path, embedder=HashEmbedder())
+    save_graph(kg, tmp_path, embedder=FakeEmbedder.trigrams(EMBED_DIM))
     back = load_graph(tmp_path)
     assert back.to_dict() == kg.to_dict()
     ids, mat = load_entity_vectors(tmp_path)
     assert ids == list(kg.entities) and mat.shape == (len(ids), EMBED_DIM)
     i = ids.index(some.id)
-    assert np.allclose(mat[i], HashEmbedder().encode([some.name])[0], atol=1e-6)
+    assert np.allclose(mat[i], FakeEmbedder.trigrams(EMBED_DIM).encode([some.name])[0], atol=1e-6)
     assert len(load_graph(tmp_path / "nowhere")) == 0  # --no-graph documents: an empty graph
 
 
@@ -270,12 +265,12 @@ def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
                       [Block("text", f"Gamma{i} works with Delta{i} in the Epsilon system. " + "more words " * 10, 0)
                        for i in range(4)])
     settings = load_settings(overrides={"graph.er": "gradient"})
-    kg, rep = build_graph(tree, settings=settings, llm=extraction_llm(bad_text=("Gamma1 ",)), embedder=HashEmbedder())
+    kg, rep = build_graph(tree, settings=settings, llm=extraction_llm(bad_text=("Gamma1 ",)), embedder=FakeEmbedder.trigrams(EMBED_DIM))
     assert rep["failed_node_ids"] == ["d-00002"]
-    save_graph(kg, tmp_path, embedder=HashEmbedder())
+    save_graph(kg, tmp_path, embedder=FakeEmbedder.trigrams(EMBED_DIM))
     kg = load_graph(tmp_path)
     llm = extraction_llm()
-    up = update_graph(kg, tree, rep["failed_node_ids"], settings=settings, llm=llm, embedder=HashEmbedder(),
+    up = update_graph(kg, tree, rep["failed_node_ids"], settings=settings, llm=llm, embedder=FakeEmbedder.trigrams(EMBED_DIM),
                       vectors=load_entity_vectors(tmp_path))
     assert up["nodes_failed"] == 0 and up["llm_calls"] == 1 and len(requests(llm)) == 1
     assert "Gamma1" in requests(llm)[0] and "Gamma0" not in requests(llm)[0]
@@ -283,7 +278,7 @@ def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
     assert names["Gamma1"].node_ids == ["d-00002"]
     assert names["Epsilon"].node_ids == ["d-00001", "d-00002", "d-00003", "d-00004"]
     assert all(r.source in kg.entities and r.target in kg.entities for r in kg.relations)
-    save_graph(kg, tmp_path, embedder=HashEmbedder())
+    save_graph(kg, tmp_path, embedder=FakeEmbedder.trigrams(EMBED_DIM))
     assert len(load_graph(tmp_path)) == len(kg)
 
 

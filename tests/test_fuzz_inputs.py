@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown
+from fakes import FakeEmbedder
+from library_helpers import handbook_content_list, handbook_markdown
 from pdf_fixtures import build_encrypted, build_handbook, build_zero_pages, raw_pdf
 
 from bookindex.cli.app import main
@@ -322,14 +323,14 @@ def base_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fuzz-base")
     src = root / "handbook.md"
     src.write_text(handbook_markdown())
-    lib = Library.open(root / "lib", embedder=HashEmbedder())
+    lib = Library.open(root / "lib", embedder=FakeEmbedder())
     lib.add(src, graph=False)
     return root / "lib"
 
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    emb = HashEmbedder()
+    emb = FakeEmbedder()
     monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
     monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
@@ -419,7 +420,7 @@ def test_bad_files_in_a_folder_never_stop_the_good_ones(tmp_path: Path, capsys: 
 def test_unknown_plan_ids_warn_in_the_trace(base_library: Path, tmp_path: Path) -> None:
     lib = tmp_path / "lib"
     shutil.copytree(base_library, lib)
-    engine = Engine(lib, embedder=HashEmbedder())
+    engine = Engine(lib, embedder=FakeEmbedder())
     plan = json.loads(_plan([{"op": "Select_by_Section", "params": {"section_ids": ["nope-00042"], "use_llm": False}},
                              {"op": "Graph_Reasoning", "params": {"entity_ids": ["ghost"]}},
                              {"op": "Reduce", "params": {"use_llm": False}}]))

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeLLM, LLMCall
-from library_helpers import HashEmbedder, snapshot
+from fakes import FakeEmbedder, FakeLLM, LLMCall
+from library_helpers import snapshot
 from typer.testing import CliRunner
 
 from bookindex.core.config import load_settings
@@ -73,7 +73,7 @@ def _failed_ids(doc: Any) -> list[str]:
 
 def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md_file: Path) -> None:
     llm, script = scripted_llm(broken=BROKEN)
-    lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
+    lib = Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
     doc = lib.add(md_file)
     assert doc.status == "added"
     bad = _failed_ids(doc)
@@ -113,7 +113,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     from bookindex.storage.graph_store import load_entity_vectors
 
     ids, mat = load_entity_vectors(again.dir)
-    assert sorted(ids) == sorted(g.entities) and mat.shape == (len(ids), HashEmbedder().dim)
+    assert sorted(ids) == sorted(g.entities) and mat.shape == (len(ids), FakeEmbedder().dim)
 
     # Third run: nothing failed any more, so an unchanged document is a no-op again.
     llm.calls.clear()
@@ -123,7 +123,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
 
 def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> None:
     llm, script = scripted_llm(broken=BROKEN)
-    lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
+    lib = Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
     bad = _failed_ids(lib.add(md_file))
     script.broken = {BROKEN[0]}  # one node recovers, the other still fails
     llm.calls.clear()
@@ -138,7 +138,7 @@ def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> Non
 def test_a_failed_retry_leaves_the_library_as_it_was(tmp_path: Path, md_file: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     llm, script = scripted_llm(broken=BROKEN)
-    lib = Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder(), llm=llm)
+    lib = Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
     lib.add(md_file)
     before = snapshot(lib.root)
     script.broken.clear()
@@ -158,7 +158,7 @@ def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_fi
     from bookindex.cli.app import app
 
     llm, script = scripted_llm(broken=BROKEN)
-    emb = HashEmbedder()
+    emb = FakeEmbedder()
     monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: emb))
     monkeypatch.setattr(ProviderSet, "llm", property(lambda self: llm))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))

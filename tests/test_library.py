@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from library_helpers import HashEmbedder, handbook_content_list, handbook_markdown, matches_expected, snapshot, tree_shape
+from fakes import FakeEmbedder
+from library_helpers import handbook_content_list, handbook_markdown, matches_expected, snapshot, tree_shape
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import IndexFormatError, InputError
@@ -26,7 +27,7 @@ def settings(**over):
 
 @pytest.fixture
 def lib(tmp_path: Path) -> Library:
-    return Library.open(tmp_path / "lib", settings(), embedder=HashEmbedder())
+    return Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder())
 
 
 def test_index_markdown_document(lib: Library, md_file: Path):
@@ -143,7 +144,7 @@ def test_failed_first_add_leaves_no_folder(tmp_path: Path):
     target = tmp_path / "newlib"
     bad = tmp_path / "bad.pdf"
     bad.write_text("just text")
-    lib = Library.open(target, settings(), embedder=HashEmbedder())
+    lib = Library.open(target, settings(), embedder=FakeEmbedder())
     with pytest.raises(InputError):
         lib.add(bad, graph=False)
     assert not target.exists()

@@ -282,6 +282,27 @@ def test_ledger_sums_per_stage_and_total() -> None:
     assert set(total) >= {"calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds"}
 
 
+def test_snapshot_arithmetic_gives_what_was_spent_between_two_and_the_sum_of_several() -> None:
+    from bookindex.providers.llm.ledger import Ledger, add_snapshots, counters_delta, stages_total, usage_delta
+
+    ledger = Ledger()
+    ledger.record("sections", calls=2, prompt_tokens=20, seconds=0.25)
+    before = ledger.snapshot()
+    ledger.record("sections", calls=1, prompt_tokens=10, seconds=0.1234)
+    ledger.record("skills.summary", calls=3, completion_tokens=9)
+    after = ledger.snapshot()
+    keys = ("calls", "prompt_tokens", "seconds")
+    spent = usage_delta(before, after, keys=keys)
+    assert spent == {"sections": {"calls": 1, "prompt_tokens": 10, "seconds": 0.123},
+                     "skills.summary": {"calls": 3, "prompt_tokens": 0, "seconds": 0.0}}
+    assert list(usage_delta(before, after, prefix="skills.")) == ["skills.summary"]
+    assert usage_delta(after, after) == {}  # nothing spent: no stage
+    assert stages_total(spent, keys) == {"calls": 4, "prompt_tokens": 10, "seconds": 0.123}
+    assert counters_delta(before["total"], after["total"], ("calls",)) == {"calls": 4}
+    both = add_snapshots([before, None, after])
+    assert both["stages"]["sections"]["calls"] == 5 and both["total"]["calls"] == 8
+
+
 def test_map_preserves_order_and_bounds_concurrency() -> None:
     active = {"now": 0, "max": 0}
     lock = threading.Lock()

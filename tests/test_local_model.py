@@ -8,6 +8,7 @@ import types
 from pathlib import Path
 
 import pytest
+from fakes import FakeLlama
 
 from bookindex.core.errors import ConfigError
 from bookindex.providers.llm import local_model
@@ -76,16 +77,11 @@ def test_inprocess_llamacpp_honours_json_mode(mode: str, constrained: bool) -> N
     from bookindex.core.config import LLMSettings
     from bookindex.providers.llm.providers import LlamaCppProvider
 
-    seen: list[dict] = []
-
-    class FakeLlama:
-        def create_chat_completion(self, **kw):
-            seen.append(kw)
-            return {"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}], "usage": {}}
-
+    llama = FakeLlama(reply="{}")
+    seen = llama.requests
     prov = LlamaCppProvider.__new__(LlamaCppProvider)
     prov.cfg, prov.section, prov.model, prov._lock = LLMSettings(json_mode=mode), "llm", "m", threading.Lock()
-    prov._llama = lambda: FakeLlama()  # type: ignore[method-assign]
+    prov._llama = lambda: llama  # type: ignore[method-assign]
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     prov.complete([{"role": "user", "content": "q"}], temperature=0.0, max_tokens=8, json_schema=schema)
     prov.complete([{"role": "user", "content": "q"}], temperature=0.0, max_tokens=8, json_schema=None)

@@ -156,3 +156,15 @@ def test_pdf_parser_records_page_labels(tmp_path) -> None:
     plain.new_page().insert_text((72, 100), "No labels here.")
     plain.save(tmp_path / "plain.pdf")
     assert "page_labels" not in parse_pdf(tmp_path / "plain.pdf", ocr=False).meta
+
+
+def test_a_context_without_settings_reads_every_default_and_no_environment(monkeypatch) -> None:
+    from bookindex.core.config import RetrievalSettings, default_settings
+    from bookindex.operators.reasoner import SkylineRankerParams
+
+    assert default_settings().model_dump() == load_settings(env={}).model_dump()
+    monkeypatch.setenv("BOOKINDEX_RETRIEVAL__MAX_EVIDENCE", "3")
+    ctx = make_context(settings=None)
+    assert ctx.settings.retrieval == RetrievalSettings() and ctx.settings.retrieval.max_evidence == 10
+    # the planner's skyline mode comes from the settings: the same default as the ranker's own
+    assert RetrievalSettings().skyline == SkylineRankerParams.model_fields["mode"].default

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fakes import FakeEmbedder, FakeLLM, LLMCall
-from library_helpers import HashEmbedder, handbook_markdown
+from library_helpers import handbook_markdown
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
@@ -142,7 +142,7 @@ def test_output_that_is_not_a_skill_tree_is_refused(tmp_path: Path, corpus: Path
 
 
 def test_library_source(tmp_path: Path, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(Library, "embedder", property(lambda self: HashEmbedder()))
+    monkeypatch.setattr(Library, "embedder", property(lambda self: FakeEmbedder()))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "handbook.md").write_text(handbook_markdown())
     (tmp_path / "notes.md").write_text("# Notes\n\nSome notes about the tool.\n")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from library_helpers import HashEmbedder
+from fakes import FakeEmbedder
 from pdf_fixtures import build_handbook
 
 from bookindex.core.config import load_settings
@@ -40,7 +40,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     pdf = build_handbook(tmp / "handbook.pdf")
     docs = {}
     for backend in ("npz", "lancedb"):
-        lib = Library.open(tmp / backend, _settings(backend), embedder=HashEmbedder(dim=64))
+        lib = Library.open(tmp / backend, _settings(backend), embedder=FakeEmbedder(dim=64))
         docs[backend] = lib.add(pdf)
     return {"pdf": pdf, "tmp": tmp, **docs}
 
@@ -81,7 +81,7 @@ def test_queries_answer_the_same_from_either_backend(built: dict[str, Any]) -> N
     question = "How many seconds did the beta run take when parsing?"
     hits = {}
     for backend in ("npz", "lancedb"):
-        engine = Engine(built["tmp"] / backend, _settings(backend), embedder=HashEmbedder(dim=64))
+        engine = Engine(built["tmp"] / backend, _settings(backend), embedder=FakeEmbedder(dim=64))
         hits[backend] = [(m, e.node_id, e.scores) for m in ("dense", "bookindex")
                          for e in engine.search(question, method=m, k=5)]
     assert {m for m, _, _ in hits["npz"]} == {"dense", "bookindex"}
@@ -91,9 +91,9 @@ def test_queries_answer_the_same_from_either_backend(built: dict[str, Any]) -> N
 def test_switching_backend_rebuilds_the_document(built: dict[str, Any], tmp_path: Path) -> None:
     lib_dir = tmp_path / "lib"
     shutil.copytree(built["tmp"] / "lancedb", lib_dir)
-    again = Library.open(lib_dir, _settings("lancedb"), embedder=HashEmbedder(dim=64)).add(built["pdf"])
+    again = Library.open(lib_dir, _settings("lancedb"), embedder=FakeEmbedder(dim=64)).add(built["pdf"])
     assert again.status == "unchanged"
-    switched = Library.open(lib_dir, _settings("npz"), embedder=HashEmbedder(dim=64)).add(built["pdf"])
+    switched = Library.open(lib_dir, _settings("npz"), embedder=FakeEmbedder(dim=64)).add(built["pdf"])
     assert switched.status == "replaced"
     assert (switched.dir / construction.VECTOR_MIRROR).is_file() and not list(switched.dir.glob("*.lance"))
 
@@ -108,7 +108,7 @@ def test_missing_extra_fails_before_the_build_naming_the_install(tmp_path: Path,
         return real_import(name, *args, **kw)
 
     monkeypatch.setattr(builtins, "__import__", no_lancedb)
-    lib = Library.open(tmp_path / "lib", _settings("lancedb"), embedder=HashEmbedder(dim=64))
+    lib = Library.open(tmp_path / "lib", _settings("lancedb"), embedder=FakeEmbedder(dim=64))
     events: list[str] = []
     with pytest.raises(ConfigError, match=r"bookindex\[lancedb\].*storage.vectors=npz"):
         lib.add(build_handbook(tmp_path / "handbook.pdf"), on_event=lambda e, i: events.append(e))
@@ -122,7 +122,7 @@ def test_saving_the_graph_with_one_backend_drops_the_others_stale_vectors(built:
     folder = tmp_path / "doc"
     shutil.copytree(built["lancedb"].dir, folder)
     graph = load_graph(folder)
-    emb = HashEmbedder(dim=64)
+    emb = FakeEmbedder(dim=64)
     save_graph(graph, folder, embedder=emb, vectors_backend="npz")
     assert (folder / ENTITY_MIRROR).is_file() and not (folder / lance_store.GRAPH_DIR).exists()
     save_graph(graph, folder, embedder=emb, vectors_backend="lancedb")

@@ -12,7 +12,7 @@ from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
 from bookindex.engine import Engine
 from bookindex.mcp_server import run as run_mcp
-from bookindex.server.run import serve as run_rest
+from bookindex.server.launch import serve as run_rest
 from bookindex.server.skill_folders import skill_folders
 
 

@@ -218,6 +218,12 @@ class Settings(BaseSettings):
         return _validate(data, prov, self._config_file)
 
 
+def default_settings() -> Settings:
+    """Every setting at its default, from no file and no BOOKINDEX_* variable: what code that was
+    handed no configuration reads (building `Settings()` would read the environment)."""
+    return Settings.model_construct()
+
+
 def cache_dir(settings: Settings | None = None) -> Path:
     """Cache directory: settings.cache.path, else $BOOKINDEX_CACHE_DIR, else ~/.cache/bookindex."""
     raw = settings.cache.path if settings is not None else ""

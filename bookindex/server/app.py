@@ -30,7 +30,7 @@ from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
 from bookindex.parsing.pdf_open import open_pdf
 from bookindex.retrieval import Answer, Plan
-from bookindex.server import handlers, run, skills_api, validate
+from bookindex.server import handlers, launch, skills_api, validate
 from bookindex.server.auth import Keys, Role, allows
 from bookindex.server.inspector import mount as mount_inspector
 from bookindex.server.jobs import Job, JobManager
@@ -334,8 +334,8 @@ def _forget_files(srv: Server, removed: DocumentInfo) -> None:
 
 
 def pending_app() -> FastAPI:
-    """The app `bookindex serve` starts (uvicorn's factory): built from `run.pending()`."""
-    p = run.pending()
+    """The app `bookindex serve` starts (uvicorn's factory): built from `launch.pending()`."""
+    p = launch.pending()
     limit_blas_threads(p.settings.server.blas_threads)
     engine = Engine(p.library, p.settings)
     app = create_app(engine, p.keys)

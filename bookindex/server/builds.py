@@ -21,11 +21,11 @@ from typing import Any
 
 from bookindex.core.config import Settings
 from bookindex.core.errors import BookIndexError
+from bookindex.core.events import Events
 from bookindex.engine import Engine, IndexReport
 
 BUILD_NICE = 10  # the build process's niceness: questions first when the CPU is short
 STOP_GRACE_S = 5.0  # a build process not stopping this long after a cancel is killed
-Events = Callable[[str, dict[str, Any]], None]
 
 
 class JobCancelled(Exception):

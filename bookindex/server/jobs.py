@@ -37,7 +37,6 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -46,10 +45,11 @@ from pydantic import BaseModel, Field
 
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import BookIndexError
+from bookindex.core.events import Events
 from bookindex.engine import Engine, IndexReport
 from bookindex.server.builds import JobCancelled, JobTimedOut, build_in_process
+from bookindex.server.job_runner_role import RunnerRole
 from bookindex.server.problem import Problem
-from bookindex.server.runner import RunnerRole
 
 log = logging.getLogger("bookindex.server.jobs")
 
@@ -434,7 +434,7 @@ class JobManager:
                 return
         shutil.rmtree(path.parent, ignore_errors=True)
 
-    def _events(self, job: Job, deadline: float | None = None) -> Callable[[str, dict[str, Any]], None]:
+    def _events(self, job: Job, deadline: float | None = None) -> Events:
         """The Engine's index events → the job's progress (and the cancellation point; for a
         build in this process, also where it is stopped past `deadline`)."""
         def on_event(event: str, info: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bookindex.indexing.graph.stats import graph_stats, tree_stats
+from bookindex.providers.llm.ledger import add_snapshots
 from bookindex.storage.library import StoredDocument
 
 
@@ -26,23 +27,6 @@ def doc_stats(doc: StoredDocument) -> dict[str, Any]:
     }
 
 
-def add_ledgers(ledgers: list[dict[str, Any] | None]) -> dict[str, Any]:
-    total: dict[str, float] = {}
-    stages: dict[str, dict[str, float]] = {}
-    for led in ledgers:
-        if not led:
-            continue
-        for k, v in (led.get("total") or {}).items():
-            if isinstance(v, (int, float)):
-                total[k] = total.get(k, 0) + v
-        for st, vals in (led.get("stages") or {}).items():
-            acc = stages.setdefault(st, {})
-            for k, v in vals.items():
-                if isinstance(v, (int, float)):
-                    acc[k] = acc.get(k, 0) + v
-    return {"stages": stages, "total": total}
-
-
 def library_stats(docs: list[dict[str, Any]]) -> dict[str, Any]:
     nodes: dict[str, int] = {}
     for d in docs:
@@ -58,5 +42,5 @@ def library_stats(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "lcc_diameter": max((d["lcc_diameter"] for d in docs), default=0),
         "er_merges": sum(d["er_merges"] or 0 for d in docs),
         "nodes_failed": sum(d["nodes_failed"] or 0 for d in docs),
-        "llm": add_ledgers([d["llm"] for d in docs]),
+        "llm": add_snapshots([d["llm"] for d in docs]),
     }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Hashable, Sequence, TypeVar
+from collections.abc import Hashable, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from bookindex.retrieval.baselines.index import (
     page_index,
     query_vector,
 )
+from bookindex.retrieval.fusion import reciprocal_rank_fusion
 
 RRF_K = 60
 FUSION_DEPTH = 100  # candidates taken from each ranking before fusion
@@ -23,16 +25,15 @@ H = TypeVar("H", bound=Hashable)
 
 
 def rrf_fuse(rankings: Sequence[Sequence[H]], k: int = RRF_K) -> list[tuple[H, float]]:
-    """Reciprocal rank fusion: score(d) = Σ_lists 1 / (k + rank_d), ranks 1-based.
+    """Reciprocal rank fusion (`reciprocal_rank_fusion`), best first.
 
-    Ties keep the order of first appearance (earlier lists, then better ranks), so the result
-    is deterministic.
+    Ties are broken by the item's rank in the first list that holds it, then by that list's
+    position, so the result is deterministic.
     """
-    scores: dict[H, float] = {}
+    scores = cast("dict[H, float]", reciprocal_rank_fusion(rankings, k=k))
     first_seen: dict[H, tuple[int, int]] = {}
     for li, ranking in enumerate(rankings):
         for r, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + r)
             first_seen.setdefault(item, (r, li))
     return sorted(scores.items(), key=lambda kv: (-kv[1], first_seen[kv[0]]))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -56,6 +57,57 @@ class Ledger:
     def reset(self) -> None:
         with self._lock:
             self._stages.clear()
+
+
+# -- arithmetic on snapshots: what a question, a build or a library spent ---------------------------
+
+def counters_delta(before: Mapping[str, Any], after: Mapping[str, Any], keys: Iterable[str]) -> dict[str, float]:
+    """after[k] - before[k] for each counter in `keys` (a missing or None counter counts 0), unrounded:
+    the usage of one stage, or of the totals, between two snapshots."""
+    return {k: (after.get(k, 0) or 0) - (before.get(k, 0) or 0) for k in keys}
+
+
+def usage_delta(before: Mapping[str, Any], after: Mapping[str, Any], *, keys: Sequence[str] | None = None,
+                prefix: str = "") -> dict[str, dict[str, float]]:
+    """Per-stage counters spent between two `Ledger.snapshot()`s: {stage: {counter: value}}.
+
+    Only stages whose name starts with `prefix` and that spent something are kept; `keys` picks
+    the counters (default: every numeric one of the later snapshot). Values are rounded to 3
+    decimals, which leaves the integer counters as they are and the seconds readable.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for stage, now in after.get("stages", {}).items():
+        if not stage.startswith(prefix):
+            continue
+        names = keys if keys is not None else [k for k, v in now.items() if isinstance(v, (int, float))]
+        diff = {k: round(v, 3) for k, v in counters_delta(before.get("stages", {}).get(stage, {}), now, names).items()}
+        if any(diff.values()):
+            out[stage] = diff
+    return out
+
+
+def stages_total(stages: Mapping[str, Mapping[str, float]], keys: Sequence[str]) -> dict[str, float]:
+    """The sum over `stages` ({stage: counters}) of each counter in `keys`, rounded to 3 decimals."""
+    return {k: round(sum(v[k] for v in stages.values()), 3) for k in keys}
+
+
+def add_snapshots(snapshots: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
+    """The sum of several snapshots (e.g. the builds of a library's documents): {"stages", "total"},
+    counter by counter; a missing (None or empty) snapshot adds nothing, non-numbers are skipped."""
+    total: dict[str, float] = {}
+    stages: dict[str, dict[str, float]] = {}
+    for snap in snapshots:
+        if not snap:
+            continue
+        for k, v in (snap.get("total") or {}).items():
+            if isinstance(v, (int, float)):
+                total[k] = total.get(k, 0) + v
+        for st, vals in (snap.get("stages") or {}).items():
+            acc = stages.setdefault(st, {})
+            for k, v in vals.items():
+                if isinstance(v, (int, float)):
+                    acc[k] = acc.get(k, 0) + v
+    return {"stages": stages, "total": total}
 
 
 def _rounded(d: dict[str, Any]) -> dict[str, Any]:

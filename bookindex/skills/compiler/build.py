@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from bookindex.core.events import Events
 from bookindex.core.protocols import LLM, Embedder
+from bookindex.providers.llm.ledger import usage_delta
 from bookindex.routing.document_text import embed_documents
 from bookindex.skills.compiler.compile import compile_tree
 from bookindex.skills.compiler.corpus import load_corpus
@@ -21,8 +21,6 @@ from bookindex.skills.compiler.materialise import check_output, replace_folder
 from bookindex.skills.compiler.requests import SkillsBuildReport, SkillsBuildRequest
 from bookindex.skills.compiler.summarise import ExtractiveSummariser, LLMSummariser, Summariser
 from bookindex.skills.model import BuildParams, CorpusDocument
-
-Events = Callable[[str, dict[str, Any]], None]
 
 
 def make_summariser(docs: list[CorpusDocument], llm: LLM | None, no_llm: bool) -> Summariser:
@@ -45,19 +43,6 @@ def build_params(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None) -
                        doc_int8=bool(getattr(embedder, "quantized", False)),
                        doc_tokens=int(getattr(embedder, "max_tokens", 0) or 0),
                        soft=req.soft, soft_margin=req.soft_margin)
-
-
-def usage_delta(before: dict[str, Any], after: dict[str, Any], prefix: str = "skills.") -> dict[str, Any]:
-    """Per-stage ledger counters spent between two snapshots, for stages under `prefix`."""
-    out: dict[str, Any] = {}
-    for stage, now in after.get("stages", {}).items():
-        if not stage.startswith(prefix):
-            continue
-        was = before.get("stages", {}).get(stage, {})
-        diff = {k: round(v - was.get(k, 0), 3) for k, v in now.items() if isinstance(v, (int, float))}
-        if any(diff.values()):
-            out[stage] = diff
-    return out
 
 
 def build(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None, on_event: Events | None = None,
@@ -87,7 +72,7 @@ def build(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None, on_event
         roots=len(tree.roots), levels=levels, files=len(written),
         median_file_bytes=float(statistics.median(sizes)) if sizes else 0.0, max_file_bytes=max(sizes, default=0),
         llm=params.llm, summaries=len(tree.clusters),
-        llm_usage=usage_delta(before, llm.ledger.snapshot()) if llm is not None else {},
+        llm_usage=usage_delta(before, llm.ledger.snapshot(), prefix="skills.") if llm is not None else {},
         seconds=round(t4 - t0, 3),
         timings={"load": round(t1 - t0, 3), "embed": round(t2 - t1, 3), "compile": round(t3 - t2, 3),
                  "write": round(t4 - t3, 3)},

@@ -8,17 +8,16 @@ labels are assigned once the hierarchy is known (`assign_paths`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
+from bookindex.core.events import Events
 from bookindex.core.protocols import Embedder
 from bookindex.skills.compiler.cluster import cap_size, centroid, n_groups, normalise, partition, soft_members
 from bookindex.skills.compiler.summarise import ClusterInput, Summariser, Summary, clip, doc_line, slug
 from bookindex.skills.model import BuildParams, Cluster, CorpusDocument, DocumentEntry, SkillTree, TreeVectors
 
-Events = Callable[[str, dict[str, Any]], None]
 DESCRIPTION_CHARS = 1024
 GROUP_MIN_SIZE = 2  # above level 1: a group of one sub-group would only add a folder
 

@@ -21,16 +21,16 @@ import os
 import shutil
 import statistics
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import InputError
+from bookindex.core.events import Events
 from bookindex.core.protocols import LLM, Embedder
+from bookindex.providers.llm.ledger import usage_delta
 from bookindex.routing.document_text import embed_documents
-from bookindex.skills.compiler.build import build_params, make_summariser, usage_delta, uses_llm
+from bookindex.skills.compiler.build import build_params, make_summariser, uses_llm
 from bookindex.skills.compiler.compile import compile_tree
 from bookindex.skills.compiler.corpus import is_library, load_library
 from bookindex.skills.compiler.docskill import DocumentSkill, document_hash, folder_for, render_document
@@ -43,7 +43,6 @@ from bookindex.storage.library import Library, StoredDocument
 NEXT_SKILLS = ("Each document above is also a skill: open its SKILL.md to walk its chapters and sections, "
                "or call search_document(doc_id, question) to run its retrieval.")
 
-Events = Callable[[str, dict[str, Any]], None]
 
 
 def stored_documents(sources: list[str]) -> dict[str, tuple[StoredDocument, str]]:
@@ -107,7 +106,7 @@ def build(req: SkillsBuildRequest, embedder: Embedder, llm: LLM | None, on_event
         roots=len(tree.roots), levels=levels, files=len(nav),
         median_file_bytes=float(statistics.median(sizes)) if sizes else 0.0, max_file_bytes=max(sizes, default=0),
         llm=params.llm, summaries=len(tree.clusters) + len(skills),
-        llm_usage=usage_delta(before, llm.ledger.snapshot()) if llm is not None else {},
+        llm_usage=usage_delta(before, llm.ledger.snapshot(), prefix="skills.") if llm is not None else {},
         seconds=round(t5 - t0, 3),
         timings={"load": round(t1 - t0, 3), "embed": round(t2 - t1, 3), "compile": round(t3 - t2, 3),
                  "documents": round(t4 - t3, 3), "write": round(t5 - t4, 3)},

@@ -24,8 +24,9 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
+from bookindex.providers.llm.ledger import usage_delta
 from bookindex.routing.document_text import embed_documents
-from bookindex.skills.compiler.build import make_summariser, usage_delta
+from bookindex.skills.compiler.build import make_summariser
 from bookindex.skills.compiler.cluster import centroid, split_in_two
 from bookindex.skills.compiler.compile import (
     apply_summary,
@@ -209,7 +210,7 @@ def _finish(st: _State, drift: float, embedder: Embedder, llm: LLM | None, no_ll
     return SkillsUpdateReport(folder=str(st.folder), added=list(added), removed=list(removed),
                               documents=len(tree.documents), clusters=len(tree.clusters), touched=len(path_ids),
                               summaries=len(redo), splits=st.splits, deleted_clusters=st.deleted,
-                              llm_usage=usage_delta(before, llm.ledger.snapshot()) if llm is not None else {},
+                              llm_usage=usage_delta(before, llm.ledger.snapshot(), prefix="skills.") if llm is not None else {},
                               seconds=round(time.perf_counter() - t0, 3), warnings=list(summariser.warnings))
 
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from bookindex.core.errors import LLMOutputError
 from bookindex.core.protocols import LLM, Embedder
+from bookindex.providers.llm.ledger import counters_delta
 from bookindex.skills.navigator.answer import (
     CitedNode,
     NavStep,
@@ -255,8 +256,9 @@ def opening(opened: OpenedSkills, question: str, guide: Guide | None = None) -> 
 
 
 def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
+    """The navigator stage's calls and tokens since `before` (that stage's counters)."""
     after = llm.ledger.snapshot().get("stages", {}).get(STAGE, {})
-    return {k: after.get(k, 0) - before.get(k, 0) for k in ("calls", "prompt_tokens", "completion_tokens")}
+    return counters_delta(before, after, ("calls", "prompt_tokens", "completion_tokens"))
 
 
 def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int = 10,

@@ -1,4 +1,4 @@
-"""Start-up of `bookindex serve`: check the bind against the keys, then run uvicorn on the app
+"""Launch of `bookindex serve`: check the bind against the keys, then run uvicorn on the app
 factory `bookindex.server.app:pending_app`, which builds the app from what `serve` left here and
 says which jobs a previous run left unfinished.
 
@@ -7,7 +7,7 @@ CLI does, for every command) does not import FastAPI. With `workers > 1` uvicorn
 processes, each importing the factory afresh: what `serve` leaves here then travels to them in
 the environment variable `PENDING_ENV` (library, settings, bind), and each process builds its
 own Engine. They share the listening socket, so questions are answered on every core; one of
-them runs the index jobs (`runner`).
+them runs the index jobs (`job_runner_role`).
 """
 
 from __future__ import annotations
