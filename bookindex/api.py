@@ -89,7 +89,7 @@ class Library:
         document uses (`Engine.route_documents`: each document's top node cosines, BM25 over
         whole documents, the document's vector, fused by rank), so the first choice is the
         document `ask` would answer from; `signals` and `ranks` say why. The best-node ranking
-        it replaced (issue 14 measured it lower) stays available as `engine.route`."""
+        it replaced (measured lower, docs/library_hierarchy.md) stays available as `engine.route`."""
         if not question.strip():
             raise InputError("the question is empty")
         names = {d.doc_id: d.name for d in self.engine.documents()}

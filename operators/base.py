@@ -62,7 +62,7 @@ class State:
     sub_results: list[dict[str, Any]] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # streaming (issue 20): Reduce reports ("evidence", ids) before it asks the model, then the
+    # streaming: Reduce reports ("evidence", ids) before it asks the model, then the
     # answer's ("token", text) / ("reset", why) events; None when nobody listens
     on_event: Callable[[str, Any], None] | None = None
 

@@ -158,7 +158,7 @@ def estimate_tokens(text: str) -> int:
 
 def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
                   item_chars: int = ITEM_CHARS) -> list[Passage]:
-    """Passages best-ranked first until `budget_tokens` of prompt are spent (issue 20).
+    """Passages best-ranked first until `budget_tokens` of prompt are spent.
 
     Each item may take up to `item_chars`, or what is left of the budget; an item that would get
     less than MIN_PACK_CHARS is not shown, nor is anything after it, so the prompt holds the top of

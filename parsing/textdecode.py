@@ -1,4 +1,4 @@
-"""Decide whether bytes are text, and decode them (issue 18, item 7).
+"""Decide whether bytes are text, and decode them.
 
 Why: UTF-16 files were called "binary data", and random bytes without a NUL decoded as Latin-1
 and were indexed as Markdown. Text is decoded from a byte-order mark (UTF-8, UTF-16, UTF-32),

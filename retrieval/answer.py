@@ -49,9 +49,9 @@ class StageUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # prompt tokens the in-process model reused from its KV cache; the rest were evaluated
-    # before the first generated token (issue 20: what the first token waits on)
+    # before the first generated token (what the first token waits on)
     cached_tokens: int = 0
-    seconds: float = 0.0  # waiting on the model (issue 20: where a question's time goes)
+    seconds: float = 0.0  # waiting on the model (where a question's time goes)
 
 
 class LLMUsage(BaseModel):

@@ -61,7 +61,7 @@ def _run_step(step: Step, state: State, ctx: IndexContext) -> None:
 
 def unknown_ids(params: dict[str, Any], ctx: IndexContext) -> list[str]:
     """Section or entity ids an (edited) plan names that this document does not have: the
-    operators skip them, and the trace says so (issue 18) instead of ignoring them silently."""
+    operators skip them, and the trace says so instead of ignoring them silently."""
     out = [str(i) for i in params.get("section_ids") or [] if str(i) not in ctx.tree.nodes]
     if params.get("entity_ids"):
         entities = ctx.graph.entities

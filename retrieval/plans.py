@@ -148,7 +148,7 @@ def validate_steps(steps: list[Step], source: str) -> None:
 
 
 def check_params(op: str, params: dict[str, Any], source: str) -> None:
-    """Every value within sane bounds (issue 18): finite numbers in PARAM_RANGES, bounded lists
+    """Every value within sane bounds: finite numbers in PARAM_RANGES, bounded lists
     and strings, readable and ordered page ranges, known ranking criteria."""
     for key, value in params.items():
         _check_value(op, key, value, source)

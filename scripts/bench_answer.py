@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Answer latency (issue 20): seconds per question, first token, LLM calls and prompt tokens, accuracy.
+"""Answer latency: seconds per question, first token, LLM calls and prompt tokens, accuracy.
 
     python scripts/bench_answer.py ../shared/data --ref-index /tmp/idx-ref-after \
         --mml-index /tmp/idx-mml-final --ref-ids ref01,ref02 --mml-limit 8 \

@@ -1,4 +1,4 @@
-"""No-LLM beam variants on one compiled skill folder (issue 13): routes, beam widths, leaf
+"""No-LLM beam variants on one compiled skill folder: routes, beam widths, leaf
 pooling and soft membership, against flat dense search over the same document vectors.
 
     python scripts/bench_beam_routes.py DATA SKILLS [--start 0 --end 200] \

@@ -1,4 +1,4 @@
-"""Corpus embedding speed vs recall (issue 13): which ONNX settings embed a corpus fastest for
+"""Corpus embedding speed vs recall: which ONNX settings embed a corpus fastest for
 the least recall lost.
 
     python scripts/bench_corpus_embedding.py DATA/scifact --variants fp32:256,int8:256,fp32:128,int8:128 \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Distributed indexing benchmark (issue 17): the same PDFs indexed serially, with `--workers N`
+"""Distributed indexing benchmark: the same PDFs indexed serially, with `--workers N`
 and on a local Ray instance, each through the real CLI in a fresh process and a fresh library;
 wall time, per-document cost from build.json, and whether the content hashes equal the serial one.
 

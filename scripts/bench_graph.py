@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark graph construction (issue 4): no-LLM build speed and graph shape, gradient vs exact ER.
+"""Benchmark graph construction: no-LLM build speed and graph shape, gradient vs exact ER.
 
 No-LLM mode, over the handbooks and the MMLongBench dev PDFs:
   seconds per 100 pages (extraction + resolution, parsing excluded), entities, relations,

@@ -1,4 +1,4 @@
-"""Incremental update vs full build, recall and cost (issue 13), without an LLM.
+"""Incremental update vs full build, recall and cost, without an LLM.
 
     python scripts/bench_incremental_recall.py DATA/scifact [--seeds 0,1,2] [--out bench-out/incremental]
         [--vectors-cache FILE.npz]

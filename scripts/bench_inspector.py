@@ -1,4 +1,4 @@
-"""Web inspector latency in a real browser (issue 16): headless Chromium (Debian's `chromium`,
+"""Web inspector latency in a real browser: headless Chromium (Debian's `chromium`,
 driven by Playwright) against `bookindex serve`'s app on 127.0.0.1 over an indexed library.
 
 Per run: open the document page and time navigation start -> the section tree first shown

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""KV-cache prefix reuse of the in-process model (issue 20): the same answer prompt timed after an
+"""KV-cache prefix reuse of the in-process model: the same answer prompt timed after an
 unrelated call (nothing to reuse) and after a call sharing its instructions (prefix reused).
 
     python scripts/bench_kv_prefix.py --model qwen2.5-coder-0.5b --rounds 3 --out bench-out/kv

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Prompt-processing and generation speed of the in-process model per weight format and llama.cpp
-option (issue 20's first token): tokens per CPU-second on one thread, so figures taken on a shared,
+option (what the first token waits on): tokens per CPU-second on one thread, so figures taken on a shared,
 loaded machine compare (wall seconds are printed too, with the load average).
 
     python scripts/bench_llm_speed.py --formats Q4_K_M,Q4_0,Q8_0 --pp 256 --tg 8 --rounds 2

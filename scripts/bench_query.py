@@ -7,7 +7,7 @@
 With --pdf and a library that does not hold it yet, the document is indexed first (not timed).
 Measures: open (library open + first-query preparation: tree, graph, vectors, BM25, models),
 per-query latency p50/p95 over a fixed question set (single-hop, multi-hop and global questions
-about the gnuplot manual), and peak resident memory. Targets (issue 5): open <= 2 s,
+about the gnuplot manual), and peak resident memory. Targets: open <= 2 s,
 p50 <= 300 ms, p95 <= 1 s, memory <= 1.5 GB. Prints a Markdown table; writes JSON + Markdown.
 """
 

@@ -12,7 +12,7 @@ question drawn in turn from the fixed gnuplot set of scripts/bench_query.py. The
 8 clients while an upload of DATA_DIR/handbooks/<--upload> is being indexed by the server's job
 worker. Bounded: every phase stops at --seconds or --max-requests, the upload phase also when
 its job ends. Reports throughput (answered questions/s), latency p50/p95/p99 and errors (non-200
-or transport errors); writes JSON + a Markdown table to --out. Targets (issue 15, 2 cores):
+or transport errors); writes JSON + a Markdown table to --out. Targets (2 cores):
 >= 20 questions/s at 8 clients, p95 <= 500 ms, zero errors.
 """
 

@@ -1,4 +1,4 @@
-"""Skill compilation benchmark (issue 13): compile time, navigation files, incremental updates.
+"""Skill compilation benchmark: compile time, navigation files, incremental updates.
 
     python scripts/bench_skills_build.py DATA/scifact/corpus.jsonl [--out bench-out/skills-build]
         [--llm --sample 200] [--set llm.provider=llamacpp ...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Reference entries as nodes (issue 12): does every name of a manual's index get its own node?
+"""Reference entries as nodes: does every name of a manual's index get its own node?
 
     python scripts/eval_entries.py PDF [--out DIR] [--no-outline] [--questions JSON [--k 5] [--no-dense]]
 

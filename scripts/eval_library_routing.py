@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Library questions without a document (issue 14): document routing and pooled page recall.
+"""Library questions without a document: document routing and pooled page recall.
 
     python scripts/eval_library_routing.py ../shared/data/mmlongbench-dev \
         --index /tmp/lib25 --skills /tmp/lib25-skills --out bench-out/library-routing
@@ -13,7 +13,7 @@ gold pages; evidence from another document finds nothing), next to the per-docum
   and no LLM, timed, when the folder is absent), then the chosen document's bookindex retrieval;
 - `router`: `Engine.route_documents` (what `ask` without a document uses), then the same;
 - `flat`: `Engine.search_library`, one ranking over every block of the library;
-- `best-node`: `Engine.route` (the best node's cosine per document: the routing before issue 14).
+- `best-node`: `Engine.route` (the best node's cosine per document: the routing before the library router).
 Every figure is given twice: on all questions and on the questions that name their document, i.e.
 all but those listed in --unroutable (tests/data/mmlongbench_unroutable.json: questions such as
 "How many figures are in the entire document?" that no router can place from the question alone).

@@ -1,4 +1,4 @@
-"""Answer latency (issue 20): LLM calls per stage, rule classification, evidence packed into a
+"""Answer latency: LLM calls per stage, rule classification, evidence packed into a
 token budget, streamed answers (client, operators, Engine) and their cache-hit replay."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Baselines over an in-memory tree with a deterministic fake embedder (issue 6)."""
+"""Baselines over an in-memory tree with a deterministic fake embedder."""
 
 from __future__ import annotations
 

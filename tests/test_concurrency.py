@@ -1,4 +1,4 @@
-"""Issue 18: concurrent writers and readers, and builds killed with SIGKILL at every stage.
+"""Concurrent writers and readers, and builds killed with SIGKILL at every stage.
 
 Both run real processes (the CLI entry point, or `Library.add` with an `on_event` hook that
 kills its own process), with the shared hashing embedder and no LLM. The stress test runs for

@@ -1,4 +1,4 @@
-"""Per-document builds off the writer (issue 17): local worker processes and Ray tasks build,
+"""Per-document builds off the writer: local worker processes and Ray tasks build,
 one writer commits; the result equals a serial build (content hashes), a killed worker's
 document is retried with no duplicate and no loss."""
 

@@ -1,4 +1,4 @@
-"""End-to-end of the MMLongBench harness on a 3-page fixture PDF with two questions (issue 6).
+"""End-to-end of the MMLongBench harness on a 3-page fixture PDF with two questions.
 
 The PDF is built with reportlab at test time and indexed by the real library with a hashed
 bag-of-words embedder; `test_harness_with_real_library` runs the same flow with MiniLM.

@@ -1,4 +1,4 @@
-"""Issue 18: a generated corpus of broken or hostile inputs driven through the real CLI entry point.
+"""A generated corpus of broken or hostile inputs driven through the real CLI entry point.
 
 Every case either indexes (exit 0) or fails with exit code 2 and one line `error: ...` naming the
 file, and a failure leaves the library byte-identical (reader-lease bookkeeping, `.leases*`,

@@ -1,4 +1,4 @@
-"""Issue 4 "Bad input": nodes whose LLM extraction fails are retried once, recorded in build.json,
+"""Nodes whose LLM extraction fails are retried once, recorded in build.json,
 counted in the `bookindex index` summary, and a re-run of `bookindex index` retries only them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The web inspector (issue 16): fast HTML-route tests with FastAPI's TestClient over a small
+"""The web inspector: fast HTML-route tests with FastAPI's TestClient over a small
 Markdown library, then headless Chromium (Debian's `chromium`, driven by Playwright) against a
 real server on 127.0.0.1 serving libtasn1: expand a section, click citation 1 and compare the
 highlight with the node's bbox, edit and re-run the plan, a `<script>` question shown as text.

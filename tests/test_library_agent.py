@@ -1,4 +1,4 @@
-"""The LLM navigator in a library hierarchy (issue 14): search_document, get_node and get_pages
+"""The LLM navigator in a library hierarchy: search_document, get_node and get_pages
 beside view and get_document, one registry for the JSON action protocol and native tool calls,
 every step traced with its arguments and tokens, bad arguments answered with a tool error, answers
 citing only blocks read; reachable from Engine.skills_ask, Engine.ask(skills=, navigator="llm")

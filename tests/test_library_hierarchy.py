@@ -1,4 +1,4 @@
-"""One hierarchy from library to block (issue 14): document skills and their file rules, rebuilds
+"""One hierarchy from library to block: document skills and their file rules, rebuilds
 that render only changed documents, the combined tree, navigation that reaches a block through
 search_document, the routing decision in ask's trace, and bad inputs. Offline: FakeEmbedder,
 FakeLLM, a small library of Markdown handbooks indexed without a graph."""

@@ -1,4 +1,4 @@
-"""The document router's `name` signal (issue 14): which question words may name a document by
+"""The document router's `name` signal: which question words may name a document by
 its file name, IDF over the library's names, and sparse fusion (a document it does not match
 gets no rank from it, so it cannot reorder the rest)."""
 

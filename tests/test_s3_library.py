@@ -1,4 +1,4 @@
-"""A library on S3 (issue 17), against moto's S3 server on 127.0.0.1: index into s3://bucket/lib,
+"""A library on S3, against moto's S3 server on 127.0.0.1: index into s3://bucket/lib,
 answer from a fresh process (which only reads S3; both use the configured embedder, since a
 query checks the vectors' model), remove a document and add it back, and the
 writer lock is one conditional PUT."""

@@ -1,4 +1,4 @@
-"""Scorers against hand-computed cases (issue 6)."""
+"""Scorers against hand-computed cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13's navigation and compile-speed options: soft membership (a document listed in a
+"""The navigation and compile-speed options: soft membership (a document listed in a
 near leaf too, in skills.json and INDEX.md, kept current by updates), the beam's routes
 ("members", "leaves") and leaf pooling, and the corpus embedder (int8, truncated) that the
 compiler uses while questions keep the full-precision model."""

@@ -106,7 +106,7 @@ CHECK_WORDS = {
 
 
 def render_usage(answer: Answer) -> Any:
-    """Where the question's time went: LLM calls, tokens and seconds per stage (issue 20)."""
+    """Where the question's time went: LLM calls, tokens and seconds per stage."""
     from rich.table import Table
 
     u = answer.usage

@@ -191,7 +191,7 @@ def _index_into(ctx: typer.Context, paths: list[Path], index_dir: Path, parser: 
             counts["failed"] += 1
             c.print(f"[bold red]error:[/] {escape(one_line(str(e)))}")
             continue
-        except (Exception, RecursionError) as e:  # one file's bug never stops the batch (issue 18)
+        except (Exception, RecursionError) as e:  # one file's bug never stops the batch
             message = one_line(f"{f}: could not be indexed ({type(e).__name__}: {e})")
             if len(files) == 1:
                 raise InputError(message) from e

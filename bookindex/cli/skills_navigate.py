@@ -1,4 +1,4 @@
-"""`bookindex skills navigate DIR "question" -i LIB`: walk a library hierarchy (issue 14).
+"""`bookindex skills navigate DIR "question" -i LIB`: walk a library hierarchy.
 
 The hierarchy (`bookindex skills build LIB --documents -o DIR`) is descended without an LLM:
 topics by the embedding beam, the reached documents ranked by the library router, then the best

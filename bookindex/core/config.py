@@ -66,7 +66,7 @@ class EmbeddingSettings(_Section):
     # Corpus documents for `skills build` / `skills add` only (never a library's index vectors):
     # an int8-quantized copy of the ONNX model and a shorter truncation. On SciFact int8 at 192
     # tokens embeds 2x faster per CPU second than fp32 at 256 for -0.019 dense R@10 (128 tokens:
-    # 3.3x, -0.034; docs/benchmarks.md, "Issue 13 targets"); questions stay at full precision.
+    # 3.3x, -0.034; docs/benchmarks.md, "Corpus embedding speed and the members beam"); questions stay at full precision.
     # 0 tokens = the model's own limit.
     corpus_int8: bool = True
     corpus_tokens: int = Field(192, ge=0)
@@ -119,7 +119,7 @@ class RetrievalSettings(_Section):
     # they are computed from); weight of the expansion in the lexical score
     glossary: bool = True
     glossary_weight: float = Field(0.7, ge=0, le=1)
-    # Answer latency (issue 20; docs/benchmarks.md "Answer latency"). Question classification:
+    # Answer latency (docs/benchmarks.md "Answer latency"). Question classification:
     # "rules-first" asks the LLM only when the rules see no clear cue, "llm" always (with an
     # LLM), "rules" never. Plan entities: "rules" (spaCy noun chunks + the entity index) or "llm".
     classifier: Literal["rules-first", "llm", "rules"] = "rules-first"

@@ -1,4 +1,4 @@
-"""Bounds on what a user's file may make Python do: JSON depth (issue 18, item 2).
+"""Bounds on what a user's file may make Python do: JSON depth.
 
 Why: `json.loads` and everything that walks its result (pydantic, our readers) recurse once per
 nesting level, so 100,000 `[` in an input or a plan was a RecursionError traceback, and a

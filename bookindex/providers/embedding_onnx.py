@@ -9,7 +9,7 @@ under the bookindex cache directory; vectors match the torch path to ~1e-6 cosin
 weights, activations quantized per batch), made once from the fp32 export and cached beside it;
 `max_tokens` truncates shorter than the model's own limit. Both trade a little recall for speed
 and are meant for bulk corpus embedding (the skills compiler), not for a library's index vectors
-(docs/benchmarks.md, "Issue 13 targets").
+(docs/benchmarks.md, "Corpus embedding speed and the members beam").
 
 Only plain "Transformer → Pooling (mean or CLS) [→ Normalize]" models qualify; anything else
 raises `UnsupportedModel` so the caller can fall back to torch.

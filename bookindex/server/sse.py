@@ -4,7 +4,7 @@ Events, in order: `plan` (the operator plan, sent as soon as it is made, before 
 `evidence` (the ranked evidence, before the model reads it), `token` (the answer text as the model
 writes it: `Engine.ask_stream`), `usage`, then `done` (the whole Answer, whose `answer` is the
 text to keep). A `reset` event (data: why) withdraws the tokens sent so far: the answer broke the
-citation rule and a repaired or extractive answer follows (issue 20). An answer the model did not
+citation rule and a repaired or extractive answer follows. An answer the model did not
 write (extractive, structural, a cache hit) comes as one `token`. An Engine error becomes one
 `error` event with a problem document.
 """

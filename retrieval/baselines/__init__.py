@@ -1,4 +1,4 @@
-"""Baseline retrievers compared against bookindex (issue 6).
+"""Baseline retrievers compared against bookindex.
 
 All run over the same parsed tree leaves and embedder as bookindex and return ranked
 `bookindex.core.model.Evidence` (node, page, bbox), so one scorer serves every method:

@@ -1,4 +1,4 @@
-"""The web inspector (issue 16): library, document tree with page images and boxes, ask with
+"""The web inspector: library, document tree with page images and boxes, ask with
 citations, plan trace and plan editor, graph neighbourhoods, skills hierarchy; at `/ui/`.
 
 Server-rendered Jinja2 templates with one small vanilla script and one stylesheet, all shipped

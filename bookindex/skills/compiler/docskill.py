@@ -1,4 +1,4 @@
-"""A document as a skill (issue 14): one indexed document's section tree as navigation files.
+"""A document as a skill: one indexed document's section tree as navigation files.
 
 A document's folder `doc-<name>/` holds `SKILL.md` (title, summary, pages, its top-level
 sections with page range and one line each) and one `sec-NN-<title>/INDEX.md` per section,

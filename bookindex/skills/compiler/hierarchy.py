@@ -1,6 +1,6 @@
-"""`skills build LIB --documents`: one tree from library to block (issue 14).
+"""`skills build LIB --documents`: one tree from library to block.
 
-The library's documents are clustered by the issue-13 compiler (topic clusters, SKILL.md /
+The library's documents are clustered by the skills compiler (topic clusters, SKILL.md /
 INDEX.md, skills.json, vectors.npz, documents.json), and each document's own section tree is
 written as a skill (`docskill`) inside the folder of its leaf cluster:
 

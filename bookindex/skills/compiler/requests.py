@@ -32,7 +32,7 @@ class SkillsBuildRequest(BaseModel):
     soft: int = Field(SOFT, ge=0)
     soft_margin: float = Field(SOFT_MARGIN, ge=0.0, le=2.0)
     no_llm: bool = False
-    # issue 14: the sources are libraries; each document's section tree becomes a skill hung
+    # the sources are libraries; each document's section tree becomes a skill hung
     # under its leaf cluster (one tree from library to block)
     documents: bool = False
 

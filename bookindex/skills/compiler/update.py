@@ -1,4 +1,4 @@
-"""Incremental updates (issue 13 item 5): add or remove documents without recompiling.
+"""Incremental updates: add or remove documents without recompiling.
 
 `add` embeds the new documents, puts each in the leaf whose centroid is nearest, splits a leaf
 that grows past 2p into two (2-means, the new leaf appended to its parent so no sibling is

@@ -2,7 +2,7 @@
 
 The agent starts from the skills' names and descriptions only (progressive disclosure), opens
 SKILL.md / INDEX.md files with `view`, reads documents with `get_document`, and answers citing
-only what it read. In a library hierarchy (issue 14) opened with its library it also has, at a
+only what it read. In a library hierarchy opened with its library it also has, at a
 document, that document's BookRAG retrieval and blocks: `search_document(doc_id, question)`,
 `get_node(node_id)`, `get_pages(doc_id, pages)` (`agent_tools`, `libtools`), and may cite the
 blocks it read by node id. It gets at most `max_rounds` tool calls and stops when it answers.

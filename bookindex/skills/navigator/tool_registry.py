@@ -1,6 +1,6 @@
 """The LLM navigator's tools, declared once for both protocols and dispatched in one place.
 
-A skill folder gives the agent `view` and `get_document`; a library hierarchy (issue 14) adds a
+A skill folder gives the agent `view` and `get_document`; a library hierarchy adds a
 document's BookRAG retrieval and its blocks: `search_document(doc_id, question)`,
 `get_node(node_id)` and `get_pages(doc_id, pages)`. Each tool is one `ToolSpec` (name, what it
 does, its string parameters); the native tool-call schema and the JSON action protocol's text are
