@@ -28,6 +28,10 @@ from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.core.events import Events
 from bookindex.core.model import DocumentTree, Evidence
 from bookindex.core.protocols import LLM, Embedder, Reranker
+from bookindex.indexing.library import DocumentLibrary
+from bookindex.indexing.parallel.batch import BatchItem, index_batch
+from bookindex.indexing.parallel.executors import make_runner
+from bookindex.indexing.parallel.worker import ProviderFactory, default_providers
 from bookindex.operators.context import IndexContext
 from bookindex.operators.passages import build_passages
 from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
@@ -60,10 +64,7 @@ from bookindex.skills.compiler.requests import (
 )
 from bookindex.skills.navigator.libnav import LibraryAnswer
 from bookindex.skills.navigator.pages import PageText
-from bookindex.storage.batch import BatchItem, index_batch
-from bookindex.storage.library import CATALOG, Library
-from bookindex.storage.runners import make_runner
-from bookindex.storage.staging import ProviderFactory, default_providers
+from bookindex.storage.catalog import CATALOG
 
 __all__ = ["Engine", "AskRequest", "AskEvent", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
            "RouteChoice", "Answer", "Plan", "METHODS", "Method", "OPEN_DOCUMENTS",
@@ -80,7 +81,7 @@ class Engine:
                  open_documents: int = OPEN_DOCUMENTS) -> None:
         self._settings = settings
         self._root = Path(library).expanduser() if library is not None else None
-        self._library: Library | None = None
+        self._library: DocumentLibrary | None = None
         self._lock = threading.Lock()
         self.providers = ProviderSet(lambda: self.settings, llm=llm, embedder=embedder, reranker=reranker, vlm=vlm)
         self.cache = DocumentCache(lambda: self.library, self.providers, capacity=open_documents)
@@ -97,13 +98,13 @@ class Engine:
 
     # -- the library -------------------------------------------------------------------------
     @property
-    def library(self) -> Library:
+    def library(self) -> DocumentLibrary:
         """The library store; its builds use the Engine's providers, created on first build."""
         with self._lock:
             if self._library is None:
                 if self._root is None:
                     raise InputError("no library folder given to the Engine")
-                self._library = Library.open(self._root, self.settings, providers=self.providers)
+                self._library = DocumentLibrary.open(self._root, self.settings, providers=self.providers)
             return self._library
 
     @property
@@ -134,7 +135,7 @@ class Engine:
 
     def index(self, path: str | Path, *, on_event: Events | None = None, progress: bool = False,
               replaces: tuple[str, ...] | list[str] = (), **options: Any) -> IndexReport:
-        """Index one file or MinerU folder (PDF, MinerU JSON, Markdown, text); see Library.add
+        """Index one file or MinerU folder (PDF, MinerU JSON, Markdown, text); see DocumentLibrary.add
         (`replaces`: ids of documents this one replaces when it commits)."""
         t0 = time.perf_counter()
         doc = self.library.add(path, on_event=on_event, progress=progress, replaces=replaces, **options)

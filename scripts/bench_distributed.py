@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bookindex.storage.content_hash import library_hash
+from bookindex.indexing.document_folder import BUILD_FILE, library_hash
+from bookindex.storage.catalog import CATALOG
 
 
 def _docs(data: Path, limit: int | None) -> list[Path]:
@@ -43,11 +44,11 @@ def _run(mode: str, args: list[str], files: list[Path], lib: Path) -> dict:
     load1 = os.getloadavg()
     if proc.returncode != 0:
         print(proc.stderr[-3000:], file=sys.stderr)
-    catalog = json.loads((lib / "library.json").read_text())["documents"] if (lib / "library.json").exists() else {}
+    catalog = json.loads((lib / CATALOG).read_text())["documents"] if (lib / CATALOG).exists() else {}
     per_doc = []
     for entry in catalog.values():
         d = lib / "docs" / entry["dir"]
-        build = json.loads((d / "build.json").read_text())
+        build = json.loads((d / BUILD_FILE).read_text())
         per_doc.append({"name": entry["name"], "pages": build.get("pages"), **build.get("timings", {})})
     return {"mode": mode, "wall_s": round(wall, 1), "rc": proc.returncode, "documents": len(catalog),
             "hash": library_hash(lib) if catalog else None, "load_before": [round(x, 2) for x in load0],

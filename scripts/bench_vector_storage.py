@@ -60,12 +60,11 @@ def build_one(pdf: Path, lib: Path, backend: str) -> dict[str, Any]:
     """One `Engine.index` in this process, with the vector writes timed."""
     from bookindex.core.config import load_settings
     from bookindex.engine import Engine
-    from bookindex.indexing import construction
-    from bookindex.storage import graph_store, lance_store
+    from bookindex.indexing import document_folder
+    from bookindex.storage import lance_store
 
     writes: dict[str, float] = {}
-    construction.save_mirror = _timed(construction.save_mirror, writes, "npz")
-    graph_store.save_mirror = _timed(graph_store.save_mirror, writes, "npz")
+    document_folder.save_mirror = _timed(document_folder.save_mirror, writes, "npz")
     lance_store.write_node_table = _timed(lance_store.write_node_table, writes, "lancedb")
     lance_store.write_graph_tables = _timed(lance_store.write_graph_tables, writes, "lancedb")
     lance_store.require = _timed(lance_store.require, writes, "lancedb")  # the import, before the build
@@ -79,7 +78,7 @@ def build_one(pdf: Path, lib: Path, backend: str) -> dict[str, Any]:
     size = sum(f.stat().st_size for p in store for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file())
     return {"doc": pdf.name, "backend": backend, "nodes": rep.nodes, "wall_s": round(wall, 2),
             "cpu_s": round(cpu, 2), "vector_write_s": round(writes.get(backend, 0.0), 3),
-            "store_mb": round(size / 2**20, 2), "timings": json.loads((doc_dir / "build.json").read_text())["timings"]}
+            "store_mb": round(size / 2**20, 2), "timings": document_folder.read_build_report(doc_dir)["timings"]}
 
 
 def read_one(doc_dirs: list[Path], backend: str, qfile: Path) -> dict[str, Any]:
@@ -90,6 +89,7 @@ def read_one(doc_dirs: list[Path], backend: str, qfile: Path) -> dict[str, Any]:
     if backend == "npz":
         from bookindex.storage.vector_mirror import load_mirror
 
+        # document_folder.NODE_VECTORS_FILE, spelled here so that the timed open imports the npz reader only
         mats = [load_mirror(d / "node_vectors.npz") for d in doc_dirs]
         out["open_s"] = time.perf_counter() - t0
         ids = [i for m in mats for i in m[0]]
@@ -106,19 +106,20 @@ def read_one(doc_dirs: list[Path], backend: str, qfile: Path) -> dict[str, Any]:
         import lancedb  # the cost a query process pays for this backend
 
         out["import_s"] = time.perf_counter() - t0
+        from bookindex.indexing.document_folder import NODE_VECTORS_DB
         from bookindex.storage import lance_store
 
         t1 = time.perf_counter()
         if len(doc_dirs) == 1:
-            tbl = lancedb.connect(str(doc_dirs[0] / lance_store.NODE_DIR)).open_table(lance_store.NODE_TABLE)
+            tbl = lancedb.connect(str(doc_dirs[0] / NODE_VECTORS_DB)).open_table(lance_store.NODE_TABLE)
             out["connect_open_table_s"] = time.perf_counter() - t1
             t2 = time.perf_counter()
-            lance_store.read_node_table(doc_dirs[0])
+            lance_store.read_node_table(doc_dirs[0] / NODE_VECTORS_DB)
             out["to_matrix_s"] = time.perf_counter() - t2
         else:  # library-wide: all documents' node rows in one table, as a cross-document search would
             tmp = Path(tempfile.mkdtemp(prefix="bvs-lib-"))
             db = lancedb.connect(str(tmp))
-            tables = [lancedb.connect(str(d / lance_store.NODE_DIR)).open_table(lance_store.NODE_TABLE).to_arrow()
+            tables = [lancedb.connect(str(d / NODE_VECTORS_DB)).open_table(lance_store.NODE_TABLE).to_arrow()
                       for d in doc_dirs]
             db.create_table("nodes", tables[0])
             for t in tables[1:]:

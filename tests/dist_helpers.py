@@ -10,9 +10,9 @@ from library_helpers import handbook_markdown
 from pdf_fixtures import build_handbook
 
 from bookindex.core.config import Settings
+from bookindex.indexing.parallel.worker import WorkerProviders
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
-from bookindex.storage.staging import WorkerProviders
 
 
 def fake_providers(settings: Settings) -> WorkerProviders:

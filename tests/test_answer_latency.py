@@ -14,6 +14,7 @@ from bookindex.cli.app import app
 from bookindex.core.config import LLMSettings, load_settings
 from bookindex.core.errors import InputError
 from bookindex.engine import AskEvent, Engine
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.operators import prompts
 from bookindex.operators.passages import estimate_tokens, format_passages, pack_passages
 from bookindex.providers.llm import Completion, LLMClient, get_llm, providers
@@ -24,7 +25,6 @@ from bookindex.providers.llm.streaming import FieldStreamer, replay_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.planner import classify, classify_rules, rules_confident
 from bookindex.services.providers import ProviderSet
-from bookindex.storage.library import Library
 
 GROUNDED = prompts.Grounded.model_json_schema()
 
@@ -181,7 +181,7 @@ def test_a_single_hop_question_makes_one_llm_call(fake_llm):
 def libdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("stream")
     pdf = build_handbook(root / "handbook.pdf")
-    lib = Library.open(root / "lib", load_settings(overrides={"llm.provider": "none"}, env={}),
+    lib = DocumentLibrary.open(root / "lib", load_settings(overrides={"llm.provider": "none"}, env={}),
                        embedder=FakeEmbedder(dim=256))
     lib.add(pdf)
     return root / "lib"

@@ -16,8 +16,8 @@ from bookindex.api import open_library
 from bookindex.core.config import load_settings
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.engine import Engine
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.services.providers import ProviderSet
-from bookindex.storage.library import Library
 
 COOKING = """# Cooking basics
 
@@ -41,7 +41,7 @@ def libdir(tmp_path_factory) -> Path:
     pdf = build_handbook(root / "handbook.pdf")
     md = root / "cooking.md"
     md.write_text(COOKING)
-    lib = Library.open(root / "lib", _settings(), embedder=FakeEmbedder(dim=256))
+    lib = DocumentLibrary.open(root / "lib", _settings(), embedder=FakeEmbedder(dim=256))
     lib.add(pdf)
     lib.add(md)
     return root / "lib"

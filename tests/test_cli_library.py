@@ -11,7 +11,7 @@ from library_helpers import handbook_content_list, handbook_markdown
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
-from bookindex.storage.library import Library
+from bookindex.indexing.library import DocumentLibrary
 
 runner = CliRunner()
 
@@ -19,7 +19,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def fake_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     emb = FakeEmbedder()
-    monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
+    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     return emb
@@ -120,7 +120,7 @@ def test_errors_exit_2_with_one_red_line(tmp_path: Path, corpus: Path, capsys):
     bad.write_text("not really a pdf")
     code, out, err = run_main(capsys, "index", str(bad), str(corpus / "notes.txt"), "-i", str(lib), "--no-graph")
     assert code == 2 and "fake.pdf: not a PDF" in err + out
-    assert [d.name for d in Library.open(lib).documents] == ["notes.txt"]  # the good file still went in
+    assert [d.name for d in DocumentLibrary.open(lib).documents] == ["notes.txt"]  # the good file still went in
 
     code, _, err = run_main(capsys, "show", str(lib), "0000000000000000-00001")
     assert code == 2 and "belongs to no document" in err

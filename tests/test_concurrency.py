@@ -1,6 +1,6 @@
 """Concurrent writers and readers, and builds killed with SIGKILL at every stage.
 
-Both run real processes (the CLI entry point, or `Library.add` with an `on_event` hook that
+Both run real processes (the CLI entry point, or `DocumentLibrary.add` with an `on_event` hook that
 kills its own process), with the shared hashing embedder and no LLM. The stress test runs for
 $BOOKINDEX_STRESS_SECONDS (default 60) and then stops by itself.
 """
@@ -20,7 +20,7 @@ import pytest
 from fakes import FakeEmbedder
 from library_helpers import handbook_markdown
 
-from bookindex.storage.library import Library
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.storage.lock import LibraryBusy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,10 +37,10 @@ WORKER = textwrap.dedent('''
     from bookindex.cli.app import main
     from bookindex.engine import Engine
     from bookindex.services.providers import ProviderSet
-    from bookindex.storage.library import Library
+    from bookindex.indexing.library import DocumentLibrary
 
     emb = FakeEmbedder()
-    Library.embedder = property(lambda self: emb)
+    DocumentLibrary.embedder = property(lambda self: emb)
     ProviderSet.embedder = property(lambda self: emb)
     role, lib, deadline, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
     docs = sys.argv[5:]
@@ -89,7 +89,7 @@ WORKER = textwrap.dedent('''
 KILLER = textwrap.dedent('''
     import os, signal, sys
     from fakes import FakeEmbedder
-    from bookindex.storage.library import Library
+    from bookindex.indexing.library import DocumentLibrary
 
     lib, src, event = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -97,7 +97,7 @@ KILLER = textwrap.dedent('''
         if name == event:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    Library.open(lib, embedder=FakeEmbedder()).add(src, on_event=hook, graph=True)
+    DocumentLibrary.open(lib, embedder=FakeEmbedder()).add(src, on_event=hook, graph=True)
     sys.exit(3)  # the event never came
 ''')
 
@@ -146,7 +146,7 @@ def test_writers_and_readers_stress(tmp_path: Path) -> None:
     (src / "handbook.md").write_text(handbook_markdown())
     (src / "notes.md").write_text("# Notes\n\nThe parser reads spans and lines.\n\n## More\n\nDetails of the parser.\n")
     lib = tmp_path / "lib"
-    library = Library.open(lib, embedder=FakeEmbedder())
+    library = DocumentLibrary.open(lib, embedder=FakeEmbedder())
     for f in src.iterdir():
         library.add(f, graph=False)
     del library
@@ -189,7 +189,7 @@ def test_writers_and_readers_stress(tmp_path: Path) -> None:
         assert (lib / "docs" / e["dir"] / "tree.json").is_file()
     assert not (lib / ".tmp").exists()
     # the next writer sweeps versions the last readers still held; nothing else is left
-    Library.open(lib, embedder=FakeEmbedder()).add(src / "notes.md", graph=False)
+    DocumentLibrary.open(lib, embedder=FakeEmbedder()).add(src / "notes.md", graph=False)
     assert sorted(p.name for p in (lib / "docs").iterdir()) == sorted(e["dir"] for e in _catalog(lib).values())
     assert not list((lib / ".leases").rglob("*.lease")) if (lib / ".leases").exists() else True
 
@@ -199,7 +199,7 @@ def test_kill_9_during_a_build_leaves_the_old_library(event: str, tmp_path: Path
     src = tmp_path / "handbook.md"
     src.write_text(handbook_markdown())
     lib = tmp_path / "lib"
-    first = Library.open(lib, embedder=FakeEmbedder()).add(src, graph=True)
+    first = DocumentLibrary.open(lib, embedder=FakeEmbedder()).add(src, graph=True)
     old_id = first.doc_id
     del first
     before = _content(lib)
@@ -216,7 +216,7 @@ def test_kill_9_during_a_build_leaves_the_old_library(event: str, tmp_path: Path
     assert after == before, f"killed at {event}: the library changed"
     assert list(_catalog(lib)) == [old_id]
     # the re-run takes the lock the dead build held, removes its temp folder and completes
-    again = Library.open(lib, embedder=FakeEmbedder()).add(src, graph=True)
+    again = DocumentLibrary.open(lib, embedder=FakeEmbedder()).add(src, graph=True)
     assert again.status == "replaced" and again.doc_id != old_id
     assert not (lib / ".tmp").exists()
     assert [p.name for p in (lib / "docs").iterdir()] == [again.dir.name]
@@ -231,8 +231,8 @@ def test_second_writer_of_the_same_file_waits_then_finds_it_current(tmp_path: Pa
     script.write_text(textwrap.dedent('''
         import sys
         from fakes import FakeEmbedder
-        from bookindex.storage.library import Library
-        doc = Library.open(sys.argv[1], embedder=FakeEmbedder()).add(sys.argv[2], graph=True)
+        from bookindex.indexing.library import DocumentLibrary
+        doc = DocumentLibrary.open(sys.argv[1], embedder=FakeEmbedder()).add(sys.argv[2], graph=True)
         print(doc.status)
     '''))
     procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path / "lib"), str(src)], env=_env(),
@@ -245,8 +245,8 @@ def test_second_writer_of_the_same_file_waits_then_finds_it_current(tmp_path: Pa
 def test_a_refused_writer_is_told_who_holds_the_lock(tmp_path: Path) -> None:
     src = tmp_path / "handbook.md"
     src.write_text(handbook_markdown())
-    holder = Library.open(tmp_path / "lib", embedder=FakeEmbedder())
-    other = Library.open(tmp_path / "lib", embedder=FakeEmbedder())
+    holder = DocumentLibrary.open(tmp_path / "lib", embedder=FakeEmbedder())
+    other = DocumentLibrary.open(tmp_path / "lib", embedder=FakeEmbedder())
     waited: list[object] = []
     with holder.writer("bookindex index big.pdf -i lib"):
         with pytest.raises(LibraryBusy, match=rf"pid {os.getpid()} \(bookindex index big.pdf -i lib\) since 20"):

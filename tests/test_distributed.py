@@ -16,12 +16,13 @@ from dist_helpers import fake_providers, small_corpus
 from bookindex.core.config import load_settings
 from bookindex.core.errors import ConfigError
 from bookindex.engine import Engine
+from bookindex.indexing.build_job import FAULT_ENV
+from bookindex.indexing.document_folder import library_hash, library_hashes
+from bookindex.indexing.library import DocumentLibrary
+from bookindex.indexing.parallel.batch import index_batch
+from bookindex.indexing.parallel.executors import LocalRunner, RayRunner, import_ray, make_runner
+from bookindex.indexing.parallel.worker import build_staged, unpack
 from bookindex.providers.llm.cache import DiskCache, RecordingCache, merge_rows
-from bookindex.storage.batch import index_batch
-from bookindex.storage.content_hash import library_hash, library_hashes
-from bookindex.storage.library import Library
-from bookindex.storage.runners import LocalRunner, RayRunner, import_ray, make_runner
-from bookindex.storage.staging import FAULT_ENV, build_staged, unpack
 
 
 @pytest.fixture
@@ -35,9 +36,9 @@ def corpus(tmp_path: Path) -> list[Path]:
     return small_corpus(tmp_path / "corpus")
 
 
-def serial_library(root: Path, files: list[Path], settings) -> Library:
+def serial_library(root: Path, files: list[Path], settings) -> DocumentLibrary:
     p = fake_providers(settings)
-    lib = Library.open(root, settings, embedder=p.embedder, llm=p.llm, reranker=p.reranker)
+    lib = DocumentLibrary.open(root, settings, embedder=p.embedder, llm=p.llm, reranker=p.reranker)
     for f in files:
         lib.add(f)
     return lib
@@ -49,7 +50,7 @@ def catalog(root: Path) -> dict:
 
 def test_workers_equal_serial(tmp_path: Path, corpus: list[Path], settings):
     serial_library(tmp_path / "serial", corpus, settings)
-    lib = Library.open(tmp_path / "par", settings)
+    lib = DocumentLibrary.open(tmp_path / "par", settings)
     items = index_batch(lib, corpus, LocalRunner(2, fake_providers))
     assert sorted(i.status for i in items) == ["added"] * len(corpus)
     assert library_hashes(tmp_path / "par") == library_hashes(tmp_path / "serial")
@@ -75,7 +76,7 @@ def test_local_worker_killed_mid_document_is_retried(tmp_path: Path, corpus: lis
     monkeypatch.delenv(FAULT_ENV)
     serial_library(serial, corpus, settings)
     monkeypatch.setenv(FAULT_ENV, f"plain.pdf:{markers}")
-    lib = Library.open(tmp_path / "par", settings)
+    lib = DocumentLibrary.open(tmp_path / "par", settings)
     items = index_batch(lib, corpus, LocalRunner(2, fake_providers))
     assert sorted(i.status for i in items) == ["added"] * len(corpus)
     attempts = next(markers.iterdir()).read_text().splitlines()
@@ -98,7 +99,7 @@ def test_ray_local_cluster_equals_serial_and_retries_a_killed_worker(
     serial_library(serial, corpus, settings)
     markers = tmp_path / "markers"
     monkeypatch.setenv(FAULT_ENV, f"handbook.md:{markers}")  # the first attempt's worker dies
-    lib = Library.open(tmp_path / "ray", settings)
+    lib = DocumentLibrary.open(tmp_path / "ray", settings)
     events: list[tuple[str, dict]] = []
     runner = RayRunner("local", num_cpus=2, max_in_flight=3, max_retries=2, factory=fake_providers)
     items = index_batch(lib, corpus, runner, on_progress=lambda e, i: events.append((e, i)))
@@ -145,7 +146,7 @@ def test_worker_cache_rows_are_merged_by_the_writer(tmp_path: Path):
 
 
 def test_staged_build_travels_as_tar(tmp_path: Path, corpus: list[Path], settings):
-    lib = Library.open(tmp_path / "lib", settings)
+    lib = DocumentLibrary.open(tmp_path / "lib", settings)
     job = lib.job_for(corpus[2])
     result = build_staged(job, None, archive=True, factory=fake_providers)
     assert result.folder is None and result.archive and result.manifest["doc_id"] == job.doc_id

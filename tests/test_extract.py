@@ -91,9 +91,9 @@ EMBED_DIM = 64
 
 @pytest.mark.skipif(not PDF.exists(), reason="data/libtasn1.pdf missing")
 def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
+    from bookindex.indexing.document_folder import load_entity_vectors, load_graph, save_graph
     from bookindex.indexing.graph.build import build_graph
     from bookindex.indexing.graph.stats import graph_stats
-    from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
 
     tree = _libtasn1_tree()
     settings = load_settings(overrides={"graph.er": "gradient", "graph.extractor": "auto"})
@@ -258,8 +258,8 @@ def test_a_node_answer_may_omit_entities_and_relations() -> None:
 
 
 def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
+    from bookindex.indexing.document_folder import load_entity_vectors, load_graph, save_graph
     from bookindex.indexing.graph.build import build_graph, update_graph
-    from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
 
     tree = build_tree("d", "x.pdf", [Block("title", "1 Intro", 0, level=1)] +
                       [Block("text", f"Gamma{i} works with Delta{i} in the Epsilon system. " + "more words " * 10, 0)

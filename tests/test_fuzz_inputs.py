@@ -24,9 +24,9 @@ from pdf_fixtures import build_encrypted, build_handbook, build_zero_pages, raw_
 from bookindex.cli.app import main
 from bookindex.core.limits import json_depth
 from bookindex.engine import Engine
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.parsing.markdown import parse_markdown
 from bookindex.services.providers import ProviderSet
-from bookindex.storage.library import Library
 
 OK, FAIL, ANY = "ok", "fail", "any"
 
@@ -323,7 +323,7 @@ def base_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fuzz-base")
     src = root / "handbook.md"
     src.write_text(handbook_markdown())
-    lib = Library.open(root / "lib", embedder=FakeEmbedder())
+    lib = DocumentLibrary.open(root / "lib", embedder=FakeEmbedder())
     lib.add(src, graph=False)
     return root / "lib"
 
@@ -331,7 +331,7 @@ def base_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     emb = FakeEmbedder()
-    monkeypatch.setattr(Library, "embedder", property(lambda self: emb))
+    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
     monkeypatch.setattr(ProviderSet, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from bookindex.core.config import load_settings
 from bookindex.core.errors import LLMOutputError
 from bookindex.indexing.graph.extract_llm import BatchOut
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.services.providers import ProviderSet
-from bookindex.storage.library import Library
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
 
@@ -73,7 +73,7 @@ def _failed_ids(doc: Any) -> list[str]:
 
 def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md_file: Path) -> None:
     llm, script = scripted_llm(broken=BROKEN)
-    lib = Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
+    lib = DocumentLibrary.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
     doc = lib.add(md_file)
     assert doc.status == "added"
     bad = _failed_ids(doc)
@@ -110,7 +110,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert rep["nodes_failed"] == 0 and rep["failed_node_ids"] == [] and rep["failures"] == {}
     assert rep["entities"] == len(g.entities) and rep["retries"][-1]["recovered"] == 2
     assert again.manifest["graph_failed"] == 0
-    from bookindex.storage.graph_store import load_entity_vectors
+    from bookindex.indexing.document_folder import load_entity_vectors
 
     ids, mat = load_entity_vectors(again.dir)
     assert sorted(ids) == sorted(g.entities) and mat.shape == (len(ids), FakeEmbedder().dim)
@@ -123,7 +123,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
 
 def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> None:
     llm, script = scripted_llm(broken=BROKEN)
-    lib = Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
+    lib = DocumentLibrary.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
     bad = _failed_ids(lib.add(md_file))
     script.broken = {BROKEN[0]}  # one node recovers, the other still fails
     llm.calls.clear()
@@ -138,7 +138,7 @@ def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> Non
 def test_a_failed_retry_leaves_the_library_as_it_was(tmp_path: Path, md_file: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     llm, script = scripted_llm(broken=BROKEN)
-    lib = Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
+    lib = DocumentLibrary.open(tmp_path / "lib", settings(), embedder=FakeEmbedder(), llm=llm)
     lib.add(md_file)
     before = snapshot(lib.root)
     script.broken.clear()

@@ -14,8 +14,8 @@ from library_helpers import handbook_content_list, handbook_markdown, matches_ex
 
 from bookindex.core.config import load_settings
 from bookindex.core.errors import IndexFormatError, InputError
-from bookindex.indexing import construction
-from bookindex.storage.library import Library
+from bookindex.indexing import construction, document_folder
+from bookindex.indexing.library import DocumentLibrary
 
 REPO = Path(__file__).resolve().parents[1]
 LIBTASN1 = REPO / "data" / "libtasn1.pdf"
@@ -26,11 +26,11 @@ def settings(**over):
 
 
 @pytest.fixture
-def lib(tmp_path: Path) -> Library:
-    return Library.open(tmp_path / "lib", settings(), embedder=FakeEmbedder())
+def lib(tmp_path: Path) -> DocumentLibrary:
+    return DocumentLibrary.open(tmp_path / "lib", settings(), embedder=FakeEmbedder())
 
 
-def test_index_markdown_document(lib: Library, md_file: Path):
+def test_index_markdown_document(lib: DocumentLibrary, md_file: Path):
     from pdf_fixtures import EXPECTED_TREE
 
     doc = lib.add(md_file, graph=False)
@@ -44,7 +44,7 @@ def test_index_markdown_document(lib: Library, md_file: Path):
         "handbook.md", str(md_file.resolve()), sha, 1, "markdown")
     assert m["options"]["graph"] is False and m["options"]["parser"] == "auto"
     assert m["graph"] is False and doc.graph.entities == {}
-    for name in ("manifest.json", "tree.json", "build.json", construction.VECTOR_MIRROR):
+    for name in ("manifest.json", "tree.json", "build.json", document_folder.NODE_VECTORS_FILE):
         assert (doc.dir / name).exists(), name
     assert not list(doc.dir.glob("*.lance"))  # LanceDB tables only with storage.vectors=lancedb
     assert matches_expected(tree_shape(doc.tree), EXPECTED_TREE)
@@ -59,11 +59,11 @@ def test_index_markdown_document(lib: Library, md_file: Path):
     with pytest.raises(InputError, match="no document 'nope'"):
         lib.get("nope")
     # reopening reads the same library from disk
-    again = Library.open(lib.root)
+    again = DocumentLibrary.open(lib.root)
     assert again.get("handbook.md").tree.find_section("2.1 Data tables") is not None
 
 
-def test_reindex_unchanged_is_a_noop(lib: Library, md_file: Path):
+def test_reindex_unchanged_is_a_noop(lib: DocumentLibrary, md_file: Path):
     first = lib.add(md_file, graph=False)
     before = snapshot(lib.root)
     calls = lib.embedder.calls
@@ -73,7 +73,7 @@ def test_reindex_unchanged_is_a_noop(lib: Library, md_file: Path):
     assert snapshot(lib.root) == before
 
 
-def test_changed_file_is_replaced(lib: Library, md_file: Path):
+def test_changed_file_is_replaced(lib: DocumentLibrary, md_file: Path):
     old = lib.add(md_file, graph=False)
     md_file.write_text(handbook_markdown() + "\n# 4 Appendix\n\nNew text.\n")
     new = lib.add(md_file, graph=False)
@@ -90,7 +90,7 @@ def test_changed_file_is_replaced(lib: Library, md_file: Path):
     assert [p.name for p in (lib.root / "docs").iterdir()] == [new.dir.name]
 
 
-def test_replaces_names_documents_the_commit_removes(lib: Library, tmp_path: Path):
+def test_replaces_names_documents_the_commit_removes(lib: DocumentLibrary, tmp_path: Path):
     """`replaces`: another path's document goes in the same commit (the server's uploads of one
     file name live at one path per content); until then readers still see it."""
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"
@@ -102,14 +102,14 @@ def test_replaces_names_documents_the_commit_removes(lib: Library, tmp_path: Pat
 
     def on_event(event: str, info: dict) -> None:
         if event in ("tree", "commit"):  # mid-build, and just before the catalog swap
-            seen.append([d.doc_id for d in Library.open(lib.root).documents])
+            seen.append([d.doc_id for d in DocumentLibrary.open(lib.root).documents])
 
     new = lib.add(b_dir / "pumps.md", graph=False, replaces=[old.doc_id], on_event=on_event)
     assert new.status == "replaced" and seen == [[old.doc_id], [old.doc_id]]
     assert [d.doc_id for d in lib.documents] == [new.doc_id]
 
 
-def test_new_options_rebuild_in_place(lib: Library, tmp_path: Path):
+def test_new_options_rebuild_in_place(lib: DocumentLibrary, tmp_path: Path):
     f = tmp_path / "h_content_list.json"
     f.write_text(json.dumps(handbook_content_list()))
     a = lib.add(f, graph=False)
@@ -120,7 +120,7 @@ def test_new_options_rebuild_in_place(lib: Library, tmp_path: Path):
     assert b.manifest["options"]["tables"] is False and not a_dir.exists()
 
 
-def test_fatal_error_mid_build_leaves_library_exactly_as_it_was(lib: Library, md_file: Path, tmp_path: Path,
+def test_fatal_error_mid_build_leaves_library_exactly_as_it_was(lib: DocumentLibrary, md_file: Path, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch):
     lib.add(md_file, graph=False)
     other = tmp_path / "src" / "other.md"
@@ -137,14 +137,14 @@ def test_fatal_error_mid_build_leaves_library_exactly_as_it_was(lib: Library, md
     with pytest.raises(RuntimeError):
         lib.add(md_file, graph=False)
     assert snapshot(lib.root) == before
-    assert [d.name for d in Library.open(lib.root).documents] == ["handbook.md"]
+    assert [d.name for d in DocumentLibrary.open(lib.root).documents] == ["handbook.md"]
 
 
 def test_failed_first_add_leaves_no_folder(tmp_path: Path):
     target = tmp_path / "newlib"
     bad = tmp_path / "bad.pdf"
     bad.write_text("just text")
-    lib = Library.open(target, settings(), embedder=FakeEmbedder())
+    lib = DocumentLibrary.open(target, settings(), embedder=FakeEmbedder())
     with pytest.raises(InputError):
         lib.add(bad, graph=False)
     assert not target.exists()
@@ -177,7 +177,7 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, str]]:
 
 @pytest.mark.parametrize("case", ["missing", "not a pdf", "corrupt pdf", "truncated pdf", "encrypted pdf",
                                   "zero-page pdf", "malformed mineru field", "malformed mineru syntax"])
-def test_bad_inputs_name_the_file_and_change_nothing(lib: Library, md_file: Path, tmp_path: Path, case: str):
+def test_bad_inputs_name_the_file_and_change_nothing(lib: DocumentLibrary, md_file: Path, tmp_path: Path, case: str):
     lib.add(md_file, graph=False)
     path, needle = _bad_inputs(tmp_path)[case]
     before = snapshot(lib.root)
@@ -194,7 +194,7 @@ def test_bad_inputs_name_the_file_and_change_nothing(lib: Library, md_file: Path
     assert snapshot(lib.root) == before
 
 
-def test_remove(lib: Library, md_file: Path, tmp_path: Path):
+def test_remove(lib: DocumentLibrary, md_file: Path, tmp_path: Path):
     a = lib.add(md_file, graph=False)
     other = tmp_path / "src" / "notes.txt"
     other.write_text("1 Notes\n\nSome notes.\n")
@@ -213,21 +213,21 @@ def test_remove(lib: Library, md_file: Path, tmp_path: Path):
 def test_not_a_library_folder(tmp_path: Path):
     (tmp_path / "stuff.txt").write_text("x")
     with pytest.raises(IndexFormatError, match="not a bookindex library"):
-        Library.open(tmp_path)
+        DocumentLibrary.open(tmp_path)
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
     (lib_dir / "library.json").write_text('{"format_version": 99, "documents": {}}')
     with pytest.raises(IndexFormatError, match="format 99"):
-        Library.open(lib_dir)
+        DocumentLibrary.open(lib_dir)
 
 
-def test_unknown_option(lib: Library, md_file: Path):
+def test_unknown_option(lib: DocumentLibrary, md_file: Path):
     with pytest.raises(InputError, match="unknown index option 'colour'"):
         lib.add(md_file, colour="blue")
 
 
 @pytest.mark.skipif(not LIBTASN1.exists(), reason="data/libtasn1.pdf not present")
-def test_index_real_pdf(lib: Library):
+def test_index_real_pdf(lib: DocumentLibrary):
     doc = lib.add(LIBTASN1, graph=False)
     m = doc.manifest
     assert m["pages"] == 36 and m["parser"] == "pymupdf" and m["options"]["use_outline"] is True
@@ -240,7 +240,7 @@ def test_index_real_pdf(lib: Library):
     assert all(n.page_idx <= 9 for n in tree.nodes_on_pages(8, 9)) and tree.nodes_on_pages(8, 9)
 
 
-def test_index_mineru_json(lib: Library, tmp_path: Path):
+def test_index_mineru_json(lib: DocumentLibrary, tmp_path: Path):
     from pdf_fixtures import EXPECTED_TREE
 
     src = tmp_path / "mineru-out"
@@ -255,11 +255,11 @@ def test_index_mineru_json(lib: Library, tmp_path: Path):
     assert not Path(img.meta["image_path"]).is_absolute()
     assert doc.image_file(img.id).read_bytes() == b"\xff\xd8img"
     shutil.rmtree(src)  # the library does not depend on the source folder
-    assert Library.open(lib.root).get(doc.doc_id).image_file(img.id).exists()
+    assert DocumentLibrary.open(lib.root).get(doc.doc_id).image_file(img.id).exists()
 
 
 @pytest.mark.slow
-def test_index_with_graph(lib: Library, md_file: Path):
+def test_index_with_graph(lib: DocumentLibrary, md_file: Path):
     """Graph construction runs in the pipeline (offline extractor: no LLM configured)."""
     pytest.importorskip("bookindex.indexing.graph.build")
     doc = lib.add(md_file)  # graph on by default
@@ -281,7 +281,7 @@ def test_real_minilm_node_vectors(tmp_path: Path, md_file: Path):
     from bookindex.providers.embedding import get_embedder
 
     s = settings()
-    lib = Library.open(tmp_path / "lib", s, embedder=get_embedder(s))
+    lib = DocumentLibrary.open(tmp_path / "lib", s, embedder=get_embedder(s))
     doc = lib.add(md_file, graph=False)
     ids, vecs = doc.node_vectors()
     assert vecs.shape[1] == 384 and len(ids) == len(doc.tree) - 1

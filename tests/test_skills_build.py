@@ -19,12 +19,12 @@ from typer.testing import CliRunner
 from bookindex.cli.app import app, main
 from bookindex.core.errors import InputError, LLMRequestError
 from bookindex.engine import Engine, SkillsAddRequest, SkillsBuildRequest, SkillsRemoveRequest
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.compiler.corpus import content_id, load_corpus
 from bookindex.skills.compiler.materialise import SKILL_FILE
 from bookindex.skills.compiler.summarise import slug
 from bookindex.skills.model import load_documents, load_tree, load_vectors
-from bookindex.storage.library import Library
 
 TOPICS = {
     "payments": "payment card refund invoice checkout charge billing",
@@ -142,11 +142,11 @@ def test_output_that_is_not_a_skill_tree_is_refused(tmp_path: Path, corpus: Path
 
 
 def test_library_source(tmp_path: Path, embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(Library, "embedder", property(lambda self: FakeEmbedder()))
+    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: FakeEmbedder()))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "handbook.md").write_text(handbook_markdown())
     (tmp_path / "notes.md").write_text("# Notes\n\nSome notes about the tool.\n")
-    lib = Library.open(tmp_path / "lib")
+    lib = DocumentLibrary.open(tmp_path / "lib")
     for f in ("handbook.md", "notes.md"):
         lib.add(tmp_path / f, graph=False)
     docs = load_corpus([tmp_path / "lib"])

@@ -1,41 +1,41 @@
 """The BookIndex construction pipeline for one document: parse → tree T → node vectors → graph G.
 
-Everything is written into `doc_dir`, which the library creates as a temporary folder and renames
-into place only when this returns, so a failure at any stage leaves the library untouched.
+Everything is written into `doc_dir` (files as bookindex.indexing.document_folder names them),
+which the library creates as a staging folder and commits only when this returns, so a failure
+at any stage leaves the library untouched.
 Stages report through an optional `on_event(event, info)` callback (the CLI draws progress bars
 from it); the per-stage timings and the LLM ledger go to build.json.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from bookindex.core.atomic import write_json_atomic
-from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
+from bookindex.core.errors import BookIndexError, InputError
+from bookindex.core.events import Events
 from bookindex.core.model import DocumentTree, node_text
+from bookindex.indexing.document_folder import (
+    images_dir,
+    load_build_report,
+    load_entity_vectors,
+    load_graph,
+    load_tree,
+    parser_work_dir,
+    save_graph,
+    write_build_report,
+    write_node_vectors,
+    write_tree,
+)
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
 from bookindex.parsing.dispatch import parse_file, to_tree
-from bookindex.storage import lance_store
-from bookindex.storage.graph_store import load_entity_vectors, load_graph, save_graph
-from bookindex.storage.vector_mirror import load_mirror, save_mirror
 
-TREE_FILE = "tree.json"
-BUILD_FILE = "build.json"
-VECTOR_DIR = lance_store.NODE_DIR  # node vectors with storage.vectors = "lancedb"
-NODE_TABLE = lance_store.NODE_TABLE
-# node ids and vectors as numpy (storage.vectors = "npz", the default): reading it takes
-# milliseconds, where importing lancedb alone takes over a second of every query process's start.
-VECTOR_MIRROR = "node_vectors.npz"
 EMBED_BATCH = 64
-
-Events = Callable[[str, dict[str, Any]], None]
 
 
 def _noop(event: str, info: dict[str, Any]) -> None:
@@ -72,24 +72,11 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
         vecs[np.asarray(order)] = sorted_vecs
     if vecs.shape != (len(ids), dim):
         raise BookIndexError(f"embedder returned shape {vecs.shape}, expected ({len(ids)}, {dim})")
-    if vectors_backend == "lancedb":
-        lance_store.write_node_table(doc_dir, tree.doc_id, [tree.nodes[i] for i in ids], vecs)
-    else:
-        save_mirror(doc_dir / VECTOR_MIRROR, ids, vecs)
+    write_node_vectors(doc_dir, tree, ids, vecs, vectors_backend)
     secs = time.perf_counter() - t0
     on_event("embed_done", {"n": len(ids), "seconds": secs})
     return {"nodes": len(ids), "dim": dim, "seconds": round(secs, 3),
             "model": getattr(embedder, "model_name", None) or getattr(embedder, "name", None)}
-
-
-def read_node_vectors(doc_dir: Path) -> tuple[list[str], np.ndarray]:
-    """(node ids, matrix) from a stored document's vectors, in tree order: node_vectors.npz when
-    present, else the LanceDB table (backend "lancedb", or an index from before the npz files)."""
-    mirrored = load_mirror(doc_dir / VECTOR_MIRROR)
-    if mirrored is not None:
-        return mirrored
-    stored = lance_store.read_node_table(doc_dir)
-    return stored if stored is not None else ([], np.zeros((0, 0), dtype=np.float32))
 
 
 def _relativize_images(tree: DocumentTree, doc_dir: Path) -> None:
@@ -113,8 +100,8 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     t0 = time.perf_counter()
     on_event("parse_start", {"name": name})
     try:
-        parsed = parse_file(path, settings, llm=llm, image_dir=doc_dir / "images", progress=progress,
-                            work_dir=doc_dir / "mineru-out")
+        parsed = parse_file(path, settings, llm=llm, image_dir=images_dir(doc_dir), progress=progress,
+                            work_dir=parser_work_dir(doc_dir))
     except BookIndexError:
         raise
     except MemoryError:
@@ -131,9 +118,9 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     tree = to_tree(parsed, doc_id, name, settings, llm)
     _relativize_images(tree, doc_dir)
     timings["tree_s"] = time.perf_counter() - t1
-    write_json_atomic(doc_dir / TREE_FILE, tree.to_dict(), indent=None)
+    write_tree(doc_dir, tree)
     on_event("tree", {"nodes": len(tree), "sections": len(tree.sections())})
-    shutil_rm(doc_dir / "mineru-out")
+    shutil_rm(parser_work_dir(doc_dir))
 
     if embedder is not None:
         report["embedding"] = embed_nodes(tree, embedder, doc_dir, on_event, settings.storage.vectors)
@@ -165,20 +152,8 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
             report["llm"] = llm.ledger.snapshot()
         except Exception:  # a ledger problem must not fail an otherwise finished build
             report["llm"] = None
-    write_json_atomic(doc_dir / BUILD_FILE, report, default=str)
+    write_build_report(doc_dir, report)
     return report
-
-
-def failed_graph_nodes(doc_dir: Path) -> list[str]:
-    """Tree nodes whose graph extraction failed in the stored build (build.json), in order."""
-    try:
-        report = json.loads((doc_dir / BUILD_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    graph = report.get("graph") or {}
-    if not graph.get("built"):
-        return []
-    return [str(i) for i in graph.get("failed_node_ids") or []]
 
 
 def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm: Any = None,
@@ -207,7 +182,7 @@ def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm:
         "entities": len(graph.entities), "relations": len(graph.relations),
         "seconds": round(time.perf_counter() - t0, 3),
     }
-    report = json.loads((doc_dir / BUILD_FILE).read_text(encoding="utf-8"))
+    report = load_build_report(doc_dir)
     g = report.setdefault("graph", {"built": True})
     failures = {k: v for k, v in (g.get("failures") or {}).items() if k not in set(node_ids)}
     failures.update(rep.get("failures") or {})
@@ -219,7 +194,7 @@ def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm:
             outcome["llm"] = llm.ledger.snapshot()
         except Exception:  # accounting must not fail a finished retry
             outcome["llm"] = None
-    write_json_atomic(doc_dir / BUILD_FILE, report, default=str)
+    write_build_report(doc_dir, report)
     on_event("graph_retry_done", outcome)
     return outcome
 
@@ -227,14 +202,3 @@ def retry_graph_nodes(doc_dir: Path, node_ids: list[str], *, settings: Any, llm:
 def shutil_rm(p: Path) -> None:
     if p.exists():
         shutil.rmtree(p, ignore_errors=True)
-
-
-def load_tree(doc_dir: Path) -> DocumentTree:
-    f = doc_dir / TREE_FILE
-    try:
-        return DocumentTree.from_dict(json.loads(f.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise IndexFormatError(f"{doc_dir}: {TREE_FILE} is missing; re-index the document") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise IndexFormatError(f"{f}: unreadable tree ({e}); re-index the document") from None
-

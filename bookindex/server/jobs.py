@@ -361,7 +361,7 @@ class JobManager:
                 self._finish(job, "cancelled", error="cancelled while running")
             self._discard_upload(job)
             return
-        except Exception as e:  # a failed build leaves the library unchanged (Library.add)
+        except Exception as e:  # a failed build leaves the library unchanged (DocumentLibrary.add)
             msg = " ".join(str(e).split()) if isinstance(e, BookIndexError) else f"{type(e).__name__}: {e}"
             msg = msg.replace(str(path), job.name)  # the client knows its file by name, not by our path
             with self._cond:

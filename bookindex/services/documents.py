@@ -25,12 +25,13 @@ from typing import Any, TypeVar
 
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.core.model import Node
+from bookindex.indexing.library import DocumentLibrary
+from bookindex.indexing.stored_document import StoredDocument
 from bookindex.operators.context import IndexContext
 from bookindex.services.providers import ProviderSet
 from bookindex.services.views import DocumentInfo, NodeView, PageInfo
 from bookindex.skills.model import is_skill_dir
 from bookindex.skills.navigator.opened import OpenedSkills
-from bookindex.storage.library import Library, StoredDocument
 
 T = TypeVar("T")
 
@@ -41,7 +42,7 @@ BROWSED_DOCUMENTS = 8  # browsed documents kept (trees and graphs only)
 class DocumentCache:
     """Opened documents of one library, bounded, shared by every request of the process."""
 
-    def __init__(self, library: Callable[[], Library], providers: ProviderSet, capacity: int = OPEN_DOCUMENTS,
+    def __init__(self, library: Callable[[], DocumentLibrary], providers: ProviderSet, capacity: int = OPEN_DOCUMENTS,
                  browse_capacity: int = BROWSED_DOCUMENTS) -> None:
         self._library = library
         self.providers = providers
@@ -54,7 +55,7 @@ class DocumentCache:
         self._lock = threading.RLock()
 
     @property
-    def library(self) -> Library:
+    def library(self) -> DocumentLibrary:
         """The library the documents come from (opened by the Engine on first use)."""
         return self._library()
 

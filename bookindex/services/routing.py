@@ -19,6 +19,8 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
+from bookindex.indexing.library import DocumentLibrary
+from bookindex.indexing.stored_document import StoredDocument
 from bookindex.operators.textscore import get_text_index
 from bookindex.operators.textscore import query_vector as context_query_vector
 from bookindex.retrieval.answer import TraceRecord
@@ -32,13 +34,12 @@ from bookindex.services.views import RouteChoice
 from bookindex.skills.navigator import libnav
 from bookindex.skills.navigator.answer import SkillsAskRequest
 from bookindex.skills.navigator.libnav import LibraryAnswer
-from bookindex.storage.library import Library, StoredDocument
 
 
 class RoutingService:
     """Routes questions over the documents of one library."""
 
-    def __init__(self, library: Callable[[], Library], providers: ProviderSet, documents: DocumentCache,
+    def __init__(self, library: Callable[[], DocumentLibrary], providers: ProviderSet, documents: DocumentCache,
                  skills: SkillsService, access: LibraryDocuments) -> None:
         self._library = library
         self.providers = providers

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from bookindex.indexing.graph.stats import graph_stats, tree_stats
+from bookindex.indexing.stored_document import StoredDocument
 from bookindex.providers.llm.ledger import add_snapshots
-from bookindex.storage.library import StoredDocument
 
 
 def doc_stats(doc: StoredDocument) -> dict[str, Any]:

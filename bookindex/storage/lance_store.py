@@ -1,8 +1,9 @@
 """The optional LanceDB vector backend (`storage.vectors = "lancedb"`, extra `bookindex[lancedb]`).
 
-Layout inside a document folder, written only when that backend is selected:
-- `vectors.lance/` table `nodes` (node_id, doc_id, type, level, page_idx, page_end_idx, vector);
-- `graph.lance/` table `entities` (id, name, type, description, aliases, node_ids, vector) and
+Two databases, each a folder the caller names (bookindex.indexing.document_folder places them in
+a document folder, written only when that backend is selected):
+- a node database: table `nodes` (node_id, doc_id, type, level, page_idx, page_end_idx, vector);
+- a graph database: table `entities` (id, name, type, description, aliases, node_ids, vector) and
   table `relations` (source, target, description, keywords, weight, node_ids).
 A query reads the tables into the same (ids, float32 matrix) the npz files give. Each database is
 written into a uniquely named temporary folder and swapped in, so a crash leaves the old one.
@@ -27,9 +28,7 @@ from bookindex.core.errors import ConfigError
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Node
 
-NODE_DIR = "vectors.lance"
 NODE_TABLE = "nodes"
-GRAPH_DIR = "graph.lance"
 ENTITY_TABLE = "entities"
 RELATION_TABLE = "relations"
 INSTALL_HINT = "pip install 'bookindex[lancedb]'"
@@ -75,8 +74,8 @@ def _swap_in(folder: Path, write: Callable[[Any], None]) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_node_table(doc_dir: Path, doc_id: str, nodes: list[Node], vectors: np.ndarray) -> None:
-    """The node vectors of one document as the LanceDB table `nodes` in `doc_dir`/vectors.lance."""
+def write_node_table(database: Path, doc_id: str, nodes: list[Node], vectors: np.ndarray) -> None:
+    """The node vectors of one document as the LanceDB table `nodes` in the folder `database`."""
     _, pa = _lancedb()
     schema = pa.schema([
         ("node_id", pa.string()), ("doc_id", pa.string()), ("type", pa.string()),
@@ -89,11 +88,11 @@ def write_node_table(doc_dir: Path, doc_id: str, nodes: list[Node], vectors: np.
         "page_idx": [n.page_idx for n in nodes], "page_end_idx": [n.page_end_idx for n in nodes],
         "vector": _vector_column(pa, vectors),
     }, schema=schema)
-    _swap_in(doc_dir / NODE_DIR, lambda db: db.create_table(NODE_TABLE, data=table))
+    _swap_in(database, lambda db: db.create_table(NODE_TABLE, data=table))
 
 
-def write_graph_tables(doc_dir: Path, graph: KnowledgeGraph, vectors: np.ndarray | None) -> None:
-    """Entities (with their vectors, when any) and relations in `doc_dir`/graph.lance."""
+def write_graph_tables(database: Path, graph: KnowledgeGraph, vectors: np.ndarray | None) -> None:
+    """Entities (with their vectors, when any) and relations in the folder `database`."""
     _, pa = _lancedb()
     ents = list(graph.entities.values())
     cols: dict[str, Any] = {
@@ -120,7 +119,7 @@ def write_graph_tables(doc_dir: Path, graph: KnowledgeGraph, vectors: np.ndarray
         db.create_table(ENTITY_TABLE, pa.table(cols))
         db.create_table(RELATION_TABLE, relations)
 
-    _swap_in(doc_dir / GRAPH_DIR, write)
+    _swap_in(database, write)
 
 
 def _read_vectors(folder: Path, table: str, id_column: str) -> tuple[list[str], np.ndarray] | None:
@@ -137,17 +136,17 @@ def _read_vectors(folder: Path, table: str, id_column: str) -> tuple[list[str], 
     return ids, np.ascontiguousarray(mat, dtype=np.float32)
 
 
-def read_node_table(doc_dir: Path) -> tuple[list[str], np.ndarray] | None:
-    """(node ids, matrix) from `doc_dir`/vectors.lance, in the order written; None without it."""
-    return _read_vectors(doc_dir / NODE_DIR, NODE_TABLE, "node_id")
+def read_node_table(database: Path) -> tuple[list[str], np.ndarray] | None:
+    """(node ids, matrix) from the node database, in the order written; None without it."""
+    return _read_vectors(database, NODE_TABLE, "node_id")
 
 
-def read_entity_table(doc_dir: Path) -> tuple[list[str], np.ndarray] | None:
-    """(entity ids, matrix) from `doc_dir`/graph.lance; None without it."""
-    return _read_vectors(doc_dir / GRAPH_DIR, ENTITY_TABLE, "id")
+def read_entity_table(database: Path) -> tuple[list[str], np.ndarray] | None:
+    """(entity ids, matrix) from the graph database; None without it."""
+    return _read_vectors(database, ENTITY_TABLE, "id")
 
 
-def remove(doc_dir: Path, name: str) -> None:
+def remove(database: Path) -> None:
     """Drop a database a build of the other backend made stale (a retry on an older layout)."""
     with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(doc_dir / name)
+        shutil.rmtree(database)

@@ -35,7 +35,7 @@ from typing import Any
 from bookindex.core.atomic import write_bytes_atomic
 from bookindex.core.config import Settings, cache_dir
 from bookindex.core.errors import ConfigError, InputError
-from bookindex.storage.library import CATALOG, Library
+from bookindex.storage.catalog import CATALOG, Catalog
 from bookindex.storage.lock import command_line
 
 LOCK_KEY = "lock.json"
@@ -157,8 +157,8 @@ def sync_down(s3: Any, loc: S3Location, root: Path) -> bool:
     no local reader holds."""
     catalog = read_catalog(s3, loc)
     root.mkdir(parents=True, exist_ok=True)
-    lib = Library.open(root)
-    with lib.writer(f"s3 sync {loc.uri}"):
+    local = Catalog.open(root)
+    with local.writer(f"s3 sync {loc.uri}"):
         if catalog is None:
             with contextlib.suppress(FileNotFoundError):
                 (root / CATALOG).unlink()
@@ -166,7 +166,7 @@ def sync_down(s3: Any, loc: S3Location, root: Path) -> bool:
             for entry in catalog.get("documents", {}).values():
                 _download_generation(s3, loc, entry["dir"], root)
             write_bytes_atomic(root / CATALOG, json.dumps(catalog, indent=2).encode("utf-8"))
-        lib.refresh()
+        local.refresh()
     return catalog is not None
 
 

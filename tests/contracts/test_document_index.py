@@ -14,8 +14,8 @@ from retrieval_fixture import make_graph, make_tree
 
 from bookindex.core.config import load_settings
 from bookindex.core.protocols import DocumentIndex
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.operators.context import MemoryIndex
-from bookindex.storage.library import Library
 from contracts.document_index import DocumentIndexContract
 
 LABELS = ["i", "ii", "iii", "iv"] + [str(k) for k in range(1, 9)]  # 12 pages: front matter, then 1..8
@@ -60,9 +60,9 @@ class TestStoredMarkdownDocument(DocumentIndexContract):
         root = tmp_path_factory.mktemp("stored-md")
         src = root / "handbook.md"
         src.write_text(handbook_markdown())
-        lib = Library.open(root / "lib", _settings(**{"graph.extractor": "offline"}), embedder=FakeEmbedder())
+        lib = DocumentLibrary.open(root / "lib", _settings(**{"graph.extractor": "offline"}), embedder=FakeEmbedder())
         doc_id = lib.add(src).doc_id
-        return Library.open(root / "lib").get(doc_id)  # read back from disk by a fresh store
+        return DocumentLibrary.open(root / "lib").get(doc_id)  # read back from disk by a fresh store
 
 
 def _labelled_pdf(path: Path) -> Path:
@@ -86,6 +86,6 @@ class TestStoredPdfWithPageLabels(DocumentIndexContract):
     def document_index(self, tmp_path_factory: pytest.TempPathFactory) -> DocumentIndex:
         root = tmp_path_factory.mktemp("stored-pdf")
         src = _labelled_pdf(root / "labelled.pdf")
-        lib = Library.open(root / "lib", _settings(**{"graph.enabled": False}), embedder=FakeEmbedder())
+        lib = DocumentLibrary.open(root / "lib", _settings(**{"graph.enabled": False}), embedder=FakeEmbedder())
         doc_id = lib.add(src).doc_id
-        return Library.open(root / "lib").get(doc_id)
+        return DocumentLibrary.open(root / "lib").get(doc_id)

@@ -10,7 +10,7 @@ from fakes import FakeEmbedder
 
 from bookindex.core.config import load_settings
 from bookindex.core.protocols import LibraryStore
-from bookindex.storage.library import Library
+from bookindex.indexing.library import DocumentLibrary
 from contracts.library_store import LibraryStoreContract
 
 
@@ -18,7 +18,7 @@ class TestLibrary(LibraryStoreContract):
     @pytest.fixture
     def store(self, tmp_path: Path, fake_embedder: FakeEmbedder) -> LibraryStore:
         settings = load_settings(env={}, overrides={"cache.enabled": False, "graph.enabled": False})
-        return Library.open(tmp_path / "lib", settings, embedder=fake_embedder)
+        return DocumentLibrary.open(tmp_path / "lib", settings, embedder=fake_embedder)
 
     @pytest.fixture
     def source(self, md_file: Path) -> Path:
@@ -26,4 +26,4 @@ class TestLibrary(LibraryStoreContract):
 
     @pytest.fixture
     def reopen(self) -> Callable[[Path], LibraryStore]:
-        return Library.open
+        return DocumentLibrary.open

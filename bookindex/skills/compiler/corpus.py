@@ -15,9 +15,10 @@ from typing import Any
 
 from bookindex.core.errors import InputError
 from bookindex.core.limits import loads_bounded
+from bookindex.indexing.library import DocumentLibrary
 from bookindex.routing.document_text import tree_text
 from bookindex.skills.model import CorpusDocument
-from bookindex.storage.library import CATALOG, Library
+from bookindex.storage.catalog import CATALOG
 
 SUFFIXES = (".md", ".markdown", ".txt", ".text", ".json", ".jsonl")
 TITLE_CHARS = 120
@@ -88,7 +89,7 @@ def load_file(path: Path) -> list[CorpusDocument]:
 
 def load_library(folder: Path) -> list[CorpusDocument]:
     """Each indexed document of a bookindex library, its title and text taken from its tree."""
-    lib = Library.open(folder)
+    lib = DocumentLibrary.open(folder)
     out = []
     for stored in lib.documents:
         text = tree_text(stored.tree)

@@ -28,6 +28,8 @@ from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import InputError
 from bookindex.core.events import Events
 from bookindex.core.protocols import LLM, Embedder
+from bookindex.indexing.library import DocumentLibrary
+from bookindex.indexing.stored_document import StoredDocument
 from bookindex.providers.llm.ledger import usage_delta
 from bookindex.routing.document_text import embed_documents
 from bookindex.skills.compiler.build import build_params, make_summariser, uses_llm
@@ -38,7 +40,6 @@ from bookindex.skills.compiler.docsummary import DocumentSummariser, ExtractiveD
 from bookindex.skills.compiler.materialise import check_output, file_of, swap_in, write_folder
 from bookindex.skills.compiler.requests import SkillsBuildReport, SkillsBuildRequest
 from bookindex.skills.model import HIERARCHY_FILE, Cluster, Hierarchy, HierDocument, SkillTree, is_hierarchy, load_hierarchy
-from bookindex.storage.library import Library, StoredDocument
 
 NEXT_SKILLS = ("Each document above is also a skill: open its SKILL.md to walk its chapters and sections, "
                "or call search_document(doc_id, question) to run its retrieval.")
@@ -52,7 +53,7 @@ def stored_documents(sources: list[str]) -> dict[str, tuple[StoredDocument, str]
         folder = Path(src).expanduser()
         if not folder.is_dir() or not is_library(folder):
             raise InputError(f"{src}: --documents needs bookindex libraries (a folder with library.json)")
-        for d in Library.open(folder).documents:
+        for d in DocumentLibrary.open(folder).documents:
             if d.doc_id in out:
                 raise InputError(f"{src}: document {d.name!r} ({d.doc_id}) is also in {out[d.doc_id][1]}")
             out[d.doc_id] = (d, str(folder.resolve()))

@@ -1,9 +1,9 @@
 """The one writer of a parallel or distributed index run: plan, hand builds out, commit as they arrive.
 
-The writer holds `Library.writer` for the whole run (as a serial `bookindex index` does). It
-decides per file what is needed (unchanged, graph retry: done here, serially; else a build job),
-gives the builds to a `Runner` (local processes or Ray), and commits each finished staging
-folder with `Library.commit_build` the moment it arrives: one rename, one catalog swap. A failed
+The writer holds `DocumentLibrary.writer` for the whole run (as a serial `bookindex index` does).
+It decides per file what is needed (unchanged, graph retry: done here, serially; else a build
+job), gives the builds to a `Runner` (local processes or Ray), and commits each finished staging
+folder with `DocumentLibrary.commit_build` the moment it arrives: one rename, one catalog swap. A failed
 document is counted failed and the rest go on. Worker LLM completions are merged into the
 writer's cache (`merge_rows`).
 """
@@ -19,11 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from bookindex.core.errors import BookIndexError
+from bookindex.indexing.build_job import BuildJob
+from bookindex.indexing.library import DocumentLibrary
+from bookindex.indexing.parallel.executors import Progress, Runner
+from bookindex.indexing.parallel.worker import unpack
+from bookindex.indexing.stored_document import StoredDocument
 from bookindex.providers.llm import open_cache
 from bookindex.providers.llm.cache import merge_rows
-from bookindex.storage.library import Library, StoredDocument, _remove_if_empty_library
-from bookindex.storage.runners import Progress, Runner
-from bookindex.storage.staging import BuildJob, unpack
+from bookindex.storage.catalog import remove_if_empty
 
 
 @dataclass
@@ -42,7 +45,7 @@ def _noop(event: str, info: dict[str, Any]) -> None:
     return None
 
 
-def index_batch(library: Library, paths: list[Path], runner: Runner, *, options: dict[str, Any] | None = None,
+def index_batch(library: DocumentLibrary, paths: list[Path], runner: Runner, *, options: dict[str, Any] | None = None,
                 on_item: Callable[[BatchItem], None] | None = None, on_progress: Progress = _noop,
                 command: str | None = None) -> list[BatchItem]:
     """Index `paths` with builds on `runner` and this process as the single committing writer."""
@@ -98,5 +101,5 @@ def index_batch(library: Library, paths: list[Path], runner: Runner, *, options:
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     if created_root:
-        _remove_if_empty_library(library.root)
+        remove_if_empty(library.root)
     return items

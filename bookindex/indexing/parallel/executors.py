@@ -2,7 +2,7 @@
 
 Neither is a scheduler of our own: local workers are a `concurrent.futures.ProcessPoolExecutor`
 (spawn start method: no forked copies of loaded models or locks), Ray tasks are scheduled,
-placed and retried by Ray. A runner only submits `staging.build_staged` for each job and yields
+placed and retried by Ray. A runner only submits `worker.build_staged` for each job and yields
 `(job, BuildResult | exception)` as builds finish, so the one writer can commit as they arrive.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bookindex.core.errors import ConfigError
-from bookindex.storage.staging import BuildJob, BuildResult, ProviderFactory, build_staged, default_providers
+from bookindex.indexing.build_job import BuildJob
+from bookindex.indexing.parallel.worker import BuildResult, ProviderFactory, build_staged, default_providers
 
 Outcome = tuple[BuildJob, "BuildResult | BaseException"]
 Progress = Callable[[str, dict[str, Any]], None]

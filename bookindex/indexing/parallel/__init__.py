@@ -1,0 +1,1 @@
+"""Parallel and distributed builds: one writer commits while local processes or Ray tasks build."""

@@ -1,0 +1,140 @@
+"""One indexed document read from its generation folder: the on-disk `DocumentIndex`.
+
+Everything is read through bookindex.indexing.document_folder on first use and kept, so one
+opened document answers many questions without touching the disk again. A reader lease (taken
+by the catalog) keeps the folder on disk while the object lives.
+"""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import DocumentTree, Entity
+from bookindex.core.protocols import LexicalIndex
+from bookindex.indexing.document_folder import (
+    load_entity_vectors,
+    load_graph,
+    load_tree,
+    read_build_report,
+    read_node_vectors,
+)
+from bookindex.providers.lexical import document_lexical_index
+from bookindex.storage.leases import Lease
+
+if TYPE_CHECKING:
+    from bookindex.indexing.library import DocumentLibrary
+
+
+class StoredDocument:
+    """One indexed document: its manifest, and lazily its tree, graph, vectors and lexical index.
+
+    It is the indexing layer's `DocumentIndex` over a document folder: everything is read on
+    first use and kept, so one opened document answers many questions without touching the
+    disk again.
+    """
+
+    def __init__(self, library: DocumentLibrary, doc_id: str, directory: Path, manifest: dict[str, Any],
+                 status: str = "stored", lease: Lease | None = None) -> None:
+        self.library = library
+        # the generation folder stays on disk while this object lives (or until close())
+        self._release = weakref.finalize(self, lease.release) if lease is not None else None
+        self.doc_id = doc_id
+        self.dir = directory
+        self.manifest = manifest
+        self.status = status  # "added", "replaced", "unchanged", "retried" after DocumentLibrary.add; else "stored"
+        self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
+        self._tree: DocumentTree | None = None
+        self._graph: KnowledgeGraph | None = None
+        self._lexical: LexicalIndex | None = None
+        self._node_vectors: tuple[list[str], np.ndarray | None] | None = None
+        self._entity_vectors: tuple[list[str], np.ndarray | None] | None = None
+
+    def close(self) -> None:
+        """Give up the reader lease now (else it goes when the object is garbage collected);
+        files not read yet may then be swept by the next writer."""
+        if self._release is not None:
+            self._release()
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("name", self.doc_id))
+
+    @property
+    def folder(self) -> Path:
+        return self.dir
+
+    @property
+    def tree(self) -> DocumentTree:
+        if self._tree is None:
+            self._tree = load_tree(self.dir)
+        return self._tree
+
+    @property
+    def graph(self) -> KnowledgeGraph:
+        if self._graph is None:
+            self._graph = load_graph(self.dir)
+        return self._graph
+
+    @property
+    def page_labels(self) -> list[str] | None:
+        labels = self.tree.meta.get("page_labels")
+        return list(labels) if labels else None
+
+    @property
+    def build_report(self) -> dict[str, Any]:
+        """build.json: stage timings, graph report (failed nodes, retries), LLM ledger."""
+        return read_build_report(self.dir)
+
+    @property
+    def links(self) -> dict[str, list[str]]:
+        return self.graph.links
+
+    def entities_of(self, node_id: str) -> list[Entity]:
+        return self.graph.entities_of(node_id)
+
+    def nodes_of(self, entity_id: str) -> list[str]:
+        return self.graph.nodes_of(entity_id)
+
+    def node_vectors(self) -> tuple[list[str], np.ndarray | None]:
+        """Stored node vectors (ids, matrix); empty when the document was indexed without them."""
+        if self._node_vectors is None:
+            try:
+                ids, mat = read_node_vectors(self.dir)
+            except (FileNotFoundError, OSError, ValueError, KeyError):
+                ids, mat = [], None
+            self._node_vectors = (list(ids), np.asarray(mat, dtype=np.float32)) if len(ids) else ([], None)
+        return self._node_vectors
+
+    def entity_vectors(self) -> tuple[list[str], np.ndarray | None]:
+        """Stored entity vectors (ids, matrix); empty without a graph or vectors."""
+        if self._entity_vectors is None:
+            ids: list[str] = []
+            mat: np.ndarray | None = None
+            if self.graph.entities:
+                try:
+                    ids, mat = load_entity_vectors(self.dir)
+                except (FileNotFoundError, OSError, ValueError, KeyError):
+                    ids, mat = [], None
+            self._entity_vectors = (list(ids), np.asarray(mat, dtype=np.float32)) if len(ids) else ([], None)
+        return self._entity_vectors
+
+    def lexical_index(self) -> LexicalIndex:
+        if self._lexical is None:
+            self._lexical = document_lexical_index(self.tree)
+        return self._lexical
+
+    def image_file(self, node_id: str) -> Path | None:
+        """Absolute path of a node's image (stored relative to the document folder)."""
+        p = self.tree[node_id].meta.get("image_path")
+        if not p:
+            return None
+        q = Path(p)
+        return q if q.is_absolute() else self.dir / q
+
+    def __repr__(self) -> str:
+        return f"StoredDocument({self.doc_id!r}, {self.name!r}, pages={self.manifest.get('pages')})"
