@@ -1,1 +1,2 @@
-"""Storage: the library catalog, document folders, graph and vector files, atomic writes."""
+"""Storage: the library catalog, generation folders, atomic commits, the writer lock, reader leases,
+content hashing, S3 sync and the vector backends. It never imports bookindex.indexing."""
