@@ -1,6 +1,6 @@
 """Reader leases: a document version stays on disk while any process reads it.
 
-Why (issue 18, item 1): a re-index commits a new generation folder `docs/<id>.<stamp>` and used
+Why: a re-index commits a new generation folder `docs/<id>.<stamp>` and used
 to delete the old one at once, so a reader that had looked the document up a moment before
 failed with "tree.json is missing". Now a reader takes a lease on the generation it opened and
 keeps it while it holds the document; the writer deletes an old generation only when no live

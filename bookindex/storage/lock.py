@@ -1,6 +1,6 @@
 """The library's writer lock: one build, replace or remove at a time, held for the whole build.
 
-Why a whole-build lock (issue 18): with only the commit locked, two processes indexing the same
+Why a whole-build lock: with only the commit locked, two processes indexing the same
 file both parsed and embedded it, and a killed build's temp folder could not be told from a live
 one. Holding `.lock` (an `fcntl.flock`, released by the kernel when the holder dies, even by
 kill -9) for the whole build means the second writer waits and then finds the document current,

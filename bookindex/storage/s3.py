@@ -1,4 +1,4 @@
-"""A library on S3 or S3-compatible storage: `s3://bucket/prefix` (issue 17).
+"""A library on S3 or S3-compatible storage: `s3://bucket/prefix`.
 
 Layout under the prefix is a library folder's: `library.json` and `docs/<doc_id>.<stamp>/...`
 (generation folders, never changed once written), plus `lock.json` while a writer works.
