@@ -12,18 +12,19 @@ import multiprocessing
 import os
 import sys
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Protocol
 
 from bookindex.core.errors import ConfigError
+from bookindex.core.events import Events
 from bookindex.indexing.build_job import BuildJob
 from bookindex.indexing.parallel.worker import BuildResult, ProviderFactory, build_staged, default_providers
 
 Outcome = tuple[BuildJob, "BuildResult | BaseException"]
-Progress = Callable[[str, dict[str, Any]], None]
+Progress = Events  # (event name, fields) of the builds in flight
 RAY_OBJECT_STORE = 256 * 1024 * 1024  # a local instance's object store: results are a few MiB each
 
 
