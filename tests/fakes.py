@@ -5,7 +5,8 @@ real implementations (tests/contracts/), so a test that uses them exercises the 
 against the behaviour the real ones promise (schema validation with one repair round, errors as
 `BookIndexError`s, a per-stage ledger, `map` in input order; L2-normalised float32 rows), not
 against whatever a hand-rolled stub happened to do. `ScriptedProvider` is the model end of the
-real `LLMClient` for tests that want the client's own plumbing.
+real `LLMClient` for tests that want the client's own plumbing (the one provider double);
+`ExtractionScript` is what a FakeLLM answers the graph extractor.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from bookindex.core.errors import BookIndexError, LLMOutputError, LLMUnavailable
+from bookindex.indexing.graph.extract_llm import BatchOut
 from bookindex.providers.llm import Completion, Ledger
 from bookindex.providers.llm.client import REPAIR_PROMPT
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
@@ -286,47 +289,147 @@ def _validate(reply: Any, adapter: TypeAdapter[Any]) -> Any:
 
 class ScriptedProvider:
     """An in-memory model behind the real `LLMClient` (the Provider protocol of
-    bookindex/providers/llm/providers.py): each request gets the next raw text of `script`, or
-    `respond(prompt)` of its last user message; an exception instance in the script is raised
-    (`TransientError` is retried by the client)."""
+    bookindex/providers/llm/providers.py), recording every request's messages in `requests`.
+
+    Each request gets the next raw text of `script`; once it runs out, `respond(prompt)` of the
+    last user message, else `default`, else `UnscriptedCall`. An exception instance (in the script,
+    as the default or returned by `respond`) is raised (`TransientError` is retried by the client).
+    Usage is counted in words unless `tokens` fixes (prompt, completion) tokens per request; P(yes)
+    comes from the text answer unless `p_yes` fixes it (then the script is not consumed). `delay`
+    holds each request that many seconds, outside the lock, as a slow server would.
+    """
 
     name = "scripted"
 
-    def __init__(self, script: Sequence[Any] = (), respond: Callable[[str], Any] | None = None,
-                 model: str = "scripted-1", max_concurrency: int = 4) -> None:
+    def __init__(self, script: Sequence[Any] = (), respond: Callable[[str], Any] | None = None, *,
+                 default: Any = _NO_DEFAULT, model: str = "scripted-1", max_concurrency: int = 4,
+                 delay: float = 0.0, tokens: tuple[int, int] | None = None, p_yes: float | None = None) -> None:
         self.script = list(script)
         self.respond = respond
+        self.default = default
         self.model = model
         self.max_concurrency = max_concurrency
+        self.delay = delay
+        self.tokens = tokens
+        self.p_yes = p_yes
         self.requests: list[Messages] = []
         self._lock = threading.Lock()
+
+    @classmethod
+    def metered(cls, script: Sequence[Any] = (), respond: Callable[[str], Any] | None = None, *,
+                default: Any = "ok", max_concurrency: int = 8, delay: float = 0.0) -> "ScriptedProvider":
+        """Fixed usage for tests that count the ledger: 10 prompt and 3 completion tokens a request,
+        P(yes) 0.8, "ok" once the script runs out, model "fake-1"."""
+        return cls(script, respond, default=default, model="fake-1", max_concurrency=max_concurrency,
+                   delay=delay, tokens=(10, 3), p_yes=0.8)
 
     def _next(self, messages: Messages) -> str:
         with self._lock:
             self.requests.append(messages)
             step = self.script.pop(0) if self.script else _NO_DEFAULT
-        if step is _NO_DEFAULT:
-            if self.respond is None:
-                raise UnscriptedCall(f"ScriptedProvider: no reply left for request {len(self.requests)}")
-            # outside the lock: concurrent requests are answered concurrently, as by a server
+        # outside the lock: concurrent requests are answered concurrently, as by a server
+        if self.delay:
+            time.sleep(self.delay)
+        if step is _NO_DEFAULT and self.respond is not None:
             step = self.respond(_text(next((m.get("content") for m in reversed(messages)
                                             if m.get("role") == "user"), "")))
+        elif step is _NO_DEFAULT:
+            if self.default is _NO_DEFAULT:
+                raise UnscriptedCall(f"ScriptedProvider: no reply left for request {len(self.requests)}")
+            step = self.default
         if isinstance(step, BaseException):
             raise step
         return str(step)
 
+    def _usage(self, messages: Messages, text: str) -> tuple[int, int]:
+        if self.tokens is not None:
+            return self.tokens
+        return sum(len(_text(m.get("content")).split()) for m in messages), len(text.split())
+
     def complete(self, messages: Messages, *, temperature: float, max_tokens: int,
                  json_schema: dict[str, Any] | None) -> Completion:
         text = self._next(messages)
-        return Completion(text=text, prompt_tokens=sum(len(_text(m.get("content")).split()) for m in messages),
-                          completion_tokens=len(text.split()), model=self.model, finish_reason="stop")
+        prompt_tokens, completion_tokens = self._usage(messages, text)
+        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          model=self.model, finish_reason="stop")
 
     def yes_probability(self, messages: Messages) -> Completion:
-        """P(yes) from the text answer, as OpenAI-compatible servers without log-probabilities give it."""
-        text = self._next(messages)
-        word = text.strip().lower()
-        p = 1.0 if word.startswith("yes") else 0.0 if word.startswith("no") else 0.5
-        return Completion(text=text, prompt_tokens=1, completion_tokens=1, model=self.model, extra={"p_yes": p})
+        """P(yes) from the text answer, as OpenAI-compatible servers without log-probabilities give it
+        (or the fixed `p_yes`)."""
+        if self.p_yes is not None:
+            with self._lock:
+                self.requests.append(messages)
+            text, p = "yes", self.p_yes
+        else:
+            text = self._next(messages)
+            word = text.strip().lower()
+            p = 1.0 if word.startswith("yes") else 0.0 if word.startswith("no") else 0.5
+        prompt_tokens, completion_tokens = self.tokens if self.tokens is not None else (1, 1)
+        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          model=self.model, extra={"p_yes": p})
+
+
+# -- graph extraction -----------------------------------------------------------------------------
+
+def extraction_bodies(call: LLMCall) -> list[str]:
+    """The node texts of an extraction prompt's fragments, in order (without the closing line)."""
+    frags = call.prompt.split("--- N")[1:]
+    return [f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0] for f in frags]
+
+
+class ExtractionScript:
+    """FakeLLM replies (`FakeLLM(ExtractionScript(...))`) to the graph extractor's batches, built from
+    the prompt's fragments: each capitalised word of a node's text (stripped of `strip`, at least
+    `min_length` long) is a `concept` entity described by `description`, and the first two are joined
+    by a relation with the fields of `relation`.
+
+    A fragment containing a `broken` marker makes the whole call fail (malformed JSON, `error`), like
+    a small model that garbles its answer; one containing a `flaky_once` marker is left out of the
+    answer the first time only. Both sets can be changed between runs (a model that recovers). With
+    `answer_er`, entity resolution's "which candidate?" always gets "a new entity"; otherwise any
+    stage but `extract` is a test error.
+    """
+
+    def __init__(self, broken: Sequence[str] = (), flaky_once: Sequence[str] = (), *, strip: str = ".,",
+                 min_length: int = 1, description: str = "{name} in text",
+                 relation: Mapping[str, Any] | None = None, error: str = "not JSON", answer_er: bool = False) -> None:
+        self.broken = set(broken)
+        self.flaky = set(flaky_once)
+        self.strip = strip
+        self.min_length = min_length
+        self.description = description
+        self.relation = dict(relation or {"description": "co", "keywords": "a, b", "weight": "7"})
+        self.error = error
+        self.answer_er = answer_er
+
+    @classmethod
+    def for_library(cls, broken: Sequence[str] = ()) -> "ExtractionScript":
+        """The configuration of whole-library builds: entity resolution answered, words of three or
+        more letters, list keywords and a numeric weight (what a well-behaved model returns)."""
+        return cls(broken, strip=".,:|", min_length=3, description="{name} as mentioned",
+                   relation={"description": "co-mentioned", "keywords": ["co"], "weight": 5},
+                   error="not a valid BatchOut after one repair attempt", answer_er=True)
+
+    def __call__(self, call: LLMCall) -> Any:
+        if self.answer_er and call.stage == "er":
+            return {"select_id": -1}
+        assert call.stage == "extract" and call.schema is BatchOut
+        frags = call.prompt.split("--- N")[1:]
+        nodes = []
+        for frag, body in zip(frags, extraction_bodies(call)):
+            if any(b in body for b in self.broken):
+                return LLMOutputError(self.error, stage=call.stage)
+            hit = next((x for x in self.flaky if x in body), None)
+            if hit:
+                self.flaky.discard(hit)
+                continue  # node missing from the answer this time
+            words = [w.strip(self.strip) for w in body.split() if w[:1].isupper()]
+            names = [w for w in dict.fromkeys(words) if len(w) >= self.min_length]
+            ents = [{"name": w, "type": "concept", "description": self.description.format(name=w)} for w in names]
+            rels = ([{"source": ents[0]["name"], "target": ents[1]["name"], **self.relation}]
+                    if len(ents) > 1 else [])
+            nodes.append({"node": "N" + frag.split(" ", 1)[0], "entities": ents, "relations": rels})
+        return {"nodes": nodes}
 
 
 # -- Embedder -------------------------------------------------------------------------------------
@@ -430,7 +533,8 @@ class FakeLlama:
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": 2}}
 
 
-__all__ = ["FakeLLM", "LLMCall", "UnscriptedCall", "ScriptedProvider", "FakeEmbedder", "VocabEmbedder", "FakeLlama"]
+__all__ = ["FakeLLM", "LLMCall", "UnscriptedCall", "ScriptedProvider", "ExtractionScript", "extraction_bodies",
+           "FakeEmbedder", "VocabEmbedder", "FakeLlama"]
 
 
 def _schema_of(schema: Any) -> dict[str, Any] | None:

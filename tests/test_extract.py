@@ -10,12 +10,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakes import FakeEmbedder, FakeLLM, LLMCall
+from fakes import ExtractionScript, FakeEmbedder, FakeLLM
 
 from bookindex.core.config import load_settings
-from bookindex.core.errors import LLMOutputError
 from bookindex.core.model import Block, DocumentTree, Node, build_tree
-from bookindex.indexing.graph.extract_llm import BatchOut, LLMExtractor, NodeOut, pack
+from bookindex.indexing.graph.extract_llm import LLMExtractor, NodeOut, pack
 from bookindex.indexing.graph.extract_offline import OfflineExtractor
 from bookindex.indexing.graph.extraction import CONTAINED_IN, NodeExtraction, RawEntity, RawRelation, name_key, table_headers
 
@@ -124,34 +123,6 @@ def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
 
 
 # -- the LLM extractor with a scripted client ------------------------------------------------------
-
-class ExtractionScript:
-    """Replies of the shared FakeLLM to extraction batches, from the fragment labels; can break
-    chosen nodes (the whole call fails) or skip one once (missing from the answer)."""
-
-    def __init__(self, bad_text: tuple[str, ...] = (), flaky_once: tuple[str, ...] = ()) -> None:
-        self.bad_text, self.flaky = bad_text, set(flaky_once)
-
-    def __call__(self, call: LLMCall) -> Any:
-        assert call.stage == "extract" and call.schema is BatchOut
-        frags = call.prompt.split("--- N")[1:]
-        nodes = []
-        for f in frags:
-            label = "N" + f.split(" ", 1)[0]
-            body = f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0]  # not the closing line
-            if any(b in body for b in self.bad_text):
-                return LLMOutputError("not JSON", stage=call.stage)
-            hit = next((x for x in self.flaky if x in body), None)
-            if hit:
-                self.flaky.discard(hit)
-                continue  # node missing from the answer this time
-            words = [w.strip(".,") for w in body.split() if w[:1].isupper()]
-            ents = [{"name": w, "type": "concept", "description": f"{w} in text"} for w in dict.fromkeys(words)]
-            rels = [{"source": ents[0]["name"], "target": ents[1]["name"], "description": "co", "keywords": "a, b",
-                     "weight": "7"}] if len(ents) > 1 else []
-            nodes.append({"node": label, "entities": ents, "relations": rels})
-        return {"nodes": nodes}
-
 
 def extraction_llm(bad_text: tuple[str, ...] = (), flaky_once: tuple[str, ...] = ()) -> FakeLLM:
     """The shared FakeLLM answering extraction batches (`requests()`: the prompts sent, in order)."""

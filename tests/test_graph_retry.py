@@ -8,53 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeEmbedder, FakeLLM, LLMCall
+from fakes import ExtractionScript, FakeEmbedder, FakeLLM, LLMCall, extraction_bodies
 from library_helpers import snapshot
 from typer.testing import CliRunner
 
 from bookindex.core.config import load_settings
-from bookindex.core.errors import LLMOutputError
-from bookindex.indexing.graph.extract_llm import BatchOut
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.services.providers import ProviderSet
 
 BROKEN = ("Scope paragraph", "Plot details paragraph")  # two text nodes of the handbook
 
 
-class ExtractionScript:
-    """Replies of the shared FakeLLM to extraction prompts, from their fragments; a fragment
-    containing a `broken` marker makes the whole call fail (malformed JSON), like a small model
-    that garbles its answer. Entity resolution's "which candidate?" always gets "a new entity"."""
-
-    def __init__(self, broken: tuple[str, ...] = ()) -> None:
-        self.broken = set(broken)
-
-    def __call__(self, call: LLMCall) -> Any:
-        if call.stage == "er":
-            return {"select_id": -1}
-        assert call.schema is BatchOut and call.stage == "extract"
-        frags = call.prompt.split("--- N")[1:]
-        bodies = _bodies(call)
-        if any(b in body for body in bodies for b in self.broken):
-            return LLMOutputError("not a valid BatchOut after one repair attempt", stage=call.stage)
-        nodes = []
-        for f, body in zip(frags, bodies):
-            words = [w.strip(".,:|") for w in body.split() if w[:1].isupper() and len(w.strip(".,:|")) > 2]
-            ents = [{"name": w, "type": "concept", "description": f"{w} as mentioned"} for w in dict.fromkeys(words)]
-            rels = ([{"source": ents[0]["name"], "target": ents[1]["name"], "description": "co-mentioned",
-                      "keywords": ["co"], "weight": 5}] if len(ents) > 1 else [])
-            nodes.append({"node": "N" + f.split(" ", 1)[0], "entities": ents, "relations": rels})
-        return {"nodes": nodes}
-
-
-def _bodies(call: LLMCall) -> list[str]:
-    """The node texts of an extraction prompt's fragments."""
-    frags = call.prompt.split("--- N")[1:]
-    return [f.split("---\n", 1)[1].split("\n\nAnswer with exactly")[0] for f in frags]
-
-
 def scripted_llm(broken: tuple[str, ...] = ()) -> tuple[FakeLLM, ExtractionScript]:
-    script = ExtractionScript(broken)
+    script = ExtractionScript.for_library(broken)
     return FakeLLM(script, model="scripted"), script
 
 
@@ -83,7 +49,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert doc.manifest["graph_failed"] == 2
     assert all("malformed" in build["failures"][i] for i in bad)
     assert set(bad) <= set(build["retried_node_ids"])  # each was retried once within the build
-    solo = [c for c in extract_calls(llm) if len(_bodies(c)) == 1 and any(b in _bodies(c)[0] for b in BROKEN)]
+    solo = [c for c in extract_calls(llm) if len(extraction_bodies(c)) == 1 and any(b in extraction_bodies(c)[0] for b in BROKEN)]
     assert len(solo) == 2 and all(c.cache is False for c in solo)
     assert not any(set(bad) & set(e.node_ids) for e in doc.graph.entities.values())
     links_before = sum(len(e.node_ids) for e in doc.graph.entities.values())
@@ -95,7 +61,7 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     llm.calls.clear()
     again = lib.add(md_file)
     assert again.status == "retried" and again.dir != old_dir and not old_dir.exists()
-    sent = [body for c in extract_calls(llm) for body in _bodies(c)]
+    sent = [body for c in extract_calls(llm) for body in extraction_bodies(c)]
     assert len(sent) == 2 and all(any(b in body for b in BROKEN) for body in sent)
     calls = extract_calls(llm)
     assert 1 <= len(calls) <= 2 and all(c.cache is False for c in calls)
@@ -132,7 +98,7 @@ def test_nodes_failing_again_stay_recorded(tmp_path: Path, md_file: Path) -> Non
     rep = doc.build_report["graph"]
     still = [i for i in bad if BROKEN[0] in doc.tree[i].text]
     assert rep["failed_node_ids"] == still and list(rep["failures"]) == still
-    assert all(any(b in body for b in BROKEN) for c in extract_calls(llm) for body in _bodies(c))
+    assert all(any(b in body for b in BROKEN) for c in extract_calls(llm) for body in extraction_bodies(c))
 
 
 def test_a_failed_retry_leaves_the_library_as_it_was(tmp_path: Path, md_file: Path,
@@ -175,7 +141,7 @@ def test_cli_summary_counts_failed_nodes_and_rerun_retries(tmp_path: Path, md_fi
     r = runner.invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "1 retried" in r.output and "2 recovered, 0 still failing" in r.output
-    assert sum(len(_bodies(c)) for c in extract_calls(llm)) == 2
+    assert sum(len(extraction_bodies(c)) for c in extract_calls(llm)) == 2
     r = runner.invoke(app, args)
     assert r.exit_code == 0 and "unchanged" in r.output and "failed extraction" not in r.output
     build = json.loads(next((tmp_path / "lib" / "docs").glob("*/build.json")).read_text())

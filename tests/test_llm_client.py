@@ -1,4 +1,4 @@
-"""LLMClient plumbing with a scripted fake provider: JSON repair, retries, cache, ledger, map."""
+"""LLMClient plumbing with the scripted provider: JSON repair, retries, cache, ledger, map."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import ScriptedProvider
 from pydantic import BaseModel
 
 from bookindex.core.config import LLMSettings, load_settings
 from bookindex.core.errors import ConfigError, LLMOutputError, LLMRequestError, LLMUnavailable
 from bookindex.providers.llm import (
-    Completion,
     DiskCache,
     LLMClient,
     TransientError,
@@ -30,40 +30,7 @@ class Person(BaseModel):
     age: int
 
 
-class FakeProvider:
-    """Replies from a script: str → a completion; Exception → raised; callable(messages) → reply."""
-
-    name = "fake"
-
-    def __init__(self, script: list[Any] | None = None, default: Any = "ok", model: str = "fake-1",
-                 max_concurrency: int = 8, delay: float = 0.0) -> None:
-        self.script = list(script or [])
-        self.default = default
-        self.model = model
-        self.max_concurrency = max_concurrency
-        self.delay = delay
-        self.calls: list[list[dict[str, Any]]] = []
-        self.lock = threading.Lock()
-
-    def complete(self, messages: list[dict[str, Any]], *, temperature: float, max_tokens: int,
-                 json_schema: dict[str, Any] | None) -> Completion:
-        with self.lock:
-            self.calls.append(messages)
-            step = self.script.pop(0) if self.script else self.default
-        if self.delay:
-            time.sleep(self.delay)
-        if callable(step) and not isinstance(step, Exception):
-            step = step(messages)
-        if isinstance(step, Exception):
-            raise step
-        return Completion(text=step, prompt_tokens=10, completion_tokens=3, model=self.model)
-
-    def yes_probability(self, messages: list[dict[str, Any]]) -> Completion:
-        self.calls.append(messages)
-        return Completion(text="yes", prompt_tokens=5, model=self.model, extra={"p_yes": 0.8})
-
-
-def make_client(provider: FakeProvider, cache: DiskCache | None = None, **cfg: Any) -> tuple[LLMClient, list[float]]:
+def make_client(provider: ScriptedProvider, cache: DiskCache | None = None, **cfg: Any) -> tuple[LLMClient, list[float]]:
     sleeps: list[float] = []
     settings = LLMSettings(provider="openai", model=provider.model, **cfg)
     client = LLMClient(provider, settings, cache=cache, sleep=sleeps.append, jitter=lambda: 0.0)
@@ -91,49 +58,49 @@ def test_extract_json_without_json() -> None:
 
 
 def test_schema_call_strips_fences_and_asks_for_compact_json() -> None:
-    fake = FakeProvider(['```json\n{"name": "Ada", "age": 36}\n``` hope this helps'])
+    fake = ScriptedProvider.metered(['```json\n{"name": "Ada", "age": 36}\n``` hope this helps'])
     client, _ = make_client(fake)
     person = client.complete("Who?", schema=Person, stage="extract")
     assert person == Person(name="Ada", age=36)
-    system = fake.calls[0][0]
+    system = fake.requests[0][0]
     assert system["role"] == "system" and "compact JSON" in system["content"]
     assert '"age"' in system["content"]  # the schema is shown
 
 
 def test_truncated_json_is_repaired_without_a_second_call() -> None:
-    fake = FakeProvider(['{"name": "Ada", "age": 36, "bio": "born in Lon'])
+    fake = ScriptedProvider.metered(['{"name": "Ada", "age": 36, "bio": "born in Lon'])
     client, _ = make_client(fake)
 
     class WithBio(Person):
         bio: str
 
     assert client.complete("Who?", schema=WithBio).bio == "born in Lon"
-    assert len(fake.calls) == 1
+    assert len(fake.requests) == 1
 
 
 def test_broken_json_syntax_is_repaired_without_a_second_call() -> None:
-    fake = FakeProvider(["Here you go:\n```json\n{'name': 'Ada', // the person\n 'age': 36, 'active': True,}\n```"])
+    fake = ScriptedProvider.metered(["Here you go:\n```json\n{'name': 'Ada', // the person\n 'age': 36, 'active': True,}\n```"])
     client, _ = make_client(fake)
 
     class Active(Person):
         active: bool
 
     assert client.complete("Who?", schema=Active) == Active(name="Ada", age=36, active=True)
-    assert len(fake.calls) == 1
+    assert len(fake.requests) == 1
 
 
 def test_validation_failure_gets_one_repair_round_trip() -> None:
-    fake = FakeProvider(['{"name": "Ada", "age": "old"}', '{"name": "Ada", "age": 36}'])
+    fake = ScriptedProvider.metered(['{"name": "Ada", "age": "old"}', '{"name": "Ada", "age": 36}'])
     client, _ = make_client(fake)
     assert client.complete("Who?", schema=Person, stage="extract").age == 36
-    assert len(fake.calls) == 2
-    repair = fake.calls[1]
+    assert len(fake.requests) == 2
+    repair = fake.requests[1]
     assert repair[-2] == {"role": "assistant", "content": '{"name": "Ada", "age": "old"}'}
     assert "age" in repair[-1]["content"] and "not valid" in repair[-1]["content"]
 
 
 def test_second_failure_raises_typed_error_naming_stage_model_raw() -> None:
-    fake = FakeProvider(["no idea", "still no idea"])
+    fake = ScriptedProvider.metered(["no idea", "still no idea"])
     client, _ = make_client(fake)
     with pytest.raises(LLMOutputError) as err:
         client.complete("Who?", schema=Person, stage="extract")
@@ -144,7 +111,7 @@ def test_second_failure_raises_typed_error_naming_stage_model_raw() -> None:
 
 
 def test_a_prose_reply_read_by_from_text_needs_no_repair_call() -> None:
-    fake = FakeProvider(["Ada, aged 36 [2][3]", '{"name": "Ada", "age": 36}'])
+    fake = ScriptedProvider.metered(["Ada, aged 36 [2][3]", '{"name": "Ada", "age": 36}'])
     client, _ = make_client(fake)
     seen: list[str] = []
 
@@ -153,24 +120,24 @@ def test_a_prose_reply_read_by_from_text_needs_no_repair_call() -> None:
         return Person(name=text.split(",")[0], age=36)
 
     assert client.complete("Who?", schema=Person, stage="extract", from_text=read) == Person(name="Ada", age=36)
-    assert seen == ["Ada, aged 36 [2][3]"] and len(fake.calls) == 1
+    assert seen == ["Ada, aged 36 [2][3]"] and len(fake.requests) == 1
 
 
 def test_from_text_that_declines_leaves_the_repair_round() -> None:
-    fake = FakeProvider(['{"name": "Ada", "age": "old"}', '{"name": "Ada", "age": 36}'])
+    fake = ScriptedProvider.metered(['{"name": "Ada", "age": "old"}', '{"name": "Ada", "age": 36}'])
     client, _ = make_client(fake)
     assert client.complete("Who?", schema=Person, stage="extract", from_text=lambda _t: None).age == 36
-    assert len(fake.calls) == 2
+    assert len(fake.requests) == 2
 
 
 def test_schema_can_be_any_type() -> None:
-    client, _ = make_client(FakeProvider(['["a", "b"]']))
+    client, _ = make_client(ScriptedProvider.metered(['["a", "b"]']))
     assert client.complete("list", schema=list[str]) == ["a", "b"]
 
 
 # ------------------------------------------------------------------------------------- retries
 def test_transient_errors_are_retried_with_exponential_backoff() -> None:
-    fake = FakeProvider([TransientError("HTTP 500"), TransientError("timeout"),
+    fake = ScriptedProvider.metered([TransientError("HTTP 500"), TransientError("timeout"),
                          TransientError("HTTP 429"), "fine"])
     client, sleeps = make_client(fake, max_retries=4, retry_base_delay=1.0, retry_max_delay=3.0)
     assert client.complete("hi", stage="s") == "fine"
@@ -181,25 +148,25 @@ def test_transient_errors_are_retried_with_exponential_backoff() -> None:
 
 
 def test_jitter_spreads_delays() -> None:
-    client = LLMClient(FakeProvider(), LLMSettings(retry_base_delay=1.0), jitter=lambda: 1.0)
+    client = LLMClient(ScriptedProvider.metered(), LLMSettings(retry_base_delay=1.0), jitter=lambda: 1.0)
     assert client._backoff(0) == 1.0 and client._backoff(2) == 4.0
 
 
 def test_retries_are_bounded_and_raise_request_error() -> None:
-    fake = FakeProvider(default=TransientError("HTTP 503 from http://x"))
+    fake = ScriptedProvider.metered(default=TransientError("HTTP 503 from http://x"))
     client, sleeps = make_client(fake, max_retries=2)
     with pytest.raises(LLMRequestError, match="after 3 attempts.*503"):
         client.complete("hi", stage="s")
-    assert len(fake.calls) == 3 and len(sleeps) == 2
+    assert len(fake.requests) == 3 and len(sleeps) == 2
     assert client.ledger.stage("s").errors == 1
 
 
 def test_permanent_errors_are_not_retried() -> None:
-    fake = FakeProvider([LLMRequestError("HTTP 401"), "never"])
+    fake = ScriptedProvider.metered([LLMRequestError("HTTP 401"), "never"])
     client, sleeps = make_client(fake)
     with pytest.raises(LLMRequestError, match="401"):
         client.complete("hi")
-    assert len(fake.calls) == 1 and sleeps == []
+    assert len(fake.requests) == 1 and sleeps == []
 
 
 # --------------------------------------------------------------------------------------- cache
@@ -214,48 +181,47 @@ def test_cache_key_covers_provider_model_messages_params() -> None:
 
 
 def test_disk_cache_makes_rerun_free(tmp_path: Path) -> None:
-    fake = FakeProvider(default="answer")
+    fake = ScriptedProvider.metered(default="answer")
     cache = DiskCache(tmp_path / "llm.sqlite")
     client, _ = make_client(fake, cache=cache)
     assert client.complete("q", stage="a") == "answer"
     assert client.complete("q", stage="a") == "answer"
     assert client.complete("q", stage="a", max_tokens=5) == "answer"  # other params: new key
-    assert len(fake.calls) == 2
+    assert len(fake.requests) == 2
     assert client.ledger.stage("a").cache_hits == 1
     # a new process (new cache connection, new client) still hits
     client2, _ = make_client(fake, cache=DiskCache(tmp_path / "llm.sqlite"))
     client2.complete("q", stage="a")
-    assert len(fake.calls) == 2 and client2.ledger.stage("a").calls == 0
+    assert len(fake.requests) == 2 and client2.ledger.stage("a").calls == 0
     # per-call bypass
     client2.complete("q", stage="a", cache=False)
-    assert len(fake.calls) == 3
+    assert len(fake.requests) == 3
 
 
 def test_schema_answers_are_cached(tmp_path: Path) -> None:
-    fake = FakeProvider(default='{"name": "Ada", "age": 36}')
+    fake = ScriptedProvider.metered(default='{"name": "Ada", "age": 36}')
     client, _ = make_client(fake, cache=DiskCache(tmp_path / "c.sqlite"))
     assert client.complete("q", schema=Person) == client.complete("q", schema=Person)
-    assert len(fake.calls) == 1
+    assert len(fake.requests) == 1
 
 
 def test_interrupted_batch_resumes(tmp_path: Path) -> None:
     cache = DiskCache(tmp_path / "c.sqlite")
     requests = [{"messages": f"item {i}", "stage": "batch"} for i in range(10)]
 
-    def fail_on_7(messages: list[dict[str, Any]]) -> Any:
-        text = messages[-1]["content"]
+    def fail_on_7(text: str) -> Any:
         return LLMRequestError("boom") if text == "item 7" else f"done {text}"
 
-    broken = FakeProvider(default=fail_on_7, max_concurrency=1)
+    broken = ScriptedProvider.metered(respond=fail_on_7, max_concurrency=1)
     client, _ = make_client(broken, cache=cache, max_concurrency=1)
     with pytest.raises(LLMRequestError):
         client.map(requests)
-    assert len(broken.calls) == 8  # items 0..7, 7 failed
-    healthy = FakeProvider(default=lambda m: f"done {m[-1]['content']}")
+    assert len(broken.requests) == 8  # items 0..7, 7 failed
+    healthy = ScriptedProvider.metered(respond=lambda text: f"done {text}")
     client2, _ = make_client(healthy, cache=cache)
     out = client2.map(requests)
     assert out == [f"done item {i}" for i in range(10)]
-    assert len(healthy.calls) == 3  # only 7, 8, 9
+    assert len(healthy.requests) == 3  # only 7, 8, 9
     assert client2.ledger.stage("batch").cache_hits == 7
 
 
@@ -268,7 +234,7 @@ def test_get_llm_uses_cache_dir_and_no_cache(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------- ledger, map
 def test_ledger_sums_per_stage_and_total() -> None:
-    client, _ = make_client(FakeProvider(default="x"))
+    client, _ = make_client(ScriptedProvider.metered(default="x"))
     for _ in range(3):
         client.complete("a", stage="sections")
     for _ in range(2):
@@ -307,31 +273,31 @@ def test_map_preserves_order_and_bounds_concurrency() -> None:
     active = {"now": 0, "max": 0}
     lock = threading.Lock()
 
-    def reply(messages: list[dict[str, Any]]) -> str:
+    def reply(text: str) -> str:
         with lock:
             active["now"] += 1
             active["max"] = max(active["max"], active["now"])
         time.sleep(0.02)
         with lock:
             active["now"] -= 1
-        return messages[-1]["content"].upper()
+        return text.upper()
 
-    client, _ = make_client(FakeProvider(default=reply), max_concurrency=3)
+    client, _ = make_client(ScriptedProvider.metered(respond=reply), max_concurrency=3)
     out = client.map([{"messages": f"w{i}"} for i in range(12)], progress=False)
     assert out == [f"W{i}" for i in range(12)]
     assert 1 < active["max"] <= 3
 
 
 def test_map_return_exceptions() -> None:
-    fake = FakeProvider(default=lambda m: LLMRequestError("bad") if m[-1]["content"] == "1" else "ok",
-                        max_concurrency=1)
+    fake = ScriptedProvider.metered(respond=lambda text: LLMRequestError("bad") if text == "1" else "ok",
+                                    max_concurrency=1)
     client, _ = make_client(fake)
     out = client.map([{"messages": str(i)} for i in range(3)], return_exceptions=True)
     assert out[0] == "ok" and isinstance(out[1], LLMRequestError) and out[2] == "ok"
 
 
 def test_judge_returns_probability() -> None:
-    client, _ = make_client(FakeProvider())
+    client, _ = make_client(ScriptedProvider.metered())
     assert client.judge("Is it?") == pytest.approx(0.8)
 
 
