@@ -297,13 +297,20 @@ class ScriptedProvider:
     Usage is counted in words unless `tokens` fixes (prompt, completion) tokens per request; P(yes)
     comes from the text answer unless `p_yes` fixes it (then the script is not consumed). `delay`
     holds each request that many seconds, outside the lock, as a slow server would.
+
+    With `tool_turns` (even empty: a client whose answers all come from its cache) it also calls
+    tools natively, as OpenAI-compatible servers do: each `complete_tools` request takes the next
+    turn `(calls, text)`, `calls` a list of (tool name, arguments as a dict or as raw JSON text),
+    at 100 prompt and 5 completion tokens; `tool_requests` keeps a copy of each request's
+    (messages, tools).
     """
 
     name = "scripted"
 
     def __init__(self, script: Sequence[Any] = (), respond: Callable[[str], Any] | None = None, *,
                  default: Any = _NO_DEFAULT, model: str = "scripted-1", max_concurrency: int = 4,
-                 delay: float = 0.0, tokens: tuple[int, int] | None = None, p_yes: float | None = None) -> None:
+                 delay: float = 0.0, tokens: tuple[int, int] | None = None, p_yes: float | None = None,
+                 tool_turns: Sequence[tuple[Sequence[tuple[str, Any]], str]] | None = None) -> None:
         self.script = list(script)
         self.respond = respond
         self.default = default
@@ -314,6 +321,10 @@ class ScriptedProvider:
         self.p_yes = p_yes
         self.requests: list[Messages] = []
         self._lock = threading.Lock()
+        self.tool_turns = None if tool_turns is None else list(tool_turns)
+        self.tool_requests: list[tuple[Messages, Any]] = []
+        if self.tool_turns is not None:  # the client calls tools natively where the provider can
+            self.complete_tools = self._complete_tools
 
     @classmethod
     def metered(cls, script: Sequence[Any] = (), respond: Callable[[str], Any] | None = None, *,
@@ -367,6 +378,19 @@ class ScriptedProvider:
         prompt_tokens, completion_tokens = self.tokens if self.tokens is not None else (1, 1)
         return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                           model=self.model, extra={"p_yes": p})
+
+    def _complete_tools(self, messages: Messages, *, tools: Any, temperature: float, max_tokens: int) -> Completion:
+        """The next tool turn (`complete_tools` when `tool_turns` is given)."""
+        assert self.tool_turns is not None
+        with self._lock:
+            self.tool_requests.append((json.loads(json.dumps(messages)), tools))  # as sent, not as later extended
+            if not self.tool_turns:
+                raise UnscriptedCall(f"ScriptedProvider: no tool turn left for request {len(self.tool_requests)}")
+            calls, text = self.tool_turns.pop(0)
+        return Completion(text=text, prompt_tokens=100, completion_tokens=5, model=self.model,
+                          extra={"tool_calls": [{"id": f"c{i}", "name": name,
+                                                 "arguments": args if isinstance(args, str) else json.dumps(args)}
+                                                for i, (name, args) in enumerate(calls)]})
 
 
 # -- graph extraction -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from bookindex.cli.app import app
 from bookindex.core.config import LLMSettings
 from bookindex.core.errors import LLMUnavailable
 from bookindex.engine import AskRequest, Engine
-from bookindex.providers.llm import Completion, LLMClient, get_llm
+from bookindex.providers.llm import LLMClient, get_llm
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.navigator.agent import STAGE, NavAction, navigate
 from bookindex.skills.navigator.answer import SkillsAskRequest
@@ -140,27 +140,11 @@ def test_without_its_library_the_document_tools_are_not_offered(built: tuple[Pat
 
 # -- native tool calls -------------------------------------------------------------------------
 
-class RawToolProvider(ScriptedProvider):
-    """An OpenAI-compatible model with native tool calls; arguments given as raw JSON text."""
-
-    def __init__(self, turns: list[tuple[list[tuple[str, str]], str]]) -> None:
-        super().__init__()
-        self.turns = turns
-        self.tool_requests: list[Any] = []
-
-    def complete_tools(self, messages: Any, *, tools: Any, temperature: float, max_tokens: int) -> Completion:
-        self.tool_requests.append((json.loads(json.dumps(messages)), tools))
-        calls, text = self.turns.pop(0)
-        return Completion(text=text, prompt_tokens=50, completion_tokens=5,
-                          extra={"tool_calls": [{"id": f"c{i}", "name": n, "arguments": a}
-                                                for i, (n, a) in enumerate(calls)]})
-
-
 def test_native_tool_calls_reach_each_tool_and_refuse_bad_arguments(built: tuple[Path, Path, Path]) -> None:
     probe = engine(built, FakeLLM(available=False))
     rocket = ids(probe)["rocket.md"]
     node = next(n.id for n in probe.tree(rocket).nodes.values() if "nozzle" in n.content.lower() and not n.children)
-    provider = RawToolProvider([
+    provider = ScriptedProvider(tool_turns=[
         ([("search_document", json.dumps({"doc_id": rocket, "question": "nozzle"})),
           ("get_node", json.dumps({"node_id": node}))], ""),
         ([("get_pages", json.dumps({"doc_id": rocket, "pages": "1-1"})),

@@ -17,7 +17,7 @@ from bookindex.cli.app import app
 from bookindex.core.config import LLMSettings, Settings
 from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.engine import Engine
-from bookindex.providers.llm import Completion, LLMClient
+from bookindex.providers.llm import LLMClient
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.navigator.answer import SkillsAskRequest
@@ -283,24 +283,8 @@ def test_agent_must_read_a_document_before_answering(opened: OpenedSkills) -> No
     assert ans.cited == ["d1"]
 
 
-class ToolProvider(ScriptedProvider):
-    """A scripted OpenAI-compatible model with native tool calling."""
-
-    def __init__(self, turns: list[Any]) -> None:
-        super().__init__()
-        self.turns = turns
-        self.tool_requests: list[Any] = []
-
-    def complete_tools(self, messages: Any, *, tools: Any, temperature: float, max_tokens: int) -> Completion:
-        self.tool_requests.append((messages, tools))
-        calls, text = self.turns.pop(0)
-        return Completion(text=text, prompt_tokens=100, completion_tokens=5,
-                          extra={"tool_calls": [{"id": f"c{i}", "name": n, "arguments": json.dumps(a)}
-                                                for i, (n, a) in enumerate(calls)]})
-
-
 def test_native_tool_calls_through_the_client(opened: OpenedSkills) -> None:
-    provider = ToolProvider([([("view", {"path": "skill-02-space/group-00-rockets/INDEX.md"})], ""),
+    provider = ScriptedProvider(tool_turns=[([("view", {"path": "skill-02-space/group-00-rockets/INDEX.md"})], ""),
                              ([("get_document", {"doc_id": "d5"})], ""),
                              ([], "The Saturn V burned kerosene. Sources: d5")])
     client = LLMClient(provider, LLMSettings())
@@ -318,8 +302,8 @@ def test_native_tool_calls_are_cached_by_the_client(opened: OpenedSkills, tmp_pa
 
     cache = DiskCache(tmp_path / "c.sqlite")
     turns = [([("get_document", {"doc_id": "d5"})], ""), ([], "Kerosene. Sources: d5")]
-    navigate(opened, LLMClient(ToolProvider(list(turns)), LLMSettings(), cache=cache), "fuel?")
-    again = LLMClient(ToolProvider([]), LLMSettings(), cache=cache)  # an empty script: all from cache
+    navigate(opened, LLMClient(ScriptedProvider(tool_turns=turns), LLMSettings(), cache=cache), "fuel?")
+    again = LLMClient(ScriptedProvider(tool_turns=[]), LLMSettings(), cache=cache)  # an empty script: all from cache
     ans = navigate(opened, again, "fuel?")
     assert ans.cited == ["d5"] and again.ledger.snapshot()["stages"][STAGE]["cache_hits"] == 2
 
