@@ -9,11 +9,11 @@ one library; each question is asked without naming its document. For every route
 reports document routing hit@1 / hit@3 (all questions) and page recall@5 / @10 (questions with
 gold pages; evidence from another document finds nothing), next to the per-document figures
 (bookindex retrieval in the gold document). Routes, none with an LLM:
-- `hierarchy`: `Engine.navigate_library` over the hierarchy (--skills; built with --documents
+- `hierarchy`: `engine.navigate_library` over the hierarchy (--skills; built with --documents
   and no LLM, timed, when the folder is absent), then the chosen document's bookindex retrieval;
-- `router`: `Engine.route_documents` (what `ask` without a document uses), then the same;
-- `flat`: `Engine.search_library`, one ranking over every block of the library;
-- `best-node`: `Engine.route` (the best node's cosine per document: the routing before the library router).
+- `router`: `engine.routing.rank` (what `ask` without a document uses), then the same;
+- `flat`: `engine.routing.search`, one ranking over every block of the library;
+- `best-node`: `engine.routing.best_node` (the best node's cosine per document: the routing before the library router).
 Every figure is given twice: on all questions and on the questions that name their document, i.e.
 all but those listed in --unroutable (tests/data/mmlongbench_unroutable.json: questions such as
 "How many figures are in the entire document?" that no router can place from the question alone).
