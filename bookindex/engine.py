@@ -253,9 +253,9 @@ class Engine:
 
     def search(self, question: str, *, doc: str | None = None, method: str = "bookindex",
                k: int | None = None) -> list[Evidence]:
-        """Ranked evidence without an answer: bookindex's retrieval steps (no Map/Reduce, no LLM
-        call with the default settings), a baseline, or the bm25-pages calibration ranker; routed
-        like `ask` when no document is named."""
+        """Ranked evidence without an answer: bookindex's plan made and run without a model and
+        cut before Map/Reduce (no LLM call; what `ask` ranks without a model), a baseline, or the
+        bm25-pages calibration ranker; routed like `ask` when no document is named."""
         doc_id, _ = self._target(doc, question)
         return retrieval_api.search(self.cache.open(doc_id), question, method=method, k=k)
 

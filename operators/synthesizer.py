@@ -83,6 +83,24 @@ def diversify(tree: DocumentTree, scored: list[tuple[str, float]], decay: float 
     return [(i, sc) for _, _, i, sc in sorted(adj, key=lambda t: (-t[0], t[1]))]
 
 
+def rank_candidates(ctx: IndexContext, state: State) -> str | None:
+    """A global plan's evidence ranking: its filtered nodes, most relevant to the question first
+    (diversified), when no reasoning step ranked anything. Returns a note when the filters matched
+    nothing and the most relevant content of the whole document stands in. Map runs it before its
+    partial answers; a search (no Map) runs it alone."""
+    if state.ranked:
+        return None
+    tree = ctx.tree
+    rel = hybrid_scores(ctx, state.question)
+    pool = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+    note = None
+    if not pool:  # the filters matched nothing: show the most relevant content instead
+        pool = [i for i, _ in sorted(rel.items(), key=lambda kv: (-kv[1], kv[0]))[:40]]
+        note = "filters matched no node; evidence ranked from the whole document"
+    state.ranked = diversify(tree, [(i, rel.get(i, 0.0)) for i in pool])
+    return note
+
+
 class MapParams(Params):
     group_size: int = 8
     max_groups: int = 6
@@ -120,13 +138,9 @@ class Map(Operator[MapParams]):
             ids = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
             g = self.params.group_size
             cap = g * self.params.max_groups
-            if not state.ranked:  # global plans: the filtered nodes, most relevant to the question first
-                rel = hybrid_scores(self.ctx, state.question)
-                pool = ids
-                if not pool:  # the filters matched nothing: show the most relevant content instead
-                    pool = [i for i, _ in sorted(rel.items(), key=lambda kv: (-kv[1], kv[0]))[:40]]
-                    self.note(evidence_fallback="filters matched no node; evidence ranked from the whole document")
-                state.ranked = diversify(tree, [(i, rel.get(i, 0.0)) for i in pool])
+            fallback = rank_candidates(self.ctx, state)
+            if fallback:
+                self.note(evidence_fallback=fallback)
             if len(ids) > cap:
                 # more filtered nodes than the groups hold: the most relevant ones, in document order
                 keep = {i for i, _ in state.ranked[:cap]}

@@ -7,22 +7,23 @@ once and reuses, so the cost of opening is paid once, not per question.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from collections.abc import Callable
 from typing import Any
 
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
-from bookindex.operators import OPERATORS, prompts
+from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import GroundedAnswer, grounded_answer
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
-from bookindex.operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens
+from bookindex.operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens, rank_candidates
 from bookindex.providers.llm.ledger import stages_total, usage_delta
 from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer, ranked_evidence
 from bookindex.retrieval.baselines import run_baseline
 from bookindex.retrieval.executor import execute
-from bookindex.retrieval.planner import make_plan, retrieval_steps
-from bookindex.retrieval.plans import Plan, Step
+from bookindex.retrieval.planner import make_plan
+from bookindex.retrieval.plans import Plan
 
 METHODS = ("bookindex", "bm25", "dense", "hybrid", "chunks", "tree")
 Listener = Callable[[str, Any], None]  # (kind, data): the events of one question (`ask`)
@@ -153,30 +154,32 @@ def search(ctx: IndexContext, question: str, method: str = "bookindex", k: int |
 
 
 def retrieval_plan(ctx: IndexContext, question: str) -> Plan:
-    """The operator plan of a search: the single-hop retrieval steps (Extract, Select, Graph and
-    Text reasoning, Skyline) with no classification, decomposition, Map or Reduce, and every step
-    that could ask a model (entity extraction, the section choice of Select_by_Section) told not
-    to: a search costs no LLM call and gives the same ranking with or without a model."""
-    return Plan(question=_check_question(question), query_type="single-hop",
-                steps=[_without_llm(s) for s in retrieval_steps(ctx)],
-                planner={"classifier": "none", "reason": "search: retrieval steps only, no Map/Reduce, no LLM"})
-
-
-def _without_llm(step: Step) -> Step:
-    """`step` (and its sub-steps and fallback) with `use_llm: false` where its operator takes it."""
-    op = OPERATORS.get(step.op)
-    params = dict(step.params)
-    if op is not None and "use_llm" in op.Params.model_fields:
-        params["use_llm"] = False
-    return step.model_copy(update={"params": params,
-                                   "steps": [_without_llm(s) for s in step.steps] if step.steps else step.steps,
-                                   "fallback": _without_llm(step.fallback) if step.fallback else None})
+    """The operator plan of a search: the question's plan made without a model (rule
+    classification, rule decomposition and filters) and cut before its Map and Reduce. A
+    single-hop question's plan is `planner.retrieval_steps`; a multi-hop one runs them per
+    sub-question; a global one filters. Executed without a model too (`retrieve`), so no step
+    (entity extraction, the section choice of Select_by_Section) can ask one."""
+    q = _check_question(question)
+    planned = make_plan(q, _without_models(ctx))
+    steps = [s for s in planned.steps if s.op not in ("Map", "Reduce")]
+    return Plan(question=q, query_type=planned.query_type, steps=steps,
+                planner={**planned.planner, "search": "retrieval only: no Map/Reduce, no LLM"})
 
 
 def retrieve(ctx: IndexContext, question: str) -> list[Evidence]:
-    """bookindex's ranked evidence for a question: `retrieval_plan` executed."""
-    state = execute(retrieval_plan(ctx, question), ctx)
-    return ranked_evidence(state, ctx)
+    """bookindex's ranked evidence for a question, as `ask` ranks it without a model, and no
+    answer: `retrieval_plan` executed, then a global plan's filtered nodes ranked as Map ranks them."""
+    bare = _without_models(ctx)
+    plan_ = retrieval_plan(bare, question)
+    state = execute(plan_, bare)
+    if plan_.query_type == "global":
+        rank_candidates(bare, state)
+    return ranked_evidence(state, bare)
+
+
+def _without_models(ctx: IndexContext) -> IndexContext:
+    """The same opened document (its derived views shared) with no LLM or VLM to call."""
+    return replace(ctx, llm=None, vlm=None)
 
 
 def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listener | None = None) -> GroundedAnswer:

@@ -1,5 +1,5 @@
-"""Search returns ranked evidence without answering: no classification, decomposition, Map or
-Reduce, so it makes no LLM call, while `ask` over the same document does."""
+"""Search returns ranked evidence without answering: the plan made and run without a model, cut
+before Map and Reduce, so it makes no LLM call, while `ask` over the same document does."""
 
 from __future__ import annotations
 
@@ -33,14 +33,21 @@ def test_search_makes_no_llm_call_where_ask_does(fake_llm, question):
     assert asked.calls
 
 
-def test_search_ranks_what_ask_ranks_for_a_single_hop_question():
-    """Without an LLM a single-hop question's `ask` runs the same retrieval steps: the same
-    evidence, in the same order, with the same scores."""
-    q = "What is the default linewidth?"
-    asked = retrieval_api.ask(make_context(), q)
-    assert asked.query_type == "single-hop"
-    searched = retrieval_api.search(make_context(), q)
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_search_ranks_what_ask_ranks_without_a_model(question):
+    """Without an LLM, `ask` plans and retrieves as search does: the same evidence, in the same
+    order, with the same scores, for single-hop, multi-hop and global questions alike."""
+    asked = retrieval_api.ask(make_context(), question)
+    searched = retrieval_api.search(make_context(), question)
+    assert searched
     assert [(e.node_id, e.scores) for e in searched] == [(e.node_id, e.scores) for e in asked.evidence]
+
+
+def test_the_search_plan_has_no_map_or_reduce():
+    types = {q: retrieval_api.retrieval_plan(make_context(), q) for q in QUESTIONS}
+    assert {p.query_type for p in types.values()} == {"single-hop", "multi-hop", "global"}
+    for p in types.values():
+        assert "Map" not in p.shape() and "Reduce" not in p.shape()
 
 
 def test_search_k_caps_the_list():
