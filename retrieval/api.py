@@ -7,8 +7,8 @@ once and reuses, so the cost of opening is paid once, not per question.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bookindex.core.errors import InputError
