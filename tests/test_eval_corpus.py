@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from fakes import FakeEmbedder, FakeLLM
@@ -11,11 +13,14 @@ from skills_helpers import DOCS, build_skill_folder
 
 from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
+from bookindex.evaluation.cli import run_and_print
 from bookindex.evaluation.corpus import READER_STAGE, corpus_scores, load_corpus, load_questions
 from bookindex.evaluation.corpus_run import run
+from bookindex.evaluation.loop import error_limit, method_failures
 from bookindex.evaluation.text_metrics import answer_scores, bleu, rouge, token_f1
 from bookindex.skills.navigator.agent import STAGE
 
+REPO = Path(__file__).resolve().parents[1]
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 QUESTIONS = [
     {"id": "q1", "question": "bake sourdough bread starter", "gold_doc_ids": ["d1"], "answer": "Use a starter."},
@@ -159,3 +164,51 @@ def test_the_unguided_navigator_is_a_row_of_its_own(tmp_path: Path) -> None:
     assert guided and len(guided) < len(seen)
     s = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]
     assert s["skills-llm-plain"]["read_recall"] is not None
+
+
+def eval_corpus_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("eval_corpus", REPO / "scripts" / "eval_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("method", ["skills-embedding", "skills-llm", "skills-llm-plain", "raptor"])
+def test_tree_methods_without_a_skill_folder_are_refused_at_start(tmp_path: Path, method: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_data(tmp_path / "data")
+    with pytest.raises(InputError, match=f"--method {method} navigates a skill tree: give --skills FOLDER"):
+        run(data, ["dense", method], [1], settings=settings(tmp_path), embedder=EMB, progress=False)
+    assert not (tmp_path / "cache").exists()  # refused before anything was embedded
+    code = eval_corpus_script().main([str(data), "--method", f"dense,{method}", "--no-progress",
+                                      "--out", str(tmp_path / "out"), "--set", f"cache.path={tmp_path / 'cache'}"])
+    assert code == 2
+    assert "give --skills FOLDER" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_method_failing_on_most_questions_fails_the_run_after_its_report(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    data = write_data(tmp_path / "data")
+    flat = run(data, ["dense"], [1], settings=settings(tmp_path), embedder=EMB, progress=False)
+    assert flat.failures == []
+    code = run_and_print(lambda: run(data, ["dense", "skills-embedding"], [1, 5], skills=Path(flat.meta["skills"]),
+                                     settings=settings(tmp_path), embedder=EMB, out_dir=tmp_path / "out", progress=False))
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert (tmp_path / "out" / "corpus_data.json").is_file() and "corpus_data.md" in out  # the report came first
+    assert "error: skills-embedding: 3 of 3 questions failed" in err and "no clusters to navigate" in err
+    assert "dense" not in err
+
+
+def test_the_error_limit_allows_a_few_errors_only() -> None:
+    assert error_limit(10) == 2 and error_limit(300) == 15
+
+    def records(n: int, errors: int) -> list[dict[str, object]]:
+        return [{"method": "m", "qid": f"q{i}", "error": "Boom: x" if i < errors else None} for i in range(n)]
+
+    assert method_failures(records(10, 2), ["m"]) == []
+    assert method_failures(records(300, 15), ["m"]) == []
+    [line] = method_failures(records(300, 16), ["m"])
+    assert line.startswith("m: 16 of 300 questions failed") and line.endswith("first, q0: Boom: x")

@@ -80,3 +80,33 @@ def test_query_process_imports_neither_torch_nor_lancedb(tmp_path: Path) -> None
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["pages"] and res == {**res, "torch": False, "lancedb": False}
+
+
+def test_int8_quantization_writes_nothing_to_the_terminal(tmp_path: Path) -> None:
+    """ONNX Runtime's quantizer logs advice through the root logger, which would print
+    "WARNING:root:..." on the user's stderr and leave a handler behind; the call is silenced
+    for its duration only: nothing printed, and the root logger left as it was."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime.quantization")
+    script = textwrap.dedent(f"""
+        import logging, sys
+        import numpy as np
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+        from bookindex.providers.embedding_onnx import quantize_onnx
+        w = numpy_helper.from_array(np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096, "w")
+        graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])], [w])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        onnx.save(model, {str(tmp_path / "m.onnx")!r})
+        quantize_onnx(__import__("pathlib").Path({str(tmp_path / "m.onnx")!r}),
+                      __import__("pathlib").Path({str(tmp_path / "m-int8.onnx")!r}))
+        root = logging.getLogger()
+        print(len(root.handlers), len(root.filters))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "m-int8.onnx").exists()
+    assert out.stderr == ""
+    assert out.stdout.split() == ["0", "0"]  # no handler installed, no filter left on the root logger

@@ -387,6 +387,23 @@ def test_cli_bad_input_exits_2(tmp_path: Path, corpus: Path, cli_env: None, args
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_adding_a_document_already_in_the_tree_names_the_tree(tmp_path: Path, corpus: Path, cli_env: None,
+                                                                   capsys: pytest.CaptureFixture[str]):
+    out = tmp_path / "skills"
+    with pytest.raises(SystemExit) as e:
+        main(["skills", "build", str(corpus), "-o", str(out), "--no-llm", "-q"])
+    assert e.value.code in (0, None)
+    before = files_of(out)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["skills", "add", str(out), str(corpus)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"'payments-00' is already in the skill tree {out}" in err
+    assert "also in" not in err  # not the file itself named as the other place
+    assert files_of(out) == before
+
+
 def test_vectors_are_normalised(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
     engine(embedder).skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(tmp_path / "s")))
     v = load_vectors(tmp_path / "s")

@@ -46,7 +46,11 @@ def command_line(script: str, argv: list[str] | None) -> str:
 
 
 def run_and_print(call: Callable[[], Any]) -> int:
-    """Run a benchmark; print its Markdown and files, or one error line and return 2."""
+    """Run a benchmark; print its Markdown and files, or one error line and return 2.
+
+    A run in which some method errored on too many questions (`loop.method_failures`) still
+    prints and writes its report, then one error line per such method, and returns 1: a row of
+    zeros made by errors must not pass for a measurement."""
     try:
         res = call()
     except BookIndexError as e:
@@ -55,7 +59,10 @@ def run_and_print(call: Callable[[], Any]) -> int:
     print(res.markdown)
     for kind, path in res.files.items():
         print(f"{kind}: {path}")
-    return 0
+    failures = getattr(res, "failures", [])
+    for line in failures:
+        print(f"error: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def eval_main(run: Callable[..., Any], *, script: str, description: str, data_help: str,

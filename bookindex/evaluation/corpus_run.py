@@ -1,9 +1,10 @@
 """Running the corpus benchmark: the rows over one skill folder, then the navigation-cost table.
 
 `run` takes a data folder and a compiled skill folder (`--skills`). Without one, the flat
-methods still run: `flat_store` writes a skill folder with no clusters (the document store and
-the document vectors, embedded once and reused) under the cache dir, through the model's own
-writers, so the flat baselines are measured before and independently of any compile.
+methods (bm25, dense, hybrid) still run and the methods that need a tree are refused at start:
+`flat_store` writes a skill folder with no clusters (the document store and the document
+vectors, embedded once and reused) under the cache dir, through the model's own writers, so the
+flat baselines are measured before and independently of any compile.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import numpy as np
 
 from bookindex.core.atomic import write_json_atomic, write_text_atomic
 from bookindex.core.config import Settings
+from bookindex.core.errors import InputError
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.engine import Engine
 from bookindex.evaluation.benchmark import Record
 from bookindex.evaluation.corpus import CorpusBenchmark, load_corpus
 from bookindex.evaluation.loop import RunResult, default_index_dir, run_benchmark, run_settings
-from bookindex.evaluation.rows import make_rows
+from bookindex.evaluation.rows import CORPUS_METHODS, make_rows
 from bookindex.skills.model import (
     BuildParams,
     CorpusDocument,
@@ -36,6 +38,11 @@ from bookindex.skills.model import (
 )
 
 EMBED_CHARS = 2000  # as the compiler's default `embed_chars`
+# the methods that need a compiled tree's clusters (the flat store has none: every question would
+# fail), refused at start without --skills
+SKILL_TREE_METHODS = ("raptor", "skills-embedding", "skills-llm", "skills-llm-plain")
+FLAT_DEFAULT = "bm25,dense,hybrid"  # the methods a run without --skills makes by default
+TREE_DEFAULT = "bm25,dense,hybrid,raptor,skills-embedding"  # and with one
 
 
 def flat_store(data_dir: Path, folder: Path, embedder: Embedder, progress: bool = True) -> Path:
@@ -127,6 +134,11 @@ def run(data_dir: Path, methods: Sequence[str], ks: Sequence[int], *, skills: Pa
         progress: bool = True, command: str | None = None) -> RunResult:
     """The corpus benchmark for `methods` over `skills` (a flat store without one)."""
     ks, settings = run_settings(ks, settings)
+    tree_methods = [m for m in methods if m in SKILL_TREE_METHODS]
+    if tree_methods and skills is None:  # the flat store has no clusters: every question would fail
+        raise InputError(f"--method {','.join(tree_methods)} navigates a skill tree: give --skills FOLDER, "
+                         f"compiled from this corpus with `bookindex skills build {Path(data_dir) / 'corpus.jsonl'} "
+                         f"-o FOLDER`, or run only {', '.join(m for m in CORPUS_METHODS if m not in SKILL_TREE_METHODS)}")
     bench = CorpusBenchmark(Path(data_dir))
     index_dir = default_index_dir(settings, bench.split)
     engine = Engine(None, settings, embedder=embedder, llm=llm)

@@ -40,6 +40,14 @@ from bookindex.evaluation.rows import Row, bind_rows, make_rows, retrieve, retri
 T = TypeVar("T")
 
 
+# A method may fail on a handful of questions (one unparsable PDF, one timed-out LLM call) and its
+# row still means something; past this many, its figures are mostly zeros from errors and the
+# run must not pass for a measurement. More than max(MIN_ERRORS, ERROR_SHARE of its questions)
+# errors fail the run (`method_failures`), after its report is written.
+MIN_ERRORS = 2
+ERROR_SHARE = 0.05
+
+
 @dataclass
 class RunResult:
     records: list[Record]
@@ -47,6 +55,26 @@ class RunResult:
     meta: Meta
     markdown: str
     files: dict[str, str] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)  # one line per method over the error limit
+
+
+def error_limit(questions: int) -> float:
+    """The most errors a method may have on `questions` questions and still pass."""
+    return max(MIN_ERRORS, ERROR_SHARE * questions)
+
+
+def method_failures(records: Sequence[Record], methods: Sequence[str]) -> list[str]:
+    """One line per method that errored on more questions than `error_limit` allows, with its
+    first error: what a command-line run prints before exiting non-zero."""
+    out: list[str] = []
+    for method in methods:
+        recs = [r for r in records if r["method"] == method]
+        errors = [r for r in recs if r.get("error")]
+        if len(errors) > error_limit(len(recs)):
+            first = errors[0]
+            out.append(f"{method}: {len(errors)} of {len(recs)} questions failed (more than "
+                       f"max({MIN_ERRORS}, {ERROR_SHARE:.0%})); first, {first['qid']}: {first['error']}")
+    return out
 
 
 def run_settings(ks: Sequence[int], settings: Settings | None) -> tuple[list[int], Settings]:
@@ -245,7 +273,8 @@ def run_benchmark(benchmark: Benchmark[Q], rows: Sequence[Row], ks: Sequence[int
         meta["llm_usage"] = llm.ledger.snapshot()
     meta["total_seconds"] = time.perf_counter() - t_start
     md = render_report(benchmark, summary, records, names, ks, meta)
-    result = RunResult(records=records, summary=summary, meta=meta, markdown=md)
+    result = RunResult(records=records, summary=summary, meta=meta, markdown=md,
+                       failures=method_failures(records, names))
     if out_dir is not None:
         result.files = write_report(benchmark, Path(out_dir), summary, records, names, ks, meta, md)
     return result

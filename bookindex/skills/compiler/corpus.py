@@ -60,15 +60,26 @@ def load_corpus(sources: Iterable[str | Path]) -> list[CorpusDocument]:
     return docs
 
 
-def check_unique(docs: Iterable[CorpusDocument], existing: dict[str, CorpusDocument] | None = None) -> None:
-    """InputError naming both places when two documents share an id (or one is already stored)."""
-    seen: dict[str, CorpusDocument] = dict(existing or {})
+def check_unique(docs: Iterable[CorpusDocument]) -> None:
+    """InputError naming both places when two documents share an id."""
+    seen: dict[str, CorpusDocument] = {}
     for d in docs:
         first = seen.get(d.id)
         if first is not None:
-            where = first.source or "the skill tree"
-            raise InputError(f"{d.source}: duplicate document id {d.id!r} (also in {where})")
+            raise InputError(f"{d.source}: duplicate document id {d.id!r} (also in {first.source})")
         seen[d.id] = d
+
+
+def check_not_in_tree(docs: Iterable[CorpusDocument], tree_ids: Iterable[str], folder: Path) -> None:
+    """InputError naming the skill tree when a document to add is already in it.
+
+    The stored document's own source would point at the file being added again (the same
+    corpus.jsonl line), which reads as if the file clashed with itself: say where it is instead."""
+    present = set(tree_ids)
+    for d in docs:
+        if d.id in present:
+            raise InputError(f"{d.source}: document id {d.id!r} is already in the skill tree {folder} "
+                             f"(`bookindex skills remove {folder} {d.id}` first to replace it)")
 
 
 def load_file(path: Path) -> list[CorpusDocument]:

@@ -37,7 +37,7 @@ from bookindex.skills.compiler.compile import (
     list_also,
     max_leaf_size,
 )
-from bookindex.skills.compiler.corpus import check_unique, load_corpus
+from bookindex.skills.compiler.corpus import check_not_in_tree, load_corpus
 from bookindex.skills.compiler.materialise import replace_folder
 from bookindex.skills.compiler.requests import SkillsAddRequest, SkillsRemoveRequest, SkillsUpdateReport
 from bookindex.skills.compiler.summarise import doc_line
@@ -80,7 +80,7 @@ def add(req: SkillsAddRequest, embedder: Embedder, llm: LLM | None) -> SkillsUpd
     t0 = time.perf_counter()
     st = _State(Path(req.folder).expanduser())
     new = load_corpus(req.sources)
-    check_unique(new, st.docs)
+    check_not_in_tree(new, st.tree.documents, st.folder)
     vecs = embed_documents(new, embedder, st.tree.params.embed_chars)
     if vecs.shape[1] != st.vectors.doc_vectors.shape[1]:
         raise InputError(f"{req.folder}: built with embedder {st.tree.params.embedder!r} (dim "
