@@ -106,6 +106,7 @@ def read_one(doc_dirs: list[Path], backend: str, qfile: Path) -> dict[str, Any]:
         import lancedb  # the cost a query process pays for this backend
 
         out["import_s"] = time.perf_counter() - t0
+        # deferred: only this LanceDB branch reads them; the npz branch times its reads without them
         from bookindex.indexing.document_folder import NODE_VECTORS_DB
         from bookindex.storage import lance_store
 

@@ -14,6 +14,7 @@ from fakes import ExtractionScript, FakeEmbedder, FakeLLM
 
 from bookindex.core.config import load_settings
 from bookindex.core.model import Block, DocumentTree, Node, build_tree
+from bookindex.indexing.document_folder import load_entity_vectors, load_graph, save_graph
 from bookindex.indexing.graph.extract_llm import LLMExtractor, NodeOut, pack
 from bookindex.indexing.graph.extract_offline import OfflineExtractor
 from bookindex.indexing.graph.extraction import CONTAINED_IN, NodeExtraction, RawEntity, RawRelation, name_key, table_headers
@@ -90,7 +91,6 @@ EMBED_DIM = 64
 
 @pytest.mark.skipif(not PDF.exists(), reason="data/libtasn1.pdf missing")
 def test_offline_graph_on_a_real_pdf_and_storage(tmp_path: Path) -> None:
-    from bookindex.indexing.document_folder import load_entity_vectors, load_graph, save_graph
     from bookindex.indexing.graph.build import build_graph
     from bookindex.indexing.graph.stats import graph_stats
 
@@ -229,7 +229,6 @@ def test_a_node_answer_may_omit_entities_and_relations() -> None:
 
 
 def test_update_graph_retries_only_the_failed_nodes(tmp_path: Path) -> None:
-    from bookindex.indexing.document_folder import load_entity_vectors, load_graph, save_graph
     from bookindex.indexing.graph.build import build_graph, update_graph
 
     tree = build_tree("d", "x.pdf", [Block("title", "1 Intro", 0, level=1)] +

@@ -13,6 +13,7 @@ from library_helpers import snapshot
 from typer.testing import CliRunner
 
 from bookindex.core.config import load_settings
+from bookindex.indexing.document_folder import load_entity_vectors
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.services.providers import ProviderSet
 
@@ -76,7 +77,6 @@ def test_failed_nodes_are_recorded_then_only_they_are_retried(tmp_path: Path, md
     assert rep["nodes_failed"] == 0 and rep["failed_node_ids"] == [] and rep["failures"] == {}
     assert rep["entities"] == len(g.entities) and rep["retries"][-1]["recovered"] == 2
     assert again.manifest["graph_failed"] == 0
-    from bookindex.indexing.document_folder import load_entity_vectors
 
     ids, mat = load_entity_vectors(again.dir)
     assert sorted(ids) == sorted(g.entities) and mat.shape == (len(ids), FakeEmbedder().dim)

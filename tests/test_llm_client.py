@@ -23,6 +23,7 @@ from bookindex.providers.llm import (
     user_message,
 )
 from bookindex.providers.llm.jsonfix import NoJSON, extract_json
+from bookindex.providers.llm.ledger import Ledger, add_snapshots, counters_delta, stages_total, usage_delta
 
 
 class Person(BaseModel):
@@ -249,7 +250,6 @@ def test_ledger_sums_per_stage_and_total() -> None:
 
 
 def test_snapshot_arithmetic_gives_what_was_spent_between_two_and_the_sum_of_several() -> None:
-    from bookindex.providers.llm.ledger import Ledger, add_snapshots, counters_delta, stages_total, usage_delta
 
     ledger = Ledger()
     ledger.record("sections", calls=2, prompt_tokens=20, seconds=0.25)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from retrieval_fixture import make_context, node
 
-from bookindex.core.config import load_settings
+from bookindex.core.config import RetrievalSettings, default_settings, load_settings
 from bookindex.core.model import Block, build_tree
 from bookindex.operators import FilterModal, Map, State
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.glossary import expansion, line_items
+from bookindex.operators.reasoner import SkylineRankerParams
 from bookindex.operators.textscore import hybrid_scores
 from bookindex.retrieval.executor import execute
 from bookindex.retrieval.plans import Plan, Step
@@ -159,8 +160,6 @@ def test_pdf_parser_records_page_labels(tmp_path) -> None:
 
 
 def test_a_context_without_settings_reads_every_default_and_no_environment(monkeypatch) -> None:
-    from bookindex.core.config import RetrievalSettings, default_settings
-    from bookindex.operators.reasoner import SkylineRankerParams
 
     assert default_settings().model_dump() == load_settings(env={}).model_dump()
     monkeypatch.setenv("BOOKINDEX_RETRIEVAL__MAX_EVIDENCE", "3")

@@ -21,7 +21,7 @@ from bookindex.providers.llm import LLMClient
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.navigator.answer import SkillsAskRequest
-from bookindex.skills.navigator.beam import auto_beam, beam_search
+from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score
 from bookindex.skills.navigator.context_fit import CHARS_PER_TOKEN, fit
 from bookindex.skills.navigator.flat import flat_search
 from bookindex.skills.navigator.guide import Guide, guide_for
@@ -361,7 +361,6 @@ def test_agent_with_a_real_model_keeps_the_protocol(opened: OpenedSkills, llama_
 
 
 def test_lookahead_judges_a_parent_by_its_best_child(opened: OpenedSkills) -> None:
-    from bookindex.skills.navigator.beam import cluster_score
 
     q = EMB.encode(["tofu seaweed dashi"])[0]
     for c in opened.tree.clusters.values():
