@@ -86,7 +86,7 @@ class Engine:
         self.providers = ProviderSet(lambda: self.settings, llm=llm, embedder=embedder, reranker=reranker, vlm=vlm)
         self.cache = DocumentCache(lambda: self.library, self.providers, capacity=open_documents)
         access = LibraryDocuments(self.cache)
-        self.skills = SkillsService(self.providers, self._library_ids, access)
+        self.skills = SkillsService(self.providers, self.cache, self._library_ids, access)
         self.routing = RoutingService(lambda: self.library, self.providers, self.cache, self.skills, access)
         self.graph = GraphQueries(self.cache)
 

@@ -62,8 +62,9 @@ class RoutingService:
         and one vector matrix, fused by rank; the top k may come from several documents."""
         pooled = self.documents.library_view(
             "pooled", lambda docs: PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs]))
-        trees = {d.doc_id: d.tree for d in self._library().documents}
         hits = pooled.search(question, self.query_vector(question), k=k)
+        # only the documents with hits are read, and from the cache: not every tree per search
+        trees = {d: self.documents.browse(d).tree for d in dict.fromkeys(h.doc_id for h in hits)}
         return [Evidence.from_node(trees[h.doc_id], trees[h.doc_id].nodes[h.node_id], scores={"pooled": h.score},
                                    rank=i) for i, h in enumerate(hits, 1)]
 

@@ -15,6 +15,7 @@ from typing import Any
 from bookindex.core.errors import InputError
 from bookindex.core.events import Events
 from bookindex.core.protocols import LLM, Embedder
+from bookindex.services.documents import DocumentCache
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.compiler import build as skills_build
@@ -42,15 +43,17 @@ LibraryIds = Callable[[], set[str] | None]  # the doc ids of the library this pr
 class SkillsService:
     """Skill folders of one process: opened once each, built and updated with its providers."""
 
-    def __init__(self, providers: ProviderSet, library_ids: LibraryIds, documents: LibraryDocuments) -> None:
+    def __init__(self, providers: ProviderSet, cache: DocumentCache, library_ids: LibraryIds,
+                 documents: LibraryDocuments) -> None:
         self.providers = providers
+        self._cache = cache
         self._library_ids = library_ids
         self._documents = documents
 
     # -- reading ----------------------------------------------------------------------------
     def open(self, folder: str | Path) -> OpenedSkills:
         """A skill folder opened once (re-read when its skills.json changes)."""
-        return self._documents.documents.skill_folder(folder)
+        return self._cache.skill_folder(folder)
 
     def tree(self, folder: str | Path) -> SkillsTreeView:
         """The hierarchy of a skill folder: labels, paths, counts, descriptions."""
