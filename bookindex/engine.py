@@ -85,9 +85,9 @@ class Engine:
         self._lock = threading.Lock()
         self.providers = ProviderSet(lambda: self.settings, llm=llm, embedder=embedder, reranker=reranker, vlm=vlm)
         self.cache = DocumentCache(lambda: self.library, self.providers, capacity=open_documents)
-        access = LibraryDocuments(self.cache)
-        self.skills = SkillsService(self.providers, self.cache, self._library_ids, access)
-        self.routing = RoutingService(lambda: self.library, self.providers, self.cache, self.skills, access)
+        self._access = LibraryDocuments(self.cache)
+        self.skills = SkillsService(self.providers, self.cache, self._library_ids, self._access)
+        self.routing = RoutingService(lambda: self.library, self.providers, self.cache, self.skills, self._access)
         self.graph = GraphQueries(self.cache)
 
     @property
@@ -187,7 +187,7 @@ class Engine:
 
     def pages(self, doc: str, pages: str) -> list[PageText]:
         """`get_pages(doc, "3-7")`: the text of a document's pages, block ids included."""
-        return self.routing.access.pages(doc, pages)
+        return self._access.pages(doc, pages)
 
     def open(self, doc: str) -> IndexContext:
         """The opened document `doc` (id, file name or stem), ready for questions."""
