@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -48,16 +49,18 @@ def run_main(capsys, *args: str) -> tuple[int, str, str]:
     return int(e.value.code or 0), out.out, out.err
 
 
-def test_index_folder_list_tree_show_remove(tmp_path: Path, corpus: Path):
+def test_index_folder_list_tree_show_remove(tmp_path: Path, corpus: Path, monkeypatch):
     lib = tmp_path / "lib"
     r = invoke("index", str(corpus), "-i", str(lib), "--no-graph")
     assert r.exit_code == 0, r.output
     assert "3 added" in r.output and "blocks" in r.output and "pages/s" in r.output
 
+    monkeypatch.setenv("COLUMNS", "60")  # a narrow terminal does not cut a listing sent to a pipe
     r = invoke("list", str(lib))
     assert r.exit_code == 0
     for name in ("handbook.md", "notes.txt", "guide_content_list.json"):
         assert name in r.output
+    assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", r.output)
     listed = json.loads(invoke("list", str(lib), "--json").output)
     assert sorted(m["parser"] for m in listed) == ["markdown", "mineru", "text"]
 

@@ -424,8 +424,11 @@ def show_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
 
 
 def _term_width() -> int:
+    """The terminal's width; output to a pipe or a file is not cut at any width (200)."""
     import shutil
 
+    if not sys.stdout.isatty():
+        return 200
     return shutil.get_terminal_size((120, 24)).columns
 
 
