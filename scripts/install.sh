@@ -139,7 +139,9 @@ took
 
 # ---------------------------------------------------------------------------------------------
 export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
-PIP=("$py" -m pip install -q)
+# --no-compile: pip would byte-compile every module of every package (torch alone: about 12
+# CPU-seconds); Python compiles the modules a command imports, once, when it first imports them
+PIP=("$py" -m pip install -q --no-compile)
 
 # Watch a background command (pid, log): print a line every 30 s (with ninja's build-step
 # counter when there is one) so a long step is visibly alive; on failure show the log's end.
