@@ -1,0 +1,197 @@
+"""What a document says about itself on its cover: title, organisation and date, and for a
+periodic report the form it was filed on, the period it covers and its fiscal year.
+
+Users' files are called `report (3).pdf`, so nothing here reads the file name: only the parsed
+blocks of the first pages with text (the cover, and the page after it when the cover is mostly an
+image). A library of ten years of one company's filings is told apart by exactly these fields,
+which the router matches against what a question names.
+
+- **title**: the largest-font text on the cover, its lines in reading order.
+- **organisation**: a securities filing's cover prints the registrant's name on the line above its
+  caption "(Exact name of registrant as specified in its charter)"; any other document's is the
+  organisation spaCy's entity recogniser finds most often on the cover, larger type first.
+- **form**: the form number a filing prints on its cover ("FORM 10-K" -> "10-K").
+- **period_end**: the date after the first "... ended <date>" on the cover (a report's period).
+- **fiscal_year**: the year the document calls "fiscal YYYY" / "fiscal year YYYY" most often on
+  its first pages (a retailer's fiscal 2024 can end in 2023's summer), else period_end's year.
+- **date**: the first date printed on the cover.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, fields
+from datetime import date
+from typing import Any
+
+from bookindex.core.model import Block
+
+COVER_MIN_CHARS = 200  # a cover with less text than this (a picture) is read with the next page
+FISCAL_PAGES = 6  # "fiscal YYYY" is counted on this many first pages with text
+MAX_TITLE_CHARS = 200
+MAX_NAME_CHARS = 120
+
+_MONTHS = "|".join(m for m in calendar.month_name if m)
+_MONTHS_ABBR = "|".join(m for m in calendar.month_abbr if m)
+_DATE = re.compile(rf"\b({_MONTHS}|(?:{_MONTHS_ABBR})\.?)\s+(\d{{1,2}}),?\s+(\d{{4}})\b", re.IGNORECASE)
+_ENDED = re.compile(r"\bended\b[\s:]*", re.IGNORECASE)
+_FORM = re.compile(r"\bform\s+(\d{1,2}-[A-Z]{1,2}(?:/A)?)\b", re.IGNORECASE)
+_FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_REGISTRANT = re.compile(r"name\s+of\s+registrant", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DocumentIdentity:
+    """A document's identity as its cover states it; empty strings / None where it says nothing."""
+
+    title: str = ""
+    organisation: str = ""
+    date: str = ""  # ISO date
+    form: str = ""
+    period_end: str = ""  # ISO date
+    fiscal_year: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in ("", None)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> DocumentIdentity:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+
+    def summary(self) -> str:
+        """One line for listings: organisation, form, fiscal year (or date), else the title."""
+        parts = [self.organisation or self.title[:60]]
+        if self.form:
+            parts.append(self.form)
+        if self.fiscal_year:
+            parts.append(f"FY{self.fiscal_year}")
+        elif self.period_end or self.date:
+            parts.append(self.period_end or self.date)
+        return " · ".join(p for p in parts if p)
+
+
+def identify(blocks: list[Block], *, nlp: Any = None) -> DocumentIdentity:
+    """Read the identity from a document's blocks (reading order). `nlp`: a spaCy pipeline with
+    an entity recogniser for the organisation of documents that are not filings (None: skip)."""
+    cover = cover_blocks(blocks)
+    if not cover:
+        return DocumentIdentity()
+    cover_text = "\n".join(b.content for b in cover)
+    period_end = _period_end(cover_text)
+    first_date = _first_date(cover_text)
+    form_match = _FORM.search(cover_text)
+    return DocumentIdentity(
+        title=_title(cover),
+        organisation=_registrant(cover) or (_organisation(cover, nlp) if nlp is not None else ""),
+        date=first_date.isoformat() if first_date else "",
+        form=form_match.group(1).upper() if form_match else "",
+        period_end=period_end.isoformat() if period_end else "",
+        fiscal_year=_fiscal_year(blocks) or (period_end.year if period_end else None),
+    )
+
+
+def cover_blocks(blocks: list[Block]) -> list[Block]:
+    """The text blocks of the first page with text, and of the next page too when that first
+    page holds little text (a cover picture with a caption)."""
+    pages = sorted({b.page_idx for b in blocks if b.content.strip()})
+    chosen: list[int] = []
+    chars = 0
+    for page in pages[:2]:
+        chosen.append(page)
+        chars += sum(len(b.content) for b in blocks if b.page_idx == page)
+        if chars >= COVER_MIN_CHARS:
+            break
+    return [b for b in blocks if b.page_idx in chosen and b.content.strip() and b.type != "image"]
+
+
+def parse_date(text: str) -> date | None:
+    """The first "Month D, YYYY" date in `text` (full or abbreviated month names), or None."""
+    for m in _DATE.finditer(text):
+        month = _month_number(m.group(1))
+        try:
+            return date(int(m.group(3)), month, int(m.group(2)))
+        except ValueError:
+            continue
+    return None
+
+
+def _month_number(name: str) -> int:
+    name = name.rstrip(".").lower()
+    for i in range(1, 13):
+        if name in (calendar.month_name[i].lower(), calendar.month_abbr[i].lower()):
+            return i
+    raise ValueError(name)
+
+
+def _first_date(text: str) -> date | None:
+    return parse_date(text)
+
+
+def _period_end(text: str) -> date | None:
+    for m in _ENDED.finditer(text):
+        found = _DATE.match(text, m.end())
+        if found:
+            return parse_date(found.group(0))
+    return None
+
+
+def _fiscal_year(blocks: list[Block]) -> int | None:
+    pages = sorted({b.page_idx for b in blocks if b.content.strip()})[:FISCAL_PAGES]
+    counts = Counter(int(m.group(1)) for b in blocks if b.page_idx in pages
+                     for m in _FISCAL.finditer(b.content))
+    if not counts:
+        return None
+    return counts.most_common(1)[0][0]
+
+
+def _font_size(block: Block) -> float:
+    try:
+        return float(block.features.get("font_size") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _clean(text: str, limit: int) -> str:
+    return re.sub(r"\s+", " ", text).strip()[:limit].strip()
+
+
+def _title(cover: list[Block]) -> str:
+    """The cover's largest-font text; with no font sizes (plain text, Markdown) its first title
+    block, else its first line."""
+    sized = [b for b in cover if _font_size(b) > 0 and any(c.isalpha() for c in b.content)]
+    if sized:
+        top = max(_font_size(b) for b in sized)
+        return _clean(" ".join(b.content for b in sized if _font_size(b) >= top - 0.5), MAX_TITLE_CHARS)
+    titles = [b for b in cover if b.type == "title"]
+    first = (titles or cover)[0].content
+    return _clean(first.strip().splitlines()[0] if first.strip() else "", MAX_TITLE_CHARS)
+
+
+def _registrant(cover: list[Block]) -> str:
+    """A filing's registrant: the last non-empty line before the "name of registrant" caption."""
+    lines = [ln.strip() for b in cover for ln in b.content.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if _REGISTRANT.search(line) and i > 0:
+            return _clean(lines[i - 1].strip("() "), MAX_NAME_CHARS)
+    return ""
+
+
+def _organisation(cover: list[Block], nlp: Any) -> str:
+    """The organisation named most on the cover, larger type first (spaCy ORG entities)."""
+    scores: dict[str, float] = {}
+    first_seen: dict[str, int] = {}
+    for i, b in enumerate(cover):
+        for ent in nlp(b.content[:2000]).ents:
+            if ent.label_ != "ORG":
+                continue
+            name = _clean(ent.text, MAX_NAME_CHARS)
+            if len(name) < 2:
+                continue
+            scores[name] = scores.get(name, 0.0) + 1.0 + _font_size(b) / 100.0
+            first_seen.setdefault(name, i)
+    if not scores:
+        return ""
+    return max(scores, key=lambda n: (scores[n], -first_seen[n]))
