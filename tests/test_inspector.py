@@ -26,7 +26,8 @@ from server_helpers import thread_server
 from bookindex.core.config import load_settings
 from bookindex.engine import Engine
 from bookindex.server.app import create_app
-from bookindex.server.auth import COOKIE, Keys
+from bookindex.server.auth import Keys
+from bookindex.server.sessions import COOKIE
 
 REPO = Path(__file__).resolve().parents[1]
 IMG = REPO / "docs" / "img"
@@ -90,7 +91,9 @@ def test_errors_are_pages_with_status(md_engine: Engine) -> None:
         assert c.get("/ui/skills", params={"folder": "../../etc"}).status_code == 404
 
 
-def test_key_cookie(md_engine: Engine) -> None:
+def test_login_session_cookie(md_engine: Engine) -> None:
+    """The login form opens a server-side session: the cookie holds a random id, never the key;
+    logging out ends the session on the server, so a copy of the cookie opens nothing."""
     with client(md_engine, Keys(frozenset({READ}), frozenset())) as c:
         page = c.get("/ui/", follow_redirects=False)
         assert page.status_code == 303 and page.headers["location"] == "/ui/login?next=/ui/"
@@ -101,11 +104,23 @@ def test_key_cookie(md_engine: Engine) -> None:
         ok = c.post("/ui/login", data={"key": READ, "next": "https://evil.example/"}, follow_redirects=False)
         assert ok.status_code == 303 and ok.headers["location"] == "/ui/"  # never another site
         cookie = ok.headers["set-cookie"]
-        assert f"{COOKIE}={READ}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+        session = c.cookies[COOKIE]
+        assert READ not in cookie and len(session) >= 40 and session != READ
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Max-Age=" in cookie
+        again = c.post("/ui/login", data={"key": READ}, follow_redirects=False)
+        assert again.cookies[COOKIE] != session  # a random id per login
+        c.cookies.clear()
+        c.cookies.set(COOKIE, session)
         assert c.get("/ui/").status_code == 200  # the client keeps the cookie
         assert c.get("/documents").status_code == 200  # the page script's API calls pass too
         c.post("/ui/logout")
         assert c.get("/ui/", follow_redirects=False).status_code == 303
+        c.cookies.clear()
+        c.cookies.set(COOKIE, session)  # the ended session's id, replayed
+        assert c.get("/documents").status_code == 401
+        c.cookies.clear()
+        c.cookies.set(COOKIE, READ)  # the key itself is no cookie
+        assert c.get("/documents").status_code == 401
 
 
 # -- headless Chromium against a real server --------------------------------------------------------

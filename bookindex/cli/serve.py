@@ -29,9 +29,14 @@ def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
         ctx: typer.Context,
-        library: Path = typer.Argument(..., metavar="LIB", help="Library folder (created by the first upload)."),
+        library: Path = typer.Argument(..., metavar="LIB|ROOT",
+                                       help="A library folder (created by the first upload), or a folder of libraries."),
         host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind; non-loopback needs API keys."),
         port: int = typer.Option(8000, "--port", help="TCP port."),
+        named: list[str] = typer.Option([], "--library", metavar="NAME=PATH",
+                                        help="Also serve the library at PATH as NAME (repeatable)."),
+        folder_of_libraries: bool = typer.Option(False, "--libraries",
+                                                 help="ROOT is a folder of libraries even while it holds none."),
         workers: int | None = typer.Option(None, "--workers", min=1, max=64,
                                            help="Server processes answering questions (default: server.workers; "
                                                 "one per core for throughput); one of them runs the index jobs."),
@@ -42,7 +47,14 @@ def register(app: typer.Typer) -> None:
 
         Keys: $BOOKINDEX_API_KEYS (read) and $BOOKINDEX_ADMIN_KEYS (admin), comma-separated."""
         settings = with_skills(get_settings(ctx), skills)
-        run_rest(library, settings, host=host, port=port, workers=workers or settings.server.workers)
+        libs: dict[str, Path] = {}
+        for item in named:
+            name, sep, path = item.partition("=")
+            if not sep or not name or not path:
+                raise InputError(f"--library {item!r}: use NAME=PATH")
+            libs[name] = Path(path)
+        run_rest(library, settings, host=host, port=port, workers=workers or settings.server.workers, named=libs,
+                 folder_of_libraries=folder_of_libraries)
 
     @app.command("mcp")
     def mcp(

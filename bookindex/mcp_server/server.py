@@ -16,16 +16,20 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from pydantic import ValidationError
 
 import bookindex
+from bookindex.core.config import cache_dir
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine
 from bookindex.mcp_server.bounded import Bounds
-from bookindex.server import validate
+from bookindex.server import limits, validate
 from bookindex.server.auth import Keys, check_bind
 from bookindex.server.middleware import KeyGuard
 from bookindex.server.problem import Problem
+from bookindex.server.redact import Redactor, default_folders
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.threads import limit_blas_threads
 from bookindex.server.views import MAX_DEPTH, outline, outline_text, summary
@@ -34,7 +38,6 @@ if TYPE_CHECKING:  # the SDK is imported when a server is built (its import take
     from mcp.server.mcpserver import MCPServer
 
 MAX_PAGES_PER_CALL = 10
-MAX_K = 50
 
 INSTRUCTIONS = """\
 bookindex answers questions over long documents (manuals, handbooks, reports) indexed as a
@@ -43,19 +46,26 @@ get_structure, then either ask (a grounded answer with cited pages) or search (r
 to read yourself). Use get_node or get_pages to read exact text before quoting it."""
 
 
-def _guard(fn: Any) -> Any:
-    """Turn Engine and validation errors into MCP tool errors with their one-line message."""
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        from mcp.server.mcpserver.exceptions import ToolError  # deferred with the SDK (see build_server)
+def guard_with(redactor: Redactor) -> Callable[[Any], Any]:
+    """A decorator turning Engine and validation errors into MCP tool errors with their one-line
+    message, and keeping the server's folders out of results and errors (`redact`)."""
+    def guard(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            from mcp.server.mcpserver.exceptions import ToolError  # deferred with the SDK (see build_server)
 
-        try:
-            return fn(*args, **kwargs)
-        except BookIndexError as e:
-            raise ToolError(" ".join(str(e).split())) from None
-        except Problem as e:
-            raise ToolError(e.detail) from None
-    return call
+            try:
+                return redactor.value(fn(*args, **kwargs))
+            except BookIndexError as e:
+                raise ToolError(redactor.text(" ".join(str(e).split()))) from None
+            except Problem as e:
+                raise ToolError(redactor.text(e.detail)) from None
+            except ValidationError as e:  # a request model the Engine builds: name the field, as REST does
+                first = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid input"}
+                where = ".".join(str(x) for x in first.get("loc", ()))
+                raise ToolError(redactor.text(f"{where}: {first.get('msg', '')}")) from None
+        return call
+    return guard
 
 
 def parse_pages(spec: str, last: int) -> list[int]:
@@ -84,7 +94,11 @@ def build_server(engine: Engine) -> MCPServer:
 
     mcp = MCPServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
 
-    bounds = Bounds(engine.settings.server.mcp_tool_timeout_s)  # ask, plan, search: time-limited
+    settings = engine.settings.server
+    bounds = Bounds(settings.mcp_tool_timeout_s)  # ask, plan, search: time-limited
+    redactor = Redactor([engine.root, cache_dir(engine.settings), *default_folders(),
+                         *skill_folders(engine.settings.server.skills).values()])
+    _guard = guard_with(redactor)
 
     def ref(doc: str | None) -> str | None:
         return validate.doc_ref(doc) if doc else None
@@ -104,7 +118,7 @@ def build_server(engine: Engine) -> MCPServer:
         "to see how a document is organised and to find the node_id of a section to read with get_node."))
     @_guard
     def get_structure(doc: str, depth: int = 2) -> str:
-        depth = max(0, min(depth, MAX_DEPTH))
+        limits.depth(depth)
         return outline_text(outline(engine.tree(validate.doc_ref(doc)), depth))
 
     @mcp.tool(description=(
@@ -146,7 +160,8 @@ def build_server(engine: Engine) -> MCPServer:
     @_guard
     @bounds.bound("search")
     def search(query: str, doc: str | None = None, k: int = 5) -> list[dict[str, Any]]:
-        k = max(1, min(k, MAX_K))
+        limits.question(query, settings, "query")
+        limits.k(k)
         hits = engine.search(query, doc=ref(doc), k=k)
         return [{"rank": e.rank or i, "node_id": e.node_id, "page": e.page, "section": e.section,
                  "scores": {n: round(float(v), 4) for n, v in e.scores.items()},
@@ -160,6 +175,7 @@ def build_server(engine: Engine) -> MCPServer:
     @_guard
     @bounds.bound("ask")
     def ask(question: str, doc: str | None = None) -> dict[str, Any]:
+        limits.question(question, settings)
         a = engine.ask(question, doc=ref(doc))
         return {"answer": a.answer, "query_type": a.query_type, "document": a.doc.get("name"),
                 "citations": a.citations, "citation_check": a.citation_check,
@@ -173,11 +189,12 @@ def build_server(engine: Engine) -> MCPServer:
     @_guard
     @bounds.bound("plan")
     def plan(question: str, doc: str | None = None) -> dict[str, Any]:
+        limits.question(question, settings)
         return engine.plan(question, doc=ref(doc)).model_dump(mode="json")
 
     folders = skill_folders(engine.settings.server.skills)
     if folders:
-        add_skill_tools(mcp, engine, folders)
+        add_skill_tools(mcp, engine, folders, _guard)
 
     @mcp.resource("bookindex://documents", name="documents", mime_type="application/json",
                   description="The library's documents (doc_id, name, pages, nodes, sections).")
@@ -200,7 +217,7 @@ list_skills, view a skill's SKILL.md, descend with view into the groups that fit
 then read documents with get_document."""
 
 
-def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) -> None:
+def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path], _guard: Callable[[Any], Any]) -> None:
     """The navigator's tools over the served skill folders: `list_skills`, `view`,
     `get_document` and `skills_search` (the embedding navigator, no LLM)."""
     only = next(iter(folders)) if len(folders) == 1 else None
@@ -248,7 +265,8 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
         "to jump near the answer, then read the documents with get_document."))
     @_guard
     def skills_search(query: str, skill: str | None = None, k: int = 10) -> list[dict[str, Any]]:
-        k = max(1, min(k, MAX_K))
+        limits.question(query, engine.settings.server, "query")
+        limits.k(k)
         found = engine.skills.search(folder(skill), query, "skills-embedding", k=k)
         return [d.model_dump(mode="json") for d in found.documents[:k]]
 

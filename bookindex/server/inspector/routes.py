@@ -20,9 +20,10 @@ from bookindex.core.errors import BookIndexError, InputError
 from bookindex.engine import METHODS, AskRequest, Engine
 from bookindex.retrieval import Answer, Plan
 from bookindex.server import validate
-from bookindex.server.auth import COOKIE
 from bookindex.server.inspector import present
+from bookindex.server.middleware import session_cookie
 from bookindex.server.problem import Problem, status_of
+from bookindex.server.sessions import COOKIE
 from bookindex.skills.navigator.answer import SkillsAskRequest
 
 if TYPE_CHECKING:
@@ -71,7 +72,11 @@ def _srv(request: Request) -> "Server":
 
 
 def _engine(request: Request) -> Engine:
-    return _srv(request).fresh()
+    """The served library's Engine, if the request's key reads it (404 otherwise, as the API)."""
+    grant = request.scope.get("state", {}).get("grant")
+    lib = _srv(request).default(grant)
+    request.scope.setdefault("state", {})["library"] = lib.name
+    return lib.fresh()
 
 
 def safe_next(value: str | None) -> str:
@@ -84,7 +89,7 @@ def safe_next(value: str | None) -> str:
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
 
-# -- auth: a key form that sets an HttpOnly cookie the key guard accepts ----------------------
+# -- auth: a key form that opens a server-side session; the cookie holds its random id ---------
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # noqa: A002
     return render(request, "login.html", next=safe_next(next), failed=False)
@@ -93,16 +98,21 @@ def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # no
 @router.post("/login", response_model=None)
 def login(request: Request, key: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "") -> Response:  # noqa: A002
     srv = _srv(request)
-    if srv.keys.role_of(key.strip()) is None:
+    grant = srv.keys.grant(key.strip())
+    if grant is None or srv.keys.open:
         return render(request, "login.html", status=401, next=safe_next(next), failed=True)
+    request.scope.setdefault("state", {})["key_id"] = grant.id
+    session = srv.sessions.create(grant.id)
     resp = RedirectResponse(safe_next(next), status_code=303)
-    resp.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/",
+    resp.set_cookie(COOKIE, session, httponly=True, samesite="strict", path="/", max_age=int(srv.sessions.ttl_s),
                     secure=request.url.scheme == "https")
     return resp
 
 
 @router.post("/logout")
-def logout() -> RedirectResponse:
+def logout(request: Request) -> RedirectResponse:
+    """End the session on the server (its id no longer opens anything), then drop the cookie."""
+    _srv(request).sessions.end(session_cookie(request.headers.get("cookie", "")))
     resp = RedirectResponse(PREFIX + "/login", status_code=303)
     resp.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return resp
@@ -117,7 +127,7 @@ def library(request: Request) -> HTMLResponse:
         rows = [{"info": d, "stats": _stats(request, engine, d.doc_id)} for d in docs]
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
-    return render(request, "library.html", docs=rows, root=str(engine.root))
+    return render(request, "library.html", docs=rows, library=Path(engine.root).name)
 
 
 STATS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
@@ -185,7 +195,8 @@ def graph(request: Request, doc: str, q: str = "", entity: str | None = None) ->
     engine = _engine(request)
     try:
         info = engine.document(validate.doc_ref(doc))
-        _srv(request).check_question(q)
+        if q:
+            _srv(request).check_question(q, "q")
         found = engine.graph.entities(info.doc_id, q, limit=50)
         view = engine.graph.entity(info.doc_id, validate.entity_id(entity)) if entity else None
         tree = engine.cache.browse(info.doc_id).tree
