@@ -141,14 +141,35 @@ class BodyLimit:
                                    {"Connection": "close"})
                 return
         seen = 0
+        too_large = False
+        answered = False
+        problem = str(BodyTooLarge(self.limit, self.what))
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, too_large
             msg = await receive()
             if msg.get("type") == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.limit:
-                    raise BodyTooLarge(self.limit, self.what)  # a route handler turns it into the 413
+                    too_large = True
+                    raise BodyTooLarge(self.limit, self.what)
             return msg
 
-        await self.app(scope, limited, send)
+        async def answer(msg: Message) -> None:
+            """The app's reply, unless the body ran over: then the 413 instead of whatever the
+            app made of the interrupted read (FastAPI calls it a body it could not parse, 400)."""
+            nonlocal answered
+            if too_large:
+                if not answered and msg["type"] == "http.response.start":
+                    answered = True
+                    await send_problem(send, scope["path"], 413, problem, {"Connection": "close"})
+                return
+            if msg["type"] == "http.response.start":
+                answered = True
+            await send(msg)
+
+        try:
+            await self.app(scope, limited, answer)
+        except BodyTooLarge:
+            if not answered:
+                await send_problem(send, scope["path"], 413, problem, {"Connection": "close"})
