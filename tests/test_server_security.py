@@ -436,3 +436,67 @@ def test_scoped_keys_from_file_and_environment(tmp_path: Path) -> None:
     from bookindex.core.errors import ConfigError
     with pytest.raises(ConfigError, match="sha256"):
         Keys.from_env(settings, {})
+
+
+def test_mcp_over_http_serves_only_the_libraries_a_key_reads(two_libraries: tuple[str, Path, Path], tmp_path: Path) -> None:
+    """`bookindex mcp ROOT --transport http`: every tool takes the library by name; a key for A
+    gets "no library 'b'" for B, exactly as for a library that does not exist, and a call without
+    a library lists only A."""
+    _, root, cache = two_libraries
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    scoped = json.dumps([{"id": "team-a", "sha256": digest(KEY_A), "read": ["a"]}])
+    env = cli_env(cache, BOOKINDEX_SCOPED_KEYS=scoped)
+    with cli_server(["mcp", str(root), "--transport", "http", "--port", str(port)], env, tmp_path,
+                    tmp_path / "mcp.log", url):
+        assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+        big = httpx.post(url, content=b"x" * (2 * 2**20), headers={"Authorization": f"Bearer {KEY_A}"})
+        assert big.status_code == 413
+
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def main() -> None:
+            with anyio.fail_after(240):
+                async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY_A}"}, timeout=120) as http:
+                    async with Client(streamable_http_client(url, http_client=http)) as client:
+                        tools = {t.name: t for t in (await client.list_tools()).tools}
+                        props = tools["search"].input_schema["properties"]
+                        assert "library" in props and "ctx" not in props
+                        ok = await client.call_tool("list_documents", {"library": "a"})
+                        assert not ok.is_error and ok.structured_content["result"][0]["name"] == "libtasn1.pdf"
+                        texts = {}
+                        for library in ("b", "no-such"):
+                            r = await client.call_tool("list_documents", {"library": library})
+                            texts[library] = "".join(getattr(x, "text", "") for x in r.content)
+                            assert r.is_error and f"no library '{library}'" in texts[library], texts
+                        r = await client.call_tool("search", {"query": "DER", "library": "b"})
+                        assert r.is_error and "no library 'b'" in "".join(getattr(x, "text", "") for x in r.content)
+                        r = await client.call_tool("list_documents", {})
+                        text = "".join(getattr(x, "text", "") for x in r.content)
+                        assert r.is_error and "library: name one of a" in text and "b" not in text.split("one of", 1)[1]
+                        hits = await client.call_tool("search", {"query": "decode a DER tag", "k": 2, "library": "a"})
+                        assert not hits.is_error and len(hits.structured_content["result"]) == 2
+                        assert str(root) not in json.dumps(hits.structured_content)
+
+        anyio.run(main)
+
+
+def test_serve_a_folder_of_libraries(two_libraries: tuple[str, Path, Path], tmp_path: Path) -> None:
+    """`bookindex serve ROOT` serves every library under ROOT, `--library NAME=PATH` one more."""
+    _, root, cache = two_libraries
+    extra = tmp_path / "elsewhere"
+    shutil.copytree(root / "a", extra, ignore=shutil.ignore_patterns(".server"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = cli_env(cache, BOOKINDEX_ADMIN_KEYS=ADMIN)
+    with cli_server(["serve", str(root), "--port", str(port), "--library", f"manuals={extra}"], env, tmp_path,
+                    tmp_path / "serve.log", base + "/health"):
+        h = {"X-API-Key": ADMIN}
+        assert [x["name"] for x in httpx.get(f"{base}/libraries", headers=h).json()] == ["a", "b", "manuals"]
+        r = httpx.post(f"{base}/libraries/manuals/search", json={"query": "DER", "k": 2}, headers=h, timeout=120)
+        assert r.status_code == 200 and len(r.json()) == 2
+        assert httpx.get(f"{base}/documents", headers=h).status_code == 404  # several: name one
+        log = (tmp_path / "serve.log").read_text()
+    assert "library manuals" in log and "library a" in log

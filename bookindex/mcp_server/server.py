@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
@@ -26,8 +27,8 @@ from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine
 from bookindex.mcp_server.bounded import Bounds
 from bookindex.server import limits, validate
-from bookindex.server.auth import Keys, check_bind
-from bookindex.server.middleware import KeyGuard
+from bookindex.server.auth import OPEN, Grant, Keys, check_bind
+from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.problem import Problem
 from bookindex.server.redact import Redactor, default_folders
 from bookindex.server.skill_folders import skill_folders
@@ -46,14 +47,28 @@ get_structure, then either ask (a grounded answer with cited pages) or search (r
 to read yourself). Use get_node or get_pages to read exact text before quoting it."""
 
 
-def guard_with(redactor: Redactor) -> Callable[[Any], Any]:
+def caller_grant(ctx: Any) -> Grant | None:
+    """What the caller may read: over HTTP the grant the key guard put in the request's state;
+    over stdio (no HTTP request) everything, as the local user who started the server."""
+    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
+    if request is None:
+        return OPEN
+    grant: Grant | None = request.scope.get("state", {}).get("grant")
+    return grant
+
+
+def guard_with(redactor: Redactor, context: Any = None) -> Callable[[Any], Any]:
     """A decorator turning Engine and validation errors into MCP tool errors with their one-line
-    message, and keeping the server's folders out of results and errors (`redact`)."""
+    message, and keeping the server's folders out of results and errors (`redact`). `context`:
+    the SDK's Context class, put in place of the `ctx` annotation (a string here, as the SDK is
+    imported late) so the SDK hands the tool its request context."""
     def guard(fn: Any) -> Any:
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             from mcp.server.mcpserver.exceptions import ToolError  # deferred with the SDK (see build_server)
 
+            if "ctx" in kwargs:  # read here, in the SDK's thread: a bounded tool runs in a pool of its own
+                kwargs["ctx"] = caller_grant(kwargs["ctx"])
             try:
                 return redactor.value(fn(*args, **kwargs))
             except BookIndexError as e:
@@ -64,6 +79,8 @@ def guard_with(redactor: Redactor) -> Callable[[Any], Any]:
                 first = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid input"}
                 where = ".".join(str(x) for x in first.get("loc", ()))
                 raise ToolError(redactor.text(f"{where}: {first.get('msg', '')}")) from None
+        if context is not None and "ctx" in getattr(fn, "__annotations__", {}):
+            call.__annotations__ = {**fn.__annotations__, "ctx": context | None}
         return call
     return guard
 
@@ -88,17 +105,34 @@ def parse_pages(spec: str, last: int) -> list[int]:
     return sorted(pages)
 
 
-def build_server(engine: Engine) -> MCPServer:
-    """The MCP server of one library (the tools and resources below)."""
-    from mcp.server.mcpserver import MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
+def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
+    """The MCP server of one library or several (name -> Engine): the tools and resources below.
+    With several, every tool takes the library by name (`library`); over HTTP a key sees only
+    the libraries it may read (others are unknown: "no library"), over stdio the local user sees all."""
+    from mcp.server.mcpserver import Context, MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
 
+    engines = {Path(served.library.root).resolve().name or "library": served} if isinstance(served, Engine) \
+        else dict(served)
+    first = next(iter(engines.values()))
     mcp = MCPServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
 
-    settings = engine.settings.server
+    settings = first.settings.server
     bounds = Bounds(settings.mcp_tool_timeout_s)  # ask, plan, search: time-limited
-    redactor = Redactor([engine.root, cache_dir(engine.settings), *default_folders(),
-                         *skill_folders(engine.settings.server.skills).values()])
-    _guard = guard_with(redactor)
+    redactor = Redactor([*(e.root for e in engines.values()), cache_dir(first.settings), *default_folders(),
+                         *skill_folders(settings.skills).values()])
+    _guard = guard_with(redactor, Context)
+
+    def pick(library: str | None, grant: Any) -> Engine:
+        """The library a tool call names (or the only one), if the caller may read it (`grant`:
+        what `guard` made of the call's context)."""
+        readable = sorted(n for n in engines if grant is not None and grant.can_read(n))
+        if library is None:
+            if len(engines) == 1 and readable:
+                return engines[readable[0]]
+            raise Problem(422, f"library: name one of {', '.join(readable) or '(none readable with this key)'}")
+        if library not in readable:
+            raise Problem(404, f"no library {validate.library_name(library)!r}")
+        return engines[library]
 
     def ref(doc: str | None) -> str | None:
         return validate.doc_ref(doc) if doc else None
@@ -108,7 +142,8 @@ def build_server(engine: Engine) -> MCPServer:
         "(file name), pages, nodes, sections, graph (whether a knowledge graph was built), created. "
         "Call this first to learn which documents exist; pass a doc_id or name as `doc` to other tools."))
     @_guard
-    def list_documents() -> list[dict[str, Any]]:
+    def list_documents(library: str | None = None, ctx: "Context | None" = None) -> list[dict[str, Any]]:
+        engine = pick(library, ctx)
         engine.library.refresh()
         return [summary(d) for d in engine.documents()]
 
@@ -117,7 +152,8 @@ def build_server(engine: Engine) -> MCPServer:
         "`depth` section levels (1 = chapters; default 2; '+N below' marks sections cut off). Use it "
         "to see how a document is organised and to find the node_id of a section to read with get_node."))
     @_guard
-    def get_structure(doc: str, depth: int = 2) -> str:
+    def get_structure(doc: str, depth: int = 2, library: str | None = None, ctx: "Context | None" = None) -> str:
+        engine = pick(library, ctx)
         limits.depth(depth)
         return outline_text(outline(engine.tree(validate.doc_ref(doc)), depth))
 
@@ -126,7 +162,8 @@ def build_server(engine: Engine) -> MCPServer:
         "its type, title, full text, 1-based page range, the titles of its ancestors (parent_path) and "
         "its children's ids. Use it to read a section found with get_structure or a search hit exactly."))
     @_guard
-    def get_node(node_id: str) -> dict[str, Any]:
+    def get_node(node_id: str, library: str | None = None, ctx: "Context | None" = None) -> dict[str, Any]:
+        engine = pick(library, ctx)
         view = engine.node(validate.node_id(node_id))
         data = view.model_dump(mode="json", exclude={"image_file", "meta"})
         data["page"], data["page_end"] = view.page_idx + 1, view.page_end_idx + 1
@@ -137,7 +174,8 @@ def build_server(engine: Engine) -> MCPServer:
         "node_id. `pages` is 1-based: '12', '12-14' or '3,7' (at most 10 pages per call). Use it when "
         "an answer cites pages and you need the surrounding text, or for tables and lists that span nodes."))
     @_guard
-    def get_pages(doc: str, pages: str) -> str:
+    def get_pages(doc: str, pages: str, library: str | None = None, ctx: "Context | None" = None) -> str:
+        engine = pick(library, ctx)
         info = engine.document(validate.doc_ref(doc))
         tree = engine.tree(info.doc_id)
         wanted = parse_pages(pages, int(info.pages or 0))
@@ -159,7 +197,9 @@ def build_server(engine: Engine) -> MCPServer:
         "`ask` when you just want the answer."))
     @_guard
     @bounds.bound("search")
-    def search(query: str, doc: str | None = None, k: int = 5) -> list[dict[str, Any]]:
+    def search(query: str, doc: str | None = None, k: int = 5, library: str | None = None,
+               ctx: "Context | None" = None) -> list[dict[str, Any]]:
+        engine = pick(library, ctx)
         limits.question(query, settings, "query")
         limits.k(k)
         hits = engine.search(query, doc=ref(doc), k=k)
@@ -174,7 +214,8 @@ def build_server(engine: Engine) -> MCPServer:
         "Answers are grounded in the documents only; check cited pages with get_pages if it matters."))
     @_guard
     @bounds.bound("ask")
-    def ask(question: str, doc: str | None = None) -> dict[str, Any]:
+    def ask(question: str, doc: str | None = None, library: str | None = None, ctx: "Context | None" = None) -> dict[str, Any]:
+        engine = pick(library, ctx)
         limits.question(question, settings)
         a = engine.ask(question, doc=ref(doc))
         return {"answer": a.answer, "query_type": a.query_type, "document": a.doc.get("name"),
@@ -188,13 +229,22 @@ def build_server(engine: Engine) -> MCPServer:
         "retrieval; it retrieves nothing."))
     @_guard
     @bounds.bound("plan")
-    def plan(question: str, doc: str | None = None) -> dict[str, Any]:
+    def plan(question: str, doc: str | None = None, library: str | None = None, ctx: "Context | None" = None) -> dict[str, Any]:
+        engine = pick(library, ctx)
         limits.question(question, settings)
         return engine.plan(question, doc=ref(doc)).model_dump(mode="json")
 
-    folders = skill_folders(engine.settings.server.skills)
+    folders = skill_folders(settings.skills)
     if folders:
-        add_skill_tools(mcp, engine, folders, _guard)
+        add_skill_tools(mcp, first, folders, _guard)
+    if len(engines) == 1:
+        add_resources(mcp, first, _guard)
+    return mcp
+
+
+def add_resources(mcp: MCPServer, engine: Engine, _guard: Callable[[Any], Any]) -> None:
+    """The document list and outlines as resources (a one-library server; with several, the
+    tools take the library by name)."""
 
     @mcp.resource("bookindex://documents", name="documents", mime_type="application/json",
                   description="The library's documents (doc_id, name, pages, nodes, sections).")
@@ -206,8 +256,6 @@ def build_server(engine: Engine) -> MCPServer:
     @_guard
     def tree_resource(doc: str) -> str:
         return outline_text(outline(engine.tree(validate.doc_ref(doc)), MAX_DEPTH))
-
-    return mcp
 
 
 SKILLS_INSTRUCTIONS = """\
@@ -271,18 +319,21 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path], _g
         return [d.model_dump(mode="json") for d in found.documents[:k]]
 
 
-def run(engine: Engine, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
+def run(served: Engine | Mapping[str, Engine], transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
         port: int = 8001) -> None:
-    """Serve over stdio (for an agent that launches the command) or streamable HTTP at /mcp."""
-    limit_blas_threads(engine.settings.server.blas_threads)
-    mcp = build_server(engine)
+    """Serve one library or several (name -> Engine) over stdio (for an agent that launches the
+    command) or streamable HTTP at /mcp (behind the REST server's key guard and body cap)."""
+    first = served if isinstance(served, Engine) else next(iter(served.values()))
+    limit_blas_threads(first.settings.server.blas_threads)
+    mcp = build_server(served)
     if transport == "stdio":
         mcp.run("stdio")
         return
     import uvicorn  # deferred: only the HTTP transport needs the ASGI server
 
-    keys = Keys.from_env(engine.settings)
-    print(check_bind(host, keys, engine.settings), file=sys.stderr, flush=True)
-    app = KeyGuard(mcp.streamable_http_app(host=host), keys, open_paths=frozenset())
+    keys = Keys.from_env(first.settings)
+    print(check_bind(host, keys, first.settings), file=sys.stderr, flush=True)
+    app = BodyLimit(KeyGuard(mcp.streamable_http_app(host=host), keys, open_paths=frozenset()),
+                    limit=first.settings.server.max_body_kb * 1024, what="request body")
     print(f"MCP endpoint: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

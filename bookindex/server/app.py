@@ -40,6 +40,7 @@ from bookindex.server.access_log import configure as configure_logging
 from bookindex.server.auth import OPEN, Grant, Keys
 from bookindex.server.inspector import mount as mount_inspector
 from bookindex.server.jobs import Job, JobManager
+from bookindex.server.launch import libraries_under
 from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.pages import page_png
 from bookindex.server.problem import Problem
@@ -218,14 +219,6 @@ class Server:
     # -- the inspector's view: the one library (the inspector serves one-library servers) ----
     def fresh(self) -> Engine:
         return self.default(OPEN).fresh()
-
-
-def libraries_under(home: Path) -> list[str]:
-    """The names of the library folders directly under `home` (a folder with a catalog)."""
-    if not home.is_dir():
-        return []
-    return sorted(p.name for p in home.iterdir()
-                  if p.is_dir() and validate.LIBRARY_NAME.fullmatch(p.name) and (p / "library.json").is_file())
 
 
 def source_folders(engine: Engine) -> set[Path]:

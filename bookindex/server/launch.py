@@ -22,6 +22,7 @@ from pathlib import Path
 from bookindex.core.config import Settings
 from bookindex.core.errors import ConfigError
 from bookindex.server.auth import Keys, check_bind
+from bookindex.server.validate import LIBRARY_NAME
 
 APP_FACTORY = "bookindex.server.app:pending_app"
 PENDING_ENV = "BOOKINDEX_SERVE_PENDING"  # what a worker process of `serve --workers N` serves
@@ -61,13 +62,19 @@ def pending() -> Pending:
     return _pending[-1]
 
 
+def libraries_under(home: Path) -> list[str]:
+    """The names of the library folders directly under `home` (a folder with a catalog)."""
+    if not home.is_dir():
+        return []
+    return sorted(p.name for p in home.iterdir()
+                  if p.is_dir() and LIBRARY_NAME.fullmatch(p.name) and (p / "library.json").is_file())
+
+
 def plan_libraries(target: Path, named: dict[str, Path], folder_of_libraries: bool = False
                    ) -> tuple[dict[str, Path], Path | None]:
     """What `serve TARGET [--library NAME=PATH ...]` serves: TARGET itself when it is a library
     (or a new folder), else every library folder directly under it, with TARGET as the home new
     libraries are created in (always with `folder_of_libraries`); plus the named ones."""
-    from bookindex.server.app import libraries_under  # deferred: the app module imports FastAPI
-
     target = Path(target).expanduser().resolve()
     is_library = (target / "library.json").is_file()
     under = libraries_under(target) if target.is_dir() and not is_library else []
