@@ -500,3 +500,29 @@ def test_serve_a_folder_of_libraries(two_libraries: tuple[str, Path, Path], tmp_
         assert httpx.get(f"{base}/documents", headers=h).status_code == 404  # several: name one
         log = (tmp_path / "serve.log").read_text()
     assert "library manuals" in log and "library a" in log
+
+
+def test_inspector_over_several_libraries(two_libraries: tuple[str, Path, Path]) -> None:
+    """On a server of several libraries `/ui/` lists the libraries the session's key reads and
+    each library's pages live at /libraries/NAME/ui/; another library's pages are 404."""
+    base, root, cache = two_libraries
+    rec = Recorder(base, forbidden_folders(root, cache))
+    c = rec.client
+    first = c.get("/libraries/a/ui/", follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == "/ui/login?next=/libraries/a/ui/"
+    login = c.post("/ui/login", data={"key": KEY_A, "next": "/libraries/a/ui/"}, follow_redirects=False)
+    assert login.status_code == 303 and login.headers["location"] == "/libraries/a/ui/"
+    assert KEY_A not in login.headers["set-cookie"]
+    listing = c.get("/ui/")
+    assert listing.status_code == 200 and 'href="/libraries/a/ui/"' in listing.text and "/libraries/b/" not in listing.text
+    page = c.get("/libraries/a/ui/")
+    assert page.status_code == 200 and "libtasn1.pdf" in page.text
+    doc_id = c.get("/libraries/a/documents").json()[0]["doc_id"]
+    doc_page = c.get(f"/libraries/a/ui/documents/{doc_id}")
+    assert doc_page.status_code == 200 and 'data-api="/libraries/a"' in doc_page.text
+    assert 'data-prefix="/libraries/a/ui"' in doc_page.text and 'href="/ui/static/inspector.css"' in doc_page.text
+    assert c.get(f"/libraries/a/documents/{doc_id}/pages/1.png", params={"dpi": 40}).status_code == 200
+    for path in ("/libraries/b/ui/", f"/libraries/b/ui/documents/{doc_id}", f"/libraries/b/ui/api/nodes/{doc_id}-00001"):
+        assert c.get(path).status_code == 404, path
+    assert c.get("/ui/documents/x").status_code == 404  # several libraries: name one
+    rec.scan()

@@ -39,6 +39,7 @@ from bookindex.server.access_log import AccessLog
 from bookindex.server.access_log import configure as configure_logging
 from bookindex.server.auth import OPEN, Grant, Keys
 from bookindex.server.inspector import mount as mount_inspector
+from bookindex.server.inspector.routes import is_page as inspector_page
 from bookindex.server.jobs import Job, JobManager
 from bookindex.server.launch import libraries_under
 from bookindex.server.middleware import BodyLimit, KeyGuard
@@ -174,14 +175,19 @@ class Server:
                 for name in libraries_under(self.home):
                     if name not in self.libraries:
                         self._open(name, Engine(self.home / name, self.settings))
-                for name in [n for n, lib in self.libraries.items() if not lib.root.is_dir()]:
+                gone = [n for n, lib in self.libraries.items()
+                        if lib.root.parent.resolve() == self.home.resolve() and not lib.root.is_dir()]
+                for name in gone:
                     self.libraries.pop(name).jobs.stop(timeout=0.1)
         return sorted(self.libraries)
 
     def library(self, name: str, grant: Grant | None) -> Library:
         """A library the grant may read; 404 for any other, so a key never learns that a library
         it cannot read exists."""
-        if grant is None or not grant.can_read(name) or name not in self.libraries and name not in self.names():
+        known = self.libraries.get(name)
+        if known is None or not known.root.is_dir():  # created or deleted by another worker
+            self.names()
+        if grant is None or not grant.can_read(name) or name not in self.libraries:
             raise Problem(404, f"no library {name[:80]!r}")
         return self.libraries[name]
 
@@ -341,7 +347,7 @@ def create_app(served: Engine | Mapping[str, Engine], keys: Keys | None = None, 
     # key to the form.
     api.add_middleware(KeyGuard, keys=keys, open_paths=frozenset({"/health", "/ui/login"}),
                        open_prefixes=("/ui/static/", api_docs.STATIC_PREFIX + "/"), login="/ui/login",
-                       sessions=srv.sessions)
+                       sessions=srv.sessions, is_page=inspector_page)
     api.add_middleware(RedactBodies, redactor=srv.redactor)  # every body and header
     api.add_middleware(AccessLog)  # added last: runs first, so refused requests are logged too
     return api

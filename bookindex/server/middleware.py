@@ -39,11 +39,13 @@ class KeyGuard:
     for the routes, which check the library they serve. Open paths (and paths under
     `open_prefixes`) skip the check. With `sessions`, a request without a key header may carry an
     inspector session cookie instead. With `login` set, a browser's GET of a page under
-    `login_prefix` without a key is sent to that form (303) instead of a 401 document."""
+    `login_prefix` (or that `is_page` accepts) without a key is sent to that form (303) instead
+    of a 401 document."""
 
     def __init__(self, app: ASGIApp, keys: Keys, open_paths: frozenset[str] = frozenset({"/health"}),
                  needed: Role = "read", open_prefixes: tuple[str, ...] = (), login: str | None = None,
-                 login_prefix: str = "/ui/", sessions: Sessions | None = None) -> None:
+                 login_prefix: str = "/ui/", sessions: Sessions | None = None,
+                 is_page: Callable[[str], bool] | None = None) -> None:
         self.app = app
         self.keys = keys
         self.open_paths = open_paths
@@ -51,6 +53,7 @@ class KeyGuard:
         self.open_prefixes = open_prefixes
         self.login = login
         self.login_prefix = login_prefix
+        self.is_page = is_page or (lambda path: path.startswith(login_prefix))  # a browser's page
         self.sessions = sessions
 
     def grant_of(self, headers: dict[str, str]) -> tuple[Grant | None, str | None]:
@@ -73,7 +76,7 @@ class KeyGuard:
         state.update(grant=grant, key_id=key_id, role=grant.role if grant else None)
         path = scope.get("path", "")
         if path not in self.open_paths and not path.startswith(self.open_prefixes or ("\0",)):
-            if grant is None and self.login and scope.get("method") == "GET" and path.startswith(self.login_prefix):
+            if grant is None and self.login and scope.get("method") == "GET" and self.is_page(path):
                 await send_redirect(send, f"{self.login}?next={quote(path, safe='/')}")
                 return
             if grant is None:

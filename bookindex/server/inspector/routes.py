@@ -8,6 +8,7 @@ images come from the REST route `/documents/{doc}/pages/{n}.png` (the PNG cache)
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
@@ -46,9 +47,21 @@ def environment() -> Environment:
 ENV = environment()
 
 
+def page_prefixes(request: Request) -> tuple[str, str]:
+    """(the inspector's prefix, the REST prefix) for this request: `/ui` and `` on the one
+    library's pages, `/libraries/NAME/ui` and `/libraries/NAME` on a named library's."""
+    name = request.path_params.get("library")
+    if name is None:
+        return PREFIX, ""
+    api = f"/libraries/{quote(validate.library_name(name), safe='')}"
+    return api + PREFIX, api
+
+
 def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
     srv: Server = request.app.state.server
-    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, **ctx)
+    prefix, api = page_prefixes(request)
+    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, prefix=prefix, api=api,
+                                             ui=PREFIX, **ctx)
     return HTMLResponse(html, status_code=status,
                         headers={"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                  "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
@@ -72,18 +85,29 @@ def _srv(request: Request) -> "Server":
 
 
 def _engine(request: Request) -> Engine:
-    """The served library's Engine, if the request's key reads it (404 otherwise, as the API)."""
+    """The page's library (named in the path, else the only one), if the request's key reads it
+    (404 otherwise, as the API)."""
     grant = request.scope.get("state", {}).get("grant")
-    lib = _srv(request).default(grant)
+    name = request.path_params.get("library")
+    srv = _srv(request)
+    lib = srv.library(validate.library_name(name), grant) if name is not None else srv.default(grant)
     request.scope.setdefault("state", {})["library"] = lib.name
     return lib.fresh()
 
 
 def safe_next(value: str | None) -> str:
     """Where a login goes back to: an inspector path only, never another site."""
-    if value and value.startswith(PREFIX + "/") and not value.startswith("//") and "\\" not in value:
+    if value and is_page(value) and not value.startswith("//") and "\\" not in value:
         return value
     return PREFIX + "/"
+
+
+LIBRARY_PAGE = re.compile(r"/libraries/[A-Za-z0-9][A-Za-z0-9._-]{0,63}" + PREFIX + "/")
+
+
+def is_page(path: str) -> bool:
+    """Whether a path is an inspector page: `/ui/...` or `/libraries/NAME/ui/...`."""
+    return path.startswith(PREFIX + "/") or LIBRARY_PAGE.match(path) is not None
 
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
@@ -121,6 +145,11 @@ def logout(request: Request) -> RedirectResponse:
 # -- library -------------------------------------------------------------------------------------
 @router.get("/", response_class=HTMLResponse)
 def library(request: Request) -> HTMLResponse:
+    srv = _srv(request)
+    if "library" not in request.path_params and len(srv.names()) != 1:  # several: choose one
+        grant = request.scope.get("state", {}).get("grant")
+        names = [n for n in srv.names() if grant is not None and grant.can_read(n)]
+        return render(request, "libraries.html", libraries=names)
     engine = _engine(request)
     try:
         docs = engine.documents() if engine.exists() else []
