@@ -9,22 +9,16 @@ questions are answered in parallel while the job worker indexes.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import shutil
 import threading
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile as StarletteUpload
 
 import bookindex
 from bookindex.core.atomic import write_json_atomic
@@ -32,7 +26,6 @@ from bookindex.core.config import Settings, cache_dir, load_settings
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
-from bookindex.parsing.pdf_open import open_pdf
 from bookindex.retrieval import Answer, Plan
 from bookindex.server import api_docs, handlers, launch, limits, skills_api, validate
 from bookindex.server.access_log import AccessLog
@@ -50,6 +43,7 @@ from bookindex.server.sessions import Sessions
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.sse import ask_events
 from bookindex.server.threads import limit_blas_threads
+from bookindex.server.uploads import accept_upload, remove_document
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
 from bookindex.storage.catalog import CATALOG, CATALOG_FORMAT
 from bookindex.storage.catalog import now as catalog_now
@@ -354,9 +348,11 @@ def create_app(served: Engine | Mapping[str, Engine], keys: Keys | None = None, 
 
 
 def is_upload_path(path: str) -> bool:
-    """`POST /documents` and `POST /libraries/{name}/documents`: the upload routes."""
-    return path == "/documents" or (path.startswith("/libraries/") and path.endswith("/documents")
-                                    and path.count("/") == 3)
+    """The upload routes: `/documents` and the inspector's `/ui/upload`, and both under
+    `/libraries/{name}`."""
+    if path.startswith("/libraries/") and path.count("/") >= 3:
+        path = "/" + path.split("/", 3)[3]
+    return path in ("/documents", "/ui/upload")
 
 
 def library_name_of(engine: Engine) -> str:
@@ -393,35 +389,14 @@ def library_routes(srv: Server) -> APIRouter:
         Poll `GET /jobs/{id}` (the `Location` header) until its state is done or failed. The
         same content stored with other options is refused (409) unless `replace=true`."""
         writable(lib, request)
-        form = await request.form(max_files=1, max_fields=4)
-        file = form.get("file")
-        if not isinstance(file, StarletteUpload):
-            raise Problem(400, "multipart field 'file' with the document is required")
-        name = validate.upload_name(file.filename)
-        suffix = Path(name).suffix.lower()
-        if suffix not in SUFFIXES:
-            raise Problem(415, f"{name}: unsupported file type; upload {', '.join(sorted(SUFFIXES))}")
-        staged, sha = await _stage(file, lib.dir / "uploads", int(srv.limits.max_upload_mb * 2**20))
-        options = {"graph": graph} if graph is not None else {}
-        try:  # PyMuPDF opens the file: off the event loop
-            await run_in_threadpool(_check_content, staged, name, suffix, srv.limits.max_pages)
-            if not replace:
-                _refuse_changed_options(lib.fresh(), name, sha, options)
-        except BaseException:
-            staged.unlink(missing_ok=True)
-            raise
-        job = lib.jobs.submit(staged, name, sha, options)
+        job = await accept_upload(lib, request, graph, replace)
         prefix = f"/libraries/{lib.name}" if "library" in request.path_params else ""
         return _json(job, 202, {"Location": f"{prefix}/jobs/{job.id}"})
 
     @router.delete("/documents/{doc}", response_model=DocumentInfo, tags=["documents"])
     def delete_document(doc: str, lib: L, request: Request) -> DocumentInfo:
         writable(lib, request)
-        engine = lib.fresh()
-        info = engine.document(validate.doc_ref(doc))
-        removed = engine.remove(info.doc_id)
-        _forget_files(lib, removed)
-        return public_document(removed)
+        return public_document(remove_document(lib, doc))
 
     @router.get("/documents/{doc}/tree", response_model=TreeNode, tags=["documents"])
     def get_tree(doc: str, lib: L, depth: Annotated[int, Query(ge=0, le=MAX_DEPTH)] = 2,
@@ -501,79 +476,8 @@ def library_routes(srv: Server) -> APIRouter:
     return router
 
 
-def _refuse_changed_options(engine: Engine, name: str, sha: str, options: dict[str, Any]) -> None:
-    """409 when this content is stored already, built with other options than this upload asks
-    for: a rebuild would drop what the stored one has (a knowledge graph), so it needs
-    `replace=true`."""
-    doc_id = sha[:16]
-    stored = next((d for d in engine.documents() if d.doc_id == doc_id), None)
-    if stored is None:
-        return
-    before = stored.manifest.get("options") or {}
-    after = engine.library.recorded_options(**options)
-    changed = {k: (before.get(k), v) for k, v in after.items() if k in before and before[k] != v}
-    if changed:
-        diff = ", ".join(f"{k}={json.dumps(old)} -> {json.dumps(new)}" for k, (old, new) in sorted(changed.items()))
-        raise Problem(409, f"{name} is stored already ({stored.name}) with other options ({diff}); "
-                           "upload it with replace=true to rebuild it with the new options",
-                      changed={k: {"stored": old, "requested": new} for k, (old, new) in changed.items()})
-
-
 def _json(model: BaseModel, status: int, headers: dict[str, str]) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="json"), status_code=status, headers=headers)
-
-
-async def _stage(file: UploadFile | StarletteUpload, folder: Path, limit: int) -> tuple[Path, str]:
-    """Copy an upload to a staging file, hashing it; 413 past the limit."""
-    folder.mkdir(parents=True, exist_ok=True)
-    staged = folder / f"{uuid.uuid4().hex}.part"
-    h = hashlib.sha256()
-    size = 0
-    try:
-        with open(staged, "wb") as out:
-            while chunk := await file.read(1 << 20):
-                size += len(chunk)
-                if size > limit:
-                    raise Problem(413, f"{file.filename}: over the {limit / 2**20:.1f} MiB upload limit")
-                h.update(chunk)
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        staged.unlink(missing_ok=True)
-        raise
-    if size == 0:
-        staged.unlink(missing_ok=True)
-        raise Problem(400, f"{file.filename}: empty file")
-    return staged, h.hexdigest()
-
-
-def _check_content(staged: Path, name: str, suffix: str, max_pages: int) -> None:
-    """415 for content that is not what the name says; 413 past the page limit. A damaged PDF
-    passes here: its job fails with the parser's message, as `bookindex index` would."""
-    with open(staged, "rb") as fh:
-        head = fh.read(1024)
-    if suffix == ".pdf":
-        if b"%PDF-" not in head:
-            raise Problem(415, f"{name}: not a PDF (no %PDF header)")
-        try:
-            with open_pdf(staged) as pdf:
-                pages = pdf.page_count
-        except InputError:
-            return
-        if pages > max_pages:
-            raise Problem(413, f"{name}: {pages} pages; the limit is {max_pages} pages per document")
-    elif b"\x00" in head:
-        raise Problem(415, f"{name}: binary content in a {suffix} file")
-
-
-def _forget_files(lib: Library, removed: DocumentInfo) -> None:
-    """After a delete: drop the document's page images, and its upload unless still in use."""
-    shutil.rmtree(lib.dir / "pages" / removed.doc_id, ignore_errors=True)
-    src = Path(removed.source or "")
-    files = (lib.dir / "files").resolve()
-    if src.parent.parent == files and not any(d.source == removed.source for d in lib.engine.documents()):
-        shutil.rmtree(src.parent, ignore_errors=True)
 
 
 def pending_app() -> FastAPI:

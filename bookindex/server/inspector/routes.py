@@ -25,10 +25,11 @@ from bookindex.server.inspector import present
 from bookindex.server.middleware import session_cookie
 from bookindex.server.problem import Problem, status_of
 from bookindex.server.sessions import COOKIE
+from bookindex.server.uploads import accept_upload, remove_document
 from bookindex.skills.navigator.answer import SkillsAskRequest
 
 if TYPE_CHECKING:
-    from bookindex.server.app import Server
+    from bookindex.server.app import Library, Server
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "/ui"
@@ -151,12 +152,54 @@ def library(request: Request) -> HTMLResponse:
         names = [n for n in srv.names() if grant is not None and grant.can_read(n)]
         return render(request, "libraries.html", libraries=names)
     engine = _engine(request)
+    name = request.scope["state"]["library"]
+    grant = request.scope.get("state", {}).get("grant")
     try:
         docs = engine.documents() if engine.exists() else []
         rows = [{"info": d, "stats": _stats(request, engine, d.doc_id)} for d in docs]
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
-    return render(request, "library.html", docs=rows, library=Path(engine.root).name)
+    jobs = srv.libraries[name].jobs.list()[:10]
+    return render(request, "library.html", docs=rows, library=name, jobs=jobs,
+                  writable=grant is not None and grant.can_write(name))
+
+
+def _writable(request: Request) -> "Library":
+    """The page's library, if the request's key writes it (403 when it only reads it)."""
+    _engine(request)
+    srv = _srv(request)
+    name = request.scope["state"]["library"]
+    grant = request.scope.get("state", {}).get("grant")
+    if grant is None or not grant.can_write(name):
+        raise Problem(403, f"uploading and deleting need a key that writes library {name!r}")
+    return srv.libraries[name]
+
+
+@router.post("/upload", response_model=None)
+async def upload_page(request: Request) -> Response:
+    """The library page's upload form (multipart `file`, checkboxes `graph`, `replace`): queue an
+    index job as `POST /documents` does, then back to the library page, which lists the job."""
+    prefix, _ = page_prefixes(request)
+    try:
+        lib = _writable(request)
+        form = await request.form(max_files=1, max_fields=4)
+        graph = form.get("graph") == "on"
+        replace = form.get("replace") == "on"
+        job = await accept_upload(lib, request, graph, replace)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return RedirectResponse(f"{prefix}/?job={job.id}", status_code=303)
+
+
+@router.post("/documents/{doc}/delete", response_model=None)
+def delete_page(request: Request, doc: str) -> Response:
+    """The library page's delete button (a write key): the document goes, as `DELETE /documents/{doc}`."""
+    prefix, _ = page_prefixes(request)
+    try:
+        remove_document(_writable(request), doc)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return RedirectResponse(f"{prefix}/", status_code=303)
 
 
 STATS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
