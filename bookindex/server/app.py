@@ -1,10 +1,16 @@
-"""The FastAPI app: `create_app(engine, keys)`; `bookindex serve` runs it under uvicorn.
+"""The FastAPI app: `create_app(engine or {name: engine}, keys)`; `bookindex serve` runs it
+under uvicorn.
 
-Routes call the Engine and return its pydantic models (DocumentInfo, NodeView, Answer, Plan,
-IndexReport inside a Job). Errors are problem documents (`problems`), keys are checked by
-`middleware.KeyGuard` before a route runs, and every user string that names a document, node,
-job or file is checked by `validate` first. Sync routes run in Starlette's thread pool, so
-questions are answered in parallel while the job worker indexes.
+One app serves one library or several, each with its own Engine and job queue (`Library`); the
+library routes exist once per library at `/libraries/{name}/...` and, for a one-library server,
+at the root. Routes call the Engine and return its pydantic models (DocumentInfo, NodeView,
+Answer, Plan, IndexReport inside a Job). Errors are problem documents (`problems`); the key is
+checked by `middleware.KeyGuard` before a route runs and its grant by the route (`_library`: a
+library the key cannot read is a 404, like one that does not exist); every user string that
+names a library, document, node, job or file is checked by `validate` first; every body leaving
+the app passes `redact.RedactBodies`, and `access_log.AccessLog` writes one line per request.
+Sync routes run in Starlette's thread pool, so questions are answered in parallel while the job
+workers index.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from bookindex.retrieval import Answer, Plan
 from bookindex.server import api_docs, handlers, launch, limits, skills_api, validate
 from bookindex.server.access_log import AccessLog
 from bookindex.server.access_log import configure as configure_logging
-from bookindex.server.auth import OPEN, Grant, Keys
+from bookindex.server.auth import Grant, Keys
 from bookindex.server.inspector import mount as mount_inspector
 from bookindex.server.inspector.routes import is_page as inspector_page
 from bookindex.server.jobs import Job, JobManager
@@ -133,6 +139,7 @@ class Server:
         self.home = home
         self.libraries: dict[str, Library] = {}
         self.started = False  # the job queues run (between the app's start-up and shutdown)
+        self._bare: Engine | None = None
         self._lock = threading.Lock()
         self.skills: dict[str, Path] = {}  # skill folders served (`serve --skills`), by folder name
         # folders no client learns of: responses name files by their last component only
@@ -216,9 +223,15 @@ class Server:
     def check_question(self, text: str, field: str = "question") -> None:
         limits.question(text, self.limits, field)
 
-    # -- the inspector's view: the one library (the inspector serves one-library servers) ----
-    def fresh(self) -> Engine:
-        return self.default(OPEN).fresh()
+    def any_engine(self) -> Engine:
+        """An Engine for what belongs to no library (the skill folders of `--skills`): the first
+        library's, or one over no library when none is served yet."""
+        names = self.names()
+        if names:
+            return self.libraries[names[0]].engine
+        if self._bare is None:
+            self._bare = Engine(None, self.settings)
+        return self._bare
 
 
 def source_folders(engine: Engine) -> set[Path]:
@@ -286,7 +299,7 @@ def create_app(served: Engine | Mapping[str, Engine], keys: Keys | None = None, 
     folders = skills if skills is not None else skill_folders(settings.server.skills)
     srv.skills = folders
     srv.redactor.add(*folders.values())
-    skills_api.install(api, srv.fresh, folders, tags=["skills"])
+    skills_api.install(api, srv.any_engine, folders, tags=["skills"])
 
     # -- health, libraries ----------------------------------------------------------------
     @api.get("/health", response_model=Health, tags=["server"])

@@ -1,7 +1,7 @@
 """The inspector's routes under `/ui/`: server-rendered pages (Jinja2, autoescaped) and the two
 JSON fragments the page script loads lazily (a tree node's children, a node with its boxes).
 
-Every route calls the Engine only (through the server's catalog-fresh `Server.fresh()`), checks
+Every route calls the Engine only (through the library's catalog-fresh `Library.fresh()`), checks
 ids with `validate` first, and renders Engine errors as a page with the problem's status. Page
 images come from the REST route `/documents/{doc}/pages/{n}.png` (the PNG cache).
 """
