@@ -195,7 +195,7 @@ def allows(grant: Grant | None, needed: Role, library: str | None = None) -> boo
     if grant is None:
         return False
     if needed == "read":
-        return grant.can_read(library) if library is not None else bool(grant.read or grant.write)
+        return grant.can_read(library) if library is not None else bool(grant.read or grant.write or grant.admin)
     return grant.can_write(library) if library is not None else ALL in grant.write
 
 
