@@ -30,7 +30,7 @@ from server_helpers import LIBTASN1, cli_env, cli_server, poll_job, thread_serve
 from bookindex.core.config import Settings, load_settings
 from bookindex.engine import Engine
 from bookindex.server.app import create_app
-from bookindex.server.auth import Grant, Keys, digest
+from bookindex.server.auth import Grant, Keys, allows, digest
 from bookindex.server.sessions import COOKIE
 
 pytestmark = pytest.mark.slow
@@ -431,6 +431,8 @@ def test_scoped_keys_from_file_and_environment(tmp_path: Path) -> None:
     assert b is not None and b.can_read("b") and not b.can_write("b") and not b.can_read("a")
     assert admin is not None and admin.admin and admin.can_write("anything")
     assert keys.grant("nope") is None and keys.grant(None) is None
+    manager = Grant("ops", admin=True)  # manages libraries, reads none of them
+    assert allows(manager, "read") and not manager.can_read("a") and not allows(manager, "admin", "a")
     assert all(k not in repr(keys) for k in (KEY_A, KEY_B, ADMIN))
     f.write_text('[[keys]]\nid = "x"\nsha256 = "not-hex"\n')
     from bookindex.core.errors import ConfigError
