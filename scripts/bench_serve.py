@@ -3,6 +3,7 @@
 
     python scripts/bench_serve.py DATA_DIR [--library bench-out/serve/lib] [--seconds 60]
                                   [--clients 1,8,32] [--upload zoo.pdf] [--out bench-out/serve]
+                                  [--libraries N]
 
 DATA_DIR holds handbooks/gnuplot.pdf; it is indexed into --library once, without an LLM (not
 timed), when the library does not hold it yet. The server runs as its own process
@@ -11,7 +12,8 @@ concurrent clients (asyncio, one keep-alive connection each) send POST /ask for 
 question drawn in turn from the fixed gnuplot set of scripts/bench_query.py. Then the same with
 8 clients while an upload of DATA_DIR/handbooks/<--upload> is being indexed by the server's job
 worker. Bounded: every phase stops at --seconds or --max-requests, the upload phase also when
-its job ends. Reports throughput (answered questions/s), latency p50/p95/p99 and errors (non-200
+its job ends. With `--libraries N` (N > 1) the server serves a folder of N copies of the library
+(`bookindex serve ROOT`) and client i asks library i mod N at `/libraries/{name}/ask`. Reports throughput (answered questions/s), latency p50/p95/p99 and errors (non-200
 or transport errors); writes JSON + a Markdown table to --out. Targets (2 cores):
 >= 20 questions/s at 8 clients, p95 <= 500 ms, zero errors.
 """
@@ -23,6 +25,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -56,6 +59,15 @@ def ensure_index(library: Path, pdf: Path) -> None:
         engine.index(pdf)
 
 
+def library_copies(library: Path, root: Path, n: int) -> list[str]:
+    """`n` copies of the built library under `root` (made once; the server state is left out)."""
+    names = [f"lib{i}" for i in range(n)]
+    for name in names:
+        if not (root / name / "library.json").is_file():
+            shutil.copytree(library, root / name, ignore=shutil.ignore_patterns(".server"))
+    return names
+
+
 def start_server(library: Path, port: int, log: Path, workers: int = 1) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("BOOKINDEX_API_KEYS", "BOOKINDEX_ADMIN_KEYS")}
     env.update(PYTHONPATH=str(REPO), BOOKINDEX_LLM__PROVIDER="none")
@@ -80,8 +92,9 @@ def start_server(library: Path, port: int, log: Path, workers: int = 1) -> subpr
 
 
 async def load(base: str, doc: str, clients: int, seconds: float, max_requests: int,
-               method: str, stop_when: Any = None) -> dict[str, Any]:
-    """`clients` concurrent loops of POST /ask until the time, count or `stop_when()` bound."""
+               method: str, stop_when: Any = None, prefixes: tuple[str, ...] = ("",)) -> dict[str, Any]:
+    """`clients` concurrent loops of POST /ask until the time, count or `stop_when()` bound;
+    client i asks under `prefixes[i % len(prefixes)]` (a library's route prefix)."""
     lat: list[float] = []
     errors: list[str] = []
     sent = 0
@@ -97,7 +110,8 @@ async def load(base: str, doc: str, clients: int, seconds: float, max_requests: 
                 n += clients
                 t = time.perf_counter()
                 try:
-                    r = await http.post("/ask", json={"question": q, "doc": doc, "method": method})
+                    r = await http.post(f"{prefixes[i % len(prefixes)]}/ask",
+                                        json={"question": q, "doc": doc, "method": method})
                     ok = r.status_code == 200 and "answer" in r.json()
                     if not ok:
                         errors.append(f"{r.status_code}: {r.text[:200]}")
@@ -117,7 +131,7 @@ async def load(base: str, doc: str, clients: int, seconds: float, max_requests: 
             "p99_ms": round(percentile(lat, 0.99), 1) if lat else None}
 
 
-async def warm_up(base: str, doc: str, workers: int, method: str) -> None:
+async def warm_up(base: str, doc: str, workers: int, method: str, prefixes: tuple[str, ...] = ("",)) -> None:
     """Every server process opens the document and loads its models before anything is timed.
 
     A keep-alive connection stays with the process that accepted it, so the warm-up opens a new
@@ -126,7 +140,9 @@ async def warm_up(base: str, doc: str, workers: int, method: str) -> None:
     """
     async def one(i: int) -> None:
         async with httpx.AsyncClient(base_url=base, timeout=120) as http:
-            await http.post("/ask", json={"question": QUESTIONS[i % len(QUESTIONS)], "doc": doc, "method": method})
+            for prefix in prefixes:
+                await http.post(f"{prefix}/ask", json={"question": QUESTIONS[i % len(QUESTIONS)], "doc": doc,
+                                                       "method": method})
 
     for start in range(0, 8 * workers, 2 * workers):
         await asyncio.gather(*(one(i) for i in range(start, start + 2 * workers)))
@@ -154,6 +170,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1, help="server processes (`serve --workers`)")
     ap.add_argument("--upload", default="zoo.pdf", help="handbook uploaded during the last phase ('' to skip)")
     ap.add_argument("--out", type=Path, default=Path("bench-out/serve"))
+    ap.add_argument("--libraries", type=int, default=1,
+                    help="serve a folder of this many copies of the library; clients spread over them")
     args = ap.parse_args()
 
     pdf = args.data / "handbooks" / "gnuplot.pdf"
@@ -163,32 +181,38 @@ def main() -> int:
     ensure_index(args.library, pdf)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start_server(args.library, port, args.out / "server.log", args.workers)
+    served, prefixes = args.library, ("",)
+    if args.libraries > 1:
+        served = args.out / "libraries"
+        prefixes = tuple(f"/libraries/{name}" for name in library_copies(args.library, served, args.libraries))
+    proc = start_server(served, port, args.out / "server.log", args.workers)
     rows: list[dict[str, Any]] = []
     try:
-        asyncio.run(warm_up(base, pdf.name, args.workers, args.method))
+        asyncio.run(warm_up(base, pdf.name, args.workers, args.method, prefixes))
         for n in [int(x) for x in args.clients.split(",") if x.strip()]:
-            row = asyncio.run(load(base, pdf.name, n, args.seconds, args.max_requests, args.method))
+            row = asyncio.run(load(base, pdf.name, n, args.seconds, args.max_requests, args.method,
+                                   prefixes=prefixes))
             row["phase"] = "idle server"
             rows.append(row)
             print(json.dumps(row), flush=True)
         if args.upload:
             up = args.data / "handbooks" / args.upload
-            job_id = upload(base, up)
-            while job_state(base, job_id)["state"] == "queued":
+            job_id = upload(base + prefixes[0], up)
+            while job_state(base + prefixes[0], job_id)["state"] == "queued":
                 time.sleep(0.1)
             t0 = time.monotonic()
             row = asyncio.run(load(base, pdf.name, 8, args.seconds, args.max_requests, args.method,
-                                   stop_when=lambda: job_state(base, job_id)["state"] != "running"))
-            job = job_state(base, job_id)
+                                   stop_when=lambda: job_state(base + prefixes[0], job_id)["state"] != "running",
+                                   prefixes=prefixes))
+            job = job_state(base + prefixes[0], job_id)
             row.update(phase=f"while indexing {up.name}", job_state=job["state"],
                        job_progress=job["progress"], overlap_s=round(time.monotonic() - t0, 1))
             rows.append(row)
             print(json.dumps(row), flush=True)
             deadline = time.monotonic() + 600
-            while job_state(base, job_id)["state"] in ("queued", "running") and time.monotonic() < deadline:
+            while job_state(base + prefixes[0], job_id)["state"] in ("queued", "running") and time.monotonic() < deadline:
                 time.sleep(1)
-            httpx.delete(f"{base}/documents/{up.name}", timeout=60)  # leave the library as it was
+            httpx.delete(f"{base}{prefixes[0]}/documents/{up.name}", timeout=60)  # leave the library as it was
     finally:
         proc.terminate()
         try:
@@ -197,6 +221,7 @@ def main() -> int:
             proc.kill()
 
     res = {"doc": pdf.name, "method": args.method, "workers": args.workers, "seconds_per_phase": args.seconds,
+           "libraries": args.libraries,
            "rows": rows,
            "cpu_count": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
            "python": platform.python_version(),

@@ -26,7 +26,8 @@ from server_helpers import thread_server
 from bookindex.core.config import load_settings
 from bookindex.engine import Engine
 from bookindex.server.app import create_app
-from bookindex.server.auth import COOKIE, Keys
+from bookindex.server.auth import Keys
+from bookindex.server.sessions import COOKIE
 
 REPO = Path(__file__).resolve().parents[1]
 IMG = REPO / "docs" / "img"
@@ -90,7 +91,9 @@ def test_errors_are_pages_with_status(md_engine: Engine) -> None:
         assert c.get("/ui/skills", params={"folder": "../../etc"}).status_code == 404
 
 
-def test_key_cookie(md_engine: Engine) -> None:
+def test_login_session_cookie(md_engine: Engine) -> None:
+    """The login form opens a server-side session: the cookie holds a random id, never the key;
+    logging out ends the session on the server, so a copy of the cookie opens nothing."""
     with client(md_engine, Keys(frozenset({READ}), frozenset())) as c:
         page = c.get("/ui/", follow_redirects=False)
         assert page.status_code == 303 and page.headers["location"] == "/ui/login?next=/ui/"
@@ -101,11 +104,55 @@ def test_key_cookie(md_engine: Engine) -> None:
         ok = c.post("/ui/login", data={"key": READ, "next": "https://evil.example/"}, follow_redirects=False)
         assert ok.status_code == 303 and ok.headers["location"] == "/ui/"  # never another site
         cookie = ok.headers["set-cookie"]
-        assert f"{COOKIE}={READ}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+        session = c.cookies[COOKIE]
+        assert READ not in cookie and len(session) >= 40 and session != READ
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Max-Age=" in cookie
+        again = c.post("/ui/login", data={"key": READ}, follow_redirects=False)
+        assert again.cookies[COOKIE] != session  # a random id per login
+        c.cookies.clear()
+        c.cookies.set(COOKIE, session)
         assert c.get("/ui/").status_code == 200  # the client keeps the cookie
         assert c.get("/documents").status_code == 200  # the page script's API calls pass too
         c.post("/ui/logout")
         assert c.get("/ui/", follow_redirects=False).status_code == 303
+        c.cookies.clear()
+        c.cookies.set(COOKIE, session)  # the ended session's id, replayed
+        assert c.get("/documents").status_code == 401
+        c.cookies.clear()
+        c.cookies.set(COOKIE, READ)  # the key itself is no cookie
+        assert c.get("/documents").status_code == 401
+
+
+def test_upload_and_delete_from_the_library_page(tmp_path: Path) -> None:
+    """A write key's library page uploads (an index job, listed with its state) and deletes; a
+    read key sees neither form and its posts are refused (403)."""
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(tmp_path / "cache")}, env={})
+    engine = Engine(tmp_path / "lib", settings, embedder=FakeEmbedder())
+    admin = "inspector-admin-key"
+    app = create_app(engine, Keys(frozenset({READ}), frozenset({admin})), isolate_builds=False)
+    md = b"# Pumps\n\n## Priming\n\nThe pump is primed with the blue valve.\n"
+    with TestClient(app) as c:
+        c.post("/ui/login", data={"key": READ})
+        page = c.get("/ui/")
+        assert page.status_code == 200 and 'action="/ui/upload"' not in page.text
+        refused = c.post("/ui/upload", files={"file": ("pumps.md", md, "text/markdown")})
+        assert refused.status_code == 403 and "writes library" in refused.text
+        c.post("/ui/logout")
+        c.post("/ui/login", data={"key": admin})
+        page = c.get("/ui/")
+        assert 'action="/ui/upload"' in page.text and 'enctype="multipart/form-data"' in page.text
+        r = c.post("/ui/upload", files={"file": ("pumps.md", md, "text/markdown")}, data={"graph": ""},
+                   follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/ui/?job="), r.text
+        assert app.state.server.libraries["lib"].jobs.wait_idle(60)
+        page = c.get(r.headers["location"])
+        assert "pumps.md" in page.text and ">done<" in page.text and "added" in page.text
+        doc_id = engine.documents()[0].doc_id
+        bad = c.post("/ui/upload", files={"file": ("evil.exe", b"MZ", "application/octet-stream")})
+        assert bad.status_code == 415 and "unsupported file type" in bad.text
+        gone = c.post(f"/ui/documents/{doc_id}/delete", follow_redirects=False)
+        assert gone.status_code == 303 and engine.documents() == []
+        assert c.post(f"/ui/documents/{doc_id}/delete").status_code == 404
 
 
 # -- headless Chromium against a real server --------------------------------------------------------
@@ -171,6 +218,36 @@ def test_tree_expand_and_node(browser: Any, ui_server: tuple[str, Engine]) -> No
     assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # no sideways scrolling
     shot(page, "inspector-document-390.png")
     page.close()
+
+
+@pytest.mark.slow
+def test_upload_form_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """The library page's upload form, in Chromium: choose a file, submit, the job is listed
+    and ends done, the document appears; its delete button removes it."""
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(tmp_path / "cache")}, env={})
+    engine = Engine(tmp_path / "lib", settings, embedder=FakeEmbedder())
+    md = tmp_path / "pumps.md"
+    md.write_text("# Pumps\n\n## Priming\n\nThe pump is primed with the blue valve.\n")
+    with thread_server(create_app(engine, Keys(frozenset(), frozenset()), isolate_builds=False)) as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{base}/ui/")
+        page.set_input_files("form.upload input[type=file]", str(md))
+        page.uncheck("form.upload input[name=graph]")
+        page.click("form.upload button[type=submit]")
+        page.wait_for_url("**/ui/?job=*")
+        state = page.locator("table.jobs tbody tr", has_text="pumps.md").locator("td").nth(1)
+        for _ in range(100):
+            if state.inner_text() in ("done", "failed"):
+                break
+            page.wait_for_timeout(200)
+            page.reload()
+        assert state.inner_text() == "done"
+        assert page.locator("table.docs").get_by_text("pumps.md").count() == 1
+        shot(page, "inspector-upload.png")
+        page.click("table.docs button:has-text('Delete')")
+        page.wait_for_url(f"{base}/ui/")
+        assert page.locator("table.docs").count() == 0 and engine.documents() == []
+        page.close()
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -118,6 +119,9 @@ def consistent(lib: Path) -> list[str]:
         assert not (lib / "docs").exists() or not any((lib / "docs").iterdir())
         return []
     cat = json.loads(cat_path.read_text())
+    if not (lib / "docs").exists():  # a library created empty (POST /libraries)
+        assert cat["documents"] == {}
+        return []
     dirs = {e["dir"] for e in cat["documents"].values()}
     for d in dirs:
         assert (lib / "docs" / d / "manifest.json").is_file()
@@ -158,6 +162,51 @@ def test_kill_9_during_index_then_restart_resumes(tmp_path: Path, libtasn1_libra
         assert [d["name"] for d in httpx.get(f"{base}/documents").json()] == ["libtasn1.pdf"]
     assert "was interrupted (x1); resuming it" in log.read_text()
     assert consistent(lib) == ["libtasn1.pdf"]
+
+
+@pytest.mark.slow
+def test_kill_9_during_an_upload_to_one_of_two_libraries(tmp_path: Path, libtasn1_library: tuple[Path, Path]) -> None:
+    """`serve ROOT` with libraries a and b: kill -9 while b indexes an upload; after the restart
+    b's job resumes and finishes, a is byte-identical and both catalogs are consistent."""
+    lib, cache = libtasn1_library
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copytree(lib, root / "a", ignore=shutil.ignore_patterns(".server"))
+    a_catalog = (root / "a" / "library.json").read_bytes()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    h = {"X-API-Key": "admin-k"}
+    env = cli_env(cache, BOOKINDEX_ADMIN_KEYS="admin-k")
+    args = ["serve", str(root), "--port", str(port)]
+    log = tmp_path / "serve.log"
+    with cli_server(args, env, tmp_path, log, base + "/health") as proc:
+        assert httpx.post(f"{base}/libraries", json={"name": "b"}, headers=h).status_code == 201
+        with open(LIBTASN1, "rb") as fh:
+            r = httpx.post(f"{base}/libraries/b/documents", files={"file": ("libtasn1.pdf", fh, "application/pdf")},
+                           headers=h, timeout=60)
+        assert r.status_code == 202, r.text
+        job_id = r.json()["id"]
+        b_base = f"{base}/libraries/b"
+        job = poll_job(b_base, job_id, headers=h, timeout=120, until=("running",))
+        deadline = time.monotonic() + 120
+        while job["progress"]["stage"] in ("queued", "parsing") and time.monotonic() < deadline:
+            time.sleep(0.05)
+            job = httpx.get(f"{b_base}/jobs/{job_id}", headers=h).json()
+        assert job["state"] == "running", job
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert consistent(root / "b") == [] and consistent(root / "a") == ["libtasn1.pdf"]
+
+    with cli_server(args, env, tmp_path, log, base + "/health"):
+        job = httpx.get(f"{b_base}/jobs/{job_id}", headers=h).json()
+        assert job["interruptions"] == 1 and job["state"] in ("queued", "running")
+        job = poll_job(b_base, job_id, headers=h, timeout=240)
+        assert job["state"] == "done" and job["report"]["pages"] == 36, job
+        assert httpx.get(f"{base}/libraries/a/jobs", headers=h).json() == []  # a's queue never held it
+        assert [x["name"] for x in httpx.get(f"{base}/libraries", headers=h).json()] == ["a", "b"]
+    assert "library b: job" in log.read_text() and "was interrupted (x1); resuming it" in log.read_text()
+    assert consistent(root / "b") == ["libtasn1.pdf"]
+    assert (root / "a" / "library.json").read_bytes() == a_catalog
 
 
 def test_processes_share_the_queue_through_the_job_files(tmp_path: Path) -> None:

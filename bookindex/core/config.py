@@ -148,9 +148,16 @@ class ServerSettings(_Section):
 
     api_keys_env: str = "BOOKINDEX_API_KEYS"  # comma-separated read keys: ask and browse
     admin_keys_env: str = "BOOKINDEX_ADMIN_KEYS"  # comma-separated admin keys: also upload, delete, cancel
+    # scoped keys, stored as SHA-256 digests with the libraries each may read and write: a TOML
+    # file of [[keys]] tables, and a JSON list in this environment variable (bookindex.server.auth)
+    keys_file: str = ""
+    scoped_keys_env: str = "BOOKINDEX_SCOPED_KEYS"
+    session_ttl_s: float = Field(8 * 3600.0, gt=0)  # an inspector login lasts this long
     max_upload_mb: float = Field(200.0, gt=0)
     max_pages: int = Field(5000, ge=1)  # pages per uploaded document
     max_question_chars: int = Field(2000, ge=1)
+    # JSON and form bodies (every POST but an upload): refused past this before they are parsed
+    max_body_kb: int = Field(1024, ge=1)
     max_jobs: int = Field(8, ge=1)  # index jobs queued or running at once; more are refused (429)
     # an index job running longer is stopped and marked failed, the library unchanged: generous,
     # because a build with LLM graph extraction of a long manual on a local model takes hours

@@ -181,6 +181,11 @@ class DocumentLibrary:
         return BuildJob(source=str(src), sha256=sha, doc_id=sha[:16], name=src.name, settings=settings,
                         recorded=recorded)
 
+    def recorded_options(self, **options: Any) -> dict[str, Any]:
+        """The options a build with these would record in its manifest (`manifest["options"]`),
+        to tell whether a stored document was built with them."""
+        return dict(self._effective(options)[1])
+
     def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False,
             replaces: tuple[str, ...] | list[str] = (), **options: Any) -> StoredDocument:
         """Index one file (PDF, MinerU JSON or folder, Markdown, text) into the library.

@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+from pydantic import ValidationError
 
 import bookindex
+from bookindex.core.config import cache_dir
 from bookindex.core.errors import BookIndexError
 from bookindex.engine import Engine
 from bookindex.mcp_server.bounded import Bounds
-from bookindex.server import validate
-from bookindex.server.auth import Keys, check_bind
-from bookindex.server.middleware import KeyGuard
+from bookindex.server import limits, validate
+from bookindex.server.auth import OPEN, Grant, Keys, check_bind
+from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.problem import Problem
+from bookindex.server.redact import Redactor, default_folders
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.threads import limit_blas_threads
 from bookindex.server.views import MAX_DEPTH, outline, outline_text, summary
@@ -34,7 +39,6 @@ if TYPE_CHECKING:  # the SDK is imported when a server is built (its import take
     from mcp.server.mcpserver import MCPServer
 
 MAX_PAGES_PER_CALL = 10
-MAX_K = 50
 
 INSTRUCTIONS = """\
 bookindex answers questions over long documents (manuals, handbooks, reports) indexed as a
@@ -43,19 +47,42 @@ get_structure, then either ask (a grounded answer with cited pages) or search (r
 to read yourself). Use get_node or get_pages to read exact text before quoting it."""
 
 
-def _guard(fn: Any) -> Any:
-    """Turn Engine and validation errors into MCP tool errors with their one-line message."""
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        from mcp.server.mcpserver.exceptions import ToolError  # deferred with the SDK (see build_server)
+def caller_grant(ctx: Any) -> Grant | None:
+    """What the caller may read: over HTTP the grant the key guard put in the request's state;
+    over stdio (no HTTP request) everything, as the local user who started the server."""
+    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
+    if request is None:
+        return OPEN
+    grant: Grant | None = request.scope.get("state", {}).get("grant")
+    return grant
 
-        try:
-            return fn(*args, **kwargs)
-        except BookIndexError as e:
-            raise ToolError(" ".join(str(e).split())) from None
-        except Problem as e:
-            raise ToolError(e.detail) from None
-    return call
+
+def guard_with(redactor: Redactor, context: Any = None) -> Callable[[Any], Any]:
+    """A decorator turning Engine and validation errors into MCP tool errors with their one-line
+    message, and keeping the server's folders out of results and errors (`redact`). `context`:
+    the SDK's Context class, put in place of the `ctx` annotation (a string here, as the SDK is
+    imported late) so the SDK hands the tool its request context."""
+    def guard(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            from mcp.server.mcpserver.exceptions import ToolError  # deferred with the SDK (see build_server)
+
+            if "ctx" in kwargs:  # read here, in the SDK's thread: a bounded tool runs in a pool of its own
+                kwargs["ctx"] = caller_grant(kwargs["ctx"])
+            try:
+                return redactor.value(fn(*args, **kwargs))
+            except BookIndexError as e:
+                raise ToolError(redactor.text(" ".join(str(e).split()))) from None
+            except Problem as e:
+                raise ToolError(redactor.text(e.detail)) from None
+            except ValidationError as e:  # a request model the Engine builds: name the field, as REST does
+                first = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid input"}
+                where = ".".join(str(x) for x in first.get("loc", ()))
+                raise ToolError(redactor.text(f"{where}: {first.get('msg', '')}")) from None
+        if context is not None and "ctx" in getattr(fn, "__annotations__", {}):
+            call.__annotations__ = {**fn.__annotations__, "ctx": context | None}
+        return call
+    return guard
 
 
 def parse_pages(spec: str, last: int) -> list[int]:
@@ -78,13 +105,34 @@ def parse_pages(spec: str, last: int) -> list[int]:
     return sorted(pages)
 
 
-def build_server(engine: Engine) -> MCPServer:
-    """The MCP server of one library (the tools and resources below)."""
-    from mcp.server.mcpserver import MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
+def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
+    """The MCP server of one library or several (name -> Engine): the tools and resources below.
+    With several, every tool takes the library by name (`library`); over HTTP a key sees only
+    the libraries it may read (others are unknown: "no library"), over stdio the local user sees all."""
+    from mcp.server.mcpserver import Context, MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
 
+    engines = {Path(served.library.root).resolve().name or "library": served} if isinstance(served, Engine) \
+        else dict(served)
+    first = next(iter(engines.values()))
     mcp = MCPServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
 
-    bounds = Bounds(engine.settings.server.mcp_tool_timeout_s)  # ask, plan, search: time-limited
+    settings = first.settings.server
+    bounds = Bounds(settings.mcp_tool_timeout_s)  # ask, plan, search: time-limited
+    redactor = Redactor([*(e.root for e in engines.values()), cache_dir(first.settings), *default_folders(),
+                         *skill_folders(settings.skills).values()])
+    _guard = guard_with(redactor, Context)
+
+    def pick(library: str | None, grant: Any) -> Engine:
+        """The library a tool call names (or the only one), if the caller may read it (`grant`:
+        what `guard` made of the call's context)."""
+        readable = sorted(n for n in engines if grant is not None and grant.can_read(n))
+        if library is None:
+            if len(engines) == 1 and readable:
+                return engines[readable[0]]
+            raise Problem(422, f"library: name one of {', '.join(readable) or '(none readable with this key)'}")
+        if library not in readable:
+            raise Problem(404, f"no library {validate.library_name(library)!r}")
+        return engines[library]
 
     def ref(doc: str | None) -> str | None:
         return validate.doc_ref(doc) if doc else None
@@ -94,7 +142,8 @@ def build_server(engine: Engine) -> MCPServer:
         "(file name), pages, nodes, sections, graph (whether a knowledge graph was built), created. "
         "Call this first to learn which documents exist; pass a doc_id or name as `doc` to other tools."))
     @_guard
-    def list_documents() -> list[dict[str, Any]]:
+    def list_documents(library: str | None = None, ctx: "Context | None" = None) -> list[dict[str, Any]]:
+        engine = pick(library, ctx)
         engine.library.refresh()
         return [summary(d) for d in engine.documents()]
 
@@ -103,8 +152,9 @@ def build_server(engine: Engine) -> MCPServer:
         "`depth` section levels (1 = chapters; default 2; '+N below' marks sections cut off). Use it "
         "to see how a document is organised and to find the node_id of a section to read with get_node."))
     @_guard
-    def get_structure(doc: str, depth: int = 2) -> str:
-        depth = max(0, min(depth, MAX_DEPTH))
+    def get_structure(doc: str, depth: int = 2, library: str | None = None, ctx: "Context | None" = None) -> str:
+        engine = pick(library, ctx)
+        limits.depth(depth)
         return outline_text(outline(engine.tree(validate.doc_ref(doc)), depth))
 
     @mcp.tool(description=(
@@ -112,7 +162,8 @@ def build_server(engine: Engine) -> MCPServer:
         "its type, title, full text, 1-based page range, the titles of its ancestors (parent_path) and "
         "its children's ids. Use it to read a section found with get_structure or a search hit exactly."))
     @_guard
-    def get_node(node_id: str) -> dict[str, Any]:
+    def get_node(node_id: str, library: str | None = None, ctx: "Context | None" = None) -> dict[str, Any]:
+        engine = pick(library, ctx)
         view = engine.node(validate.node_id(node_id))
         data = view.model_dump(mode="json", exclude={"image_file", "meta"})
         data["page"], data["page_end"] = view.page_idx + 1, view.page_end_idx + 1
@@ -123,7 +174,8 @@ def build_server(engine: Engine) -> MCPServer:
         "node_id. `pages` is 1-based: '12', '12-14' or '3,7' (at most 10 pages per call). Use it when "
         "an answer cites pages and you need the surrounding text, or for tables and lists that span nodes."))
     @_guard
-    def get_pages(doc: str, pages: str) -> str:
+    def get_pages(doc: str, pages: str, library: str | None = None, ctx: "Context | None" = None) -> str:
+        engine = pick(library, ctx)
         info = engine.document(validate.doc_ref(doc))
         tree = engine.tree(info.doc_id)
         wanted = parse_pages(pages, int(info.pages or 0))
@@ -145,8 +197,11 @@ def build_server(engine: Engine) -> MCPServer:
         "`ask` when you just want the answer."))
     @_guard
     @bounds.bound("search")
-    def search(query: str, doc: str | None = None, k: int = 5) -> list[dict[str, Any]]:
-        k = max(1, min(k, MAX_K))
+    def search(query: str, doc: str | None = None, k: int = 5, library: str | None = None,
+               ctx: "Context | None" = None) -> list[dict[str, Any]]:
+        engine = pick(library, ctx)
+        limits.question(query, settings, "query")
+        limits.k(k)
         hits = engine.search(query, doc=ref(doc), k=k)
         return [{"rank": e.rank or i, "node_id": e.node_id, "page": e.page, "section": e.section,
                  "scores": {n: round(float(v), 4) for n, v in e.scores.items()},
@@ -159,7 +214,9 @@ def build_server(engine: Engine) -> MCPServer:
         "Answers are grounded in the documents only; check cited pages with get_pages if it matters."))
     @_guard
     @bounds.bound("ask")
-    def ask(question: str, doc: str | None = None) -> dict[str, Any]:
+    def ask(question: str, doc: str | None = None, library: str | None = None, ctx: "Context | None" = None) -> dict[str, Any]:
+        engine = pick(library, ctx)
+        limits.question(question, settings)
         a = engine.ask(question, doc=ref(doc))
         return {"answer": a.answer, "query_type": a.query_type, "document": a.doc.get("name"),
                 "citations": a.citations, "citation_check": a.citation_check,
@@ -172,12 +229,22 @@ def build_server(engine: Engine) -> MCPServer:
         "retrieval; it retrieves nothing."))
     @_guard
     @bounds.bound("plan")
-    def plan(question: str, doc: str | None = None) -> dict[str, Any]:
+    def plan(question: str, doc: str | None = None, library: str | None = None, ctx: "Context | None" = None) -> dict[str, Any]:
+        engine = pick(library, ctx)
+        limits.question(question, settings)
         return engine.plan(question, doc=ref(doc)).model_dump(mode="json")
 
-    folders = skill_folders(engine.settings.server.skills)
+    folders = skill_folders(settings.skills)
     if folders:
-        add_skill_tools(mcp, engine, folders)
+        add_skill_tools(mcp, first, folders, _guard)
+    if len(engines) == 1:
+        add_resources(mcp, first, _guard)
+    return mcp
+
+
+def add_resources(mcp: MCPServer, engine: Engine, _guard: Callable[[Any], Any]) -> None:
+    """The document list and outlines as resources (a one-library server; with several, the
+    tools take the library by name)."""
 
     @mcp.resource("bookindex://documents", name="documents", mime_type="application/json",
                   description="The library's documents (doc_id, name, pages, nodes, sections).")
@@ -190,8 +257,6 @@ def build_server(engine: Engine) -> MCPServer:
     def tree_resource(doc: str) -> str:
         return outline_text(outline(engine.tree(validate.doc_ref(doc)), MAX_DEPTH))
 
-    return mcp
-
 
 SKILLS_INSTRUCTIONS = """\
 Skill folders (Corpus2Skill) organise a corpus as a hierarchy of topic folders: each top folder
@@ -200,7 +265,7 @@ list_skills, view a skill's SKILL.md, descend with view into the groups that fit
 then read documents with get_document."""
 
 
-def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) -> None:
+def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path], _guard: Callable[[Any], Any]) -> None:
     """The navigator's tools over the served skill folders: `list_skills`, `view`,
     `get_document` and `skills_search` (the embedding navigator, no LLM)."""
     only = next(iter(folders)) if len(folders) == 1 else None
@@ -248,23 +313,27 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path]) ->
         "to jump near the answer, then read the documents with get_document."))
     @_guard
     def skills_search(query: str, skill: str | None = None, k: int = 10) -> list[dict[str, Any]]:
-        k = max(1, min(k, MAX_K))
+        limits.question(query, engine.settings.server, "query")
+        limits.k(k)
         found = engine.skills.search(folder(skill), query, "skills-embedding", k=k)
         return [d.model_dump(mode="json") for d in found.documents[:k]]
 
 
-def run(engine: Engine, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
+def run(served: Engine | Mapping[str, Engine], transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
         port: int = 8001) -> None:
-    """Serve over stdio (for an agent that launches the command) or streamable HTTP at /mcp."""
-    limit_blas_threads(engine.settings.server.blas_threads)
-    mcp = build_server(engine)
+    """Serve one library or several (name -> Engine) over stdio (for an agent that launches the
+    command) or streamable HTTP at /mcp (behind the REST server's key guard and body cap)."""
+    first = served if isinstance(served, Engine) else next(iter(served.values()))
+    limit_blas_threads(first.settings.server.blas_threads)
+    mcp = build_server(served)
     if transport == "stdio":
         mcp.run("stdio")
         return
     import uvicorn  # deferred: only the HTTP transport needs the ASGI server
 
-    keys = Keys.from_env(engine.settings)
-    print(check_bind(host, keys, engine.settings), file=sys.stderr, flush=True)
-    app = KeyGuard(mcp.streamable_http_app(host=host), keys, open_paths=frozenset())
+    keys = Keys.from_env(first.settings)
+    print(check_bind(host, keys, first.settings), file=sys.stderr, flush=True)
+    app = BodyLimit(KeyGuard(mcp.streamable_http_app(host=host), keys, open_paths=frozenset()),
+                    limit=first.settings.server.max_body_kb * 1024, what="request body")
     print(f"MCP endpoint: http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,46 +1,58 @@
-"""The FastAPI app: `create_app(engine, keys)`; `bookindex serve` runs it under uvicorn.
+"""The FastAPI app: `create_app(engine or {name: engine}, keys)`; `bookindex serve` runs it
+under uvicorn.
 
-Routes call the Engine and return its pydantic models (DocumentInfo, NodeView, Answer, Plan,
-IndexReport inside a Job). Errors are problem documents (`problems`), keys are checked by
-`middleware.KeyGuard` before a route runs, and every user string that names a document, node,
-job or file is checked by `validate` first. Sync routes run in Starlette's thread pool, so
-questions are answered in parallel while the job worker indexes.
+One app serves one library or several, each with its own Engine and job queue (`Library`); the
+library routes exist once per library at `/libraries/{name}/...` and, for a one-library server,
+at the root. Routes call the Engine and return its pydantic models (DocumentInfo, NodeView,
+Answer, Plan, IndexReport inside a Job). Errors are problem documents (`problems`); the key is
+checked by `middleware.KeyGuard` before a route runs and its grant by the route (`_library`: a
+library the key cannot read is a 404, like one that does not exist); every user string that
+names a library, document, node, job or file is checked by `validate` first; every body leaving
+the app passes `redact.RedactBodies`, and `access_log.AccessLog` writes one line per request.
+Sync routes run in Starlette's thread pool, so questions are answered in parallel while the job
+workers index.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
-import uuid
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile as StarletteUpload
 
 import bookindex
+from bookindex.core.atomic import write_json_atomic
+from bookindex.core.config import Settings, cache_dir, load_settings
 from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
-from bookindex.parsing.pdf_open import open_pdf
 from bookindex.retrieval import Answer, Plan
-from bookindex.server import handlers, launch, skills_api, validate
-from bookindex.server.auth import Keys, Role, allows
+from bookindex.server import api_docs, handlers, launch, limits, skills_api, validate
+from bookindex.server.access_log import AccessLog
+from bookindex.server.access_log import configure as configure_logging
+from bookindex.server.auth import OPEN, Grant, Keys
 from bookindex.server.inspector import mount as mount_inspector
+from bookindex.server.inspector.routes import is_page as inspector_page
 from bookindex.server.jobs import Job, JobManager
+from bookindex.server.launch import libraries_under
 from bookindex.server.middleware import BodyLimit, KeyGuard
 from bookindex.server.pages import page_png
 from bookindex.server.problem import Problem
+from bookindex.server.redact import RedactBodies, Redactor, default_folders, public_document
+from bookindex.server.sessions import Sessions
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.sse import ask_events
 from bookindex.server.threads import limit_blas_threads
+from bookindex.server.uploads import accept_upload, remove_document
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
+from bookindex.storage.catalog import CATALOG, CATALOG_FORMAT
+from bookindex.storage.catalog import now as catalog_now
 
 SERVER_DIR = ".server"  # LIB/.server: jobs, uploads, page images (hidden: not part of the catalog)
 SUFFIXES = {".pdf": "application/pdf", ".md": "text/markdown", ".markdown": "text/markdown",
@@ -61,7 +73,7 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1)
     doc: str | None = None
     method: str = "bookindex"
-    k: int | None = Field(default=None, ge=1, le=100)
+    k: int | None = Field(default=None, ge=1, le=limits.MAX_K)
 
 
 class Health(BaseModel):
@@ -72,20 +84,32 @@ class Health(BaseModel):
     auth: Literal["open", "keys"]
 
 
-class Server:
-    """What the routes share: the Engine, the jobs, the keys, the limits, and the catalog
-    watch that picks up changes other processes (`bookindex index`) made to the library."""
+class LibraryInfo(BaseModel):
+    name: str
+    documents: int
+    jobs_active: int
 
-    def __init__(self, engine: Engine, keys: Keys, isolate_builds: bool = True) -> None:
+
+class NewLibrary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+
+class Library:
+    """One served library: its Engine, its job queue, and the catalog watch that picks up changes
+    other processes (`bookindex index`, another worker) made to it."""
+
+    def __init__(self, name: str, engine: Engine, isolate_builds: bool) -> None:
+        self.name = name
         self.engine = engine
-        self.keys = keys
         self.limits = engine.settings.server
         self.root = Path(engine.library.root)
         self.dir = self.root / SERVER_DIR
         self.jobs = JobManager(engine, self.dir, self.limits.max_jobs, isolate=isolate_builds,
                                timeout_s=self.limits.job_timeout_s)
-        self.skills: dict[str, Path] = {}  # skill folders served (`serve --skills`), by folder name
         self._catalog_mtime: int | None = None
+        self.on_refresh: list[Any] = []  # called with the Engine after the catalog was re-read
 
     def fresh(self) -> Engine:
         """The Engine, its catalog re-read when library.json changed on disk."""
@@ -96,252 +120,393 @@ class Server:
         if mtime != self._catalog_mtime:
             self.engine.library.refresh()
             self._catalog_mtime = mtime
+            for hook in self.on_refresh:
+                hook(self.engine)
         return self.engine
 
-    def check_question(self, text: str) -> None:
-        if len(text) > self.limits.max_question_chars:
-            raise Problem(422, f"question is {len(text)} characters; the limit is {self.limits.max_question_chars}")
+
+class Server:
+    """What the routes share: the served libraries by name, the keys and login sessions, the
+    limits and the redactor. `home` (`bookindex serve ROOT`) is where libraries are created and
+    looked for; a server started on one library has none and serves that one only."""
+
+    def __init__(self, libraries: dict[str, Engine], keys: Keys, settings: Settings, isolate_builds: bool = True,
+                 home: Path | None = None) -> None:
+        self.keys = keys
+        self.settings = settings
+        self.limits = settings.server
+        self.isolate = isolate_builds
+        self.home = home
+        self.libraries: dict[str, Library] = {}
+        self.started = False  # the job queues run (between the app's start-up and shutdown)
+        self._bare: Engine | None = None
+        self._lock = threading.Lock()
+        self.skills: dict[str, Path] = {}  # skill folders served (`serve --skills`), by folder name
+        # folders no client learns of: responses name files by their last component only
+        self.redactor = Redactor([cache_dir(settings), *default_folders(), *([home] if home else [])])
+        state = home / SERVER_DIR if home is not None else None
+        for name, engine in libraries.items():
+            self._open(name, engine)
+            state = state or self.libraries[name].dir
+        self.sessions = Sessions((state or Path(".")) / "sessions", self.limits.session_ttl_s)
+
+    def _open(self, name: str, engine: Engine) -> Library:
+        lib = Library(name, engine, self.isolate)
+        self.redactor.add(lib.root)
+        lib.on_refresh.append(lambda e: self.redactor.add(*source_folders(e)))
+        self.libraries[name] = lib
+        if self.started:
+            lib.jobs.start()
+        return lib
+
+    def start(self) -> None:
+        self.started = True
+        for lib in list(self.libraries.values()):
+            lib.jobs.start()
+
+    def stop(self) -> None:
+        for lib in list(self.libraries.values()):
+            lib.jobs.stop()
+
+    # -- libraries -------------------------------------------------------------------------
+    def names(self) -> list[str]:
+        """The served libraries' names; under `home`, libraries other workers created since."""
+        if self.home is not None:
+            with self._lock:
+                for name in libraries_under(self.home):
+                    if name not in self.libraries:
+                        self._open(name, Engine(self.home / name, self.settings))
+                gone = [n for n, lib in self.libraries.items()
+                        if lib.root.parent.resolve() == self.home.resolve() and not lib.root.is_dir()]
+                for name in gone:
+                    self.libraries.pop(name).jobs.stop(timeout=0.1)
+        return sorted(self.libraries)
+
+    def library(self, name: str, grant: Grant | None) -> Library:
+        """A library the grant may read; 404 for any other, so a key never learns that a library
+        it cannot read exists."""
+        known = self.libraries.get(name)
+        if known is None or not known.root.is_dir():  # created or deleted by another worker
+            self.names()
+        if grant is None or not grant.can_read(name) or name not in self.libraries:
+            raise Problem(404, f"no library {name[:80]!r}")
+        return self.libraries[name]
+
+    def default(self, grant: Grant | None) -> Library:
+        """The library the one-library routes (`/documents`, `/ask`, ...) serve: the only one."""
+        names = self.names()
+        if len(names) != 1:
+            raise Problem(404, "this server serves several libraries: use /libraries/{name}/... "
+                               "(GET /libraries lists those your key reads)")
+        return self.library(names[0], grant)
+
+    def create(self, name: str) -> Library:
+        if self.home is None:
+            raise Problem(409, "this server was started on one library; start it on a folder of libraries "
+                               "(`bookindex serve ROOT`) to create libraries")
+        with self._lock:
+            if name in self.libraries or (self.home / name).exists():
+                raise Problem(409, f"library {name!r} exists")
+            engine = Engine(self.home / name, self.settings)
+            create_empty_library(engine)
+            return self._open(name, engine)
+
+    def delete(self, name: str) -> Library:
+        if self.home is None:
+            raise Problem(409, "this server was started on one library; it cannot be deleted through the API")
+        with self._lock:
+            lib = self.libraries.pop(name)
+            lib.jobs.stop()
+            shutil.rmtree(lib.root, ignore_errors=True)
+            return lib
+
+    def check_question(self, text: str, field: str = "question") -> None:
+        limits.question(text, self.limits, field)
+
+    def any_engine(self) -> Engine:
+        """An Engine for what belongs to no library (the skill folders of `--skills`): the first
+        library's, or one over no library when none is served yet."""
+        names = self.names()
+        if names:
+            return self.libraries[names[0]].engine
+        if self._bare is None:
+            self._bare = Engine(None, self.settings)
+        return self._bare
 
 
-def _engine(request: Request) -> Engine:
-    """The request's Engine, catalog fresh (a route dependency)."""
-    server: Server = request.app.state.server
-    return server.fresh()
+def source_folders(engine: Engine) -> set[Path]:
+    """The folders the library's documents were indexed from (kept private like the library's
+    own); a folder near the file system's root is left out, so text naming `/usr` stays whole."""
+    out = set()
+    for d in engine.documents():
+        parent = Path(d.source).parent if d.source else None
+        if parent is not None and parent.is_absolute() and len(parent.parts) > 2:
+            out.add(parent)
+    return out
 
 
-E = Annotated[Engine, Depends(_engine)]
+def create_empty_library(engine: Engine) -> None:
+    """An empty library folder with its catalog, so the server (and `bookindex`) open it."""
+    root = Path(engine.library.root)
+    root.mkdir(parents=True, exist_ok=False)
+    write_json_atomic(root / CATALOG, {"format_version": CATALOG_FORMAT, "created": catalog_now(), "documents": {}})
+    engine.library.refresh()
 
 
-def create_app(engine: Engine, keys: Keys | None = None, *, isolate_builds: bool = True,
-               skills: dict[str, Path] | None = None) -> FastAPI:
-    """The app for one library; keys default to the environment variables the settings name.
-    `isolate_builds=False` runs index jobs in the server process, with the Engine's own
-    providers (for an Engine given test doubles); by default each runs in a child process.
+def _grant(request: Request) -> Grant | None:
+    grant: Grant | None = request.scope.get("state", {}).get("grant")
+    return grant
+
+
+def _library(request: Request) -> Library:
+    """The library a library route serves: the one its path names (`/libraries/{library}/...`),
+    else the only one served; 404 unless the request's key reads it."""
+    srv: Server = request.app.state.server
+    name = request.path_params.get("library")
+    lib = srv.library(validate.library_name(name), _grant(request)) if name is not None else srv.default(_grant(request))
+    request.scope.setdefault("state", {})["library"] = lib.name
+    return lib
+
+
+L = Annotated["Library", Depends(_library)]
+
+
+def create_app(served: Engine | Mapping[str, Engine], keys: Keys | None = None, *, isolate_builds: bool = True,
+               skills: dict[str, Path] | None = None, home: Path | None = None) -> FastAPI:
+    """The app over one library (an Engine) or several (name -> Engine); keys default to those
+    the settings name (environment, keys file). `home`: the folder libraries are created in and
+    found under. `isolate_builds=False` runs index jobs in the server process, with the Engine's
+    own providers (for an Engine given test doubles); by default each runs in a child process.
     `skills` (name -> folder, default: the settings' `server.skills`) adds the /skills routes."""
-    keys = keys if keys is not None else Keys.from_env(engine.settings)
-    srv = Server(engine, keys, isolate_builds)
+    engines = {library_name_of(served): served} if isinstance(served, Engine) else dict(served)
+    settings = next(iter(engines.values())).settings if engines else load_settings()
+    keys = keys if keys is not None else Keys.from_env(settings)
+    srv = Server(engines, keys, settings, isolate_builds, home)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        srv.jobs.start()
+        srv.start()
         try:
             yield
         finally:
-            srv.jobs.stop()
+            srv.stop()
 
-    api = FastAPI(title="bookindex", version=bookindex.__version__, lifespan=lifespan,
+    api = FastAPI(title="bookindex", version=bookindex.__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Question answering over long documents: upload, index, browse, ask.")
     api.state.server = srv
     handlers.install(api)
-    folders = skills if skills is not None else skill_folders(engine.settings.server.skills)
+    api_docs.install(api, "bookindex")
+    folders = skills if skills is not None else skill_folders(settings.server.skills)
     srv.skills = folders
-    skills_api.install(api, srv.fresh, folders, tags=["skills"])
+    srv.redactor.add(*folders.values())
+    skills_api.install(api, srv.any_engine, folders, tags=["skills"])
 
-    def need(role: Role) -> Any:
-        def check(request: Request) -> None:
-            if not allows(request.scope.get("state", {}).get("role"), role):
-                raise Problem(403, f"this endpoint needs an {role} key")
-        return Depends(check)
-
-    # -- health, stats --------------------------------------------------------------------
+    # -- health, libraries ----------------------------------------------------------------
     @api.get("/health", response_model=Health, tags=["server"])
     def health() -> Health:
-        return Health(version=bookindex.__version__, documents=len(srv.fresh().library),
-                      jobs_active=srv.jobs.active(), auth="open" if keys.open else "keys")
+        libs = [srv.libraries[n] for n in srv.names()]
+        return Health(version=bookindex.__version__, documents=sum(len(lib.fresh().library) for lib in libs),
+                      jobs_active=sum(lib.jobs.active() for lib in libs), auth="open" if keys.open else "keys")
 
-    @api.get("/stats", tags=["library"])
-    def stats(engine: E, doc: str | None = None) -> dict[str, Any]:
-        return engine.stats(validate.doc_ref(doc) if doc else None)
+    @api.get("/libraries", response_model=list[LibraryInfo], tags=["libraries"])
+    def list_libraries(request: Request) -> list[LibraryInfo]:
+        """The libraries your key may read."""
+        grant = _grant(request)
+        out = []
+        for name in srv.names():
+            if grant is not None and grant.can_read(name):
+                lib = srv.libraries[name]
+                out.append(LibraryInfo(name=name, documents=len(lib.fresh().library), jobs_active=lib.jobs.active()))
+        return out
+
+    @api.post("/libraries", status_code=201, response_model=LibraryInfo, tags=["libraries"])
+    def create_library(body: NewLibrary, request: Request) -> Any:
+        """Create an empty library under the server's folder (an admin key)."""
+        grant = _grant(request)
+        if grant is None or not grant.admin:
+            raise Problem(403, "creating a library needs an admin key")
+        lib = srv.create(validate.library_name(body.name))
+        return _json(LibraryInfo(name=lib.name, documents=0, jobs_active=0), 201,
+                     {"Location": f"/libraries/{lib.name}"})
+
+    @api.delete("/libraries/{library}", response_model=LibraryInfo, tags=["libraries"])
+    def delete_library(library: str, request: Request) -> LibraryInfo:
+        """Delete a library, its documents and jobs (an admin key)."""
+        grant = _grant(request)
+        if grant is not None and grant.admin:  # an admin manages every library, read or not
+            lib = srv.library(validate.library_name(library), OPEN)
+        else:
+            srv.library(validate.library_name(library), grant)  # 404 unless the key reads it
+            raise Problem(403, "deleting a library needs an admin key")
+        info = LibraryInfo(name=lib.name, documents=len(lib.fresh().library), jobs_active=lib.jobs.active())
+        srv.delete(lib.name)
+        return info
+
+    routes = library_routes(srv)
+    api.include_router(routes)
+    api.include_router(routes, prefix="/libraries/{library}")
+
+    mount_inspector(api)  # the web inspector at /ui/ (bookindex/server/inspector)
+
+    limit = int(srv.limits.max_upload_mb * 2**20) + MULTIPART_SLACK
+    api.add_middleware(BodyLimit, limit=limit, applies=is_upload_path)
+    api.add_middleware(BodyLimit, limit=srv.limits.max_body_kb * 1024, applies=lambda p: not is_upload_path(p),
+                       what="request body")
+    # The inspector's login form and static files are open; its pages send a browser without a
+    # key to the form.
+    api.add_middleware(KeyGuard, keys=keys, open_paths=frozenset({"/health", "/ui/login"}),
+                       open_prefixes=("/ui/static/", api_docs.STATIC_PREFIX + "/"), login="/ui/login",
+                       sessions=srv.sessions, is_page=inspector_page)
+    api.add_middleware(RedactBodies, redactor=srv.redactor)  # every body and header
+    api.add_middleware(AccessLog)  # added last: runs first, so refused requests are logged too
+    return api
+
+
+def is_upload_path(path: str) -> bool:
+    """The upload routes: `/documents` and the inspector's `/ui/upload`, and both under
+    `/libraries/{name}`."""
+    if path.startswith("/libraries/") and path.count("/") >= 3:
+        path = "/" + path.split("/", 3)[3]
+    return path in ("/documents", "/ui/upload")
+
+
+def library_name_of(engine: Engine) -> str:
+    """A library's name: its folder's name."""
+    return Path(engine.library.root).resolve().name or "library"
+
+
+def library_routes(srv: Server) -> APIRouter:
+    """The routes over one library (`_library`: the only one, or the one the path names).
+    Reading needs a key that reads it, writing one that writes it."""
+    router = APIRouter()
+
+    def writable(lib: Library, request: Request) -> None:
+        grant = _grant(request)
+        if grant is None or not grant.can_write(lib.name):
+            raise Problem(403, f"this endpoint needs a key that writes library {lib.name!r} (an admin key, or a scoped key with write)")
+
+    @router.get("/stats", tags=["library"])
+    def stats(lib: L, doc: str | None = None) -> dict[str, Any]:
+        return lib.fresh().stats(validate.doc_ref(doc) if doc else None)
 
     # -- documents ------------------------------------------------------------------------
-    @api.get("/documents", response_model=list[DocumentInfo], tags=["documents"])
-    def list_documents(engine: E) -> list[DocumentInfo]:
-        return engine.documents()
+    @router.get("/documents", response_model=list[DocumentInfo], tags=["documents"])
+    def list_documents(lib: L) -> list[DocumentInfo]:
+        return [public_document(d) for d in lib.fresh().documents()]
 
-    @api.get("/documents/{doc}", response_model=DocumentInfo, tags=["documents"])
-    def get_document(doc: str, engine: E) -> DocumentInfo:
-        return engine.document(validate.doc_ref(doc))
+    @router.get("/documents/{doc}", response_model=DocumentInfo, tags=["documents"])
+    def get_document(doc: str, lib: L) -> DocumentInfo:
+        return public_document(lib.fresh().document(validate.doc_ref(doc)))
 
-    @api.post("/documents", status_code=202, response_model=Job, tags=["documents"],
-              dependencies=[need("admin")])
-    async def upload(request: Request, graph: bool | None = None) -> Any:
+    @router.post("/documents", status_code=202, response_model=Job, tags=["documents"])
+    async def upload(request: Request, lib: L, graph: bool | None = None, replace: bool = False) -> Any:
         """Upload a PDF, Markdown or text file (multipart field `file`); an index job starts.
-        Poll `GET /jobs/{id}` (the `Location` header) until its state is done or failed."""
-        form = await request.form(max_files=1, max_fields=4)
-        file = form.get("file")
-        if not isinstance(file, StarletteUpload):
-            raise Problem(400, "multipart field 'file' with the document is required")
-        name = validate.upload_name(file.filename)
-        suffix = Path(name).suffix.lower()
-        if suffix not in SUFFIXES:
-            raise Problem(415, f"{name}: unsupported file type; upload {', '.join(sorted(SUFFIXES))}")
-        staged, sha = await _stage(file, srv.dir / "uploads", int(srv.limits.max_upload_mb * 2**20))
-        try:  # PyMuPDF opens the file: off the event loop
-            await run_in_threadpool(_check_content, staged, name, suffix, srv.limits.max_pages)
-        except BaseException:
-            staged.unlink(missing_ok=True)
-            raise
-        options = {"graph": graph} if graph is not None else {}
-        job = srv.jobs.submit(staged, name, sha, options)
-        return _json(job, 202, {"Location": f"/jobs/{job.id}"})
+        Poll `GET /jobs/{id}` (the `Location` header) until its state is done or failed. The
+        same content stored with other options is refused (409) unless `replace=true`."""
+        writable(lib, request)
+        job = await accept_upload(lib, request, graph, replace)
+        prefix = f"/libraries/{lib.name}" if "library" in request.path_params else ""
+        return _json(job, 202, {"Location": f"{prefix}/jobs/{job.id}"})
 
-    @api.delete("/documents/{doc}", response_model=DocumentInfo, tags=["documents"],
-                dependencies=[need("admin")])
-    def delete_document(doc: str, engine: E) -> DocumentInfo:
-        info = engine.document(validate.doc_ref(doc))
-        removed = engine.remove(info.doc_id)
-        _forget_files(srv, removed)
-        return removed
+    @router.delete("/documents/{doc}", response_model=DocumentInfo, tags=["documents"])
+    def delete_document(doc: str, lib: L, request: Request) -> DocumentInfo:
+        writable(lib, request)
+        return public_document(remove_document(lib, doc))
 
-    @api.get("/documents/{doc}/tree", response_model=TreeNode, tags=["documents"])
-    def get_tree(doc: str, engine: E, depth: Annotated[int, Query(ge=0, le=MAX_DEPTH)] = 2,
+    @router.get("/documents/{doc}/tree", response_model=TreeNode, tags=["documents"])
+    def get_tree(doc: str, lib: L, depth: Annotated[int, Query(ge=0, le=MAX_DEPTH)] = 2,
                  sections_only: bool = True) -> TreeNode:
-        return outline(engine.tree(validate.doc_ref(doc)), depth, sections_only)
+        return outline(lib.fresh().tree(validate.doc_ref(doc)), depth, sections_only)
 
-    @api.get("/documents/{doc}/nodes/{node_id}", response_model=NodeView, tags=["documents"])
-    def get_node(doc: str, node_id: str, engine: E) -> NodeView:
+    @router.get("/documents/{doc}/nodes/{node_id}", response_model=NodeView, tags=["documents"])
+    def get_node(doc: str, node_id: str, lib: L) -> NodeView:
+        engine = lib.fresh()
         info = engine.document(validate.doc_ref(doc))
         view = engine.node(validate.node_id(node_id))
         if view.doc_id != info.doc_id:
             raise Problem(404, f"node {node_id} is not in {info.name}")
         return view
 
-    @api.get("/nodes/{node_id}", response_model=NodeView, tags=["documents"])
-    def get_any_node(node_id: str, engine: E) -> NodeView:
-        return engine.node(validate.node_id(node_id))
+    @router.get("/nodes/{node_id}", response_model=NodeView, tags=["documents"])
+    def get_any_node(node_id: str, lib: L) -> NodeView:
+        return lib.fresh().node(validate.node_id(node_id))
 
-    @api.get("/documents/{doc}/pages/{page}.png", tags=["documents"],
-             responses={200: {"content": {"image/png": {}}}})
-    def get_page(doc: str, page: int, engine: E, dpi: int = 110) -> FileResponse:
-        info = engine.document(validate.doc_ref(doc))
-        path = page_png(info, page, dpi, srv.dir / "pages", srv.limits.max_dpi)
+    @router.get("/documents/{doc}/pages/{page}.png", tags=["documents"],
+                responses={200: {"content": {"image/png": {}}}})
+    def get_page(doc: str, page: int, lib: L, dpi: int = 110) -> FileResponse:
+        info = lib.fresh().document(validate.doc_ref(doc))
+        path = page_png(info, page, dpi, lib.dir / "pages", srv.limits.max_dpi)
         return FileResponse(path, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
 
     # -- jobs -----------------------------------------------------------------------------
-    @api.get("/jobs", response_model=list[Job], tags=["jobs"])
-    def list_jobs(state: Literal["queued", "running", "done", "failed", "cancelled"] | None = None) -> list[Job]:
-        return srv.jobs.list(state)
+    @router.get("/jobs", response_model=list[Job], tags=["jobs"])
+    def list_jobs(lib: L, state: Literal["queued", "running", "done", "failed", "cancelled"] | None = None) -> list[Job]:
+        return lib.jobs.list(state)
 
-    @api.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
-    def get_job(job_id: str) -> Job:
-        return srv.jobs.get(validate.job_id(job_id))
+    @router.get("/jobs/{job_id}", response_model=Job, tags=["jobs"])
+    def get_job(job_id: str, lib: L) -> Job:
+        return lib.jobs.get(validate.job_id(job_id))
 
-    @api.post("/jobs/{job_id}/cancel", response_model=Job, tags=["jobs"], dependencies=[need("admin")])
-    def cancel_job(job_id: str) -> Job:
-        return srv.jobs.cancel(validate.job_id(job_id))
+    @router.post("/jobs/{job_id}/cancel", response_model=Job, tags=["jobs"])
+    def cancel_job(job_id: str, lib: L, request: Request) -> Job:
+        writable(lib, request)
+        return lib.jobs.cancel(validate.job_id(job_id))
 
     # -- questions ------------------------------------------------------------------------
-    @api.post("/ask", response_model=Answer, tags=["questions"],
-              responses={200: {"content": {"text/event-stream": {}}}})
-    def ask(req: AskRequest, request: Request, engine: E) -> Any:
+    @router.post("/ask", response_model=Answer, tags=["questions"],
+                 responses={200: {"content": {"text/event-stream": {}}}})
+    def ask(req: AskRequest, request: Request, lib: L) -> Any:
         """Answer a question (the Engine's Answer), or with `Accept: text/event-stream` stream
         it as server-sent events: plan, evidence, token..., usage, done."""
         srv.check_question(req.question)
         if req.doc is not None:
             validate.doc_ref(req.doc)
+        engine = lib.fresh()
         if "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(ask_events(engine, req), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         return engine.ask(req)
 
-    @api.post("/plan", response_model=Plan, tags=["questions"])
-    def plan(req: PlanRequest, engine: E) -> Plan:
+    @router.post("/plan", response_model=Plan, tags=["questions"])
+    def plan(req: PlanRequest, lib: L) -> Plan:
         srv.check_question(req.question)
-        return engine.plan(req.question, doc=validate.doc_ref(req.doc) if req.doc else None)
+        return lib.fresh().plan(req.question, doc=validate.doc_ref(req.doc) if req.doc else None)
 
-    @api.post("/run-plan", response_model=Answer, tags=["questions"])
-    def run_plan(req: RunPlanRequest, engine: E) -> Answer:
+    @router.post("/run-plan", response_model=Answer, tags=["questions"])
+    def run_plan(req: RunPlanRequest, lib: L) -> Answer:
         try:
             p = Plan.from_dict(req.plan)
         except (ValueError, TypeError, KeyError, InputError) as e:
             raise Problem(422, f"plan: {' '.join(str(e).split())[:300]}") from None
         srv.check_question(p.question)
-        return engine.run_plan(p, doc=validate.doc_ref(req.doc) if req.doc else None)
+        return lib.fresh().run_plan(p, doc=validate.doc_ref(req.doc) if req.doc else None)
 
-    @api.post("/search", response_model=list[Evidence], tags=["questions"])
-    def search(req: SearchRequest, engine: E) -> list[Evidence]:
-        srv.check_question(req.query)
-        hits = engine.search(req.query, doc=validate.doc_ref(req.doc) if req.doc else None,
-                             method=req.method, k=req.k)
+    @router.post("/search", response_model=list[Evidence], tags=["questions"])
+    def search(req: SearchRequest, lib: L) -> list[Evidence]:
+        srv.check_question(req.query, "query")
+        hits = lib.fresh().search(req.query, doc=validate.doc_ref(req.doc) if req.doc else None,
+                                  method=req.method, k=req.k)
         return hits[:req.k] if req.k else hits  # the bookindex method ranks its own number
 
-    mount_inspector(api)  # the web inspector at /ui/ (bookindex/server/inspector)
-
-    limit = int(srv.limits.max_upload_mb * 2**20) + MULTIPART_SLACK
-    api.add_middleware(BodyLimit, limit=limit, paths=frozenset({"/documents"}))
-    # added last: runs first. The inspector's key form and static files are open; its pages
-    # send a browser without a key to the form.
-    api.add_middleware(KeyGuard, keys=keys, open_paths=frozenset({"/health", "/ui/login"}),
-                       open_prefixes=("/ui/static/",), login="/ui/login")
-    return api
+    return router
 
 
 def _json(model: BaseModel, status: int, headers: dict[str, str]) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="json"), status_code=status, headers=headers)
 
 
-async def _stage(file: UploadFile | StarletteUpload, folder: Path, limit: int) -> tuple[Path, str]:
-    """Copy an upload to a staging file, hashing it; 413 past the limit."""
-    folder.mkdir(parents=True, exist_ok=True)
-    staged = folder / f"{uuid.uuid4().hex}.part"
-    h = hashlib.sha256()
-    size = 0
-    try:
-        with open(staged, "wb") as out:
-            while chunk := await file.read(1 << 20):
-                size += len(chunk)
-                if size > limit:
-                    raise Problem(413, f"{file.filename}: over the {limit / 2**20:.1f} MiB upload limit")
-                h.update(chunk)
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        staged.unlink(missing_ok=True)
-        raise
-    if size == 0:
-        staged.unlink(missing_ok=True)
-        raise Problem(400, f"{file.filename}: empty file")
-    return staged, h.hexdigest()
-
-
-def _check_content(staged: Path, name: str, suffix: str, max_pages: int) -> None:
-    """415 for content that is not what the name says; 413 past the page limit. A damaged PDF
-    passes here: its job fails with the parser's message, as `bookindex index` would."""
-    with open(staged, "rb") as fh:
-        head = fh.read(1024)
-    if suffix == ".pdf":
-        if b"%PDF-" not in head:
-            raise Problem(415, f"{name}: not a PDF (no %PDF header)")
-        try:
-            with open_pdf(staged) as pdf:
-                pages = pdf.page_count
-        except InputError:
-            return
-        if pages > max_pages:
-            raise Problem(413, f"{name}: {pages} pages; the limit is {max_pages} pages per document")
-    elif b"\x00" in head:
-        raise Problem(415, f"{name}: binary content in a {suffix} file")
-
-
-def _forget_files(srv: Server, removed: DocumentInfo) -> None:
-    """After a delete: drop the document's page images, and its upload unless still in use."""
-    shutil.rmtree(srv.dir / "pages" / removed.doc_id, ignore_errors=True)
-    src = Path(removed.source or "")
-    files = (srv.dir / "files").resolve()
-    if src.parent.parent == files and not any(d.source == removed.source for d in srv.engine.documents()):
-        shutil.rmtree(src.parent, ignore_errors=True)
-
-
 def pending_app() -> FastAPI:
     """The app `bookindex serve` starts (uvicorn's factory): built from `launch.pending()`."""
     p = launch.pending()
     limit_blas_threads(p.settings.server.blas_threads)
-    engine = Engine(p.library, p.settings)
-    app = create_app(engine, p.keys)
-    jobs = app.state.server.jobs
-    for job_id in jobs.interrupted:
-        job = jobs.get(job_id)
-        p.say(f"job {job.id} ({job.name}) was interrupted (x{job.interruptions}); resuming it")
-    p.say(f"library {engine.root}: {len(engine.library)} document(s); API docs at http://{p.host}:{p.port}/docs")
+    configure_logging()
+    engines = {name: Engine(path, p.settings) for name, path in p.libraries.items()}
+    app = create_app(engines, p.keys, home=p.home)
+    srv: Server = app.state.server
+    for lib in srv.libraries.values():
+        for job_id in lib.jobs.interrupted:
+            job = lib.jobs.get(job_id)
+            p.say(f"library {lib.name}: job {job.id} ({job.name}) was interrupted (x{job.interruptions}); resuming it")
+        p.say(f"library {lib.name} ({lib.root}): {len(lib.engine.library)} document(s)")
+    p.say(f"API docs at http://{p.host}:{p.port}/docs")
     return app

@@ -415,6 +415,10 @@ class JobManager:
         self._save(job)
         self._cancel_marker(job.id).unlink(missing_ok=True)
         self._cond.notify_all()
+        if state == "failed":
+            log.warning("job %s (%s) failed: %s", job.id, job.name, error)
+        else:
+            log.info("job %s (%s) %s", job.id, job.name, state)
 
     def _cancelled(self, job: Job) -> bool:
         """Whether a running job was asked to stop, here or (a marker) in another process."""

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookindex.core.config import Settings
+from bookindex.core.errors import ConfigError
 from bookindex.server.auth import Keys, check_bind
+from bookindex.server.validate import LIBRARY_NAME
 
 APP_FACTORY = "bookindex.server.app:pending_app"
 PENDING_ENV = "BOOKINDEX_SERVE_PENDING"  # what a worker process of `serve --workers N` serves
@@ -33,14 +35,16 @@ def _stderr(line: str) -> None:
 
 @dataclass
 class Pending:
-    """What `serve` hands the app factory in this process."""
+    """What `serve` hands the app factory in this process: the libraries by name, and `home`,
+    the folder of libraries (`serve ROOT`) where new ones are created, or None."""
 
-    library: Path
+    libraries: dict[str, Path]
     settings: Settings
     keys: Keys
     host: str
     port: int
     say: Callable[[str], None] = _stderr
+    home: Path | None = None
 
 
 _pending: list[Pending] = []
@@ -53,23 +57,60 @@ def pending() -> Pending:
             raise RuntimeError(f"{APP_FACTORY} is started by `bookindex serve`, not on its own")
         d = json.loads(raw)
         settings = Settings.model_validate(d["settings"])
-        _pending.append(Pending(Path(d["library"]), settings, Keys.from_env(settings), d["host"], int(d["port"])))
+        _pending.append(Pending({k: Path(v) for k, v in d["libraries"].items()}, settings, Keys.from_env(settings),
+                                d["host"], int(d["port"]), home=Path(d["home"]) if d.get("home") else None))
     return _pending[-1]
 
 
-def serve(library: Path, settings: Settings, host: str = "127.0.0.1", port: int = 8000,
-          say: Callable[[str], None] = _stderr, workers: int = 1) -> None:
-    """Serve `library` until interrupted (uvicorn handles SIGINT/SIGTERM), in `workers` processes."""
+def libraries_under(home: Path) -> list[str]:
+    """The names of the library folders directly under `home` (a folder with a catalog)."""
+    if not home.is_dir():
+        return []
+    return sorted(p.name for p in home.iterdir()
+                  if p.is_dir() and LIBRARY_NAME.fullmatch(p.name) and (p / "library.json").is_file())
+
+
+def plan_libraries(target: Path, named: dict[str, Path], folder_of_libraries: bool = False
+                   ) -> tuple[dict[str, Path], Path | None]:
+    """What `serve TARGET [--library NAME=PATH ...]` serves: TARGET itself when it is a library
+    (or a new folder), else every library folder directly under it, with TARGET as the home new
+    libraries are created in (always with `folder_of_libraries`); plus the named ones."""
+    target = Path(target).expanduser().resolve()
+    is_library = (target / "library.json").is_file()
+    under = libraries_under(target) if target.is_dir() and not is_library else []
+    libraries: dict[str, Path] = {}
+    home: Path | None = None
+    if folder_of_libraries or under:
+        if is_library:
+            raise ConfigError(f"{target.name}: a library, not a folder of libraries; serve it without --libraries")
+        home = target
+        libraries = {name: target / name for name in under}
+    else:
+        libraries = {target.name or "library": target}
+    for name, path in named.items():
+        if name in libraries:
+            raise ConfigError(f"--library {name}=...: a library named {name!r} is served already")
+        libraries[name] = Path(path).expanduser().resolve()
+    return libraries, home
+
+
+def serve(target: Path, settings: Settings, host: str = "127.0.0.1", port: int = 8000,
+          say: Callable[[str], None] = _stderr, workers: int = 1, named: dict[str, Path] | None = None,
+          folder_of_libraries: bool = False) -> None:
+    """Serve the libraries `plan_libraries` finds until interrupted (uvicorn handles SIGINT and
+    SIGTERM), in `workers` processes."""
     import uvicorn  # deferred: only `serve` needs the ASGI server
 
     keys = Keys.from_env(settings)
     say(check_bind(host, keys, settings))
+    libraries, home = plan_libraries(target, named or {}, folder_of_libraries)
     if workers > 1:
-        os.environ[PENDING_ENV] = json.dumps({"library": str(Path(library).resolve()), "host": host, "port": port,
+        os.environ[PENDING_ENV] = json.dumps({"libraries": {k: str(v) for k, v in libraries.items()},
+                                              "home": str(home) if home else None, "host": host, "port": port,
                                               "settings": settings.model_dump(mode="json")})
-        say(f"{workers} server processes answer questions; one of them runs the index jobs")
+        say(f"{workers} server processes answer questions; one of them runs each library's index jobs")
     else:
-        _pending.append(Pending(Path(library), settings, keys, host, port, say))
+        _pending.append(Pending(libraries, settings, keys, host, port, say, home))
     uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, log_level="info", access_log=False,
                 workers=workers if workers > 1 else None,
                 # a worker still loading its models on a busy machine is not a dead one

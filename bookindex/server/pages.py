@@ -31,7 +31,7 @@ def page_png(info: DocumentInfo, page: int, dpi: int, cache: Path, max_dpi: int)
     if source.suffix.lower() != ".pdf":
         raise Problem(404, f"{info.name}: page images exist for PDF documents only")
     if not source.is_file():
-        raise Problem(404, f"{info.name}: the source PDF is no longer at {source}; re-upload it to render pages")
+        raise Problem(404, f"{info.name}: the source PDF {source.name} is no longer stored; re-upload it to render pages")
     with open_pdf(source) as pdf:
         if page > pdf.page_count:
             raise Problem(404, f"{info.name}: no page {page} in {source.name} ({pdf.page_count} pages)")

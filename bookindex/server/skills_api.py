@@ -44,10 +44,7 @@ class SkillsQuestion(BaseModel):
 
 
 def install(api: FastAPI, engine: Callable[[], Engine], folders: dict[str, Path], tags: list[str | Any]) -> None:
-    """Add the /skills routes for `folders` (nothing when there are none)."""
-    if not folders:
-        return
-
+    """Add the /skills routes for `folders` (with none, `GET /skills` lists none)."""
     def folder(name: str) -> Path:
         if name not in folders:
             raise Problem(404, f"no skill folder {name!r}; this server serves {', '.join(sorted(folders))}")

@@ -16,6 +16,7 @@ DOC_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}")  # a doc id, file 
 NODE_ID = re.compile(r"[0-9a-f]{4,64}-[A-Za-z0-9_]{1,40}")  # "<doc id>-<00042|root>"
 ENTITY_ID = re.compile(r"[0-9a-f]{4,64}-e[0-9A-Za-z_]{1,40}")  # "<doc id>-e000060"
 JOB_ID = re.compile(r"[0-9a-f]{32}")
+LIBRARY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # a library: a folder under the server's root
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ ()+-]{0,199}")
 
 
@@ -35,6 +36,12 @@ def node_id(value: str) -> str:
 def entity_id(value: str) -> str:
     if not ENTITY_ID.fullmatch(value):
         raise Problem(400, f"invalid entity id {value[:80]!r}: entity ids look like '3917eb460d87e275-e000060'")
+    return value
+
+
+def library_name(value: str) -> str:
+    if not LIBRARY_NAME.fullmatch(value) or ".." in value:
+        raise Problem(400, f"invalid library name {value[:80]!r}: letters, digits and '._-', at most 64")
     return value
 
 

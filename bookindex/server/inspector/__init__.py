@@ -22,6 +22,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 def mount(app: FastAPI) -> None:
     """Add the inspector to the server app: pages under /ui/, files under /ui/static/."""
     app.include_router(router)
+    app.include_router(router, prefix="/libraries/{library}")  # a named library's pages
     app.mount(PREFIX + "/static", StaticFiles(directory=str(STATIC)), name="inspector-static")
 
     @app.get(PREFIX, include_in_schema=False)

@@ -1,13 +1,14 @@
 """The inspector's routes under `/ui/`: server-rendered pages (Jinja2, autoescaped) and the two
 JSON fragments the page script loads lazily (a tree node's children, a node with its boxes).
 
-Every route calls the Engine only (through the server's catalog-fresh `Server.fresh()`), checks
+Every route calls the Engine only (through the library's catalog-fresh `Library.fresh()`), checks
 ids with `validate` first, and renders Engine errors as a page with the problem's status. Page
 images come from the REST route `/documents/{doc}/pages/{n}.png` (the PNG cache).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import quote
@@ -20,13 +21,15 @@ from bookindex.core.errors import BookIndexError, InputError
 from bookindex.engine import METHODS, AskRequest, Engine
 from bookindex.retrieval import Answer, Plan
 from bookindex.server import validate
-from bookindex.server.auth import COOKIE
 from bookindex.server.inspector import present
+from bookindex.server.middleware import session_cookie
 from bookindex.server.problem import Problem, status_of
+from bookindex.server.sessions import COOKIE
+from bookindex.server.uploads import accept_upload, remove_document
 from bookindex.skills.navigator.answer import SkillsAskRequest
 
 if TYPE_CHECKING:
-    from bookindex.server.app import Server
+    from bookindex.server.app import Library, Server
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "/ui"
@@ -45,9 +48,21 @@ def environment() -> Environment:
 ENV = environment()
 
 
+def page_prefixes(request: Request) -> tuple[str, str]:
+    """(the inspector's prefix, the REST prefix) for this request: `/ui` and `` on the one
+    library's pages, `/libraries/NAME/ui` and `/libraries/NAME` on a named library's."""
+    name = request.path_params.get("library")
+    if name is None:
+        return PREFIX, ""
+    api = f"/libraries/{quote(validate.library_name(name), safe='')}"
+    return api + PREFIX, api
+
+
 def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
     srv: Server = request.app.state.server
-    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, **ctx)
+    prefix, api = page_prefixes(request)
+    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, prefix=prefix, api=api,
+                                             ui=PREFIX, **ctx)
     return HTMLResponse(html, status_code=status,
                         headers={"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                  "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
@@ -71,20 +86,35 @@ def _srv(request: Request) -> "Server":
 
 
 def _engine(request: Request) -> Engine:
-    return _srv(request).fresh()
+    """The page's library (named in the path, else the only one), if the request's key reads it
+    (404 otherwise, as the API)."""
+    grant = request.scope.get("state", {}).get("grant")
+    name = request.path_params.get("library")
+    srv = _srv(request)
+    lib = srv.library(validate.library_name(name), grant) if name is not None else srv.default(grant)
+    request.scope.setdefault("state", {})["library"] = lib.name
+    return lib.fresh()
 
 
 def safe_next(value: str | None) -> str:
     """Where a login goes back to: an inspector path only, never another site."""
-    if value and value.startswith(PREFIX + "/") and not value.startswith("//") and "\\" not in value:
+    if value and is_page(value) and not value.startswith("//") and "\\" not in value:
         return value
     return PREFIX + "/"
+
+
+LIBRARY_PAGE = re.compile(r"/libraries/[A-Za-z0-9][A-Za-z0-9._-]{0,63}" + PREFIX + "/")
+
+
+def is_page(path: str) -> bool:
+    """Whether a path is an inspector page: `/ui/...` or `/libraries/NAME/ui/...`."""
+    return path.startswith(PREFIX + "/") or LIBRARY_PAGE.match(path) is not None
 
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
 
-# -- auth: a key form that sets an HttpOnly cookie the key guard accepts ----------------------
+# -- auth: a key form that opens a server-side session; the cookie holds its random id ---------
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # noqa: A002
     return render(request, "login.html", next=safe_next(next), failed=False)
@@ -93,16 +123,21 @@ def login_form(request: Request, next: str | None = None) -> HTMLResponse:  # no
 @router.post("/login", response_model=None)
 def login(request: Request, key: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "") -> Response:  # noqa: A002
     srv = _srv(request)
-    if srv.keys.role_of(key.strip()) is None:
+    grant = srv.keys.grant(key.strip())
+    if grant is None or srv.keys.open:
         return render(request, "login.html", status=401, next=safe_next(next), failed=True)
+    request.scope.setdefault("state", {})["key_id"] = grant.id
+    session = srv.sessions.create(grant.id)
     resp = RedirectResponse(safe_next(next), status_code=303)
-    resp.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path="/",
+    resp.set_cookie(COOKIE, session, httponly=True, samesite="strict", path="/", max_age=int(srv.sessions.ttl_s),
                     secure=request.url.scheme == "https")
     return resp
 
 
 @router.post("/logout")
-def logout() -> RedirectResponse:
+def logout(request: Request) -> RedirectResponse:
+    """End the session on the server (its id no longer opens anything), then drop the cookie."""
+    _srv(request).sessions.end(session_cookie(request.headers.get("cookie", "")))
     resp = RedirectResponse(PREFIX + "/login", status_code=303)
     resp.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return resp
@@ -111,13 +146,60 @@ def logout() -> RedirectResponse:
 # -- library -------------------------------------------------------------------------------------
 @router.get("/", response_class=HTMLResponse)
 def library(request: Request) -> HTMLResponse:
+    srv = _srv(request)
+    if "library" not in request.path_params and len(srv.names()) != 1:  # several: choose one
+        grant = request.scope.get("state", {}).get("grant")
+        names = [n for n in srv.names() if grant is not None and grant.can_read(n)]
+        return render(request, "libraries.html", libraries=names)
     engine = _engine(request)
+    name = request.scope["state"]["library"]
+    grant = request.scope.get("state", {}).get("grant")
     try:
         docs = engine.documents() if engine.exists() else []
         rows = [{"info": d, "stats": _stats(request, engine, d.doc_id)} for d in docs]
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
-    return render(request, "library.html", docs=rows, root=str(engine.root))
+    jobs = srv.libraries[name].jobs.list()[:10]
+    return render(request, "library.html", docs=rows, library=name, jobs=jobs,
+                  writable=grant is not None and grant.can_write(name))
+
+
+def _writable(request: Request) -> "Library":
+    """The page's library, if the request's key writes it (403 when it only reads it)."""
+    _engine(request)
+    srv = _srv(request)
+    name = request.scope["state"]["library"]
+    grant = request.scope.get("state", {}).get("grant")
+    if grant is None or not grant.can_write(name):
+        raise Problem(403, f"uploading and deleting need a key that writes library {name!r}")
+    return srv.libraries[name]
+
+
+@router.post("/upload", response_model=None)
+async def upload_page(request: Request) -> Response:
+    """The library page's upload form (multipart `file`, checkboxes `graph`, `replace`): queue an
+    index job as `POST /documents` does, then back to the library page, which lists the job."""
+    prefix, _ = page_prefixes(request)
+    try:
+        lib = _writable(request)
+        form = await request.form(max_files=1, max_fields=4)
+        graph = form.get("graph") == "on"
+        replace = form.get("replace") == "on"
+        job = await accept_upload(lib, request, graph, replace)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return RedirectResponse(f"{prefix}/?job={job.id}", status_code=303)
+
+
+@router.post("/documents/{doc}/delete", response_model=None)
+def delete_page(request: Request, doc: str) -> Response:
+    """The library page's delete button (a write key): the document goes, as `DELETE /documents/{doc}`."""
+    prefix, _ = page_prefixes(request)
+    try:
+        remove_document(_writable(request), doc)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return RedirectResponse(f"{prefix}/", status_code=303)
 
 
 STATS_CACHE: dict[tuple[str, str], dict[str, Any]] = {}
@@ -185,7 +267,8 @@ def graph(request: Request, doc: str, q: str = "", entity: str | None = None) ->
     engine = _engine(request)
     try:
         info = engine.document(validate.doc_ref(doc))
-        _srv(request).check_question(q)
+        if q:
+            _srv(request).check_question(q, "q")
         found = engine.graph.entities(info.doc_id, q, limit=50)
         view = engine.graph.entity(info.doc_id, validate.entity_id(entity)) if entity else None
         tree = engine.cache.browse(info.doc_id).tree

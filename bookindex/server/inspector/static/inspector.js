@@ -7,6 +7,7 @@
   const body = document.body;
   const PREFIX = body.dataset.prefix || "/ui";
   const DPI = Number(body.dataset.dpi || 110);
+  const API = body.dataset.api || "";
   const marks = (window.inspectorMarks = {});
 
   function el(tag, attrs, ...kids) {
@@ -72,7 +73,7 @@
       img.dataset.loaded = "1";
       marks.pageLoaded = performance.now();
     });
-    img.src = `/documents/${encodeURIComponent(doc)}/pages/${page}.png?dpi=${DPI}`;
+    img.src = `${API}/documents/${encodeURIComponent(doc)}/pages/${page}.png?dpi=${DPI}`;
     frame.append(img);
     addBoxes(frame, [w, h], boxes);
     fig.append(frame);
