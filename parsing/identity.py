@@ -32,6 +32,7 @@ COVER_MIN_CHARS = 200  # a cover with less text than this (a picture) is read wi
 FISCAL_PAGES = 6  # "fiscal YYYY" is counted on this many first pages with text
 MAX_TITLE_CHARS = 200
 MAX_NAME_CHARS = 120
+SAMPLE_CHARS = 60_000  # of the first pages' text, read by spaCy for the organisations they name
 
 _MONTHS = "|".join(m for m in calendar.month_name if m)
 _MONTHS_ABBR = "|".join(m for m in calendar.month_abbr if m)
@@ -85,11 +86,11 @@ def identify(blocks: list[Block], *, nlp: Any = None) -> DocumentIdentity:
     form_match = _FORM.search(cover_text)
     return DocumentIdentity(
         title=_title(cover),
-        organisation=_registrant(cover) or (_organisation(cover, nlp) if nlp is not None else ""),
+        organisation=_registrant(cover) or (_organisation(cover, blocks, nlp) if nlp is not None else ""),
         date=first_date.isoformat() if first_date else "",
         form=form_match.group(1).upper() if form_match else "",
         period_end=period_end.isoformat() if period_end else "",
-        fiscal_year=_fiscal_year(blocks) or (period_end.year if period_end else None),
+        fiscal_year=_fiscal_year(blocks, cover) or (period_end.year if period_end else None),
     )
 
 
@@ -138,7 +139,12 @@ def _period_end(text: str) -> date | None:
     return None
 
 
-def _fiscal_year(blocks: list[Block]) -> int | None:
+def _fiscal_year(blocks: list[Block], cover: list[Block]) -> int | None:
+    """The cover's "fiscal YYYY" (its title's first), else the first pages' most frequent one."""
+    for text in (_title(cover), "\n".join(b.content for b in cover)):
+        m = _FISCAL.search(text)
+        if m:
+            return int(m.group(1))
     pages = sorted({b.page_idx for b in blocks if b.content.strip()})[:FISCAL_PAGES]
     counts = Counter(int(m.group(1)) for b in blocks if b.page_idx in pages
                      for m in _FISCAL.finditer(b.content))
@@ -179,19 +185,31 @@ def _registrant(cover: list[Block]) -> str:
     return ""
 
 
-def _organisation(cover: list[Block], nlp: Any) -> str:
-    """The organisation named most on the cover, larger type first (spaCy ORG entities)."""
-    scores: dict[str, float] = {}
-    first_seen: dict[str, int] = {}
+def _organisation(cover: list[Block], blocks: list[Block], nlp: Any) -> str:
+    """The organisation the document is about: of the organisations spaCy finds on the cover
+    (its largest type first), the one the first pages name most often themselves."""
+    pages = sorted({b.page_idx for b in blocks if b.content.strip()})[:FISCAL_PAGES]
+    sample = "\n".join(b.content for b in blocks if b.page_idx in pages)[:SAMPLE_CHARS]
+    named: Counter[str] = Counter(_org_key(e.text) for e in nlp(sample).ents if e.label_ == "ORG")
+    named.pop("", None)
+    top = max((_font_size(b) for b in cover), default=0.0)
+    best: tuple[float, float, int] | None = None
+    choice = ""
     for i, b in enumerate(cover):
         for ent in nlp(b.content[:2000]).ents:
-            if ent.label_ != "ORG":
+            key = _org_key(ent.text)
+            if ent.label_ != "ORG" or len(key) < 2:
                 continue
-            name = _clean(ent.text, MAX_NAME_CHARS)
-            if len(name) < 2:
-                continue
-            scores[name] = scores.get(name, 0.0) + 1.0 + _font_size(b) / 100.0
-            first_seen.setdefault(name, i)
-    if not scores:
-        return ""
-    return max(scores, key=lambda n: (scores[n], -first_seen[n]))
+            mentions = sum(n for k, n in named.items() if k in key or key in k)
+            rank = (float(mentions), 1.0 if _font_size(b) >= top - 0.5 else 0.0, -i)
+            if best is None or rank > best:
+                best, choice = rank, _clean(_strip_possessive(ent.text), MAX_NAME_CHARS)
+    return choice
+
+
+def _strip_possessive(name: str) -> str:
+    return re.sub(r"[\u2019']s?$", "", name.strip()).strip()
+
+
+def _org_key(name: str) -> str:
+    return re.sub(r"\s+", " ", _strip_possessive(name)).lower().removeprefix("the ").strip()
