@@ -37,6 +37,9 @@ from bookindex.core.model import DocumentTree
 from bookindex.operators.passages import Passage
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
+# "which page / which section ..." ask where in the document the answer is: the tree's own units
+STRUCTURE_TARGETS = {"page": "page", "section": "section", "chapter": "section", "subsection": "section",
+                     "appendix": "section"}
 _LABELS_BY_WH = {"when": ("DATE", "TIME"), "who": ("PERSON", "ORG", "NORP"), "whom": ("PERSON", "ORG", "NORP"),
                  "where": ("GPE", "LOC", "FAC", "ORG")}
 _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*)+(?:,|and|&))")
@@ -80,7 +83,7 @@ def _label_words() -> dict[str, tuple[str, ...]]:
 class Asked:
     """What a question asks for (module docstring)."""
 
-    kind: str  # quantity | date | entity | yesno | describe
+    kind: str  # quantity | date | entity | yesno | describe | page | section
     labels: tuple[str, ...] = ()  # entity labels an answer span may have
     terms: dict[str, float] = field(default_factory=dict)  # lemma -> weight
     names: list[str] = field(default_factory=list)  # things the question names (lower case)
@@ -128,6 +131,9 @@ def asked(question: str) -> Asked:
         target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
     if target is not None:
         base.target = target.lemma_.lower()
+        if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
+            base.kind = STRUCTURE_TARGETS[base.target]
+            return base
         fits = tuple(lb for lb, words in _label_words().items() if base.target.rstrip("s") in words)
         if fits:
             base.labels = fits
@@ -321,7 +327,12 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
         parsed.append((k, p, _sentences(nlp, p)))
     weights = _idf(a.terms, [s.text for _, _, ss in parsed for s in ss] or [p.text for _, p, _ in parsed])
     cands: list[Candidate] = []
+    # "which function / command ...": where the evidence holds reference entries, the answer is
+    # one of them (the document's named units), not a phrase of another passage
+    by_entry = a.kind == "entity" and bool(a.target) and any(p.node_id in entries for _, p, _ in parsed)
     for rank, (k, p, sents) in enumerate(parsed):
+        if by_entry and p.node_id not in entries:
+            continue
         prior = 0.6 / (1 + rank)
         title = " ".join(p.title_path).lower()
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
@@ -335,7 +346,7 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
             subject = any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_.strip("()") in a.names for t in s)
             has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
             sc = hit / math.sqrt(len(s) + 4) * 3 + 0.8 * named + 0.8 * subject + prior
-            if a.kind in ("describe", "yesno") and not has_verb:
+            if a.kind in ("describe", "yesno", "page", "section") and not has_verb:
                 sc -= 1.0
             if a.kind == "describe":
                 # a description states what its subject does: the name as subject, or a sentence
@@ -351,7 +362,7 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
             if a.kind == "describe" and _CODEISH.search(s.text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
             sentence = " ".join(s.text.split())
-            if a.kind == "entity" and a.target and p.node_id in entries and p.name.lower() not in a.names:
+            if by_entry and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is
                 cands.append(Candidate(0.3 * sc + 1.0 + 2.0 / (1 + rank), k, p, sentence, p.name))
@@ -370,6 +381,10 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
         return "", []
     best = max(cands, key=lambda c: (c.score, -c.number))
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
+    if a.kind == "page":
+        best.span = f"Page {best.passage.first_page}"
+    elif a.kind == "section" and best.passage.name:
+        best.span = best.passage.name
     if best.span:
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"

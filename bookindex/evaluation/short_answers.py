@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from bookindex.evaluation.mmlongbench import score_answer
+from bookindex.retrieval.planner import counted_unit
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
 _SOURCE = re.compile(r'^\s*From\s+(?:"[^"]*",\s*)?pp?\.\s*[\d\-–]+:\s*')
@@ -75,23 +76,15 @@ def score_short(gold: Any, answer_format: str | None, short: str) -> float:
     return score_answer(str(gold).replace("−", "-"), short, answer_format_of(gold, answer_format))
 
 
-_STRUCT_NOUN = (r"(?:figures?|images?|pictures?|photos?|charts?|plots?|graphs?|diagrams?|tables?|"
-                r"equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)|pages?|"
-                r"references?|citations?|footnotes?|slides?|icons?|logos?|screenshots?|steps?)")
-_STRUCTURE = [
-    re.compile(rf"\bhow many\s+(?:[\w-]+\s+){{0,4}}{_STRUCT_NOUN}\b", re.I),
-    re.compile(rf"\b(?:number|count|total)\s+of\s+(?:[\w-]+\s+){{0,3}}{_STRUCT_NOUN}\b", re.I),
-    re.compile(r"\b(?:which|what)\s+(?:page|section|chapter|appendix|figure|table)\b", re.I),
-    re.compile(r"\bon (?:which|what) page\b", re.I),
-    re.compile(r"\b(?:title|caption|heading|name) of (?:the )?(?:\w+ )?(?:section|chapter|figure|table|appendix|"
-               r"paper|report|document)\b", re.I),
-]
+_WHERE = re.compile(r"\b(?:which|what)\s+(?:page|section|chapter|appendix)\b|\bon (?:which|what) page\b|"
+                    r"\btitle of (?:the )?(?:\w+ )?(?:section|chapter|figure|table|appendix)\b", re.I)
 
 
 def question_kind(question: str, gold: Any, answer_format: str | None) -> str:
-    """The type a question is reported under: `structure` (counting, listing or locating the
-    document's parts), `number`, `date`, `yes-no` or `text`."""
-    if any(rx.search(question) for rx in _STRUCTURE):
+    """The type a question is reported under: `structure` (counting or listing the document's
+    parts — figures, tables, sections, pages, equations, references — or asking which page or
+    section), `number`, `date`, `yes-no` or `text`."""
+    if counted_unit(question) or _WHERE.search(question):
         return "structure"
     fmt = answer_format_of(gold, answer_format)
     if fmt in ("Int", "Float"):
