@@ -109,6 +109,13 @@ def asked(question: str) -> Asked:
     names = [e.text.lower() for e in doc.ents if e.label_ not in NUMERIC_LABELS]
     names += [m.lower() for m in _CODEISH.findall(question)]
     names += [t.text.lower() for t in doc if t.pos_ == "PROPN" or (t.is_upper and len(t.text) > 1)]
+    # "what does [the function] lapply do?": the subject between the auxiliary and the verb, whose
+    # last word names the thing described (spaCy often parses a bare name there as a modifier)
+    aux = next((t for t in doc if t.dep_ == "aux" and t.lemma_ == "do" and t.head.i > t.i + 1), None)
+    if aux is not None:
+        subject = [t for t in doc[aux.i + 1:aux.head.i] if not (t.is_stop or t.is_punct)]
+        if subject:
+            names.append(subject[-1].text.lower())
     names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
     wh = next((t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
     base = Asked(kind="describe", terms=terms, names=names, years=years)
@@ -315,10 +322,19 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries, whose name answers
     a "which function / command ..." question."""
+    a = asked(question)
+    cands = candidates(a, passages, numbers, furniture, entries)
+    if not cands:
+        return "", []
+    return _answer(a, cands)
+
+
+def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
+               furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> list[Candidate]:
+    """Every scored answer candidate of the passages (`read` answers with the best)."""
     nlp = _nlp()
     if nlp is None or not passages:
-        return "", []
-    a = asked(question)
+        return []
     nums = numbers or list(range(1, len(passages) + 1))
     parsed: list[tuple[int, Passage, list[Any]]] = []
     for k, p in zip(nums, passages):
@@ -343,9 +359,10 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
                 continue
             low = s.text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
-            subject = any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_.strip("()") in a.names for t in s)
+            subject = (any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_.strip("()") in a.names for t in s)
+                       or s[0].lower_.strip("()") in a.names)  # "lapply returns a list ..."
             has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
-            sc = hit / math.sqrt(len(s) + 4) * 3 + 0.8 * named + 0.8 * subject + prior
+            sc = hit / math.sqrt(len(s) + 4) * 3 + 0.8 * named + 1.2 * subject + prior
             if a.kind in ("describe", "yesno", "page", "section") and not has_verb:
                 sc -= 1.0
             if a.kind == "describe":
@@ -377,8 +394,12 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
             if cell is not None and cell[0] > 0:
                 sc = cell[0] / 2 + 0.8 + prior
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1]))
-    if not cands:
-        return "", []
+    return cands
+
+
+def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
+    """The answer text of the best candidate: its span, cited, then the sentence it is read
+    from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.score, -c.number))
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
     if a.kind == "page":
