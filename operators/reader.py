@@ -343,11 +343,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         parsed.append((k, p, _sentences(nlp, p)))
     weights = _idf(a.terms, [s.text for _, _, ss in parsed for s in ss] or [p.text for _, p, _ in parsed])
     cands: list[Candidate] = []
-    # "which function / command ...": where the evidence holds reference entries, the answer is
-    # one of them (the document's named units), not a phrase of another passage
-    by_entry = a.kind == "entity" and bool(a.target) and any(p.node_id in entries for _, p, _ in parsed)
+    # "which function / command ..." over a reference manual (a document with reference entries):
+    # the answer is the name of a unit the manual names (an entry or a section), and the rank
+    # retrieval gave it is the strongest evidence of which one, not a phrase of a passage
+    by_entry = a.kind == "entity" and bool(a.target) and bool(entries)
     for rank, (k, p, sents) in enumerate(parsed):
-        if by_entry and p.node_id not in entries:
+        if by_entry and not p.name:
             continue
         prior = 0.6 / (1 + rank)
         title = " ".join(p.title_path).lower()
@@ -363,9 +364,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                        or s[0].lower_.strip("()") in a.names)  # "lapply returns a list ..."
             has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
             sc = hit / math.sqrt(len(s) + 4) * 3 + 0.8 * named + 1.2 * subject + prior
-            if a.kind in ("describe", "yesno", "page", "section") and not has_verb:
+            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and not has_verb:
                 sc -= 1.0
-            if a.kind == "describe":
+            if a.kind == "describe" or by_entry:
                 # a description states what its subject does: the name as subject, or a sentence
                 # opening with the present-tense verb of a reference entry ("Creates the ...");
                 # a "name: ..." item describes a parameter, not the entry
@@ -382,7 +383,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if by_entry and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is
-                cands.append(Candidate(0.3 * sc + 1.0 + 2.0 / (1 + rank), k, p, sentence, p.name))
+                cands.append(Candidate(0.1 * sc + 2.0 / (1 + rank), k, p, sentence, p.name))
                 continue
             span = ""
             if a.kind in ("quantity", "date", "entity"):
