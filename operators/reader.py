@@ -276,9 +276,40 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
     return best
 
 
+def _respectively(sent: Any, a: Asked) -> str:
+    """"As of 2016 and 2017 ... was $2.4 billion and $3.0 billion": the value in the position of
+    the year the question names, when the sentence lists as many years as values."""
+    if len(a.years) != 1:
+        return ""
+    years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
+    values = [e.text for e in sent.ents if e.label_ in ("MONEY", "PERCENT", "QUANTITY")]
+    if len(years) >= 2 and len(years) == len(values) and years.count(a.years[0]) == 1:
+        return values[years.index(a.years[0])]
+    return ""
+
+
+def expansion(acronym: str, text: str) -> str:
+    """The long form a text gives an acronym: "National Atmospheric Research Laboratory (NARL)"
+    for NARL (the initials of the words before it, small words allowed between)."""
+    for m in re.finditer(rf"\(\s*{re.escape(acronym)}\s*\)", text, re.I):
+        words = re.findall(r"[\w&'-]+", text[max(0, m.start() - 160):m.start()])
+        caps = [i for i, w in enumerate(words) if w[0].isupper()]
+        for start in range(len(words) - 1, -1, -1):
+            initials = "".join(w[0] for w in words[start:] if w[0].isupper())
+            if initials.upper() == acronym.upper() and words[start][0].isupper():
+                return " ".join(words[start:])
+            if len(initials) > len(acronym) or (caps and start < caps[0]):
+                break
+    return ""
+
+
 def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
     """The part of the best sentence that answers: the entity (or number, or noun chunk) nearest
     the question's words that the question does not already say."""
+    if a.kind == "quantity" or not a.labels:
+        aligned = _respectively(sent, a)
+        if aligned:
+            return aligned
     anchors = [t.i for t in sent if t.lemma_.lower() in weights or t.lower_ in weights]
     q_words = set(weights)
 
@@ -390,6 +421,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 span = _span(s, a, weights)
                 sc += 0.8 if span else -0.8
             cands.append(Candidate(sc, k, p, sentence, span, order, has_verb and len(s) > 3))
+        for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
+            long_form = expansion(name, "\n".join([*p.title_path, p.text]))
+            if long_form and a.kind in ("describe", "entity") and not a.target:
+                # "what does NARL stand for / what is NARL": the long form the document gives it
+                where = next((ln for ln in [*p.title_path, *p.text.splitlines()]
+                              if re.search(rf"\(\s*{re.escape(name)}\s*\)", ln, re.I)), long_form)
+                cands.append(Candidate(3.0 + prior, k, p, " ".join(where.split())[:300], long_form))
         if a.kind == "quantity":
             cell = table_cell(p, a, weights)
             if cell is not None and cell[0] > 0:

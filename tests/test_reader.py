@@ -177,3 +177,17 @@ def test_no_llm_answers_on_libtasn1(libtasn1_library):
     assert ans.citations and all(1 <= c <= len(ans.evidence) for c in ans.citations)
     which = engine.ask("Which function decodes a DER encoded buffer into an ASN.1 structure?", doc="libtasn1.pdf")
     assert which.answer.startswith("asn1_der_decoding [")
+
+
+def test_a_listed_value_is_read_at_the_position_of_the_year_asked():
+    p = _passage("g", "As of December 31, 2016 and 2017, our liabilities for unredeemed gift cards was "
+                 "$2.4 billion and $3.0 billion.", ("Accrued Expenses",), 48)
+    assert read("What amount is liabilities for unredeemed gift cards in FY2017?", [p])[0].startswith("$3.0 billion [1]")
+    assert read("What amount is liabilities for unredeemed gift cards in FY2016?", [p])[0].startswith("$2.4 billion [1]")
+
+
+def test_an_acronym_is_answered_by_the_long_form_the_document_gives_it():
+    p = _passage("n", "National Atmospheric Research Laboratory (NARL) at Gadanki is an autonomous society.",
+                 ("Centres",), 19)
+    text, _ = read("What does NARL stand for?", [p])
+    assert text.startswith("National Atmospheric Research Laboratory [1]")
