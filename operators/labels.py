@@ -39,8 +39,9 @@ def label_word(unit: str) -> str:
 def _pattern(word: str) -> re.Pattern[str]:
     """'figure' -> Figure 3 / Fig. 3 / FIGURE 3-1 / Figure A.2 at the start of a text."""
     abbrev = re.escape(word[:3]) + r"\."
-    return re.compile(rf"^\s*(?:{re.escape(word)}s?|{abbrev})\s*((?:\d+|[A-Z]|[IVXL]+)(?:[.\-–]\d+)*)\b(?!\s*(?:and|,|–|-)\s*\d)",
-                      re.I)
+    # a number, or a capital letter or Roman numeral after a space ("Appendix B", "Chapter IV")
+    return re.compile(rf"^\s*(?:{re.escape(word)}|{abbrev})\s*((?:\d+|(?<=\s)(?-i:[A-Z]|[IVXL]+))(?:[.\-–]\d+)*)\b"
+                      rf"(?!\s*(?:and|,|–|-)\s*\d)", re.I)
 
 
 def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None) -> list[Labelled]:

@@ -89,6 +89,7 @@ class Asked:
     names: list[str] = field(default_factory=list)  # things the question names (lower case)
     years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
     target: str = ""  # the noun a "what N" question asks for
+    procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
 
 
 def asked(question: str) -> Asked:
@@ -128,6 +129,8 @@ def asked(question: str) -> Asked:
     if lw == "how":
         if nxt is not None and nxt.pos_ in ("ADJ", "ADV") and nxt.dep_ != "ROOT":
             base.kind, base.labels = "quantity", NUMERIC_LABELS
+        else:
+            base.procedure = True
         return base
     if lw in _LABELS_BY_WH:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
@@ -395,8 +398,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                        or s[0].lower_.strip("()") in a.names)  # "lapply returns a list ..."
             has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
             sc = hit / math.sqrt(len(s) + 4) * 3 + 0.8 * named + 1.2 * subject + prior
-            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and not has_verb:
-                sc -= 1.0
+            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and (not has_verb or len(s) < 4):
+                sc -= 1.0  # a fragment ("show output", a heading) does not describe
             if a.kind == "describe" or by_entry:
                 # a description states what its subject does: the name as subject, or a sentence
                 # opening with the present-tense verb of a reference entry ("Creates the ...");
@@ -436,6 +439,20 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     return cands
 
 
+def _usage_line(passage: Passage, a: Asked) -> str:
+    """The first code-like line of the passage (a call, a command with its arguments) holding
+    two or more of the question's words: "set output {"<filename>"}" for "how do I set the
+    output file?"."""
+    for ln in passage.text.splitlines():
+        s = ln.strip()
+        if not s or len(s) > 120 or not re.search(r"[{}()<>\[\]=\"]", s) or " " in s.rstrip(".")[-1:]:
+            continue
+        words = {w.lower() for w in re.findall(r"[A-Za-z][\w.]*", s)}
+        if len(words & set(a.terms)) >= 2 and not re.search(r"[.!?]\s*$", s):
+            return s
+    return ""
+
+
 def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
@@ -451,4 +468,7 @@ def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
     follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
     if a.kind == "describe" and follow:  # a description often goes on in its next sentence
         text += f" {follow[0].sentence[:300]} [{best.number}]"
+    usage = _usage_line(best.passage, a) if a.procedure else ""
+    if usage and usage not in text:  # "how do I ...": the command as the manual writes it
+        text += f" Usage: {usage} [{best.number}]"
     return text, [best.number]

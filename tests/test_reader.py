@@ -191,3 +191,19 @@ def test_an_acronym_is_answered_by_the_long_form_the_document_gives_it():
                  ("Centres",), 19)
     text, _ = read("What does NARL stand for?", [p])
     assert text.startswith("National Atmospheric Research Laboratory [1]")
+
+
+def test_a_plural_heading_is_not_a_label():
+    tree = build_tree("d", "d.pdf", [Block("title", "1 Figures", 0, level=1), Block("text", "Figures show data.", 0),
+                                     Block("text", "Figure 1: Data.", 1), Block("title", "Appendix IV Tables", 2, level=1)])
+    assert [x.label for x in labelled_parts(tree, "figures")] == ["Figure 1"]
+    assert [x.label for x in labelled_parts(tree, "appendices")] == ["Appendix IV"]
+
+
+def test_how_do_i_is_answered_by_the_describing_sentence_and_the_command():
+    p = _passage("o", "By default, screens are displayed to the standard output. The set output command redirects "
+                 "the display to the specified file or device.\nSyntax:\nset output {\"<filename>\"}\nshow output",
+                 ("Output",), 179)
+    text, _ = read("How do I set the name of the output file?", [p])
+    assert text.startswith('From "Output", p. 179: The set output command redirects the display')
+    assert 'Usage: set output {"<filename>"} [1]' in text
