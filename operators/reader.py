@@ -152,9 +152,9 @@ def asked(question: str) -> Asked:
     if any(e.label_ in ("MONEY", "PERCENT", "QUANTITY") for e in doc.ents):  # "answer in USD millions"
         base.kind, base.labels = "quantity", NUMERIC_LABELS
         return base
-    aux_do = any(t.lemma_ == "do" and t.head.pos_ == "VERB" for t in doc)
-    if base.target or not aux_do:
-        base.kind = "entity" if base.target else "describe"
+    # "which N" / "what N": one of the things the evidence names; "what is the N of X" (purpose, role,
+    # colour ...) with an N no entity label describes: the sentence that says it
+    base.kind = "entity" if base.target and (lw == "which" or wh.dep_ == "det") else "describe"
     return base
 
 
@@ -321,7 +321,7 @@ def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
 
     cands: list[tuple[float, str]] = []
     for e in sent.ents:
-        if a.labels and e.label_ not in a.labels:
+        if (a.labels and e.label_ not in a.labels) or (not a.labels and e.label_ in NUMERIC_LABELS):
             continue
         if all(t.lemma_.lower() in q_words or t.lower_ in q_words for t in e) or e.text.lower() in a.names:
             continue
@@ -389,15 +389,17 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         for order, s in enumerate(sents):
             words = {t.lemma_.lower() for t in s} | {t.lower_ for t in s}
-            hit = sum(w for t, w in weights.items() if t in words or t in title)
-            if hit <= 0:
+            hit = sum(w for t, w in weights.items() if t in words)
+            in_title = sum(w for t, w in weights.items() if t in title and t not in words)
+            if hit + in_title <= 0 or not any(t.is_alpha for t in s):
                 continue
             low = s.text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
             subject = (any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_.strip("()") in a.names for t in s)
                        or s[0].lower_.strip("()") in a.names)  # "lapply returns a list ..."
             has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
-            sc = hit / math.sqrt(len(s) + 4) * 3 + 0.8 * named + 1.2 * subject + prior
+            # the question's words in the sentence count by its length; in its section title once
+            sc = hit / math.sqrt(len(s) + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior
             if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and (not has_verb or len(s) < 4):
                 sc -= 1.0  # a fragment ("show output", a heading) does not describe
             if a.kind == "describe" or by_entry:
@@ -423,6 +425,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.kind in ("quantity", "date", "entity"):
                 span = _span(s, a, weights)
                 sc += 0.8 if span else -0.8
+            if a.kind == "entity" and a.target and p.title_path:
+                # "which directory / step ...": the section the sentence is in, named by its
+                # innermost title that shares a word with the question
+                section_name = next((tt for tt in reversed(p.title_path)
+                                     if set(re.findall(r"\w+", tt.lower())) & set(weights)), p.name)
+                base = sc - (0.8 if span else -0.8)
+                cands.append(Candidate(base + (0.5 if span else 0.9), k, p, sentence, section_name, order))
             cands.append(Candidate(sc, k, p, sentence, span, order, has_verb and len(s) > 3))
         for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
             long_form = expansion(name, "\n".join([*p.title_path, p.text]))
