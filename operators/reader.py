@@ -381,16 +381,21 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     # the answer is the name of a unit the manual names (an entry or a section), and the rank
     # retrieval gave it is the strongest evidence of which one, not a phrase of a passage
     by_entry = a.kind == "entity" and bool(a.target) and bool(entries)
+    # "what does X do?" where the evidence holds the entry or section named X: it says
+    own_entry = a.kind == "describe" and any(p.name.lower() in a.names for _, p, _ in parsed if p.name)
     for rank, (k, p, sents) in enumerate(parsed):
-        if by_entry and not p.name:
+        if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
             continue
         prior = 0.6 / (1 + rank)
         title = " ".join(p.title_path).lower()
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         for order, s in enumerate(sents):
             words = {t.lemma_.lower() for t in s} | {t.lower_ for t in s}
-            hit = sum(w for t, w in weights.items() if t in words)
-            in_title = sum(w for t, w in weights.items() if t in title and t not in words)
+            # the name of the entry asked about says nothing more in its own sentences (its
+            # prototype repeats it): there the sentence scores by the question's other words
+            own = {n for n in a.names if n == p.name.lower()}
+            hit = sum(w for t, w in weights.items() if t in words and t not in own)
+            in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
             if hit + in_title <= 0 or not any(t.is_alpha for t in s):
                 continue
             low = s.text.lower()
@@ -410,7 +415,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     sc += 0.6
                 if _LABELLED.match(s.text):
                     sc -= 0.6
-                symbols = sum(1 for t in s if t.is_punct or "_" in t.text or "*" in t.text)
+                symbols = sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text)
                 if symbols > 0.3 * len(s):  # a prototype or a code line: it names, it does not describe
                     sc -= 1.0
             if a.kind == "describe" and _CODEISH.search(s.text) and not named:
