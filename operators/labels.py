@@ -36,6 +36,13 @@ def label_word(unit: str) -> str:
     return "figure" if u in FIGURE_NOUNS else u
 
 
+def node_type(unit: str) -> str:
+    """The tree's node type of a labelled part: image for figures, section for appendices and
+    chapters, else the word itself (table, equation)."""
+    word = label_word(unit)
+    return "image" if word == "figure" else "section" if word in ("appendix", "chapter", "section") else word
+
+
 def _pattern(word: str) -> re.Pattern[str]:
     """'figure' -> Figure 3 / Fig. 3 / FIGURE 3-1 / Figure A.2 at the start of a text."""
     abbrev = re.escape(word[:3]) + r"\."

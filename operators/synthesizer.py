@@ -17,7 +17,7 @@ from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
-from bookindex.operators.labels import labelled_parts
+from bookindex.operators.labels import labelled_parts, node_type
 from bookindex.operators.passages import (
     ITEM_CHARS,
     Passage,
@@ -253,7 +253,12 @@ class Reduce(Operator[ReduceParams]):
     def _labelled(self, state: State, op: str) -> bool:
         """COUNT/LIST of the parts the document labels ("Figure 3", "Appendix B"), each cited by
         its label and page; False when the document labels none (the filtered nodes are counted)."""
-        parts = labelled_parts(self.ctx.tree, self.params.unit or "", self._scope())
+        tree = self.ctx.tree
+        unit = self.params.unit or ""
+        filtered = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+        if filtered and all(tree.nodes[i].type != node_type(unit) for i in filtered):
+            return False  # the filters (an edited plan) select other parts than the unit: count those
+        parts = labelled_parts(tree, unit, self._scope())
         if not parts:
             return False
         listing: list[dict[str, Any]] = [{"node_id": x.node_id, "type": self.ctx.tree.nodes[x.node_id].type,

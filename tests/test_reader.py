@@ -7,7 +7,7 @@ import pytest
 
 from bookindex.core.model import Block, build_tree
 from bookindex.evaluation.short_answers import question_kind, score_short, short_answer
-from bookindex.operators.labels import label_word, labelled_parts
+from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
 from bookindex.operators.reader import asked, is_reference_line, listing_share, read, recurring_blocks
 from bookindex.retrieval.planner import counted_unit
@@ -207,3 +207,7 @@ def test_how_do_i_is_answered_by_the_describing_sentence_and_the_command():
     text, _ = read("How do I set the name of the output file?", [p])
     assert text.startswith('From "Output", p. 179: The set output command redirects the display')
     assert 'Usage: set output {"<filename>"} [1]' in text
+
+
+def test_a_labelled_part_has_the_node_type_its_filter_selects():
+    assert node_type("charts") == "image" and node_type("appendices") == "section" and node_type("tables") == "table"
