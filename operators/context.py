@@ -89,6 +89,8 @@ class DerivedViews:
     # the baselines' per-document index (`retrieval.baselines.index.DocIndex`, which narrows it
     # with isinstance): typed `object` because operators may not import the retrieval layer
     baseline: object | None = None
+    # running headers and footers: leaves whose text recurs on many pages (operators.reader)
+    furniture: frozenset[str] | None = None
 
 
 @dataclass

