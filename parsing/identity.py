@@ -8,8 +8,11 @@ which the router matches against what a question names.
 
 - **title**: the largest-font text on the cover, its lines in reading order.
 - **organisation**: a securities filing's cover prints the registrant's name on the line above its
-  caption "(Exact name of registrant as specified in its charter)"; any other document's is the
-  organisation spaCy's entity recogniser finds most often on the cover, larger type first.
+  caption "(Exact name of registrant as specified in its charter)"; a filing whose cover has no
+  such caption gets the organisation spaCy's entity recogniser finds on the cover in the largest
+  type and its first pages name most. Other documents get none: on papers and reports the small
+  English model's organisations were column titles and acronyms (measured on the MMLongBench dev
+  papers), and their title names what they are.
 - **form**: the form number a filing prints on its cover ("FORM 10-K" -> "10-K").
 - **period_end**: the date after the first "... ended <date>" on the cover (a report's period).
 - **fiscal_year**: the year the document calls "fiscal YYYY" / "fiscal year YYYY" most often on
@@ -24,9 +27,11 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from datetime import date
-from typing import Any
+from typing import Any, Callable
 
+from bookindex.core.errors import ConfigError
 from bookindex.core.model import Block
+from bookindex.providers.nlp import english
 
 COVER_MIN_CHARS = 200  # a cover with less text than this (a picture) is read with the next page
 FISCAL_PAGES = 6  # "fiscal YYYY" is counted on this many first pages with text
@@ -74,9 +79,10 @@ class DocumentIdentity:
         return " · ".join(p for p in parts if p)
 
 
-def identify(blocks: list[Block], *, nlp: Any = None) -> DocumentIdentity:
-    """Read the identity from a document's blocks (reading order). `nlp`: a spaCy pipeline with
-    an entity recogniser for the organisation of documents that are not filings (None: skip)."""
+def identify(blocks: list[Block], *, nlp: Callable[[], Any] | None = english) -> DocumentIdentity:
+    """Read the identity from a document's blocks (reading order). `nlp` makes the spaCy
+    pipeline whose entity recogniser finds a filing's organisation when its cover has no
+    registrant caption; it is called only then (None, or a pipeline that cannot load: skip)."""
     cover = cover_blocks(blocks)
     if not cover:
         return DocumentIdentity()
@@ -84,9 +90,15 @@ def identify(blocks: list[Block], *, nlp: Any = None) -> DocumentIdentity:
     period_end = _period_end(cover_text)
     first_date = _first_date(cover_text)
     form_match = _FORM.search(cover_text)
+    organisation = _registrant(cover)
+    if not organisation and form_match and nlp is not None:
+        try:
+            organisation = _organisation(cover, blocks, nlp())
+        except ConfigError:  # spaCy's English model is not installed: no organisation
+            organisation = ""
     return DocumentIdentity(
         title=_title(cover),
-        organisation=_registrant(cover) or (_organisation(cover, blocks, nlp) if nlp is not None else ""),
+        organisation=organisation,
         date=first_date.isoformat() if first_date else "",
         form=form_match.group(1).upper() if form_match else "",
         period_end=period_end.isoformat() if period_end else "",
@@ -112,6 +124,8 @@ def parse_date(text: str) -> date | None:
     """The first "Month D, YYYY" date in `text` (full or abbreviated month names), or None."""
     for m in _DATE.finditer(text):
         month = _month_number(m.group(1))
+        if not 1900 <= int(m.group(3)) <= 2100:
+            continue
         try:
             return date(int(m.group(3)), month, int(m.group(2)))
         except ValueError:
@@ -186,8 +200,9 @@ def _registrant(cover: list[Block]) -> str:
 
 
 def _organisation(cover: list[Block], blocks: list[Block], nlp: Any) -> str:
-    """The organisation the document is about: of the organisations spaCy finds on the cover
-    (its largest type first), the one the first pages name most often themselves."""
+    """The organisation the document is about: of the organisations spaCy finds on the cover,
+    those in its largest type first, and among them the one the first pages name most often
+    (an organisation whose words contain, or are contained in, a name they use)."""
     pages = sorted({b.page_idx for b in blocks if b.content.strip()})[:FISCAL_PAGES]
     sample = "\n".join(b.content for b in blocks if b.page_idx in pages)[:SAMPLE_CHARS]
     named: Counter[str] = Counter(_org_key(e.text) for e in nlp(sample).ents if e.label_ == "ORG")
@@ -200,8 +215,9 @@ def _organisation(cover: list[Block], blocks: list[Block], nlp: Any) -> str:
             key = _org_key(ent.text)
             if ent.label_ != "ORG" or len(key) < 2:
                 continue
-            mentions = sum(n for k, n in named.items() if k in key or key in k)
-            rank = (float(mentions), 1.0 if _font_size(b) >= top - 0.5 else 0.0, -i)
+            words = set(key.split())
+            mentions = sum(n for k, n in named.items() if set(k.split()) <= words or words <= set(k.split()))
+            rank = (1.0 if _font_size(b) >= top - 0.5 else 0.0, float(mentions), -i)
             if best is None or rank > best:
                 best, choice = rank, _clean(_strip_possessive(ent.text), MAX_NAME_CHARS)
     return choice

@@ -16,6 +16,7 @@ from bookindex.cli.context import engine_for, get_settings
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.model import DocumentTree, Node
 from bookindex.parsing.dispatch import check_path
+from bookindex.parsing.identity import DocumentIdentity
 from bookindex.parsing.mineru import detect_format, is_mineru_json, load_json, output_base
 from bookindex.storage import s3
 from bookindex.storage.lock import describe
@@ -308,11 +309,12 @@ def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
     from rich.table import Table
 
     t = Table(title=f"{engine.root} ({len(docs)} documents)")
-    for col in ("id", "name", "pages", "parser", "sections", "nodes", "graph", "created"):
+    for col in ("id", "name", "about", "pages", "parser", "sections", "nodes", "graph", "created"):
         t.add_column(col, justify="right" if col in ("pages", "sections", "nodes") else "left")
     for d in docs:
         m = d.manifest
-        t.add_row(d.doc_id, d.name, str(m.get("pages")), str(m.get("parser")), str(m.get("sections")),
+        about = DocumentIdentity.from_dict(m.get("identity")).summary()
+        t.add_row(d.doc_id, d.name, about, str(m.get("pages")), str(m.get("parser")), str(m.get("sections")),
                   str(m.get("nodes")), "yes" if m.get("graph") else "no", str(m.get("created", ""))[:19])
     Console(width=max(100, _term_width())).print(t)
 

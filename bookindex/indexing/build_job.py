@@ -66,6 +66,8 @@ def build_into(job: BuildJob, build_dir: Path, *, llm: Any, embedder: Any, reran
         "graph_failed": int(report.get("graph", {}).get("nodes_failed") or 0),
         "embedding": report.get("embedding"), "seconds": round(time.perf_counter() - t0, 3),
         "warnings": report.get("warnings", []),
+        # what the document says about itself (title, organisation, form, period, fiscal year)
+        "identity": report.get("identity", {}),
     }
     write_manifest(build_dir, manifest)
     return manifest

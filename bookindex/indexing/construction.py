@@ -34,6 +34,7 @@ from bookindex.indexing.document_folder import (
 )
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
 from bookindex.parsing.dispatch import parse_file, to_tree
+from bookindex.parsing.identity import identify
 
 EMBED_BATCH = 64
 
@@ -113,6 +114,7 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
         raise InputError(f"{path}: no content found ({parsed.page_count} pages, 0 blocks)")
     on_event("parsed", {"pages": parsed.page_count, "blocks": len(parsed.blocks), "seconds": timings["parse_s"],
                         "warnings": list(parsed.warnings)})
+    report["identity"] = identify(parsed.blocks).to_dict()
 
     t1 = time.perf_counter()
     tree = to_tree(parsed, doc_id, name, settings, llm)
