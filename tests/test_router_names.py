@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bookindex.routing.names import NameMatcher, name_words, question_words
-from bookindex.routing.router import LibraryRouter
+from bookindex.routing.router import LibraryRouter, identity_names
 
 
 @pytest.mark.parametrize("question, words", [
@@ -50,3 +50,27 @@ def test_the_name_signal_decides_between_otherwise_equal_documents() -> None:
     assert r.rank("What was the revenue in FY2015?", qvec)[0].doc_id == "d0"   # without it: ties by id
     plain = router(["ACME_2014_10K.pdf", "ACME_2015_10K.pdf", "ACME_2016_10K.pdf"])
     assert [x.doc_id for x in plain.rank("What was the revenue?", qvec)] == ["d0", "d1", "d2"]
+
+
+def test_a_renamed_filing_is_named_by_what_its_cover_says() -> None:
+    identities = [{"organisation": "BEST BUY CO., INC.", "fiscal_year": 2023},
+                  {"organisation": "WALMART INC.", "fiscal_year": 2023}]
+    names = [f"scan_{i}.pdf {identity_names({'identity': ident})}" for i, ident in enumerate(identities)]
+    r = router(names)
+    ranked = r.rank("What is Best Buy's gross margin for FY2023?", np.ones(4, dtype=np.float32) / 2)
+    assert ranked[0].doc_id == "d0" and ranked[0].ranks.get("name") == 1
+    assert identity_names({}) == "" and identity_names({"identity": "junk"}) == ""
+
+
+def test_a_fiscal_year_the_question_does_not_name_comes_after_the_rest() -> None:
+    n = 3
+    vecs = np.eye(n, 4, dtype=np.float32)
+    r = LibraryRouter(["fy2017", "fy2018", "nofy"], ["3M annual report revenue"] * n, vecs, [None] * n,
+                      names=["3M COMPANY"] * n, fiscal_years=[2017, 2018, None])
+    qvec = np.array([1, 0, 0, 0], dtype=np.float32)  # the vector signal prefers fy2017
+    ranked = r.rank("What was 3M's FY2018 capital expenditure?", qvec)
+    assert [d.doc_id for d in ranked][-1] == "fy2017"
+    assert {d.doc_id: d.signals["year"] for d in ranked} == {"fy2017": -1.0, "fy2018": 1.0, "nofy": 0.0}
+    # no document states a year the question names: nothing is demoted
+    assert all(d.signals["year"] == 0 for d in r.rank("What was 3M's FY2021 capital expenditure?", qvec))
+    assert r.rank("What is 3M's revenue?", qvec)[0].doc_id == "fy2017"

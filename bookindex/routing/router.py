@@ -10,24 +10,30 @@ different questions (measured on MMLongBench dev pooled as one library, docs/ben
   document ("Best Buy", "Camry") counts, while a term every report shares does not.
 - `vector`: the cosine with the document's own embedding (title and opening text: what the
   topic clusters of a skill folder were built from).
-- `name`: question words (a company, a year) that name the document by its file name or title
-  (`names`); sparse: a document it does not match gets no rank from it.
+- `name`: question words (a company, a year) that name the document by its file name, its title
+  or what its cover says it is (the organisation and fiscal year of `parsing.identity`); sparse: a
+  document it does not match gets no rank from it.
+
+A question that names a fiscal year puts the documents whose cover states another one after the
+rest, when some document states a named one (the trace's `year` signal: 1, -1 or 0).
 
 The router is written against `core.protocols.DocumentIndex`: any store's documents can be routed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bookindex.core.protocols import DocumentIndex, Embedder
+from bookindex.parsing.identity import DocumentIdentity
 from bookindex.providers.lexical import LexicalIndex
 from bookindex.retrieval.fusion import reciprocal_rank_fusion
 from bookindex.routing.document_text import DocumentText, embed_documents, tree_text
-from bookindex.routing.names import NameMatcher
+from bookindex.routing.names import NameMatcher, question_words
 
 RRF_K = 60
 TOP_NODES = 3
@@ -54,8 +60,11 @@ class LibraryRouter:
 
     def __init__(self, doc_ids: Sequence[str], texts: Sequence[str], doc_vectors: np.ndarray,
                  node_vectors: Sequence[np.ndarray | None], names: Sequence[str] | None = None,
-                 weights: dict[str, float] | None = None) -> None:
+                 weights: dict[str, float] | None = None,
+                 fiscal_years: Sequence[int | None] | None = None) -> None:
         self.doc_ids = list(doc_ids)
+        # the fiscal year each document's cover states (None: it states none)
+        self.fiscal_years = list(fiscal_years) if fiscal_years is not None else [None] * len(self.doc_ids)
         self.lexical = LexicalIndex(self.doc_ids, list(texts))
         self.doc_vectors = np.asarray(doc_vectors, dtype=np.float32)
         self.node_vectors = list(node_vectors)
@@ -82,10 +91,22 @@ class LibraryRouter:
             for r, i in enumerate(order, 1):
                 ranks[i][name] = r
         fused = reciprocal_rank_fusion(orders, [self.weights.get(n, 0.0) for n in SIGNALS], k=RRF_K)
+        year = self.year_agreement(question)
         out = [RoutedDocument(self.doc_ids[i], round(fused.get(i, 0.0), 6),
-                              {n: round(float(values[n][i]), 4) for n in SIGNALS}, ranks[i]) for i in keep]
-        out.sort(key=lambda r: (-r.score, r.doc_id))
+                              {**{n: round(float(values[n][i]), 4) for n in SIGNALS}, "year": year[i]}, ranks[i])
+               for i in keep]
+        # a document whose cover states another fiscal year than every one the question names
+        # comes after all the others: for a filing, a wrong year is a wrong answer
+        out.sort(key=lambda r: (r.signals["year"] < 0, -r.score, r.doc_id))
         return out
+
+    def year_agreement(self, question: str) -> list[float]:
+        """Per document: 1 when its fiscal year is one the question names, -1 when it states
+        another one and some document of the library states a named one, else 0."""
+        named = {int(w) for w in question_words(question) if w.isdigit()}
+        if not named or not any(y in named for y in self.fiscal_years):
+            return [0.0] * len(self.doc_ids)
+        return [0.0 if y is None else (1.0 if y in named else -1.0) for y in self.fiscal_years]
 
 
 def _top_mean(matrix: np.ndarray | None, qvec: np.ndarray) -> float:
@@ -106,11 +127,38 @@ def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, objec
 def router_for(docs: Sequence[DocumentIndex], embedder: Embedder, embed_chars: int = EMBED_CHARS) -> LibraryRouter:
     """A router over a library's documents: their text and title (as the skills compiler reads
     them), their embedding, and their stored node vectors."""
-    texts = [DocumentText(title=(d.tree.root.title.strip() or d.name), text=tree_text(d.tree)) for d in docs]
+    texts = [DocumentText(title=_title(d), text=tree_text(d.tree)) for d in docs]
     vectors = embed_documents(texts, embedder, embed_chars)
     return LibraryRouter([d.doc_id for d in docs], [f"{t.title}\n{t.text}" for t in texts], vectors,
                          [_normalised(d.node_vectors()[1]) for d in docs],
-                         names=[f"{d.name} {t.title}" for d, t in zip(docs, texts)])
+                         names=[f"{d.name} {t.title} {identity_names(d.manifest)}" for d, t in zip(docs, texts)],
+                         fiscal_years=[fiscal_year(d.manifest) for d in docs])
+
+
+def _title(doc: DocumentIndex) -> str:
+    """The tree's title, and what the cover says the document is when the tree's title is only
+    the file name (a PDF without outline or metadata title)."""
+    title = doc.tree.root.title.strip() or doc.name
+    ident = DocumentIdentity.from_dict(doc.manifest.get("identity"))
+    said = " ".join(x for x in (ident.organisation, ident.title) if x and x not in title)
+    return f"{title} {said}".strip() if title == doc.name else title
+
+
+def identity_names(manifest: dict[str, object]) -> str:
+    """The words by which a question names a document through its identity: the organisation
+    (its leading words also joined, as file names and questions write "Best Buy": "bestbuy"),
+    and the fiscal year."""
+    raw = manifest.get("identity")
+    ident = DocumentIdentity.from_dict(raw if isinstance(raw, dict) else None)
+    words = re.findall(r"[A-Za-z0-9]+", ident.organisation)
+    joined = ["".join(words[:n]) for n in range(2, len(words) + 1)]  # "Best Buy Co" -> bestbuy, bestbuyco
+    parts = [ident.organisation, *joined, str(ident.fiscal_year) if ident.fiscal_year else ""]
+    return " ".join(p for p in parts if p)
+
+
+def fiscal_year(manifest: dict[str, object]) -> int | None:
+    raw = manifest.get("identity")
+    return DocumentIdentity.from_dict(raw if isinstance(raw, dict) else None).fiscal_year
 
 
 def _normalised(m: np.ndarray | None) -> np.ndarray | None:
