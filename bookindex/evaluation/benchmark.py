@@ -60,10 +60,12 @@ class Corpus:
 
 @dataclass(frozen=True)
 class EvidenceScore:
-    """Recall@k and hit@k of one question for one row (k -> value)."""
+    """Recall@k and hit@k of one question for one row (k -> value); `extra` holds further
+    per-record scores (e.g. "in_evidence"), copied into the record as they are."""
 
     recall: dict[int, float]
     hit: dict[int, float]
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,6 +80,14 @@ class Retrieved:
     tree: DocumentTree | None  # the asked document's tree (None when the question named none)
     read: Callable[[Evidence], str] = field(repr=False)
     names: Mapping[str, str] = field(default_factory=dict, repr=False)  # doc_id -> file name
+    # the numbered passages `ask` would give its reader for this ranking at the default evidence
+    # budget (evaluation.reader_text); built only when a benchmark reads `reader_text`
+    prompt: Callable[[], str] | None = field(default=None, repr=False)
+
+    @cached_property
+    def reader_text(self) -> str:
+        """The exact evidence text of the reader's prompt ("" when the row has no document)."""
+        return self.prompt() if self.prompt is not None else ""
 
     @cached_property
     def texts(self) -> list[str]:
