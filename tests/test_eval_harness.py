@@ -203,11 +203,12 @@ def test_answer_in_evidence_reads_the_passages_ask_packs(split, tmp_path):
     assert recs[("t-1", "bm25")]["text_answerable"] is True and recs[("t-1", "bm25")]["in_evidence"] is True
     assert recs[("t-2", "bm25")]["text_answerable"] is True  # 11 printed as "eleven"
     assert recs[("t-4", "bm25")]["text_answerable"] is False and recs[("t-4", "bm25")]["in_evidence"] is False
+    assert recs[("t-1", "bm25")]["page_shown"] is True  # the crimson passage is on gold page 2
     for method in ("bm25", "bookindex"):
         e = res.summary[method]["in_evidence"]
         assert e["n"] == 3 and e["n_text"] == 2
         assert e["all"] == pytest.approx(sum(recs[(q, method)]["in_evidence"] for q in ("t-1", "t-2", "t-4")) / 3)
-    assert "in evidence (text)" in res.markdown and "chart (n=1)" in res.markdown
+    assert "in evidence (text) | gold page shown" in res.markdown and "chart (n=1)" in res.markdown
     data = json.loads((tmp_path / "out" / "mmlongbench.json").read_text())
     assert data["in_evidence_breakdown"]["source/text"]["n"] == {"table": 1, "text": 1}
 

@@ -137,7 +137,8 @@ class MMLongBench:
         if not question.gold_pages:
             return None
         rk = page_recall_at_k(retrieved.evidence, question.gold_pages, ks, tree=retrieved.tree)
-        extra = {"in_evidence": answer_in_text(str(question.answer), retrieved.reader_text)} \
+        extra = {"in_evidence": answer_in_text(str(question.answer), retrieved.reader_text),
+                 "page_shown": bool(retrieved.reader_pages & set(question.gold_pages))} \
             if self.short_answer(question) else {}
         return EvidenceScore(recall={k: v.recall for k, v in rk.items()}, hit={k: v.hit for k, v in rk.items()},
                              extra=extra)
@@ -165,7 +166,8 @@ class MMLongBench:
              "everything a method returned (baselines: the top max(k)); errors count as recall 0."),
             (f"- answer in evidence: a short gold answer (Str/Int/Float, at most 60 characters, with evidence pages) "
              f"occurs in the passages the reader gets at the default budget ({meta.get('evidence_tokens')} tokens, "
-             "packed as `ask` packs them); text-answerable: the gold pages' PDF text prints the answer."),
+             "packed as `ask` packs them); text-answerable: the gold pages' PDF text prints the answer; page shown: "
+             "a gold page is among the pages those passages show (what a computed answer needs)."),
         ]
 
 

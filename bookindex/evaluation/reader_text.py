@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from bookindex.core.model import Evidence
 from bookindex.operators.context import IndexContext
-from bookindex.operators.passages import format_passages, pack_passages
+from bookindex.operators.passages import Passage, format_passages, pack_passages
 from bookindex.operators.synthesizer import evidence_tokens
 
 
@@ -33,9 +33,14 @@ def reader_ids(ctx: IndexContext, evidence: Sequence[Evidence]) -> list[str]:
     return ids
 
 
-def reader_text(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None) -> str:
-    """The numbered passages a reader gets for `evidence` within `budget_tokens` (default: the
-    budget `ask` uses for this document's context)."""
+def reader_passages(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None) -> list[Passage]:
+    """The passages a reader gets for `evidence` within `budget_tokens` (default: the budget
+    `ask` uses for this document's context), best-ranked first."""
     budget = evidence_tokens(ctx) if budget_tokens is None else budget_tokens
     ids = reader_ids(ctx, evidence)
-    return format_passages(pack_passages(ctx.tree, ids, budget)) if ids else ""
+    return pack_passages(ctx.tree, ids, budget) if ids else []
+
+
+def reader_text(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None) -> str:
+    """The numbered passages as the prompt shows them ("" for no evidence)."""
+    return format_passages(reader_passages(ctx, evidence, budget_tokens))

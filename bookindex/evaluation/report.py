@@ -68,7 +68,8 @@ def in_evidence(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {}
     text = [r for r in short if r.get("text_answerable")]
     return {"n": len(short), "all": _mean([float(r["in_evidence"]) for r in short]),
-            "n_text": len(text), "text": _mean([float(r["in_evidence"]) for r in text])}
+            "n_text": len(text), "text": _mean([float(r["in_evidence"]) for r in text]),
+            "page_shown": _mean([float(r.get("page_shown") or 0.0) for r in short])}
 
 
 def in_evidence_breakdown(records: Sequence[dict[str, Any]], rows: Sequence[str], group: str,
@@ -89,15 +90,16 @@ def in_evidence_breakdown(records: Sequence[dict[str, Any]], rows: Sequence[str]
 
 def markdown_in_evidence(summary: dict[str, dict[str, Any]], k: int) -> str:
     """Methods in rows: answer-in-evidence on all short-answer and on text-answerable questions,
-    beside the row's R@k (over every question with gold pages)."""
-    head = ["method", "short n", "in evidence (all)", "text-answerable n", "in evidence (text)", f"R@{k}"]
+    the share of short-answer questions whose reader passages show a gold page, beside the row's
+    R@k (over every question with gold pages)."""
+    head = ["method", "short n", "in evidence (all)", "text-answerable n", "in evidence (text)", "gold page shown", f"R@{k}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, s in summary.items():
         e = s.get("in_evidence")
         if not e:
             continue
         lines.append("| " + " | ".join([row, str(e["n"]), _f(e["all"]), str(e["n_text"]), _f(e["text"]),
-                                        _f(s["recall"].get(k))]) + " |")
+                                        _f(e.get("page_shown")), _f(s["recall"].get(k))]) + " |")
     return "\n".join(lines)
 
 
