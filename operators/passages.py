@@ -25,6 +25,11 @@ _CONTEXT_TYPES = ("text", "equation", "table")
 # what it costs is then counted with estimate_tokens
 CHARS_PER_TOKEN = 3
 MIN_PACK_CHARS = 200  # an item with less room than this is not worth its place in the prompt
+# the most one packed item shows: at 1,200 about four passages filled 1,000 tokens and the block
+# that prints the answer was often a neighbour left out on a page the reader was shown; at 500-800
+# more ranked nodes reach the prompt and more answers with them (docs/benchmarks.md, "Answer in
+# evidence")
+PACK_ITEM_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -157,7 +162,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
-                  item_chars: int = ITEM_CHARS) -> list[Passage]:
+                  item_chars: int = PACK_ITEM_CHARS) -> list[Passage]:
     """Passages best-ranked first until `budget_tokens` of prompt are spent.
 
     Each item may take up to `item_chars`, or what is left of the budget; an item that would get

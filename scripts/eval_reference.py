@@ -7,7 +7,8 @@
         --index-without-llm --out bench-out/reference-llm   # with BOOKINDEX_LLM__PROVIDER=llamacpp
 
 The questions default to tests/data/reference_lookup.jsonl (30 questions on libtasn1.pdf and
-gnuplot.pdf); --questions FILE takes another set. Writes reference.json, reference.md and
+gnuplot.pdf); --questions FILE takes another set, e.g. tests/data/handbook_questions.jsonl (33
+user-style questions on fhs-3.0.pdf and zoo.pdf: how-to, value, definition, multi-page). Writes reference.json, reference.md and
 reference_recall.png to --out. Page hit@k needs no LLM; with an LLM configured (bookindex.toml,
 BOOKINDEX_LLM__PROVIDER=llamacpp) the report adds whether each answer names the entry and cites.
 """

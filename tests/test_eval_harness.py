@@ -185,3 +185,37 @@ def test_the_extraction_step_takes_numbers_and_lists(reply, expected):
     # the 1.5B model wrote {"answer": 2630} for "What was the population ...?" and the question
     # was scored as an error for both methods (MMLongBench mml-0240)
     assert extract_answer(FakeLLM({"eval_extract": reply}), "q", "response") == expected
+
+
+def test_answer_in_evidence_reads_the_passages_ask_packs(split, tmp_path):
+    """Answer-in-evidence scores the short answers against the exact evidence text `ask` gives
+    its reader, and text-answerable against the gold pages' PDF text."""
+    from bookindex.evaluation.reader_text import reader_text
+
+    qs = json.loads((split / "questions.json").read_text())
+    qs.append({"qid": "t-4", "doc_id": "fixture.pdf", "doc_type": "Guidebook", "question": "Which colour is the chart's bar?",
+               "answer": "magenta", "answer_format": "Str", "evidence_pages": "[2]", "evidence_sources": "['Chart']"})
+    (split / "questions.json").write_text(json.dumps(qs))
+    settings = _settings()
+    res = run(split, ["bm25", "bookindex"], [1, 3], index_dir=tmp_path / "lib", settings=settings,
+              embedder=FakeEmbedder.words(), out_dir=tmp_path / "out", progress=False, command="pytest")
+    recs = {(r["qid"], r["method"]): r for r in res.records}
+    assert recs[("t-1", "bm25")]["text_answerable"] is True and recs[("t-1", "bm25")]["in_evidence"] is True
+    assert recs[("t-2", "bm25")]["text_answerable"] is True  # 11 printed as "eleven"
+    assert recs[("t-4", "bm25")]["text_answerable"] is False and recs[("t-4", "bm25")]["in_evidence"] is False
+    assert recs[("t-1", "bm25")]["page_shown"] is True  # the crimson passage is on gold page 2
+    for method in ("bm25", "bookindex"):
+        e = res.summary[method]["in_evidence"]
+        assert e["n"] == 3 and e["n_text"] == 2
+        assert e["all"] == pytest.approx(sum(recs[(q, method)]["in_evidence"] for q in ("t-1", "t-2", "t-4")) / 3)
+    assert "in evidence (text) | gold page shown" in res.markdown and "chart (n=1)" in res.markdown
+    data = json.loads((tmp_path / "out" / "mmlongbench.json").read_text())
+    assert data["in_evidence_breakdown"]["source/text"]["n"] == {"table": 1, "text": 1}
+
+    # the text scored is the evidence block of the prompt a baseline's answer is asked with
+    llm = FakeLLM(lambda call: "Crimson [1]")
+    engine = Engine(tmp_path / "lib", settings, llm=llm, embedder=FakeEmbedder.words())
+    ans = engine.ask(QUESTIONS[0]["question"], doc="fixture.pdf", method="bm25")
+    shown = reader_text(engine.open("fixture.pdf"), ans.evidence)
+    assert shown and "crimson" in shown.lower()
+    assert any(shown in call.prompt for call in llm.calls)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from bookindex.core.model import DocumentTree, Evidence
+from bookindex.operators.passages import Passage, format_passages
 
 # One (question, row) record and a run's meta: JSON objects written as they are (recall and hit
 # map k to a value; see report.py), so their values are whatever JSON holds.
@@ -60,10 +61,12 @@ class Corpus:
 
 @dataclass(frozen=True)
 class EvidenceScore:
-    """Recall@k and hit@k of one question for one row (k -> value)."""
+    """Recall@k and hit@k of one question for one row (k -> value); `extra` holds further
+    per-record scores (e.g. "in_evidence"), copied into the record as they are."""
 
     recall: dict[int, float]
     hit: dict[int, float]
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,6 +81,23 @@ class Retrieved:
     tree: DocumentTree | None  # the asked document's tree (None when the question named none)
     read: Callable[[Evidence], str] = field(repr=False)
     names: Mapping[str, str] = field(default_factory=dict, repr=False)  # doc_id -> file name
+    # the passages `ask` would give its reader for this ranking at the default evidence budget
+    # (evaluation.reader_text); built only when a benchmark reads `reader_text` or `reader_pages`
+    prompt: Callable[[], list[Passage]] | None = field(default=None, repr=False)
+
+    @cached_property
+    def packed(self) -> list[Passage]:
+        return self.prompt() if self.prompt is not None else []
+
+    @property
+    def reader_text(self) -> str:
+        """The exact evidence text of the reader's prompt ("" when the row has no document)."""
+        return format_passages(self.packed)
+
+    @property
+    def reader_pages(self) -> set[int]:
+        """The 1-based pages the reader's passages show."""
+        return {p for x in self.packed for p in range(x.first_page, x.last_page + 1)}
 
     @cached_property
     def texts(self) -> list[str]:

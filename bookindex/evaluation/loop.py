@@ -33,6 +33,7 @@ from bookindex.evaluation.benchmark import (
     Retrieved,
     Summary,
 )
+from bookindex.evaluation.reader_text import reader_passages
 from bookindex.evaluation.recall import context_size, dedupe
 from bookindex.evaluation.report import render_report, summarize, write_report
 from bookindex.evaluation.rows import Row, bind_rows, make_rows, retrieve, retrieve_corpus
@@ -172,10 +173,12 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     # baselines read their plain top-k units, as the papers' baselines do; bookindex rows read
     # passages (the node with its entry or paragraph), which is part of the method
     got = Retrieved(ranked, tree, read=lambda e: row.engine.passage(doc or e.doc_id, e, context=row.method == "bookindex"),
-                    names={i: name for name, i in docs.items()})
+                    names={i: name for name, i in docs.items()},
+                    prompt=(lambda: reader_passages(row.engine.open(doc), evidence)) if doc is not None else None)
     score = benchmark.score_evidence(q, got, ks)
     if score is not None:
         rec["recall"], rec["hit"] = score.recall, score.hit
+        rec.update(score.extra)
     rec["evidence"] = [evidence_entry(e) for e in ranked]
     # a benchmark may skip answering a question it cannot score (a SciFact claim has no reference text)
     if llm is not None and not rec["error"] and getattr(benchmark, "wants_answer", lambda _q: True)(q):
@@ -262,7 +265,7 @@ def run_benchmark(benchmark: Benchmark[Q], rows: Sequence[Row], ks: Sequence[int
         "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "machine": machine_info(),
         "llm": llm_label(llm, settings) if use_llm else "none (retrieval only)",
         "questions": len(questions), "index_seconds": index_seconds, "index_timing": timing,
-        "ks": list(ks), "rows": names,
+        "ks": list(ks), "rows": names, "evidence_tokens": settings.retrieval.evidence_tokens,
         **benchmark.describe(questions, docs),
         "documents": len(timing),
         "indexed": sum(1 for t in timing.values() if not t["reused"] and "error" not in t),

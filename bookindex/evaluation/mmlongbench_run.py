@@ -12,10 +12,12 @@ import ast
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from bookindex.core.errors import InputError
+from bookindex.evaluation.answer_match import answer_in_text, is_short_answer
 from bookindex.evaluation.benchmark import (
     Corpus,
     EvidenceScore,
@@ -27,6 +29,7 @@ from bookindex.evaluation.benchmark import (
 from bookindex.evaluation.loop import RunResult, run_methods
 from bookindex.evaluation.mmlongbench import f1_mmlongbench, score_answer
 from bookindex.evaluation.recall import page_recall_at_k, parse_gold_pages
+from bookindex.parsing.pdf_open import open_pdf
 
 SOURCE_NAMES = {
     "pure-text (plain-text)": "text", "table": "table", "chart": "chart", "figure": "figure",
@@ -75,6 +78,16 @@ def load_questions(data_dir: Path, limit: int | None = None) -> list[MMLongBench
         doc_type=q.get("doc_type", "")) for i, q in enumerate(items)]
 
 
+@lru_cache(maxsize=512)
+def gold_pages_text(pdf: Path, pages: tuple[int, ...]) -> str:
+    """The PDF text layer of the 1-based `pages` of `pdf` (PyMuPDF), "" for an unreadable file."""
+    try:
+        with open_pdf(pdf) as d:
+            return "\n".join(d[p - 1].get_text() for p in pages if 1 <= p <= d.page_count)
+    except InputError:
+        return ""
+
+
 class MMLongBench:
     """The MMLongBench-Doc split in `data_dir` (questions.json + documents/*.pdf)."""
 
@@ -98,9 +111,22 @@ class MMLongBench:
     def asked_without_llm(self, question: MMLongBenchQuestion) -> bool:
         return bool(question.gold_pages)
 
+    def short_answer(self, question: MMLongBenchQuestion) -> bool:
+        """Whether answer-in-evidence applies: a short Str/Int/Float answer with gold pages."""
+        return is_short_answer(question.answer, question.answer_format, answerable=bool(question.gold_pages))
+
+    def text_answerable(self, question: MMLongBenchQuestion) -> bool:
+        """Whether the gold pages' PDF text layer prints the answer (by the same matcher): what
+        retrieval alone decides, as opposed to answers only a chart, figure or scan shows."""
+        text = gold_pages_text(self.data_dir / "documents" / question.doc, tuple(question.gold_pages))
+        return answer_in_text(str(question.answer), text)
+
     def record_fields(self, question: MMLongBenchQuestion) -> Record:
-        return {"gold_pages": question.gold_pages, "answer_format": question.answer_format,
-                "gold_answer": question.answer}
+        fields: Record = {"gold_pages": question.gold_pages, "answer_format": question.answer_format,
+                          "gold_answer": question.answer}
+        if self.short_answer(question):
+            fields["text_answerable"] = self.text_answerable(question)
+        return fields
 
     def groups(self, question: MMLongBenchQuestion) -> dict[str, Group]:
         return {"source": question.sources, "doc_type": question.doc_type}
@@ -111,7 +137,11 @@ class MMLongBench:
         if not question.gold_pages:
             return None
         rk = page_recall_at_k(retrieved.evidence, question.gold_pages, ks, tree=retrieved.tree)
-        return EvidenceScore(recall={k: v.recall for k, v in rk.items()}, hit={k: v.hit for k, v in rk.items()})
+        extra = {"in_evidence": answer_in_text(str(question.answer), retrieved.reader_text),
+                 "page_shown": bool(retrieved.reader_pages & set(question.gold_pages))} \
+            if self.short_answer(question) else {}
+        return EvidenceScore(recall={k: v.recall for k, v in rk.items()}, hit={k: v.hit for k, v in rk.items()},
+                             extra=extra)
 
     def reader_passages(self, retrieved: Retrieved, k: int) -> list[tuple[str, str]]:
         """The top k passages, labelled with their page (MMLongBench questions cite pages)."""
@@ -134,6 +164,10 @@ class MMLongBench:
              f"indexing {meta['index_seconds']:.0f} s); total {meta['total_seconds']:.0f} s"),
             ("- k counts retrieved nodes; a section node counts only its heading's page. nodes/q and chars/q: "
              "everything a method returned (baselines: the top max(k)); errors count as recall 0."),
+            (f"- answer in evidence: a short gold answer (Str/Int/Float, at most 60 characters, with evidence pages) "
+             f"occurs in the passages the reader gets at the default budget ({meta.get('evidence_tokens')} tokens, "
+             "packed as `ask` packs them); text-answerable: the gold pages' PDF text prints the answer; page shown: "
+             "a gold page is among the pages those passages show (what a computed answer needs)."),
         ]
 
 

@@ -5,8 +5,9 @@ for the entry (function, command, option) that does it. The questions (a JSONL f
 `doc`, `question`, `entry`, `aliases`, `gold_pages`) are asked against their own manual from a
 folder of PDFs. Evidence scores page recall@k / hit@k as MMLongBench does; an answer scores 1
 when it names the entry (or an alias) as a whole word, and the report adds whether it cites.
-The set shipped with the repository is tests/data/reference_lookup.jsonl (libtasn1 and gnuplot
-from ../shared/data/handbooks).
+The sets shipped with the repository are tests/data/reference_lookup.jsonl (libtasn1 and gnuplot
+from ../shared/data/handbooks) and tests/data/handbook_questions.jsonl (fhs-3.0 and zoo; there
+`entry` is the short answer a reply should name, and `kind` says what the user asks for).
 """
 
 from __future__ import annotations

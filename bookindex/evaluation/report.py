@@ -52,8 +52,55 @@ def summarize(records: Sequence[dict[str, Any]], rows: Sequence[str], ks: Sequen
                 s["answers"]["repaired"] = sum(c == "repaired" for c in cited) / len(cited)
             if llm_checks:
                 s["answers"]["refused"] = sum(c == "not-answerable" for c in llm_checks) / len(llm_checks)
+        shown = in_evidence(recs)
+        if shown:
+            s["in_evidence"] = shown
         out[row] = s
     return out
+
+
+def in_evidence(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Answer-in-evidence of one row's records: the share of short-answer questions whose gold
+    answer the reader's evidence shows, over all of them and over the text-answerable ones
+    ({} when no record was scored for it)."""
+    short = [r for r in records if r.get("in_evidence") is not None]
+    if not short:
+        return {}
+    text = [r for r in short if r.get("text_answerable")]
+    return {"n": len(short), "all": _mean([float(r["in_evidence"]) for r in short]),
+            "n_text": len(text), "text": _mean([float(r["in_evidence"]) for r in text]),
+            "page_shown": _mean([float(r.get("page_shown") or 0.0) for r in short])}
+
+
+def in_evidence_breakdown(records: Sequence[dict[str, Any]], rows: Sequence[str], group: str,
+                          text_only: bool) -> dict[str, Any]:
+    """Answer-in-evidence per row for each value of `groups[group]` (all short-answer questions,
+    or only the text-answerable ones), in the shape `markdown_breakdown` renders."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.get("in_evidence") is None or (text_only and not r.get("text_answerable")):
+            continue
+        g = r.get("groups", {}).get(group)
+        for v in (g if isinstance(g, list) else [g]) or ["(none)"]:
+            values[v or "(none)"][r["method"]].append(float(r["in_evidence"]))
+    cols = sorted(values)
+    return {"columns": cols, "n": {c: max((len(values[c][m]) for m in rows), default=0) for c in cols},
+            "rows": {m: {c: _mean(values[c][m]) for c in cols} for m in rows}}
+
+
+def markdown_in_evidence(summary: dict[str, dict[str, Any]], k: int) -> str:
+    """Methods in rows: answer-in-evidence on all short-answer and on text-answerable questions,
+    the share of short-answer questions whose reader passages show a gold page, beside the row's
+    R@k (over every question with gold pages)."""
+    head = ["method", "short n", "in evidence (all)", "text-answerable n", "in evidence (text)", "gold page shown", f"R@{k}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row, s in summary.items():
+        e = s.get("in_evidence")
+        if not e:
+            continue
+        lines.append("| " + " | ".join([row, str(e["n"]), _f(e["all"]), str(e["n_text"]), _f(e["text"]),
+                                        _f(e.get("page_shown")), _f(s["recall"].get(k))]) + " |")
+    return "\n".join(lines)
 
 
 def breakdown(records: Sequence[dict[str, Any]], rows: Sequence[str], group: str, k: int) -> dict[str, Any]:
@@ -159,6 +206,13 @@ def render_report(benchmark: Benchmark[Q], summary: Summary, records: Sequence[R
     for group, caption in benchmark.breakdowns:
         parts += ["", f"Recall@{k} by {caption}:", "",
                   markdown_breakdown(breakdown(records, rows, group, k), "method")]
+    if any("in_evidence" in s for s in summary.values()):
+        parts += ["", f"Answer in evidence ({meta.get('evidence_tokens')}-token evidence budget):", "",
+                  markdown_in_evidence(summary, k)]
+        for group, caption in benchmark.breakdowns:
+            for text_only, which in ((False, "all short answers"), (True, "text-answerable")):
+                parts += ["", f"Answer in evidence by {caption}, {which}:", "",
+                          markdown_breakdown(in_evidence_breakdown(records, rows, group, text_only), "method")]
     return "\n".join(parts) + "\n"
 
 
@@ -172,6 +226,10 @@ def write_report(benchmark: Benchmark[Q], out_dir: Path, summary: Summary, recor
     k = breakdown_k(ks)
     payload = {"meta": meta, "summary": summary,
                "breakdown": {group: breakdown(records, rows, group, k) for group, _ in benchmark.breakdowns},
+               "in_evidence_breakdown": {
+                   f"{group}/{'text' if t else 'all'}": in_evidence_breakdown(records, rows, group, t)
+                   for group, _ in benchmark.breakdowns for t in (False, True)
+                   if any(r.get("in_evidence") is not None for r in records)},
                "records": list(records)}
     write_json_atomic(jpath, payload, indent=1, default=str)
     write_text_atomic(mpath, markdown)
