@@ -41,13 +41,13 @@ def name_words(text: str) -> set[str]:
 
 
 def question_words(question: str) -> set[str]:
-    """The words of a question that can name a document: fiscal years ("FY2015" -> "2015"),
+    """The words of a question that can name a document: fiscal years ("FY2015", "FY 2015" -> "2015"),
     all-capital tokens of 3+ letters (a ticker, an acronym) and runs of capitalised words joined
     ("Best Buy" -> "bestbuy", as file names write them). A bare year, a single capitalised word
     ("China", "Amazon") or a lowercase one ("pro mode") names a topic or a date as often as a
     document, and whole-document BM25 already weighs it: measured, they cost more than they gave."""
     out: set[str] = set()
-    tokens = re.findall(r"FY\d{4}|[A-Za-z][A-Za-z'’&.-]*|\d+", question)
+    tokens = [t.replace(" ", "") for t in re.findall(r"FY ?\d{4}|[A-Za-z][A-Za-z'’&.-]*|\d+", question)]
     run: list[str] = []
     for i, tok in enumerate(tokens + [""]):
         word = re.sub(r"['’]s$", "", tok).strip(".'’-")

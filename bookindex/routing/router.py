@@ -146,14 +146,29 @@ def _title(doc: DocumentIndex) -> str:
 
 def identity_names(manifest: dict[str, object]) -> str:
     """The words by which a question names a document through its identity: the organisation
-    (its leading words also joined, as file names and questions write "Best Buy": "bestbuy"),
-    and the fiscal year."""
+    and the cover's title (their runs of capitalised words also joined, as file names and
+    questions write "Best Buy": "bestbuy"), and the fiscal year."""
     raw = manifest.get("identity")
     ident = DocumentIdentity.from_dict(raw if isinstance(raw, dict) else None)
-    words = re.findall(r"[A-Za-z0-9]+", ident.organisation)
-    joined = ["".join(words[:n]) for n in range(2, len(words) + 1)]  # "Best Buy Co" -> bestbuy, bestbuyco
-    parts = [ident.organisation, *joined, str(ident.fiscal_year) if ident.fiscal_year else ""]
+    parts = [ident.organisation, *_joined_runs(ident.organisation), *_joined_runs(ident.title),
+             str(ident.fiscal_year) if ident.fiscal_year else ""]
     return " ".join(p for p in parts if p)
+
+
+def _joined_runs(text: str) -> list[str]:
+    """Each run of capitalised words joined from its start: "Ulta Beauty Announces" gives
+    "ultabeauty" and "ultabeautyannounces", so the run a question names ("Ulta Beauty's" ->
+    "ultabeauty", `names.question_words`) is one of them."""
+    out: list[str] = []
+    run: list[str] = []
+    for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9&.'’-]*|\S", text) + [""]:
+        word = re.sub(r"[^A-Za-z0-9]", "", tok)
+        if word[:1].isupper() or (run and word[:1].isdigit()):
+            run.append(word.lower())
+            continue
+        out += ["".join(run[:n]) for n in range(2, len(run) + 1)]
+        run = []
+    return out
 
 
 def fiscal_year(manifest: dict[str, object]) -> int | None:
