@@ -21,6 +21,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from bookindex.core.errors import BookIndexError, LLMOutputError
 from bookindex.core.protocols import LLM
+from bookindex.skills.compiler.plaintext import plain_line
 from bookindex.skills.model import CorpusDocument
 
 LEAF_STAGE = "skills.summary"     # a cluster of documents
@@ -117,8 +118,8 @@ class ExtractiveSummariser:
     def one(self, c: ClusterInput) -> Summary:
         terms = self.key_terms(c.documents)
         titles = [clip(d.title, 70).rstrip(".") for d in c.documents[:3]]
-        what = "documents" if c.level == 1 else "documents in sub-groups"
-        overview = f"{c.num_documents} {what} on {', '.join(terms[:5]) or 'miscellaneous topics'}."
+        what = "Documents" if c.level == 1 else "Sub-groups of documents"
+        overview = f"{what} on {', '.join(terms[:5]) or 'miscellaneous topics'}."
         if titles:
             overview += " Representative titles: " + "; ".join(titles) + "."
         return Summary(overview=overview, questions=[], key_terms=terms, label="-".join(terms[:3]) or "documents")
@@ -206,9 +207,10 @@ def slug(label: str, limit: int = LABEL_CHARS) -> str:
 
 
 def doc_line(doc: CorpusDocument, limit: int = LINE_CHARS) -> str:
-    """A document's one line in a leaf listing: its first sentence that is not its title."""
-    text = " ".join(doc.text.split())
-    title = " ".join(doc.title.split())
+    """A document's one line in a leaf listing: its first sentence that is not its title, as
+    plain text (a Markdown file's `# heading` is its title, not a line to show twice)."""
+    text = plain_line(doc.text)
+    title = plain_line(doc.title)
     if title and text.lower().startswith(title.lower()):
         text = text[len(title):].lstrip(" .:-#")
     return clip(first_sentence(text), limit)

@@ -159,8 +159,9 @@ class _Run:
         for r in res.read:
             self.read.setdefault(r.node_id, r)
         if name == "view":
-            for d in LISTED.findall(res.text):
-                if d in self.opened.documents and d not in self.listed:
+            for shown in LISTED.findall(res.text):
+                d = self.opened.tools.ids.resolve(shown)
+                if d is not None and d in self.opened.documents and d not in self.listed:
                     self.listed.append(d)
         self.steps.append(NavStep(round=rnd, tool=tool, target=res.target, tokens=count_tokens(res.text),
                                   args=args if name != "view" else None))
@@ -180,12 +181,15 @@ class _Run:
         """The documents and blocks cited that were read (others dropped with a note); ids
         named in the answer text count as claimed too, since small models often cite inline
         only. A cited block cites its document."""
+        ids = self.opened.tools.ids
         named = [d for d in list(self.fetched) + list(self.read)
-                 if re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", answer)]
+                 if any(re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", answer) for form in {d, ids.short(d)})]
         docs: list[str] = []
         nodes: list[CitedNode] = []
         for d in list(claimed) + named:
             d = d.strip().strip("[]")
+            if d not in self.read and d not in self.fetched:
+                d = ids.resolve(d) or d  # a short id, as the listings and get_document show it
             if d in self.read:
                 r = self.read[d]
                 if all(n.node_id != d for n in nodes):
@@ -217,7 +221,7 @@ def next_step(opened: OpenedSkills, target: str, guide: Guide | None = None) -> 
     if not children:
         text = "Next: read the most relevant document with get_document, passing one of the ids in backticks above."
         if guide is not None and folder in opened.by_path:
-            near = [f"- `{d}` " + (f"{opened.documents[d].title} " if d in opened.documents else "")
+            near = [f"- `{opened.tools.ids.short(d)}` " + (f"{opened.documents[d].title} " if d in opened.documents else "")
                     + f"(similarity {guide.sims.get(d, 0.0):.2f})" for d in guide.at_leaf(opened.by_path[folder])]
             text += ("\nNearest the question by embedding similarity (read the first unless another fits better):\n"
                      + "\n".join(near))
