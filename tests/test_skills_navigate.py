@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fakes import FakeEmbedder, FakeLLM, ScriptedProvider
 from skills_helpers import build_skill_folder
@@ -21,7 +22,7 @@ from bookindex.providers.llm import LLMClient
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.navigator.answer import SkillsAskRequest
-from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score
+from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score, pool_order
 from bookindex.skills.navigator.context_fit import CHARS_PER_TOKEN, fit
 from bookindex.skills.navigator.flat import flat_search
 from bookindex.skills.navigator.guide import Guide, guide_for
@@ -97,6 +98,16 @@ def test_wider_beam_reaches_more_leaves(opened: OpenedSkills) -> None:
 def test_beam_routes(opened: OpenedSkills, route: str) -> None:
     ans = beam_search(opened, EMB, "simmer miso soup with tofu", k=1, beam=1, route=route)  # type: ignore[arg-type]
     assert ans.documents[0].doc_id == "d4"
+
+
+def test_the_beam_ranks_what_it_reached_by_embedding_and_bm25(opened: OpenedSkills) -> None:
+    """Dense order d3, d4, d1; the question's rare words are d4's alone: fused, d4 comes first."""
+    ids, sims = ["d3", "d4", "d1"], np.array([0.9, 0.85, 0.1], dtype=np.float32)
+    question = "tofu seaweed dashi"
+    assert [ids[i] for i in pool_order(ids, sims, opened, question, "dense")] == ["d3", "d4", "d1"]
+    assert [ids[i] for i in pool_order(ids, sims, opened, question, "hybrid")] == ["d4", "d3", "d1"]
+    ans = beam_search(opened, EMB, "miso soup with tofu seaweed dashi", k=2, beam=1)
+    assert ans.documents[0].doc_id == "d4" and "ranked hybrid" in ans.notes[0]
 
 
 def test_beam_refuses_a_tree_without_clusters(tmp_path: Path, opened: OpenedSkills) -> None:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 Navigator = Literal["llm", "embedding"]
 Protocol = Literal["auto", "tools", "json"]
 Route = Literal["summary", "centroid", "both", "leaves", "members"]
+PoolRank = Literal["dense", "hybrid"]
 
 
 def count_tokens(text: str) -> int:
@@ -32,6 +33,7 @@ class SkillsAskRequest(BaseModel):
     k: int = Field(10, ge=1)              # documents the embedding navigator returns
     beam: int | None = Field(None, ge=1)  # beam width; None: chosen from k and the leaf sizes
     route: Route = "members"              # what the beam compares the query with (see beam.py)
+    rank: PoolRank = "hybrid"             # how the beam ranks the documents of the leaves it reached
     max_rounds: int = Field(10, ge=1)     # the LLM navigator's tool-call budget
     protocol: Protocol = "auto"           # native tool calls, the JSON action protocol, or auto
     guided: bool = True                   # LLM navigator: offer next steps nearest the question first (guide.py)

@@ -29,9 +29,11 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
+from bookindex.retrieval.baselines.methods import rrf_fuse
 from bookindex.skills.model import Cluster
 from bookindex.skills.navigator.answer import (
     NavStep,
+    PoolRank,
     RankedDocument,
     Route,
     SkillsAnswer,
@@ -42,6 +44,7 @@ from bookindex.skills.navigator.opened import OpenedSkills
 
 BEAM_FACTOR = 4.0  # auto beam = factor x the leaves k documents fill (tuned on SciFact: docs/benchmarks.md)
 DEFAULT_ROUTE: Route = "members"  # the best on SciFact's first 200 claims (docs/benchmarks.md)
+DEFAULT_RANK: PoolRank = "hybrid"
 
 
 def auto_beam(opened: OpenedSkills, k: int, factor: float = BEAM_FACTOR) -> int:
@@ -83,10 +86,12 @@ def _own_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, route: 
 
 def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: int = 10,
                 beam: int | None = None, route: Route = DEFAULT_ROUTE, lookahead: bool = True,
-                leaf_pool: bool = False) -> SkillsAnswer:
+                leaf_pool: bool = False, rank: PoolRank = DEFAULT_RANK) -> SkillsAnswer:
     """The top-k documents under the leaves the beam reaches, with every opened file as a step.
     `leaf_pool`: once the candidates are leaves, open all of them (every leaf of the parents
-    the beam kept) and rank their documents together, instead of keeping the best `beam`."""
+    the beam kept) and rank their documents together, instead of keeping the best `beam`.
+    `rank`: the reached documents ranked by their embedding similarity ("dense"), or by
+    reciprocal rank fusion of that order and their BM25 order ("hybrid", `pool_order`)."""
     t0 = time.perf_counter()
     if not opened.tree.roots:
         raise InputError(f"{opened.folder}: the skill tree has no clusters to navigate")
@@ -125,7 +130,7 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
     docs: list[RankedDocument] = []
     if pool:
         sims = opened.doc_scores(qvec, [d for d, _ in pool])
-        order = sorted(range(len(pool)), key=lambda i: (-float(sims[i]), pool[i][0]))[:k]
+        order = pool_order([d for d, _ in pool], sims, opened, question, rank)[:k]
         for i in order:
             d, c = pool[i]
             docs.append(RankedDocument(doc_id=d, title=opened.documents[d].title if d in opened.documents else "",
@@ -140,6 +145,20 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
         document_tokens=sum(s.tokens for s in steps if s.tool == "get_document"),
         seconds=round(time.perf_counter() - t0, 4))
     note = (f"beam {width}{' + every leaf below' if leaf_pool else ''}, route {route}{' + lookahead' if lookahead else ''}, "
-            f"{len(reached)} leaves, {len(pool)} candidates")
+            f"{len(reached)} leaves, {len(pool)} candidates ranked {rank}")
     return SkillsAnswer(question=question, navigator="embedding", documents=docs, steps=steps, usage=usage,
                         stopped="ranked", notes=[note])
+
+
+def pool_order(ids: list[str], sims: np.ndarray, opened: OpenedSkills, question: str, rank: PoolRank) -> list[int]:
+    """Positions of `ids` best first: by similarity, or fused (RRF, k = 60, as flat hybrid) with
+    their BM25 order. The embedding finds the right neighbourhood; within it, the claim's rare
+    words (a gene, a drug, a product name) separate the one document about them from its
+    neighbours, which a single vector of an abstract blurs. BM25 scores come from the folder's
+    index (corpus statistics); only the reached documents are ranked."""
+    dense = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))
+    if rank == "dense" or len(ids) < 2:
+        return dense
+    lex = opened.lexical_scores(question, ids)
+    lexical = sorted(range(len(ids)), key=lambda i: (-float(lex[i]), ids[i]))
+    return [i for i, _ in rrf_fuse([dense, lexical])]
