@@ -174,7 +174,7 @@ def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedS
     llm = FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/SKILL.md"},
                            {"action": "view", "path": "skill-02-space/group-01-planets/INDEX.md"},
                            {"action": "view", "path": "skill-02-space/group-00-rockets/INDEX.md"}]})
-    ans = navigate(opened, llm, "the falcon rocket booster lands after launch", max_rounds=3, embedder=EMB)
+    ans = navigate(opened, llm, "the falcon rocket booster lands after launch", max_rounds=3, embedder=EMB, guided=False)
     assert ans.stopped == "max_rounds" and ans.answer == "" and ans.cited == []
     assert {d.via for d in ans.documents} == {"listed"} and ans.usage.documents_fetched == 0
     # every document of the two leaves it opened, the closest to the question first
@@ -182,6 +182,23 @@ def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedS
     unranked = navigate(opened, FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/group-01-planets/INDEX.md"}]}),
                         "x", max_rounds=1)
     assert [d.doc_id for d in unranked.documents] == ["d7", "d8"]  # no embedder: listing order
+
+
+def test_the_guided_agent_ranks_the_beam_after_what_it_cited(opened: OpenedSkills) -> None:
+    """It cites d3 (tomato soup) for a question about rockets: d3 first, then the width-1 beam's
+    documents (the rockets leaf), then what it only saw listed; unguided, no beam."""
+    walk = [{"action": "view", "path": "skill-01-cooking/group-01-soups/INDEX.md"},
+            {"action": "get_document", "doc_id": "d3"},
+            {"action": "answer", "answer": "Soup [d3].", "cited": ["d3"]}]
+    question = "the falcon rocket booster lands after launch"
+    ans = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB)
+    beam = [d.doc_id for d in beam_search(opened, EMB, question, k=10, beam=1).documents]
+    assert beam[0] == "d6"
+    assert [(d.doc_id, d.via) for d in ans.documents] == (
+        [("d3", "read")] + [(d, "beam") for d in beam] + [("d4", "listed")])
+    assert any("width-1 beam" in n for n in ans.notes)
+    plain = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB, guided=False)
+    assert [(d.doc_id, d.via) for d in plain.documents] == [("d3", "read"), ("d4", "listed")]
 
 
 def test_agent_keeps_the_conversation_inside_the_context_window(opened: OpenedSkills) -> None:

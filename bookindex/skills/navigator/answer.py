@@ -16,6 +16,7 @@ Navigator = Literal["llm", "embedding"]
 Protocol = Literal["auto", "tools", "json"]
 Route = Literal["summary", "centroid", "both", "leaves", "members"]
 PoolRank = Literal["dense", "hybrid"]
+Via = Literal["", "read", "beam", "listed"]  # how the LLM navigator came by a ranked document
 
 
 def count_tokens(text: str) -> int:
@@ -64,7 +65,7 @@ class RankedDocument(BaseModel):
     path: str = ""            # the leaf folder it hangs in ("" for flat methods)
     # the LLM navigator's: "read" (fetched, cited ones first) or "listed" (only seen in a leaf
     # listing it viewed, ranked below everything it read); "" for the other methods
-    via: Literal["", "read", "listed"] = ""
+    via: Via = ""
 
 
 class CitedNode(BaseModel):
