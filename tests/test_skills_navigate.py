@@ -22,7 +22,7 @@ from bookindex.providers.llm import LLMClient
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.navigator.answer import SkillsAskRequest
-from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score, pool_order
+from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score, fused_scores, pool_order
 from bookindex.skills.navigator.context_fit import CHARS_PER_TOKEN, fit
 from bookindex.skills.navigator.flat import flat_search
 from bookindex.skills.navigator.guide import Guide, guide_for
@@ -108,6 +108,16 @@ def test_the_beam_ranks_what_it_reached_by_embedding_and_bm25(opened: OpenedSkil
     assert [ids[i] for i in pool_order(ids, sims, opened, question, "hybrid")] == ["d4", "d3", "d1"]
     ans = beam_search(opened, EMB, "miso soup with tofu seaweed dashi", k=2, beam=1)
     assert ans.documents[0].doc_id == "d4" and "ranked hybrid" in ans.notes[0]
+
+
+def test_the_hybrid_members_route_fuses_embedding_and_bm25_ranks(opened: OpenedSkills) -> None:
+    qvec = opened.query_vector(EMB, "seaweed dashi")
+    fused = fused_scores(opened, qvec, "seaweed dashi")
+    assert set(fused) == set(opened.vectors.doc_ids)
+    best = max(fused, key=lambda d: fused[d])
+    assert best == "d4" and fused[best] == pytest.approx(2 / 61)  # first in both orders
+    ans = beam_search(opened, EMB, "seaweed dashi", k=2, beam=1)
+    assert ans.documents[0].doc_id == "d4" and ans.documents[0].path.endswith("group-01-soups")
 
 
 def test_beam_refuses_a_tree_without_clusters(tmp_path: Path, opened: OpenedSkills) -> None:
