@@ -6,7 +6,7 @@ pooling and soft membership, against flat dense search over the same document ve
 
 DATA holds questions.jsonl (`question`, `gold_doc_ids`); SKILLS was compiled from its corpus.
 Each configuration is `key=value` pairs: beam (width), route (members|leaves|centroid|summary|
-both), lookahead (1|0), leaf_pool (1|0), soft and margin (soft membership recomputed in memory
+both), lookahead (1|0), leaf_pool (1|0), rank (hybrid|dense: how the reached documents are ranked), soft and margin (soft membership recomputed in memory
 from the folder's leaves and vectors: recall only, the files are not rewritten, so nav tokens
 do not include the extra listing lines). Prints one JSON line per configuration: R@1/5/10,
 all@10, documents fetched, beam pool, navigation tokens per question, and flat dense on the same
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in sel:
             a = beam_search(opened, queries, texts[i], k=args.k, beam=int(cfg["beam"]) if "beam" in cfg else None,
                             route=cfg.get("route", "members"), lookahead=cfg.get("lookahead", "1") == "1",
-                            leaf_pool=cfg.get("leaf_pool") == "1")
+                            leaf_pool=cfg.get("leaf_pool") == "1", rank=cfg.get("rank", "hybrid"))
             ranked.append([d.doc_id for d in a.documents])
             pool.append(a.usage.candidates)
             nav.append(a.usage.navigation_tokens)

@@ -136,14 +136,19 @@ def test_the_llm_navigators_recall_is_split_into_read_and_listed(tmp_path: Path)
             return {"action": "view", "path": "skill-02-space/group-00-rockets/INDEX.md"}
         return "no idea"
 
-    res = run(data, ["skills-llm"], [1, 5], skills=skills, settings=settings(tmp_path), embedder=EMB,
+    res = run(data, ["skills-llm-plain"], [1, 5], skills=skills, settings=settings(tmp_path), embedder=EMB,
               llm=FakeLLM(reply), out_dir=tmp_path / "out", progress=False, limit=2, offset=1)
     rec = res.records[0]
     assert rec["qid"] == "q2" and rec["stopped"] == "max_rounds" and rec["read_docs"] == []
     assert rec["listed"] == 2 and rec["recall"][5] == 1.0
-    s = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]["skills-llm"]
+    s = json.loads((tmp_path / "out" / "corpus_data.json").read_text())["corpus_summary"]["skills-llm-plain"]
     assert s["read_recall"]["5"] == 0.0 and s["recall"]["5"] == 0.5 and s["listed"] == 2.0
     assert "R@5 read+listed" in res.markdown
+    # guided, the width-1 beam's documents follow what it read: nothing is left only "listed"
+    guided = run(data, ["skills-llm"], [1, 5], skills=skills, settings=settings(tmp_path), embedder=EMB,
+                 llm=FakeLLM(reply), out_dir=tmp_path / "out2", progress=False, limit=2, offset=1)
+    rec = guided.records[0]
+    assert rec["read_docs"] == [] and rec["recall"][5] == 1.0
 
 
 def test_the_unguided_navigator_is_a_row_of_its_own(tmp_path: Path) -> None:

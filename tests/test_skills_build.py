@@ -24,7 +24,9 @@ from bookindex.services.providers import ProviderSet
 from bookindex.skills.compiler.corpus import content_id, load_corpus
 from bookindex.skills.compiler.materialise import SKILL_FILE
 from bookindex.skills.compiler.summarise import slug
-from bookindex.skills.model import load_documents, load_tree, load_vectors
+from bookindex.skills.model import CorpusDocument, DocIds, load_documents, load_tree, load_vectors, short_ids
+from bookindex.skills.navigator.agent import STAGE, navigate
+from bookindex.skills.navigator.opened import OpenedSkills
 
 TOPICS = {
     "payments": "payment card refund invoice checkout charge billing",
@@ -455,3 +457,131 @@ def test_compile_with_a_real_model_over_an_openai_endpoint(tmp_path: Path, embed
     assert all(u.get("calls", 0) == 0 for u in rep2.llm_usage.values())
     assert rep2.llm_usage["skills.summary"]["cache_hits"] >= n_leaves
     assert files_of(tmp_path / "s") == first
+
+
+# -- what the listings say: counts, titles, ids --------------------------------------------------
+
+LISTING_LINE = re.compile(r"^- \*\*(group-[^/]+)/\*\* \((\d+) docs\): (.*)$", re.M)
+
+
+def counts_agree(out: Path) -> None:
+    """Every navigation file's count, its parent's listing line and skills.json agree with the
+    membership, and no description states another number of documents."""
+    tree = load_tree(out)
+    for c in tree.clusters.values():
+        members = len(c.documents) if not c.children else None
+        text = (out / c.path / (SKILL_FILE if c.parent is None else "INDEX.md")).read_text(encoding="utf-8")
+        head = frontmatter(text)
+        stated = [int(n) for n in re.findall(r"(\d+) (?:documents|docs)\b", head["description"])]
+        assert all(n == c.num_documents for n in stated), (c.id, head["description"])
+        assert int(head["num_documents"]) == c.num_documents
+        if members is not None:
+            assert c.num_documents == members
+        else:
+            assert c.num_documents == sum(tree.clusters[k].num_documents for k in c.children)
+            listed = {m.group(1): (int(m.group(2)), m.group(3)) for m in LISTING_LINE.finditer(text)}
+            for k in c.children:
+                kid = tree.clusters[k]
+                n, desc = listed[kid.path.rsplit("/", 1)[-1]]
+                assert n == kid.num_documents
+                assert all(int(x) == n for x in re.findall(r"(\d+) (?:documents|docs)\b", desc)), desc
+
+
+def test_counts_agree_after_build_add_and_remove_without_resummary(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
+    out = tmp_path / "s"
+    eng = engine(embedder)
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=2, no_llm=True))
+    counts_agree(out)
+    new = write_jsonl(tmp_path / "n.jsonl", [{"id": f"seo-n{i}", "title": f"SEO more {i}", "text": TOPICS["seo"]}
+                                             for i in range(2)])
+    rep = eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(new)], drift=10.0, no_llm=True))
+    assert rep.summaries < rep.touched  # some clusters kept their old summary text
+    counts_agree(out)
+    eng.skills.remove(SkillsRemoveRequest(folder=str(out), ids=["seo-n0"], drift=10.0, no_llm=True))
+    counts_agree(out)
+
+
+def test_markdown_titles_and_lines_are_plain_text(tmp_path: Path, corpus: Path, embedder: FakeEmbedder):
+    out = tmp_path / "s"
+    eng = engine(embedder)
+    eng.skills.build(SkillsBuildRequest(sources=[str(corpus)], output=str(out), branching=3, top=2, no_llm=True))
+    md = tmp_path / "payments.md"
+    md.write_text("# Wix Payments: **Setting up** a [checkout](https://example.com/a_b)\n\n"
+                  "Connect *Wix Payments* to accept card payment at checkout. Refunds go to the invoice.\n",
+                  encoding="utf-8")
+    eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(md)], no_llm=True))
+    tree = load_tree(out)
+    (doc_id,) = [d for d in tree.documents if d not in {r["id"] for r in corpus_records()}]
+    assert tree.documents[doc_id].title == "Wix Payments: Setting up a checkout"
+    leaf = tree.clusters[tree.documents[doc_id].cluster]
+    (line,) = [ln for ln in (out / leaf.path / "INDEX.md").read_text().splitlines() if "Wix Payments" in ln]
+    assert "#" not in line and "**" not in line and "](" not in line and line.count("Wix Payments: Setting up") == 1
+    assert "Connect Wix Payments to accept card payment at checkout." in line
+
+
+def hashed_corpus(tmp_path: Path) -> Path:
+    """Records without ids: each gets 16 hex digits of its text's hash."""
+    return write_jsonl(tmp_path / "hashed.jsonl", [{"title": r["title"], "text": r["text"]} for r in corpus_records(4)])
+
+
+def test_listings_name_documents_by_short_ids_the_tools_accept(tmp_path: Path, embedder: FakeEmbedder):
+    out = tmp_path / "s"
+    eng = engine(embedder)
+    eng.skills.build(SkillsBuildRequest(sources=[str(hashed_corpus(tmp_path))], output=str(out), branching=3, top=2,
+                                        no_llm=True))
+    tree = load_tree(out)
+    full = sorted(tree.documents)
+    assert all(len(d) == 16 for d in full)
+    shown = [m for p in out.rglob("INDEX.md") for m in re.findall(r"^- `([^`]+)`", p.read_text(), re.M)]
+    assert sorted(shown) == sorted(d[:8] for d in full)  # listed once each, by an 8-character prefix
+    assert set(load_documents(out)) == set(full)  # the store keeps the full ids
+    opened = OpenedSkills(out)
+    got = opened.tools.get_document(full[0][:8])
+    assert got.doc_id == full[0] and got.text.startswith(f"[{full[0][:8]}]")
+    assert opened.tools.get_document(full[0]).doc_id == full[0]
+    eng.skills.remove(SkillsRemoveRequest(folder=str(out), ids=[full[1][:8]], no_llm=True))
+    assert full[1] not in load_tree(out).documents
+
+
+def test_short_ids_grow_on_a_shared_prefix_and_resolve():
+    ids = ["0123456789abcdef", "0123456789abffff", "fedcba9876543210", "short-id", "0123456"]
+    short = short_ids(ids)
+    assert short == {"0123456789abcdef": "0123456789abc", "0123456789abffff": "0123456789abf",
+                     "fedcba9876543210": "fedcba98", "short-id": "short-id", "0123456": "0123456"}
+    named = DocIds(ids)
+    assert all(named.resolve(s) == d for d, s in short.items())
+    assert named.resolve("`fedcba98`") == "fedcba9876543210" and named.resolve("fedcba987654") == "fedcba9876543210"
+    assert named.resolve("0123456789ab") is None  # shared by two ids
+    assert named.resolve("01234567") is None and named.resolve("nope") is None
+
+
+def test_add_then_remove_restores_the_folder_byte_for_byte(tmp_path: Path, embedder: FakeEmbedder):
+    out = tmp_path / "s"
+    eng = engine(embedder)
+    eng.skills.build(SkillsBuildRequest(sources=[str(hashed_corpus(tmp_path))], output=str(out), branching=3, top=2,
+                                        no_llm=True))
+    before = files_of(out)
+    victim = sorted(load_tree(out).documents)[0]
+    # a document whose id shares the first 12 characters with one in the tree: that one's short id grows
+    clash = CorpusDocument(id=victim[:12] + "ffff", title="Email extra", text=TOPICS["email"] + " extra", source="x")
+    new = write_jsonl(tmp_path / "n.jsonl", [{"id": clash.id, "title": clash.title, "text": clash.text}])
+    eng.skills.add(SkillsAddRequest(folder=str(out), sources=[str(new)], no_llm=True))
+    listed = " ".join(p.read_text() for p in out.rglob("INDEX.md"))
+    assert f"`{victim[:13]}`" in listed and f"`{clash.id[:13]}`" in listed and f"`{victim[:8]}`" not in listed
+    eng.skills.remove(SkillsRemoveRequest(folder=str(out), ids=[clash.id], no_llm=True))
+    assert files_of(out) == before
+
+
+def test_the_agent_reads_and_cites_by_short_id(tmp_path: Path, embedder: FakeEmbedder):
+    out = tmp_path / "s"
+    engine(embedder).skills.build(SkillsBuildRequest(sources=[str(hashed_corpus(tmp_path))], output=str(out),
+                                                     branching=3, top=2, no_llm=True))
+    opened = OpenedSkills(out)
+    leaf = sorted(opened.tree.leaves(), key=lambda c: c.id)[0]
+    first, *rest = sorted(leaf.documents)
+    walk = [{"action": "view", "path": f"{leaf.path}/INDEX.md"}, {"action": "get_document", "doc_id": first[:8]},
+            {"action": "answer", "answer": f"It says so [{first[:8]}].", "cited": [first[:8]]}]
+    ans = navigate(opened, FakeLLM({STAGE: walk}), "a question")
+    assert ans.cited == [first]
+    assert [(d.doc_id, d.via) for d in ans.documents][:1] == [(first, "read")]
+    assert {d.doc_id for d in ans.documents if d.via == "listed"} == set(rest)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fakes import FakeEmbedder, FakeLLM, ScriptedProvider
 from skills_helpers import build_skill_folder
@@ -21,7 +22,7 @@ from bookindex.providers.llm import LLMClient
 from bookindex.services.providers import ProviderSet
 from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
 from bookindex.skills.navigator.answer import SkillsAskRequest
-from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score
+from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score, fused_scores, pool_order
 from bookindex.skills.navigator.context_fit import CHARS_PER_TOKEN, fit
 from bookindex.skills.navigator.flat import flat_search
 from bookindex.skills.navigator.guide import Guide, guide_for
@@ -99,6 +100,26 @@ def test_beam_routes(opened: OpenedSkills, route: str) -> None:
     assert ans.documents[0].doc_id == "d4"
 
 
+def test_the_beam_ranks_what_it_reached_by_embedding_and_bm25(opened: OpenedSkills) -> None:
+    """Dense order d3, d4, d1; the question's rare words are d4's alone: fused, d4 comes first."""
+    ids, sims = ["d3", "d4", "d1"], np.array([0.9, 0.85, 0.1], dtype=np.float32)
+    question = "tofu seaweed dashi"
+    assert [ids[i] for i in pool_order(ids, sims, opened, question, "dense")] == ["d3", "d4", "d1"]
+    assert [ids[i] for i in pool_order(ids, sims, opened, question, "hybrid")] == ["d4", "d3", "d1"]
+    ans = beam_search(opened, EMB, "miso soup with tofu seaweed dashi", k=2, beam=1)
+    assert ans.documents[0].doc_id == "d4" and "ranked hybrid" in ans.notes[0]
+
+
+def test_the_hybrid_members_route_fuses_embedding_and_bm25_ranks(opened: OpenedSkills) -> None:
+    qvec = opened.query_vector(EMB, "seaweed dashi")
+    fused = fused_scores(opened, qvec, "seaweed dashi")
+    assert set(fused) == set(opened.vectors.doc_ids)
+    best = max(fused, key=lambda d: fused[d])
+    assert best == "d4" and fused[best] == pytest.approx(2 / 61)  # first in both orders
+    ans = beam_search(opened, EMB, "seaweed dashi", k=2, beam=1)
+    assert ans.documents[0].doc_id == "d4" and ans.documents[0].path.endswith("group-01-soups")
+
+
 def test_beam_refuses_a_tree_without_clusters(tmp_path: Path, opened: OpenedSkills) -> None:
     opened.tree.roots = []
     with pytest.raises(InputError, match="no clusters"):
@@ -163,7 +184,7 @@ def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedS
     llm = FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/SKILL.md"},
                            {"action": "view", "path": "skill-02-space/group-01-planets/INDEX.md"},
                            {"action": "view", "path": "skill-02-space/group-00-rockets/INDEX.md"}]})
-    ans = navigate(opened, llm, "the falcon rocket booster lands after launch", max_rounds=3, embedder=EMB)
+    ans = navigate(opened, llm, "the falcon rocket booster lands after launch", max_rounds=3, embedder=EMB, guided=False)
     assert ans.stopped == "max_rounds" and ans.answer == "" and ans.cited == []
     assert {d.via for d in ans.documents} == {"listed"} and ans.usage.documents_fetched == 0
     # every document of the two leaves it opened, the closest to the question first
@@ -171,6 +192,23 @@ def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedS
     unranked = navigate(opened, FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/group-01-planets/INDEX.md"}]}),
                         "x", max_rounds=1)
     assert [d.doc_id for d in unranked.documents] == ["d7", "d8"]  # no embedder: listing order
+
+
+def test_the_guided_agent_ranks_the_beam_after_what_it_cited(opened: OpenedSkills) -> None:
+    """It cites d3 (tomato soup) for a question about rockets: d3 first, then the width-1 beam's
+    documents (the rockets leaf), then what it only saw listed; unguided, no beam."""
+    walk = [{"action": "view", "path": "skill-01-cooking/group-01-soups/INDEX.md"},
+            {"action": "get_document", "doc_id": "d3"},
+            {"action": "answer", "answer": "Soup [d3].", "cited": ["d3"]}]
+    question = "the falcon rocket booster lands after launch"
+    ans = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB)
+    beam = [d.doc_id for d in beam_search(opened, EMB, question, k=10, beam=1).documents]
+    assert beam[0] == "d6"
+    assert [(d.doc_id, d.via) for d in ans.documents] == (
+        [("d3", "read")] + [(d, "beam") for d in beam] + [("d4", "listed")])
+    assert any("width-1 beam" in n for n in ans.notes)
+    plain = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB, guided=False)
+    assert [(d.doc_id, d.via) for d in plain.documents] == [("d3", "read"), ("d4", "listed")]
 
 
 def test_agent_keeps_the_conversation_inside_the_context_window(opened: OpenedSkills) -> None:

@@ -18,9 +18,11 @@ seed, and diffable by a person.
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import zipfile
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +123,22 @@ class SkillTree:
             cur = c.parent
         return out
 
+    def recount(self) -> None:
+        """Every cluster's `num_documents` from its membership (a leaf's documents, the sum of a
+        group's children): the one count its frontmatter, its parent's listing and the navigator
+        show, set again before every write."""
+        done: dict[str, int] = {}
+
+        def count(cid: str) -> int:
+            if cid not in done:
+                c = self.clusters[cid]
+                done[cid] = len(c.documents) if not c.children else sum(count(k) for k in c.children)
+                c.num_documents = done[cid]
+            return done[cid]
+
+        for cid in sorted(self.clusters):
+            count(cid)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": self.format,
@@ -139,6 +157,66 @@ class SkillTree:
             params=BuildParams(**data.get("params", {})),
             format=data.get("format", FORMAT),
         )
+
+
+# -- short document ids: what listings show (documents.json keeps the full ids) -------------------
+SHORT_ID_KEEP = 12   # an id this long or shorter is shown whole
+SHORT_ID_MIN = 8     # a longer one by a prefix of at least this many characters
+
+
+def short_ids(ids: Iterable[str]) -> dict[str, str]:
+    """Each id's listing form: ids of up to `SHORT_ID_KEEP` characters whole, longer ones (content
+    hashes of 64 hex digits) by their shortest prefix of at least `SHORT_ID_MIN` characters that
+    no other id of the tree starts with. A prefix grows only when another id shares it, so a
+    short id is stable while its neighbours in sort order stay; it is a pure function of the id
+    set, so adding a document and removing it again gives back the same listings."""
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for i, d in enumerate(ordered):
+        if len(d) <= SHORT_ID_KEEP:
+            out[d] = d
+            continue
+        need = SHORT_ID_MIN  # sorted neighbours share the longest prefixes with d
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(ordered):
+                need = max(need, _common_prefix(d, ordered[j]) + 1)
+        out[d] = d[:need] if need < len(d) else d
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class DocIds:
+    """A tree's document ids with their short forms: `short(id)` for listings, `resolve(text)`
+    for what an agent or a user passes back (a full id, a short id, or a longer unique prefix)."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        self._short = short_ids(ids)
+        self._by_short = {s: d for d, s in self._short.items()}
+        self._sorted = sorted(self._short)
+
+    def short(self, doc_id: str) -> str:
+        return self._short.get(doc_id, doc_id)
+
+    def resolve(self, text: str) -> str | None:
+        """The full id `text` names, or None (unknown, or a prefix shared by several ids)."""
+        key = (text or "").strip().strip("`'\"[]")
+        if key in self._short:
+            return key
+        if key in self._by_short:
+            return self._by_short[key]
+        if len(key) < SHORT_ID_MIN:
+            return None
+        i = bisect.bisect_left(self._sorted, key)
+        hits = [d for d in self._sorted[i:i + 2] if d.startswith(key)]
+        return hits[0] if len(hits) == 1 else None
 
 
 def is_skill_dir(folder: str | Path) -> bool:

@@ -17,6 +17,7 @@ from bookindex.core.errors import InputError
 from bookindex.core.limits import loads_bounded
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.routing.document_text import tree_text
+from bookindex.skills.compiler.plaintext import plain_line
 from bookindex.skills.model import CorpusDocument
 from bookindex.storage.catalog import CATALOG
 
@@ -123,13 +124,14 @@ def _read_text(path: Path) -> str:
 
 
 def _title_of(text: str, path: Path, *, markdown: bool) -> str:
-    """A Markdown file's first heading, else its first non-empty line, else the file name."""
+    """A Markdown file's first heading, else its first non-empty line, else the file name; as
+    plain text (a listing shows it, and `**x**` or a link there is markup, not title)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if markdown:
         for ln in lines:
             if ln.startswith("#"):
-                return ln.lstrip("#").strip()[:TITLE_CHARS] or path.stem
-    return (lines[0].lstrip("#").strip() if lines else path.stem)[:TITLE_CHARS] or path.stem
+                return plain_line(ln)[:TITLE_CHARS] or path.stem
+    return (plain_line(lines[0]) if lines else path.stem)[:TITLE_CHARS] or path.stem
 
 
 def jsonl_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
@@ -175,8 +177,8 @@ def _record(record: Any, where: str) -> CorpusDocument:
     if not doc_id:
         raise InputError(f"{where}: empty 'id'")
     title = record.get("title")
-    title = title.strip() if isinstance(title, str) and title.strip() else _first_words(text)
-    return CorpusDocument(id=doc_id, title=" ".join(title.split())[:TITLE_CHARS], text=text.strip(), source=where)
+    title = title if isinstance(title, str) and plain_line(title) else _first_words(plain_line(text))
+    return CorpusDocument(id=doc_id, title=plain_line(title)[:TITLE_CHARS], text=text.strip(), source=where)
 
 
 def _first_words(text: str, n: int = 12) -> str:

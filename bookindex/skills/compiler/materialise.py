@@ -22,8 +22,19 @@ from pathlib import Path
 
 from bookindex.core.atomic import write_text_atomic
 from bookindex.core.errors import InputError
+from bookindex.skills.compiler.plaintext import plain_line
 from bookindex.skills.compiler.summarise import clip
-from bookindex.skills.model import Cluster, CorpusDocument, SkillTree, TreeVectors, is_skill_dir, save_documents, save_tree, save_vectors
+from bookindex.skills.model import (
+    Cluster,
+    CorpusDocument,
+    DocIds,
+    SkillTree,
+    TreeVectors,
+    is_skill_dir,
+    save_documents,
+    save_tree,
+    save_vectors,
+)
 
 SKILL_FILE = "SKILL.md"
 TITLE_CHARS = 90  # of a title in a leaf listing (documents.json keeps it whole)
@@ -33,21 +44,23 @@ NEXT_DOCS = ("Use get_document with the doc_id to read a document's full text; c
 NEXT_GROUPS = "Read the INDEX.md in a sub-group to see what it covers; descend into the most relevant one."
 
 
-def render(tree: SkillTree, c: Cluster) -> str:
-    """The SKILL.md (root) or INDEX.md text of a cluster."""
+def render(tree: SkillTree, c: Cluster, ids: DocIds | None = None) -> str:
+    """The SKILL.md (root) or INDEX.md text of a cluster; documents are named by their short ids
+    (`ids`, made from the tree's documents when not given)."""
+    ids = ids or DocIds(tree.documents)
     name = c.path.rsplit("/", 1)[-1]
     lines = ["---", f"name: {name}", f"description: {yaml_string(c.description)}", f"level: {c.level}",
              f"num_documents: {c.num_documents}", "---", "", f"# {c.label.replace('-', ' ')}", "", "## Overview", "",
              c.summary, "", "## Contents", ""]
     kids = [tree.clusters[k] for k in c.children]
     if not kids:
-        lines += _documents(tree, c, heading="###")
+        lines += _documents(tree, c, ids, heading="###")
     elif all("#" in k.path for k in kids):  # compact: the leaves are listed here
         lines += [f"### Groups of documents ({len(kids)})", ""]
         for k in kids:
             anchor = k.path.rsplit("#", 1)[-1]
             lines += [f"#### {anchor} ({k.num_documents} docs)", "", k.description, ""]
-            lines += _documents(tree, k, heading=None)
+            lines += _documents(tree, k, ids, heading=None)
     else:
         lines += [f"### Sub-groups (directories) ({len(kids)})", "", NEXT_GROUPS, ""]
         for k in kids:
@@ -56,21 +69,22 @@ def render(tree: SkillTree, c: Cluster) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _documents(tree: SkillTree, c: Cluster, heading: str | None) -> list[str]:
+def _documents(tree: SkillTree, c: Cluster, ids: DocIds, heading: str | None) -> list[str]:
     out = [f"{heading} Documents ({len(c.documents)} items)", ""] if heading else []
-    out += [_doc_line(tree, d) for d in sorted(c.documents)]
+    out += [_doc_line(tree, d, ids) for d in sorted(c.documents)]
     also = [d for d in sorted(c.also) if d in tree.documents]
     if also:  # soft membership: near this group, filed in another; listed by title only
         out += ["", f"Also related (filed in another group, {len(also)}):", ""]
-        out += [f"- `{d}` — {clip(tree.documents[d].title, TITLE_CHARS)}" for d in also]
+        out += [f"- `{ids.short(d)}` — {clip(plain_line(tree.documents[d].title), TITLE_CHARS)}" for d in also]
     out += ["", NEXT_DOCS, ""]
     return out
 
 
-def _doc_line(tree: SkillTree, d: str) -> str:
+def _doc_line(tree: SkillTree, d: str, ids: DocIds) -> str:
     e = tree.documents[d]
-    line = f"- `{d}` — {clip(e.title, TITLE_CHARS)}"
-    if e.line and e.line.lower() != e.title.lower():
+    title = plain_line(e.title)
+    line = f"- `{ids.short(d)}` — {clip(title, TITLE_CHARS)}"
+    if e.line and e.line.lower() != title.lower():
         line += f" — {e.line}"
     return line
 
@@ -89,7 +103,10 @@ def file_of(c: Cluster) -> str | None:
 
 def write_folder(folder: Path, tree: SkillTree, vectors: TreeVectors, docs: dict[str, CorpusDocument]) -> list[Path]:
     """Every file of a skill folder into `folder` (which exists and is empty); the navigation
-    files written, in path order."""
+    files written, in path order. Counts are taken from the membership first, so a file's
+    frontmatter, its parent's listing and skills.json say the same."""
+    tree.recount()
+    ids = DocIds(tree.documents)
     written = []
     for c in sorted(tree.clusters.values(), key=lambda c: c.path):
         rel = file_of(c)
@@ -97,7 +114,7 @@ def write_folder(folder: Path, tree: SkillTree, vectors: TreeVectors, docs: dict
             continue
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, render(tree, c))
+        write_text_atomic(path, render(tree, c, ids))
         written.append(path)
     save_tree(folder, tree)
     save_vectors(folder, vectors)

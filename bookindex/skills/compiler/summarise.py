@@ -4,8 +4,8 @@ A summary is routing text: the topic, the questions the documents answer and the
 (§3.2, "compilation prompts produce routing-oriented summaries"). One LLM call per cluster gives
 the summary and its 2-5-word label together, through the one client (cached, so a re-run is free
 and an interrupted compile resumes; counted per stage). Without an LLM, class-based TF-IDF key
-terms plus the titles nearest the centroid stand in for the summary, and the top key terms for
-the label, so a tree can be compiled offline.
+noun phrases plus the titles nearest the centroid stand in for the summary, and the phrases most
+members share for the label (`keyphrases`), so a tree can be compiled offline.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import numpy as np
 from pydantic import BaseModel, Field
-from sklearn.feature_extraction.text import CountVectorizer
 
 from bookindex.core.errors import BookIndexError, LLMOutputError
 from bookindex.core.protocols import LLM
+from bookindex.skills.compiler.keyphrases import KeyPhrases
+from bookindex.skills.compiler.plaintext import plain_line
 from bookindex.skills.model import CorpusDocument
 
 LEAF_STAGE = "skills.summary"     # a cluster of documents
@@ -87,41 +87,31 @@ class Summariser(Protocol):
 
 
 class ExtractiveSummariser:
-    """No-LLM summaries: class-based TF-IDF key terms (the share of a cluster's documents that use
-    a term, times log(1 + N / df) over the corpus: terms the cluster shares and the corpus does
-    not) and the titles nearest the centroid."""
+    """No-LLM summaries (`keyphrases`): the cluster's most distinctive noun phrases, ranked by
+    class-based TF-IDF against the other clusters, and the titles nearest its centroid; the
+    label is made of phrases whose words most members use. No document count is written into
+    the text: counts are rendered from the membership, which updates change without a new
+    summary."""
 
     def __init__(self, corpus: Sequence[CorpusDocument]) -> None:
         self.warnings: list[str] = []
-        self.vectorizer = CountVectorizer(stop_words="english", token_pattern=r"(?u)\b[a-zA-Z][a-zA-Z0-9-]{2,}\b",
-                                          lowercase=True, binary=True, dtype=np.float32)
-        texts = [f"{d.title}\n{d.text}" for d in corpus]
-        self.matrix = self.vectorizer.fit_transform(texts).tocsr()
-        self.row = {d.id: i for i, d in enumerate(corpus)}
-        self.terms = self.vectorizer.get_feature_names_out()
-        df = np.asarray(self.matrix.sum(axis=0)).ravel()
-        self.idf = np.log1p(len(corpus) / np.maximum(df, 1.0))
+        self.phrases = KeyPhrases(corpus)
 
     def summarise(self, clusters: Sequence[ClusterInput]) -> list[Summary]:
         return [self.one(c) for c in clusters]
 
     def key_terms(self, docs: Sequence[CorpusDocument], n: int = KEY_TERMS) -> list[str]:
-        rows = [self.row[d.id] for d in docs if d.id in self.row]
-        if not rows:
-            return []
-        share = np.asarray(self.matrix[rows].sum(axis=0)).ravel() / len(rows)
-        weight = share * self.idf
-        order = np.lexsort((self.terms, -weight))  # ties broken by the term: deterministic
-        return [str(self.terms[i]) for i in order[:n] if weight[i] > 0]
+        return self.phrases.key_phrases(docs, n)
 
     def one(self, c: ClusterInput) -> Summary:
         terms = self.key_terms(c.documents)
-        titles = [clip(d.title, 70).rstrip(".") for d in c.documents[:3]]
-        what = "documents" if c.level == 1 else "documents in sub-groups"
-        overview = f"{c.num_documents} {what} on {', '.join(terms[:5]) or 'miscellaneous topics'}."
+        titles = [clip(plain_line(d.title), 70).rstrip(".") for d in c.documents[:3]]
+        what = "Documents" if c.level == 1 else "Sub-groups of documents"
+        overview = f"{what} on {', '.join(terms[:5]) or 'miscellaneous topics'}."
         if titles:
-            overview += " Representative titles: " + "; ".join(titles) + "."
-        return Summary(overview=overview, questions=[], key_terms=terms, label="-".join(terms[:3]) or "documents")
+            overview += " Nearest the centre: " + "; ".join(titles) + "."
+        label = self.phrases.label(c.documents) or "-".join(terms[:1]) or "documents"
+        return Summary(overview=overview, questions=[], key_terms=terms, label=label)
 
 
 class LLMSummariser:
@@ -148,12 +138,14 @@ class LLMSummariser:
                                      f"extractive summary used ({str(reply)[:160]})")
                 out.append(self.fallback.one(c))
                 continue
-            extract = self.fallback.one(c)
             terms = [" ".join(t.split()) for t in reply.key_terms if t.strip()][:KEY_TERMS]
-            label = next((x for x in (reply.label, " ".join(terms[:3])) if slug(x)), extract.label)
-            out.append(Summary(overview=" ".join(reply.topic.split()) or extract.overview,
+            label = next((x for x in (reply.label, " ".join(terms[:3])) if slug(x)), "")
+            topic = " ".join(reply.topic.split())
+            extract = self.fallback.one(c) if not (topic and terms and label) else None  # parses the corpus
+            out.append(Summary(overview=topic or (extract.overview if extract else ""),
                                questions=[" ".join(q.split()) for q in reply.questions if q.strip()][:4],
-                               key_terms=terms or extract.key_terms, label=label))
+                               key_terms=terms or (extract.key_terms if extract else []),
+                               label=label or (extract.label if extract else "documents")))
         return out
 
 
@@ -206,9 +198,10 @@ def slug(label: str, limit: int = LABEL_CHARS) -> str:
 
 
 def doc_line(doc: CorpusDocument, limit: int = LINE_CHARS) -> str:
-    """A document's one line in a leaf listing: its first sentence that is not its title."""
-    text = " ".join(doc.text.split())
-    title = " ".join(doc.title.split())
+    """A document's one line in a leaf listing: its first sentence that is not its title, as
+    plain text (a Markdown file's `# heading` is its title, not a line to show twice)."""
+    text = plain_line(doc.text)
+    title = plain_line(doc.title)
     if title and text.lower().startswith(title.lower()):
         text = text[len(title):].lstrip(" .:-#")
     return clip(first_sentence(text), limit)

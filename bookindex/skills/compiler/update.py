@@ -44,6 +44,7 @@ from bookindex.skills.compiler.summarise import doc_line
 from bookindex.skills.model import (
     Cluster,
     CorpusDocument,
+    DocIds,
     DocumentEntry,
     SkillTree,
     TreeVectors,
@@ -70,10 +71,6 @@ class _State:
     @property
     def row(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.vectors.doc_ids)}
-
-    def recount(self, cid: str) -> None:
-        c = self.tree.clusters[cid]
-        c.num_documents = len(c.documents) if not c.children else sum(self.tree.clusters[k].num_documents for k in c.children)
 
 
 def add(req: SkillsAddRequest, embedder: Embedder, llm: LLM | None) -> SkillsUpdateReport:
@@ -105,7 +102,8 @@ def add(req: SkillsAddRequest, embedder: Embedder, llm: LLM | None) -> SkillsUpd
 def remove(req: SkillsRemoveRequest, embedder: Embedder, llm: LLM | None) -> SkillsUpdateReport:
     t0 = time.perf_counter()
     st = _State(Path(req.folder).expanduser())
-    ids = list(dict.fromkeys(req.ids))
+    named = DocIds(st.tree.documents)  # the short ids of the listings name documents too
+    ids = list(dict.fromkeys(named.resolve(i) or i for i in req.ids))
     missing = [i for i in ids if i not in st.tree.documents]
     if missing:
         raise InputError(f"{req.folder}: no document {missing[0]!r} in this skill tree")
@@ -184,8 +182,7 @@ def _finish(st: _State, drift: float, embedder: Embedder, llm: LLM | None, no_ll
     """Recount, re-summarise what needs it bottom-up, re-embed those summaries, write the folder."""
     tree = st.tree
     path_ids = _ancestors(st, st.touched | st.forced)
-    for c in sorted((tree.clusters[i] for i in path_ids), key=lambda c: c.level):
-        st.recount(c.id)
+    tree.recount()
     docs_list = [st.docs[d] for d in st.vectors.doc_ids]
     summariser = make_summariser(docs_list, llm, no_llm)
     before = llm.ledger.snapshot() if llm is not None else {}

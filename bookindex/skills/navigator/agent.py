@@ -25,7 +25,7 @@ from typing import Protocol as TypingProtocol
 
 from pydantic import BaseModel, Field, model_validator
 
-from bookindex.core.errors import LLMOutputError
+from bookindex.core.errors import InputError, LLMOutputError
 from bookindex.core.protocols import LLM, Embedder
 from bookindex.providers.llm.ledger import counters_delta
 from bookindex.skills.navigator.answer import (
@@ -36,8 +36,10 @@ from bookindex.skills.navigator.answer import (
     SkillsAnswer,
     SkillsUsage,
     ToolName,
+    Via,
     count_tokens,
 )
+from bookindex.skills.navigator.beam import beam_search
 from bookindex.skills.navigator.context_fit import budget_chars, fit
 from bookindex.skills.navigator.document_tools import DocumentTools
 from bookindex.skills.navigator.guide import Guide, guide_for
@@ -51,6 +53,7 @@ ACTION_TOKENS = 512      # one action or a short answer; also bounds a runaway r
 # and the error) and the client's JSON instruction with the action schema
 RESERVE_TOKENS = 2 * ACTION_TOKENS + 1200
 DEFAULT_CONTEXT = 8192   # for a client that does not say its window
+BEAM_DOCS = 10  # of the width-1 beam, ranked after what a guided agent cited
 LISTED = re.compile(r"^- `([^`]+)`", re.M)   # a leaf listing's document line (materialise.py)
 
 SYSTEM = """You answer questions about a document collection by exploring a folder tree of topic summaries.
@@ -159,8 +162,9 @@ class _Run:
         for r in res.read:
             self.read.setdefault(r.node_id, r)
         if name == "view":
-            for d in LISTED.findall(res.text):
-                if d in self.opened.documents and d not in self.listed:
+            for shown in LISTED.findall(res.text):
+                d = self.opened.tools.ids.resolve(shown)
+                if d is not None and d in self.opened.documents and d not in self.listed:
                     self.listed.append(d)
         self.steps.append(NavStep(round=rnd, tool=tool, target=res.target, tokens=count_tokens(res.text),
                                   args=args if name != "view" else None))
@@ -180,12 +184,15 @@ class _Run:
         """The documents and blocks cited that were read (others dropped with a note); ids
         named in the answer text count as claimed too, since small models often cite inline
         only. A cited block cites its document."""
+        ids = self.opened.tools.ids
         named = [d for d in list(self.fetched) + list(self.read)
-                 if re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", answer)]
+                 if any(re.search(rf"(?<![\w-]){re.escape(form)}(?![\w-])", answer) for form in {d, ids.short(d)})]
         docs: list[str] = []
         nodes: list[CitedNode] = []
         for d in list(claimed) + named:
             d = d.strip().strip("[]")
+            if d not in self.read and d not in self.fetched:
+                d = ids.resolve(d) or d  # a short id, as the listings and get_document show it
             if d in self.read:
                 r = self.read[d]
                 if all(n.node_id != d for n in nodes):
@@ -217,7 +224,7 @@ def next_step(opened: OpenedSkills, target: str, guide: Guide | None = None) -> 
     if not children:
         text = "Next: read the most relevant document with get_document, passing one of the ids in backticks above."
         if guide is not None and folder in opened.by_path:
-            near = [f"- `{d}` " + (f"{opened.documents[d].title} " if d in opened.documents else "")
+            near = [f"- `{opened.tools.ids.short(d)}` " + (f"{opened.documents[d].title} " if d in opened.documents else "")
                     + f"(similarity {guide.sims.get(d, 0.0):.2f})" for d in guide.at_leaf(opened.by_path[folder])]
             text += ("\nNearest the question by embedding similarity (read the first unless another fits better):\n"
                      + "\n".join(near))
@@ -268,11 +275,13 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
     `library`: the tools at a document of a library hierarchy (search_document, get_node,
     get_pages), offered beside view and get_document.
 
-    The ranked documents are the ones it read (cited first), then the ones it only saw in the
-    leaf listings it opened (`via="listed"`), ranked by `embedder` similarity to the question
+    The ranked documents are the ones it cited, then (guided) the top documents of the width-1
+    beam it was guided by (`via="beam"`), then the others it read, then the ones it only saw in
+    the leaf listings it opened (`via="listed"`), ranked by `embedder` similarity to the question
     when one is given: a small model that runs out of rounds one step short of get_document has
     still found where the answer lives, and a retrieval metric should see that (the answer does
-    not: it cites only what was read).
+    not: it cites only what was read). With the beam's ranking after what it cited, the guided
+    agent's list is the beam's unless it read and cited something the beam ranked lower.
 
     `guided` (with an embedder): what the agent is offered next comes nearest the question first
     (`guide.py`); False is the paper's unguided agent."""
@@ -291,14 +300,23 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
     else:
         answer, (cited, nodes), stopped, rounds = _json_loop(run, llm, question, max_rounds)
     used = _usage_of(llm, before)
-    order = cited + [d for d in run.fetched if d not in cited]
-    listed = [d for d in run.listed if d not in order]
+    # guided, the beam the agent was guided by follows what it cited: a read it did not cite is
+    # judged by its place in that ranking, so the agent returns at least the beam's documents
+    beam = _beam_documents(opened, embedder, question) if guided and run.guide is not None else []
+    if beam:
+        run.notes.append(f"ranked after the cited documents: the width-1 beam's top {len(beam)}")
+    ranked: list[tuple[str, Via]] = [(d, "read") for d in cited]
+    ranked += [(d, "beam" if d not in run.fetched else "read") for d in beam if d not in cited]
+    ranked += [(d, "read") for d in run.fetched if d not in cited and d not in beam]
+    seen = {d for d, _ in ranked}
+    listed = [d for d in run.listed if d not in seen]
     listed = similarity.documents(listed) if similarity is not None else listed
+    ranked += [(d, "listed") for d in listed]
     docs = [RankedDocument(doc_id=d, title=_title(opened, library, d), score=1.0 / (i + 1),
                            path=opened.tree.cluster(opened.tree.documents[d].cluster).path
                            if d in opened.tree.documents and opened.tree.documents[d].cluster in opened.tree.clusters else "",
-                           via="read" if i < len(order) else "listed")
-            for i, d in enumerate(order + listed)]
+                           via=via)
+            for i, (d, via) in enumerate(ranked)]
     if run.trimmed:
         run.notes.append(f"{run.trimmed} earlier tool result(s) cut to fit the {_context_size(llm)}-token context")
     usage = SkillsUsage(
@@ -309,6 +327,17 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
         completion_tokens=int(used["completion_tokens"]), seconds=round(time.perf_counter() - t0, 3))
     return SkillsAnswer(question=question, navigator="llm", answer=answer, cited=cited, cited_nodes=nodes,
                         documents=docs, steps=run.steps, usage=usage, stopped=stopped, notes=run.notes)
+
+
+def _beam_documents(opened: OpenedSkills, embedder: Embedder | None, question: str) -> list[str]:
+    """The width-1 beam's top `BEAM_DOCS` documents (the walk the guide points along); [] for a
+    tree it cannot walk (no clusters, another embedder)."""
+    if embedder is None or not opened.tree.roots:
+        return []
+    try:
+        return [d.doc_id for d in beam_search(opened, embedder, question, k=BEAM_DOCS, beam=1).documents]
+    except InputError:
+        return []
 
 
 def _context_size(llm: Any) -> int:

@@ -15,6 +15,8 @@ from pydantic import BaseModel, Field
 Navigator = Literal["llm", "embedding"]
 Protocol = Literal["auto", "tools", "json"]
 Route = Literal["summary", "centroid", "both", "leaves", "members"]
+PoolRank = Literal["dense", "hybrid"]
+Via = Literal["", "read", "beam", "listed"]  # how the LLM navigator came by a ranked document
 
 
 def count_tokens(text: str) -> int:
@@ -32,6 +34,7 @@ class SkillsAskRequest(BaseModel):
     k: int = Field(10, ge=1)              # documents the embedding navigator returns
     beam: int | None = Field(None, ge=1)  # beam width; None: chosen from k and the leaf sizes
     route: Route = "members"              # what the beam compares the query with (see beam.py)
+    rank: PoolRank = "hybrid"             # how the beam ranks the documents of the leaves it reached
     max_rounds: int = Field(10, ge=1)     # the LLM navigator's tool-call budget
     protocol: Protocol = "auto"           # native tool calls, the JSON action protocol, or auto
     guided: bool = True                   # LLM navigator: offer next steps nearest the question first (guide.py)
@@ -62,7 +65,7 @@ class RankedDocument(BaseModel):
     path: str = ""            # the leaf folder it hangs in ("" for flat methods)
     # the LLM navigator's: "read" (fetched, cited ones first) or "listed" (only seen in a leaf
     # listing it viewed, ranked below everything it read); "" for the other methods
-    via: Literal["", "read", "listed"] = ""
+    via: Via = ""
 
 
 class CitedNode(BaseModel):

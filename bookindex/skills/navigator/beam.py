@@ -17,7 +17,14 @@ once per question (a matrix product: flat dense search's arithmetic, not its out
 still opens only the files on its path). For the mean routes a cluster with children is judged
 by the better of its own score and its best child's (`lookahead`): opening a parent's file
 shows its children's descriptions. Scores of different levels are never mixed: the beam keeps
-the best of each level. Measurements: docs/benchmarks.md, "Corpus navigation".
+the best of each level.
+
+What a document scores (`rank`): with "hybrid" (the default) the members route judges a cluster
+by its best member's reciprocal-rank fusion of the document's embedding rank and its BM25 rank,
+and the documents of the reached leaves are ranked by the same fusion among themselves; "dense"
+uses the embedding similarity alone. A claim's rare words (a gene, a drug, a product name) pick
+out the one document about them where a single vector of an abstract blurs it among its
+neighbours. Measurements: docs/benchmarks.md, "Corpus navigation".
 """
 
 from __future__ import annotations
@@ -29,9 +36,11 @@ import numpy as np
 
 from bookindex.core.errors import InputError
 from bookindex.core.protocols import Embedder
+from bookindex.retrieval.baselines.methods import RRF_K, rrf_fuse
 from bookindex.skills.model import Cluster
 from bookindex.skills.navigator.answer import (
     NavStep,
+    PoolRank,
     RankedDocument,
     Route,
     SkillsAnswer,
@@ -42,6 +51,7 @@ from bookindex.skills.navigator.opened import OpenedSkills
 
 BEAM_FACTOR = 4.0  # auto beam = factor x the leaves k documents fill (tuned on SciFact: docs/benchmarks.md)
 DEFAULT_ROUTE: Route = "members"  # the best on SciFact's first 200 claims (docs/benchmarks.md)
+DEFAULT_RANK: PoolRank = "hybrid"  # SciFact R@10 0.808 against dense 0.757 (docs/benchmarks.md)
 
 
 def auto_beam(opened: OpenedSkills, k: int, factor: float = BEAM_FACTOR) -> int:
@@ -83,10 +93,12 @@ def _own_score(opened: OpenedSkills, cluster: Cluster, qvec: np.ndarray, route: 
 
 def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: int = 10,
                 beam: int | None = None, route: Route = DEFAULT_ROUTE, lookahead: bool = True,
-                leaf_pool: bool = False) -> SkillsAnswer:
+                leaf_pool: bool = False, rank: PoolRank = DEFAULT_RANK) -> SkillsAnswer:
     """The top-k documents under the leaves the beam reaches, with every opened file as a step.
     `leaf_pool`: once the candidates are leaves, open all of them (every leaf of the parents
-    the beam kept) and rank their documents together, instead of keeping the best `beam`."""
+    the beam kept) and rank their documents together, instead of keeping the best `beam`.
+    `rank`: the reached documents ranked by their embedding similarity ("dense"), or by
+    reciprocal rank fusion of that order and their BM25 order ("hybrid", `pool_order`)."""
     t0 = time.perf_counter()
     if not opened.tree.roots:
         raise InputError(f"{opened.folder}: the skill tree has no clusters to navigate")
@@ -94,7 +106,7 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
     qvec = opened.query_vector(embedder, question)
     doc_sims: dict[str, float] | None = None
     if route == "members":  # reads every document vector: flat search's cost, for comparison
-        doc_sims = opened.similarities(qvec)
+        doc_sims = opened.similarities(qvec) if rank == "dense" else fused_scores(opened, qvec, question)
     listing = "\n".join(f"{c.path}: {c.description}" for c in opened.roots())
     steps = [NavStep(round=0, tool="view", target="", tokens=count_tokens(listing))]
     candidates = opened.roots()
@@ -125,7 +137,7 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
     docs: list[RankedDocument] = []
     if pool:
         sims = opened.doc_scores(qvec, [d for d, _ in pool])
-        order = sorted(range(len(pool)), key=lambda i: (-float(sims[i]), pool[i][0]))[:k]
+        order = pool_order([d for d, _ in pool], sims, opened, question, rank)[:k]
         for i in order:
             d, c = pool[i]
             docs.append(RankedDocument(doc_id=d, title=opened.documents[d].title if d in opened.documents else "",
@@ -140,6 +152,35 @@ def beam_search(opened: OpenedSkills, embedder: Embedder, question: str, *, k: i
         document_tokens=sum(s.tokens for s in steps if s.tool == "get_document"),
         seconds=round(time.perf_counter() - t0, 4))
     note = (f"beam {width}{' + every leaf below' if leaf_pool else ''}, route {route}{' + lookahead' if lookahead else ''}, "
-            f"{len(reached)} leaves, {len(pool)} candidates")
+            f"{len(reached)} leaves, {len(pool)} candidates ranked {rank}")
     return SkillsAnswer(question=question, navigator="embedding", documents=docs, steps=steps, usage=usage,
                         stopped="ranked", notes=[note])
+
+
+def pool_order(ids: list[str], sims: np.ndarray, opened: OpenedSkills, question: str, rank: PoolRank) -> list[int]:
+    """Positions of `ids` best first: by similarity, or fused (RRF, k = 60, as flat hybrid) with
+    their BM25 order. The embedding finds the right neighbourhood; within it, the claim's rare
+    words (a gene, a drug, a product name) separate the one document about them from its
+    neighbours, which a single vector of an abstract blurs. BM25 scores come from the folder's
+    index (corpus statistics); only the reached documents are ranked."""
+    dense = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))
+    if rank == "dense" or len(ids) < 2:
+        return dense
+    lex = opened.lexical_scores(question, ids)
+    lexical = sorted(range(len(ids)), key=lambda i: (-float(lex[i]), ids[i]))
+    return [i for i, _ in rrf_fuse([dense, lexical])]
+
+
+def fused_scores(opened: OpenedSkills, qvec: np.ndarray, question: str) -> dict[str, float]:
+    """Every document's reciprocal-rank fusion (k = 60) of its embedding rank and its BM25 rank
+    over the corpus: the members route's judgement of a cluster when the beam ranks hybrid."""
+    ids = opened.vectors.doc_ids
+    dense = opened.doc_scores(qvec)
+    lex = opened.lexical_scores(question, ids)
+    out = np.zeros(len(ids), dtype=np.float64)
+    for scores in (dense, lex):
+        order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))
+        ranks = np.empty(len(ids), dtype=np.float64)
+        ranks[order] = np.arange(1, len(ids) + 1)
+        out += 1.0 / (RRF_K + ranks)
+    return dict(zip(ids, out.tolist()))

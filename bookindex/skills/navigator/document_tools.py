@@ -11,7 +11,7 @@ document or node, a malformed page range) is a `ToolError` the model is shown.
 from __future__ import annotations
 
 from bookindex.core.errors import InputError
-from bookindex.skills.model import Hierarchy
+from bookindex.skills.model import DocIds, Hierarchy
 from bookindex.skills.navigator.access import DocumentAccess
 from bookindex.skills.navigator.tool_result import ReadNode, ToolError, ToolResult
 
@@ -28,12 +28,14 @@ class DocumentTools:
         self.access = access
         self.hierarchy = hierarchy
         self._aliases: dict[str, str] = {}
+        short = DocIds(hierarchy.documents)  # leaf listings name documents by short id
         for doc_id, d in hierarchy.documents.items():
-            for alias in (doc_id, d.name, d.path, d.path.rsplit("/", 1)[-1], f"{d.path}/SKILL.md"):
+            for alias in (doc_id, short.short(doc_id), d.name, d.path, d.path.rsplit("/", 1)[-1], f"{d.path}/SKILL.md"):
                 self._aliases.setdefault(alias.lower(), doc_id)
 
     def resolve(self, doc: str) -> str:
-        """A document id from its id, file name or skill folder; ToolError naming what was given."""
+        """A document id from its id (full or short), file name or skill folder; ToolError naming
+        what was given."""
         key = (doc or "").strip().strip("`'\"").strip("/").lower()
         found = self._aliases.get(key)
         if found is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from bookindex.skills.model import DOCUMENTS_FILE, TREE_FILE, VECTORS_FILE, CorpusDocument
+from bookindex.skills.model import DOCUMENTS_FILE, TREE_FILE, VECTORS_FILE, CorpusDocument, DocIds
 from bookindex.skills.navigator.tool_result import ToolError, ToolResult
 
 NAV_SUFFIX = ".md"
@@ -34,6 +34,14 @@ class FolderTools:
         self.root = Path(root).resolve()
         self.documents = documents
         self._folders: dict[str, list[str]] | None = None  # folder name -> its paths (lazy)
+        self._ids: DocIds | None = None
+
+    @property
+    def ids(self) -> DocIds:
+        """The documents' short ids, as the leaf listings show them (made on first use)."""
+        if self._ids is None:
+            self._ids = DocIds(self.documents)
+        return self._ids
 
     def normalise(self, path: str) -> str:
         """The path relative to the root, '/'-separated; ToolError for anything outside it."""
@@ -103,12 +111,14 @@ class FolderTools:
         return ToolResult(_cut(target.read_text(encoding="utf-8", errors="replace")), rel)
 
     def get_document(self, doc_id: str) -> ToolResult:
-        """The document's title and text; ToolError naming the id when the store has none."""
+        """The document's title and text, by its full id or the short id a listing shows (or a
+        longer unique prefix); ToolError naming the id when the store has none."""
         key = (doc_id or "").strip().strip("`'\"")
-        doc = self.documents.get(key)
+        full = self.ids.resolve(key)
+        doc = self.documents.get(full) if full is not None else None
         if doc is None and key.strip("/") and (self.root / key.strip("/")).is_dir() and ".." not in key:
             raise ToolError(f"get_document {doc_id!r}: that is a folder; view it to see its document ids")
         if doc is None:
             raise ToolError(f"get_document {doc_id!r}: no such document id; ids are listed in leaf INDEX.md files")
         text = doc.text if len(doc.text) <= DOCUMENT_CHARS else doc.text[:DOCUMENT_CHARS] + " [... cut]"
-        return ToolResult(f"[{doc.id}] {doc.title}\n{text}", doc.id, doc_id=doc.id)
+        return ToolResult(f"[{self.ids.short(doc.id)}] {doc.title}\n{text}", doc.id, doc_id=doc.id)

@@ -4,7 +4,7 @@ A small model does not choose by content: the embedded 1.5B takes the first skil
 group and the first document of every listing (docs/benchmarks.md, "Corpus navigation"). The
 guide turns that habit into the no-LLM beam's judgement. The skills in the opening turn, the
 "Next:" paths after a view and the documents suggested at a leaf come ordered by the beam's
-default route (`beam.member_score`: a cluster's best document similarity to the question), each
+members route with `rank="dense"` (`beam.member_score`: a cluster's best document similarity), each
 with its score. The same similarities rank the documents the agent only saw listed.
 
 The navigation files are untouched (a build stays byte-identical and another agent reads the same

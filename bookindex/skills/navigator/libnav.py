@@ -51,7 +51,9 @@ def navigate(opened: OpenedSkills, hier: Hierarchy, router: LibraryRouter, embed
     best `search_docs` for a question comparing documents (`access=None`: stop at the routing
     decision, after opening the chosen document's SKILL.md)."""
     t0 = time.perf_counter()
-    walk = beam_search(opened, embedder, question, k=max(1, len(opened.documents)), beam=beam, route="centroid")
+    # the router ranks the reached documents itself: the beam only picks them (by embedding)
+    walk = beam_search(opened, embedder, question, k=max(1, len(opened.documents)), beam=beam, route="centroid",
+                       rank="dense")
     steps = [s for s in walk.steps if s.tool == "view"]
     reached = [d.doc_id for d in walk.documents]
     qvec = np.asarray(opened.query_vector(embedder, question), dtype=np.float32)

@@ -25,7 +25,8 @@ def ask(opened: OpenedSkills, request: SkillsAskRequest, *, llm: LLM, embedder: 
     """Answer (LLM) or rank documents (embedding) for one question; `library`: the LLM
     navigator's tools at a document of a library hierarchy."""
     if request.navigator == "embedding":
-        return beam_search(opened, embedder, request.question, k=request.k, beam=request.beam, route=request.route)
+        return beam_search(opened, embedder, request.question, k=request.k, beam=request.beam, route=request.route,
+                           rank=request.rank)
     if not llm.available:
         raise LLMUnavailable("the llm navigator needs an LLM (llm.provider = none); "
                              "use --navigator embedding to navigate without one")

@@ -140,6 +140,17 @@ class OpenedSkills:
         ids = list(self.documents)
         return LexicalIndex(ids, [f"{self.documents[i].title}\n{self.documents[i].text}" for i in ids])
 
+    def lexical_scores(self, question: str, doc_ids: list[str]) -> np.ndarray:
+        """BM25 of the question with each of `doc_ids`, in order (0 for a document not indexed)."""
+        lex = self.lexical
+        scores = lex.scores(question)
+        row = self._lexical_row
+        return np.array([float(scores[row[d]]) if d in row else 0.0 for d in doc_ids], dtype=np.float32)
+
+    @cached_property
+    def _lexical_row(self) -> dict[str, int]:
+        return {d: i for i, d in enumerate(self.lexical.ids)}
+
     def nav_file(self, cluster: Cluster) -> str:
         """The navigation file of a cluster's folder ("" when compact mode merged it away)."""
         for name in NAV_FILES:
