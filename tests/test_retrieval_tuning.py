@@ -98,7 +98,7 @@ def test_count_with_a_quoted_condition_counts_only_matching_items() -> None:
     ctx = make_context()
     plan = make_plan('How many tables include "vector"?', ctx)
     assert plan.query_type == "global"
-    assert plan.steps[-1].params == {"operation": "COUNT", "must_contain": ["vector"]}
+    assert plan.steps[-1].params == {"operation": "COUNT", "must_contain": ["vector"], "unit": "tables"}
     st = execute(plan, ctx)
     assert st.structural["count"] == 1 and st.structural["must_contain"] == ["vector"]
     assert st.structural["items"][0]["node_id"] == node(ctx.tree, "| Terminal | Format |")

@@ -196,6 +196,7 @@ def test_main_job_runs_from_the_console_script(installed: Install) -> None:
     assert (installed.work / "LIB").is_dir()
     out = _check(installed.run(bookindex, "--set", "llm.provider=none", "ask", "LIB", QUESTION), "bookindex ask")
     text = " ".join(out.split())
-    # the extractive answer (no LLM) quotes its sentences as `From "ENTRY", p. N: ... [k]`
-    assert re.search(r'From "asn1_der_decoding", p\. \d+: .+? \[\d+\]', text), out
+    # the extractive answer (no LLM): the span that answers, cited, then where it comes from
+    # as `SPAN [k] (from "ENTRY", p. N: sentence)`
+    assert re.search(r'asn1_der_decoding \[\d+\] \(from "asn1_der_decoding", p\. \d+: .+?\)', text), out
     assert "LLM calls 0" in text, out
