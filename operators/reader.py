@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -217,8 +219,33 @@ def _sentences(nlp: Any, passage: Passage) -> list[Any]:
     keep = [ln[:2000] for ln in passage.text.splitlines()
             if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
             and ln.strip() not in passage.title_path]
-    return [s for d in nlp.pipe(keep) for s in d.sents
+    return [s for d in _parsed(nlp, keep) for s in d.sents
             if not _DOTS.search(s.text) and not is_reference_line(s.text)]
+
+
+PARSE_CACHE_LINES = 2_000  # about 13 KB a parsed line (its tensor dropped): 26 MB at most
+_parse_cache: OrderedDict[str, Any] = OrderedDict()
+_parse_lock = threading.Lock()
+
+
+def _parsed(nlp: Any, lines: list[str]) -> list[Any]:
+    """spaCy's parse of each line, the lines parsed before taken from a bounded LRU cache: the
+    same sections answer many questions (a server asked about one manual), and parsing is most of
+    a no-LLM answer's time (about 10x the retrieval on gnuplot.pdf)."""
+    with _parse_lock:
+        known = {ln: _parse_cache[ln] for ln in lines if ln in _parse_cache}
+        for ln in known:
+            _parse_cache.move_to_end(ln)
+    todo = list(dict.fromkeys(ln for ln in lines if ln not in known))
+    fresh = dict(zip(todo, nlp.pipe(todo))) if todo else {}
+    for doc in fresh.values():
+        doc.tensor = doc.tensor[:0]  # the pipeline's token vectors: most of a parse's memory, unused after
+    with _parse_lock:
+        for ln, doc in fresh.items():
+            _parse_cache[ln] = doc
+        while len(_parse_cache) > PARSE_CACHE_LINES:
+            _parse_cache.popitem(last=False)
+    return [known[ln] if ln in known else fresh[ln] for ln in lines]
 
 
 def _table_rows(text: str) -> list[list[str]]:
