@@ -19,6 +19,7 @@ from bookindex.evaluation.answering import extract_answer
 from bookindex.evaluation.mmlongbench_run import run
 from bookindex.evaluation.qasper_run import paper_to_markdown
 from bookindex.evaluation.qasper_run import run as run_qasper
+from bookindex.evaluation.reader_text import reader_text
 
 PAGES = [
     ("1 Installation", "Install the zebra toolkit with the package manager. The installer asks for a licence key."),
@@ -190,7 +191,6 @@ def test_the_extraction_step_takes_numbers_and_lists(reply, expected):
 def test_answer_in_evidence_reads_the_passages_ask_packs(split, tmp_path):
     """Answer-in-evidence scores the short answers against the exact evidence text `ask` gives
     its reader, and text-answerable against the gold pages' PDF text."""
-    from bookindex.evaluation.reader_text import reader_text
 
     qs = json.loads((split / "questions.json").read_text())
     qs.append({"qid": "t-4", "doc_id": "fixture.pdf", "doc_type": "Guidebook", "question": "Which colour is the chart's bar?",

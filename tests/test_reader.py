@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from bookindex.core.config import load_settings
 from bookindex.core.model import Block, build_tree
+from bookindex.engine import Engine
 from bookindex.evaluation.short_answers import question_kind, score_short, short_answer
 from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
@@ -166,8 +168,6 @@ def test_question_kinds():
 # -- end to end on a real manual ---------------------------------------------------------
 
 def test_no_llm_answers_on_libtasn1(libtasn1_library):
-    from bookindex.core.config import load_settings
-    from bookindex.engine import Engine
 
     lib, cache = libtasn1_library
     engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={}))

@@ -28,6 +28,7 @@ from conftest import free_port
 from server_helpers import LIBTASN1, cli_env, cli_server, poll_job, thread_server
 
 from bookindex.core.config import Settings, load_settings
+from bookindex.core.errors import ConfigError
 from bookindex.engine import Engine
 from bookindex.server.app import create_app
 from bookindex.server.auth import Grant, Keys, allows, digest
@@ -435,7 +436,6 @@ def test_scoped_keys_from_file_and_environment(tmp_path: Path) -> None:
     assert allows(manager, "read") and not manager.can_read("a") and not allows(manager, "admin", "a")
     assert all(k not in repr(keys) for k in (KEY_A, KEY_B, ADMIN))
     f.write_text('[[keys]]\nid = "x"\nsha256 = "not-hex"\n')
-    from bookindex.core.errors import ConfigError
     with pytest.raises(ConfigError, match="sha256"):
         Keys.from_env(settings, {})
 
