@@ -63,9 +63,12 @@ class DocumentIdentity:
         return {k: v for k, v in asdict(self).items() if v not in ("", None)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> DocumentIdentity:
+    def from_dict(cls, data: object) -> DocumentIdentity:
+        """From a manifest's `identity` (empty for anything that is not a dict: an older manifest)."""
+        if not isinstance(data, dict):
+            return cls()
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def summary(self) -> str:
         """One line for listings: organisation, form, fiscal year (or date), else the title."""
@@ -88,7 +91,7 @@ def identify(blocks: list[Block], *, nlp: Callable[[], Any] | None = english) ->
         return DocumentIdentity()
     cover_text = "\n".join(b.content for b in cover)
     period_end = _period_end(cover_text)
-    first_date = _first_date(cover_text)
+    first_date = parse_date(cover_text)
     form_match = _FORM.search(cover_text)
     organisation = _registrant(cover)
     if not organisation and form_match and nlp is not None:
@@ -139,10 +142,6 @@ def _month_number(name: str) -> int:
         if name in (calendar.month_name[i].lower(), calendar.month_abbr[i].lower()):
             return i
     raise ValueError(name)
-
-
-def _first_date(text: str) -> date | None:
-    return parse_date(text)
 
 
 def _period_end(text: str) -> date | None:

@@ -80,3 +80,19 @@ class NameMatcher:
     def scores(self, question: str) -> np.ndarray:
         q = question_words(question)
         return np.array([sum(self.idf[w] for w in ws & q) for ws in self.words], dtype=np.float32)
+
+
+def joined_runs(text: str) -> list[str]:
+    """Each run of capitalised words of a document's own text (a cover's title, its registrant)
+    joined from its start: "Ulta Beauty Announces" gives "ultabeauty" and "ultabeautyannounces",
+    so the run a question names (`question_words`: "Ulta Beauty's" -> "ultabeauty") is one of them."""
+    out: list[str] = []
+    run: list[str] = []
+    for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9&.'’-]*|\S", text) + [""]:
+        word = re.sub(r"[^A-Za-z0-9]", "", tok)
+        if word[:1].isupper() or (run and word[:1].isdigit()):
+            run.append(word.lower())
+            continue
+        out += ["".join(run[:n]) for n in range(2, len(run) + 1)]
+        run = []
+    return out

@@ -22,7 +22,6 @@ The router is written against `core.protocols.DocumentIndex`: any store's docume
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ from bookindex.parsing.identity import DocumentIdentity
 from bookindex.providers.lexical import LexicalIndex
 from bookindex.retrieval.fusion import reciprocal_rank_fusion
 from bookindex.routing.document_text import DocumentText, embed_documents, tree_text
-from bookindex.routing.names import NameMatcher, question_words
+from bookindex.routing.names import NameMatcher, joined_runs, question_words
 
 RRF_K = 60
 TOP_NODES = 3
@@ -126,54 +125,35 @@ def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, objec
 
 def router_for(docs: Sequence[DocumentIndex], embedder: Embedder, embed_chars: int = EMBED_CHARS) -> LibraryRouter:
     """A router over a library's documents: their text and title (as the skills compiler reads
-    them), their embedding, and their stored node vectors."""
-    texts = [DocumentText(title=_title(d), text=tree_text(d.tree)) for d in docs]
+    them), their embedding, their stored node vectors, and what their covers say they are."""
+    idents = [DocumentIdentity.from_dict(d.manifest.get("identity")) for d in docs]
+    texts = [DocumentText(title=_title(d, i), text=tree_text(d.tree)) for d, i in zip(docs, idents)]
     vectors = embed_documents(texts, embedder, embed_chars)
     return LibraryRouter([d.doc_id for d in docs], [f"{t.title}\n{t.text}" for t in texts], vectors,
                          [_normalised(d.node_vectors()[1]) for d in docs],
-                         names=[f"{d.name} {t.title} {identity_names(d.manifest)}" for d, t in zip(docs, texts)],
-                         fiscal_years=[fiscal_year(d.manifest) for d in docs])
+                         names=[f"{d.name} {t.title} {_identity_words(i)}" for d, t, i in zip(docs, texts, idents)],
+                         fiscal_years=[i.fiscal_year for i in idents])
 
 
-def _title(doc: DocumentIndex) -> str:
+def _title(doc: DocumentIndex, ident: DocumentIdentity) -> str:
     """The tree's title, and what the cover says the document is when the tree's title is only
     the file name (a PDF without outline or metadata title)."""
     title = doc.tree.root.title.strip() or doc.name
-    ident = DocumentIdentity.from_dict(doc.manifest.get("identity"))
     said = " ".join(x for x in (ident.organisation, ident.title) if x and x not in title)
     return f"{title} {said}".strip() if title == doc.name else title
 
 
 def identity_names(manifest: dict[str, object]) -> str:
-    """The words by which a question names a document through its identity: the organisation
-    and the cover's title (their runs of capitalised words also joined, as file names and
-    questions write "Best Buy": "bestbuy"), and the fiscal year."""
-    raw = manifest.get("identity")
-    ident = DocumentIdentity.from_dict(raw if isinstance(raw, dict) else None)
-    parts = [ident.organisation, *_joined_runs(ident.organisation), *_joined_runs(ident.title),
+    """The words by which a question names a document through the identity in its manifest."""
+    return _identity_words(DocumentIdentity.from_dict(manifest.get("identity")))
+
+
+def _identity_words(ident: DocumentIdentity) -> str:
+    """The organisation and the cover's title (their runs of capitalised words also joined, as
+    file names and questions write "Best Buy": "bestbuy"), and the fiscal year."""
+    parts = [ident.organisation, *joined_runs(ident.organisation), *joined_runs(ident.title),
              str(ident.fiscal_year) if ident.fiscal_year else ""]
     return " ".join(p for p in parts if p)
-
-
-def _joined_runs(text: str) -> list[str]:
-    """Each run of capitalised words joined from its start: "Ulta Beauty Announces" gives
-    "ultabeauty" and "ultabeautyannounces", so the run a question names ("Ulta Beauty's" ->
-    "ultabeauty", `names.question_words`) is one of them."""
-    out: list[str] = []
-    run: list[str] = []
-    for tok in re.findall(r"[A-Za-z0-9][A-Za-z0-9&.'’-]*|\S", text) + [""]:
-        word = re.sub(r"[^A-Za-z0-9]", "", tok)
-        if word[:1].isupper() or (run and word[:1].isdigit()):
-            run.append(word.lower())
-            continue
-        out += ["".join(run[:n]) for n in range(2, len(run) + 1)]
-        run = []
-    return out
-
-
-def fiscal_year(manifest: dict[str, object]) -> int | None:
-    raw = manifest.get("identity")
-    return DocumentIdentity.from_dict(raw if isinstance(raw, dict) else None).fiscal_year
 
 
 def _normalised(m: np.ndarray | None) -> np.ndarray | None:
