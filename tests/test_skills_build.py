@@ -524,11 +524,17 @@ def hashed_corpus(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "hashed.jsonl", [{"title": r["title"], "text": r["text"]} for r in corpus_records(4)])
 
 
-def test_listings_name_documents_by_short_ids_the_tools_accept(tmp_path: Path, embedder: FakeEmbedder):
+def build_hashed(tmp_path: Path, embedder: FakeEmbedder) -> tuple[Engine, Path]:
+    """A no-LLM skill tree of `hashed_corpus` in tmp_path/s: (the engine, the folder)."""
     out = tmp_path / "s"
     eng = engine(embedder)
     eng.skills.build(SkillsBuildRequest(sources=[str(hashed_corpus(tmp_path))], output=str(out), branching=3, top=2,
                                         no_llm=True))
+    return eng, out
+
+
+def test_listings_name_documents_by_short_ids_the_tools_accept(tmp_path: Path, embedder: FakeEmbedder):
+    eng, out = build_hashed(tmp_path, embedder)
     tree = load_tree(out)
     full = sorted(tree.documents)
     assert all(len(d) == 16 for d in full)
@@ -556,10 +562,7 @@ def test_short_ids_grow_on_a_shared_prefix_and_resolve():
 
 
 def test_add_then_remove_restores_the_folder_byte_for_byte(tmp_path: Path, embedder: FakeEmbedder):
-    out = tmp_path / "s"
-    eng = engine(embedder)
-    eng.skills.build(SkillsBuildRequest(sources=[str(hashed_corpus(tmp_path))], output=str(out), branching=3, top=2,
-                                        no_llm=True))
+    eng, out = build_hashed(tmp_path, embedder)
     before = files_of(out)
     victim = sorted(load_tree(out).documents)[0]
     # a document whose id shares the first 12 characters with one in the tree: that one's short id grows
