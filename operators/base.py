@@ -94,8 +94,11 @@ def top_items(scores: dict[str, float] | list[tuple[str, float]], n: int = 10) -
     """The `n` best (id, score) pairs, best first, ties by id (for traces: a partial sort)."""
     items = scores.items() if isinstance(scores, dict) else scores
     if len(items) > 4 * n > 0:  # only items scoring at least the n-th best value can be among the n
-        keys, values = zip(*items)
-        vals = np.array(values, dtype=np.float64)
+        if isinstance(scores, dict):
+            keys, values = list(scores), list(scores.values())
+        else:
+            keys, values = [k for k, _ in scores], [v for _, v in scores]
+        vals = np.fromiter(values, dtype=np.float64, count=len(values))
         nth = np.partition(vals, len(vals) - n)[len(vals) - n]
         items = [(keys[k], values[k]) for k in np.flatnonzero(vals >= nth)]
     return [[k, round(float(v), 4)] for k, v in heapq.nsmallest(n, items, key=lambda kv: (-kv[1], kv[0]))]

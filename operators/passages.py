@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 
@@ -64,9 +65,20 @@ def title_path(tree: DocumentTree, node: Node) -> tuple[str, ...]:
     return tuple(" ".join(n.title.split())[:100] for n in chain if n.type == "section" and n.title.strip())
 
 
-def _flat(node: Node) -> str:
-    # tables keep their line structure (Markdown/HTML rows); prose is one line
-    return node.content.strip() if node.type == "table" else " ".join(node.content.split())
+# each tree's nodes as shown in a passage: every question's context walk measures the same
+# siblings again (a section of a reference manual has hundreds), and a served tree is long-lived
+_FLAT: WeakKeyDictionary[DocumentTree, dict[str, str]] = WeakKeyDictionary()
+
+
+def _flat(tree: DocumentTree, node: Node) -> str:
+    """The node's text as a passage shows it: tables keep their line structure (Markdown/HTML
+    rows); prose is one line."""
+    known = _FLAT.setdefault(tree, {})
+    text = known.get(node.id)
+    if text is None:
+        text = node.content.strip() if node.type == "table" else " ".join(node.content.split())
+        known[node.id] = text
+    return text
 
 
 def _section_leaves(tree: DocumentTree, section: Node) -> list[Node]:
@@ -86,10 +98,10 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list
         for leaf in _section_leaves(tree, node):
             if leaf.id in shown:
                 continue
-            if used + len(_flat(leaf)) > room and picked:
+            if used + len(_flat(tree, leaf)) > room and picked:
                 break
             picked.append(leaf)
-            used += len(_flat(leaf))
+            used += len(_flat(tree, leaf))
         return picked
     parent = tree.nodes[node.parent] if node.parent is not None else None
     if parent is None:
@@ -98,12 +110,12 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list
     sibling_ids = [s.id for s in siblings]
     if node.id not in sibling_ids:
         return [node]
-    whole = sum(len(_flat(s)) for s in siblings)
+    whole = sum(len(_flat(tree, s)) for s in siblings)
     if parent.type == "section" and whole <= room:
         return [s for s in siblings if s.id == node.id or s.id not in shown]
     pos = sibling_ids.index(node.id)
     lo, hi = pos, pos
-    used = len(_flat(node))
+    used = len(_flat(tree, node))
     grew = True
     while grew:
         grew = False
@@ -112,9 +124,9 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list
             if not 0 <= j < len(siblings):
                 continue
             cand = siblings[j]
-            if cand.type not in _CONTEXT_TYPES or cand.id in shown or used + len(_flat(cand)) > room:
+            if cand.type not in _CONTEXT_TYPES or cand.id in shown or used + len(_flat(tree, cand)) > room:
                 continue
-            used += len(_flat(cand))
+            used += len(_flat(tree, cand))
             lo, hi = min(lo, j), max(hi, j)
             grew = True
     return siblings[lo:hi + 1]
@@ -125,7 +137,7 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str]) -> Passag
     node = tree.nodes[nid]
     nodes = _context(tree, node, room, shown)
     parts = [node.title] if node.type == "section" and node.title else []
-    parts += [_flat(n) for n in nodes]
+    parts += [_flat(tree, n) for n in nodes]
     text = "\n".join(p for p in parts if p)
     if len(text) > room:  # a single long block: keep the start (where its topic is stated)
         text = text[:room - 2].rsplit(" ", 1)[0] + " …"

@@ -160,6 +160,12 @@ def asked(question: str) -> Asked:
     return base
 
 
+@lru_cache(maxsize=1024)
+def _asked_once(question: str) -> Asked:
+    """`asked`, once per question text: a server is asked the same questions again (read only)."""
+    return asked(question)
+
+
 # -- what is never an answer ---------------------------------------------------------------
 
 def is_reference_line(line: str) -> bool:
@@ -213,39 +219,94 @@ def _idf(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
     return {w: wt * math.log(1 + n / (1 + sum(w in t for t in low))) for w, wt in terms.items()}
 
 
-def _sentences(nlp: Any, passage: Passage) -> list[Any]:
+@dataclass(frozen=True)
+class _Sentence:
+    """A parsed evidence sentence with what scoring reads from every one of them, computed once
+    (a cached line serves many questions; walking its tokens again for each was a third of a
+    repeated answer's time)."""
+    span: Any  # spaCy's Span
+    text: str  # the span's text (a Span rebuilds it from its tokens on every access)
+    words: frozenset[str]  # lemmas and lower-case forms
+    subjects: frozenset[str]  # its grammatical subjects and first word, lower case, "()" stripped
+    tokens: int
+    alpha: bool  # holds a word
+    has_verb: bool  # a finite verb
+    opens_with_verb: bool  # "Creates the ...": a present-tense verb as root and first word
+    symbols: int  # punctuation and code-like tokens before the last
+
+
+def _sentence(s: Any) -> _Sentence:
+    return _Sentence(
+        span=s,
+        text=s.text,
+        words=frozenset({t.lemma_.lower() for t in s} | {t.lower_ for t in s}),
+        subjects=frozenset({t.lower_.strip("()") for t in s if t.dep_ in ("nsubj", "nsubjpass")}
+                           | {s[0].lower_.strip("()")}),
+        tokens=len(s),
+        alpha=any(t.is_alpha for t in s),
+        has_verb=any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s),
+        opens_with_verb=s.root.tag_ == "VBZ" and s.root.i == s.start,
+        symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
+
+
+def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None) -> list[_Sentence | None]:
     """The passage's prose sentences (spaCy, block by block), without title, listing, table and
-    reference lines."""
+    reference lines. With `needed`, a line holding none of those words (as a substring of its
+    lower-case text) is not parsed, and stands as one None: no sentence of it could score, and
+    parsing is most of a first answer's time. The Nones keep which sentences are neighbours."""
     keep = [ln[:2000] for ln in passage.text.splitlines()
             if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
             and ln.strip() not in passage.title_path]
-    return [s for d in _parsed(nlp, keep) for s in d.sents
-            if not _DOTS.search(s.text) and not is_reference_line(s.text)]
+    wanted = [needed is None or any(w in ln.lower() for w in needed) for ln in keep]
+    parsed = iter(_parsed(nlp, [ln for ln, ok in zip(keep, wanted) if ok]))
+    out: list[_Sentence | None] = []
+    for ok in wanted:
+        out.extend(next(parsed) if ok else [None])
+    return out
 
 
 PARSE_CACHE_LINES = 2_000  # about 13 KB a parsed line (its tensor dropped): 26 MB at most
-_parse_cache: OrderedDict[str, Any] = OrderedDict()
+_parse_cache: OrderedDict[str, tuple[_Sentence, ...]] = OrderedDict()
 _parse_lock = threading.Lock()
 
 
-def _parsed(nlp: Any, lines: list[str]) -> list[Any]:
-    """spaCy's parse of each line, the lines parsed before taken from a bounded LRU cache: the
-    same sections answer many questions (a server asked about one manual), and parsing is most of
-    a no-LLM answer's time (about 10x the retrieval on gnuplot.pdf)."""
+def _parsed(nlp: Any, lines: list[str]) -> list[tuple[_Sentence, ...]]:
+    """The prose sentences of each line from spaCy's parse, the lines parsed before taken from a
+    bounded LRU cache: the same sections answer many questions (a server asked about one manual),
+    and parsing is most of a no-LLM answer's time (about 10x the retrieval on gnuplot.pdf)."""
     with _parse_lock:
         known = {ln: _parse_cache[ln] for ln in lines if ln in _parse_cache}
         for ln in known:
             _parse_cache.move_to_end(ln)
     todo = list(dict.fromkeys(ln for ln in lines if ln not in known))
-    fresh = dict(zip(todo, nlp.pipe(todo))) if todo else {}
-    for doc in fresh.values():
+    fresh: dict[str, tuple[_Sentence, ...]] = {}
+    # entities only when a question asks for one (`_with_entities`): half of a parse's time
+    later = ["ner"] if "ner" in nlp.pipe_names else []
+    for ln, doc in zip(todo, nlp.pipe(todo, disable=later)) if todo else ():
         doc.tensor = doc.tensor[:0]  # the pipeline's token vectors: most of a parse's memory, unused after
+        fresh[ln] = tuple(_sentence(s) for s in doc.sents
+                          if not _DOTS.search(s.text) and not is_reference_line(s.text))
     with _parse_lock:
-        for ln, doc in fresh.items():
-            _parse_cache[ln] = doc
+        for ln, sents in fresh.items():
+            _parse_cache[ln] = sents
         while len(_parse_cache) > PARSE_CACHE_LINES:
             _parse_cache.popitem(last=False)
     return [known[ln] if ln in known else fresh[ln] for ln in lines]
+
+
+_NER_DONE = "bookindex_entities"  # Doc.user_data flag: the recogniser has run on it
+_ner_lock = threading.Lock()
+
+
+def _with_entities(nlp: Any, sents: list[_Sentence]) -> None:
+    """Run spaCy's entity recogniser, in one batch, on the cached parses of `sents` that have no
+    entities yet (the recogniser has its own embedding layer: the same entities as a full parse)."""
+    if "ner" not in nlp.pipe_names:
+        return
+    with _ner_lock:
+        docs = list({id(d): d for d in (s.span.doc for s in sents) if not d.user_data.get(_NER_DONE)}.values())
+        for doc in nlp.get_pipe("ner").pipe(docs):
+            doc.user_data[_NER_DONE] = True
 
 
 def _table_rows(text: str) -> list[list[str]]:
@@ -383,7 +444,7 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries, whose name answers
     a "which function / command ..." question."""
-    a = asked(question)
+    a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
@@ -397,12 +458,20 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     if nlp is None or not passages:
         return []
     nums = numbers or list(range(1, len(passages) + 1))
-    parsed: list[tuple[int, Passage, list[Any]]] = []
+    terms = tuple(a.terms)
+    parsed: list[tuple[int, Passage, list[_Sentence | None]]] = []
     for k, p in zip(nums, passages):
         if set(p.node_ids) <= furniture or listing_share(p.text) >= 0.5:
             continue
-        parsed.append((k, p, _sentences(nlp, p)))
-    weights = _idf(a.terms, [s.text for _, _, ss in parsed for s in ss] or [p.text for _, p, _ in parsed])
+        # under a title holding a question word every sentence may score (`in_title`); elsewhere
+        # only the lines holding one
+        title = " ".join(p.title_path).lower()
+        parsed.append((k, p, _sentences(nlp, p, None if any(t in title for t in terms) else terms)))
+    if a.kind in ("quantity", "date", "entity"):  # answered by an entity of the sentence (`_span`)
+        _with_entities(nlp, [s for _, _, ss in parsed for s in ss if s is not None])
+    # a line left unparsed holds none of the words, so it counts in n and in no word's df
+    texts = [s.text if s is not None else "" for _, _, ss in parsed for s in ss]
+    weights = _idf(a.terms, texts or [p.text for _, p, _ in parsed])
     cands: list[Candidate] = []
     # "which function / command ..." over a reference manual (a document with reference entries):
     # the answer is the name of a unit the manual names (an entry or a section), and the rank
@@ -416,38 +485,39 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         prior = 0.6 / (1 + rank)
         title = " ".join(p.title_path).lower()
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
-        for order, s in enumerate(sents):
-            words = {t.lemma_.lower() for t in s} | {t.lower_ for t in s}
+        own = {n for n in a.names if n == p.name.lower()}
+        for order, sent in enumerate(sents):
+            if sent is None:
+                continue
+            s, words = sent.span, sent.words
             # the name of the entry asked about says nothing more in its own sentences (its
             # prototype repeats it): there the sentence scores by the question's other words
-            own = {n for n in a.names if n == p.name.lower()}
             hit = sum(w for t, w in weights.items() if t in words and t not in own)
             in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
-            if hit + in_title <= 0 or not any(t.is_alpha for t in s):
+            if hit + in_title <= 0 or not sent.alpha:
                 continue
-            low = s.text.lower()
+            text = sent.text
+            low = text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
-            subject = (any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_.strip("()") in a.names for t in s)
-                       or s[0].lower_.strip("()") in a.names)  # "lapply returns a list ..."
-            has_verb = any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s)
+            subject = bool(sent.subjects.intersection(a.names))  # "lapply returns a list ..."
+            has_verb = sent.has_verb
             # the question's words in the sentence count by its length; in its section title once
-            sc = hit / math.sqrt(len(s) + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior
-            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and (not has_verb or len(s) < 4):
+            sc = hit / math.sqrt(sent.tokens + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior
+            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and (not has_verb or sent.tokens < 4):
                 sc -= 1.0  # a fragment ("show output", a heading) does not describe
             if a.kind == "describe" or by_entry:
                 # a description states what its subject does: the name as subject, or a sentence
                 # opening with the present-tense verb of a reference entry ("Creates the ...");
                 # a "name: ..." item describes a parameter, not the entry
-                if subject or (s.root.tag_ == "VBZ" and s.root.i == s.start):
+                if subject or sent.opens_with_verb:
                     sc += 0.6
-                if _LABELLED.match(s.text):
+                if _LABELLED.match(text):
                     sc -= 0.6
-                symbols = sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text)
-                if symbols > 0.3 * len(s):  # a prototype or a code line: it names, it does not describe
+                if sent.symbols > 0.3 * sent.tokens:  # a prototype or a code line: it names, it does not describe
                     sc -= 1.0
-            if a.kind == "describe" and _CODEISH.search(s.text) and not named:
+            if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
-            sentence = " ".join(s.text.split())
+            sentence = " ".join(text.split())
             if by_entry and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is
@@ -464,7 +534,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                                      if set(re.findall(r"\w+", tt.lower())) & set(weights)), p.name)
                 base = sc - (0.8 if span else -0.8)
                 cands.append(Candidate(base + (0.5 if span else 0.9), k, p, sentence, section_name, order))
-            cands.append(Candidate(sc, k, p, sentence, span, order, has_verb and len(s) > 3))
+            cands.append(Candidate(sc, k, p, sentence, span, order, has_verb and sent.tokens > 3))
         for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
             long_form = expansion(name, "\n".join([*p.title_path, p.text]))
             if long_form and a.kind in ("describe", "entity") and not a.target:
