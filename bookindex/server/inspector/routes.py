@@ -233,7 +233,7 @@ def document(request: Request, doc: str) -> HTMLResponse:
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     data = {"doc": info.doc_id, "name": info.name, "root": present.node_row(tree, tree.root),
-            "rows": present.children_rows(tree, tree.root_id), "pages": pages.pages,
+            "rows": present.top_rows(tree), "pages": pages.pages,
             "sizes": pages.sizes, "labels": pages.labels, "pdf": (info.source or "").lower().endswith(".pdf")}
     return render(request, "document.html", info=info, data=data, nodes=len(tree))
 
@@ -246,6 +246,17 @@ def children(request: Request, doc: str, node_id: str) -> JSONResponse:
     if nid not in stored.tree.nodes:
         raise Problem(404, f"{stored.name}: no node {nid}")
     return JSONResponse(present.children_rows(stored.tree, nid))
+
+
+@router.get("/api/documents/{doc}/matter/{group}")
+def matter(request: Request, doc: str, group: str) -> JSONResponse:
+    """The rows of a folded group of the document page's first level (`front` or `back` matter)."""
+    engine = _engine(request)
+    stored = engine.cache.browse(validate.doc_ref(doc))
+    rows = present.group_rows(stored.tree, group) if group in present.FOLDS else None
+    if rows is None:
+        raise Problem(404, f"{stored.name}: no {quote(group[:40])} matter")
+    return JSONResponse(rows)
 
 
 @router.get("/api/nodes/{node_id}")
@@ -275,7 +286,10 @@ def graph(request: Request, doc: str, q: str = "", entity: str | None = None) ->
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     linked = [present.node_row(tree, tree.nodes[n]) for n in (view.node_ids if view else [])[:200]]
-    return render(request, "graph.html", info=info, q=q, found=found, view=view, linked=linked)
+    drawing = None
+    if view is not None:
+        drawing = present.graph_data(view, engine.graph.links(info.doc_id, present.drawn_ids(view)))
+    return render(request, "graph.html", info=info, q=q, found=found, view=view, linked=linked, drawing=drawing)
 
 
 # -- ask: answer, citations, plan trace, plan editor, baselines ---------------------------------
