@@ -25,7 +25,7 @@ from bookindex.server.inspector import present
 from bookindex.server.middleware import session_cookie
 from bookindex.server.problem import Problem, status_of
 from bookindex.server.sessions import COOKIE
-from bookindex.server.uploads import accept_upload, remove_document
+from bookindex.server.uploads import accept_upload, reindex_document, remove_document
 from bookindex.skills.navigator.answer import SkillsAskRequest
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _writable(request: Request) -> "Library":
     name = request.scope["state"]["library"]
     grant = request.scope.get("state", {}).get("grant")
     if grant is None or not grant.can_write(name):
-        raise Problem(403, f"uploading and deleting need a key that writes library {name!r}")
+        raise Problem(403, f"uploading, re-indexing and deleting need a key that writes library {name!r}")
     return srv.libraries[name]
 
 
@@ -186,6 +186,21 @@ async def upload_page(request: Request) -> Response:
         graph = form.get("graph") == "on"
         replace = form.get("replace") == "on"
         job = await accept_upload(lib, request, graph, replace)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return RedirectResponse(f"{prefix}/?job={job.id}", status_code=303)
+
+
+@router.post("/documents/{doc}/reindex", response_model=None)
+async def reindex_page(request: Request, doc: str) -> Response:
+    """The library page's re-index button (a write key): a forced rebuild of the document from its
+    source, with the knowledge graph as its checkbox says, queued as `POST /documents/{doc}/reindex`
+    does; then back to the library page, which lists the job."""
+    prefix, _ = page_prefixes(request)
+    try:
+        lib = _writable(request)
+        form = await request.form(max_files=0, max_fields=2)
+        job = reindex_document(lib, doc, form.get("graph") == "on")
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     return RedirectResponse(f"{prefix}/?job={job.id}", status_code=303)
