@@ -323,7 +323,7 @@ def shot(page: Any, name: str, docs: bool = True) -> None:
 @pytest.mark.slow
 def test_tree_expand_and_node(browser: Any, ui_server: tuple[str, Engine]) -> None:
     base, engine = ui_server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(f"{base}/ui/")
     assert page.locator("table.docs").get_by_text("libtasn1.pdf").count() == 1
     shot(page, "inspector-library.png")
@@ -368,7 +368,7 @@ def test_upload_form_in_the_browser(browser: Any, tmp_path: Path) -> None:
     md = tmp_path / "pumps.md"
     md.write_text("# Pumps\n\n## Priming\n\nThe pump is primed with the blue valve.\n")
     with thread_server(create_app(engine, Keys(frozenset(), frozenset()), isolate_builds=False)) as base:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{base}/ui/")
         page.set_input_files("form.upload input[type=file]", str(md))
         page.uncheck("form.upload input[name=graph]")
@@ -393,7 +393,7 @@ def test_upload_form_in_the_browser(browser: Any, tmp_path: Path) -> None:
             page.wait_for_timeout(200)
             page.reload()
         assert row.locator("td").nth(1).inner_text() == "done" and job_id[:12] in row.inner_text()
-        assert row.locator("td").nth(4).inner_text() == "replaced"
+        assert row.locator("td").nth(4).inner_text() == "replaced" and "re-index" in row.locator("td").first.inner_text()
         assert page.locator("table.jobs tbody tr").count() == 2
         shot(page, "inspector-upload.png")
         page.click("table.docs button:has-text('Delete')")
