@@ -403,6 +403,37 @@ def test_upload_form_in_the_browser(browser: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_read_key_gets_no_write_forms_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """Signed in with a read key, the library page shows no upload, re-index or delete form, and
+    the same posts sent with the session's cookie are refused (403); a write key sees all three."""
+    engine = graph_engine(tmp_path)
+    doc = engine.documents()[0]
+    admin = "inspector-admin-key"
+    app = create_app(engine, Keys(frozenset({READ}), frozenset({admin})), isolate_builds=False)
+    with thread_server(app) as base:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(f"{base}/ui/")
+        page.fill("#key", READ)
+        page.click("main form button[type=submit]")
+        page.wait_for_url(f"{base}/ui/")
+        assert page.locator("table.docs").get_by_text("manual.md").count() == 1
+        assert page.locator("form.upload, form.reindex, form[action$='/delete']").count() == 0
+        for url in (f"/ui/documents/{doc.doc_id}/reindex", f"/ui/documents/{doc.doc_id}/delete", "/ui/upload"):
+            r = page.request.post(base + url, form={"graph": "on"})
+            assert r.status == 403 and "writes library" in r.text(), url
+        assert [d.doc_id for d in engine.documents()] == [doc.doc_id] and app.state.server.libraries["lib"].jobs.list() == []
+        page.click("header form button")  # sign out
+        page.wait_for_url("**/ui/login")
+        page.fill("#key", admin)
+        page.click("main form button[type=submit]")
+        page.wait_for_url(f"{base}/ui/")
+        assert page.locator("form.upload").count() == 1 and page.locator("form.reindex").count() == 1
+        assert page.locator("table.docs button:has-text('Delete')").count() == 1
+        context.close()
+
+
+@pytest.mark.slow
 def test_graph_neighbourhood_drawn(browser: Any, tmp_path: Path) -> None:
     """The graph page draws the chosen entity with its neighbours (cytoscape.js from the package,
     under the page's CSP: no violation); clicking a neighbour opens its own neighbourhood."""
