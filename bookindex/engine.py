@@ -134,11 +134,13 @@ class Engine:
         return document_info(self.library.get(doc))
 
     def index(self, path: str | Path, *, on_event: Events | None = None, progress: bool = False,
-              replaces: tuple[str, ...] | list[str] = (), **options: Any) -> IndexReport:
+              replaces: tuple[str, ...] | list[str] = (), force: bool = False, **options: Any) -> IndexReport:
         """Index one file or MinerU folder (PDF, MinerU JSON, Markdown, text); see DocumentLibrary.add
-        (`replaces`: ids of documents this one replaces when it commits)."""
+        (`replaces`: ids of documents this one replaces when it commits; `force`: rebuild unchanged
+        content too, a re-index)."""
         t0 = time.perf_counter()
-        doc = self.library.add(path, on_event=on_event, progress=progress, replaces=replaces, **options)
+        doc = self.library.add(path, on_event=on_event, progress=progress, replaces=replaces, force=force,
+                               **options)
         for doc_id in (doc.doc_id, *replaces):
             self.cache.forget(doc_id)
         m = doc.manifest

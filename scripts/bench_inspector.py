@@ -62,7 +62,6 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--node", type=int, default=3, help="which top-level row to click (0-based)")
     ap.add_argument("--out", type=Path, default=REPO / "bench-out")
-    ap.add_argument("--screenshot", type=Path, default=None, help="save a graph page screenshot here")
     args = ap.parse_args()
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
@@ -81,14 +80,6 @@ def main() -> int:
             time.sleep(0.2)
         for _ in range(args.runs):
             results["warm"].append(one_run(browser, base, info.doc_id, None, args.node))
-        if args.screenshot and info.graph:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{base}/ui/documents/{info.doc_id}/graph?q=terminal")
-            page.locator("ul.plain a").first.click()
-            page.wait_for_selector("#ent-h")
-            args.screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(args.screenshot))
-            page.close()
         browser.close()
 
     summary: dict[str, Any] = {"library": str(args.library), "doc": info.name, "pages": info.pages, "nodes": nodes,

@@ -2,7 +2,9 @@
 Markdown library, then headless Chromium (Debian's `chromium`, driven by Playwright) against a
 real server on 127.0.0.1 serving libtasn1: expand a section, click citation 1 and compare the
 highlight with the node's bbox, edit and re-run the plan, a `<script>` question shown as text.
-The browser run takes a screenshot of each page: into docs/img/ when BOOKINDEX_SCREENSHOTS=docs
+Then the inspector as a workplace: front matter folded on the document page, an entity's
+neighbourhood drawn (cytoscape.js from the package), upload, re-index and delete for write keys
+only. The browser run takes a screenshot of each page: into docs/img/ when BOOKINDEX_SCREENSHOTS=docs
 is set (how the committed ones were made), else into the test's temporary folder, so a plain
 test run leaves the checkout unchanged."""
 
@@ -19,7 +21,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from fakes import FakeEmbedder
+from fakes import ExtractionScript, FakeEmbedder, FakeLLM
 from fastapi.testclient import TestClient
 from server_helpers import thread_server
 
@@ -155,6 +157,131 @@ def test_upload_and_delete_from_the_library_page(tmp_path: Path) -> None:
         assert c.post(f"/ui/documents/{doc_id}/delete").status_code == 404
 
 
+MANUAL = ("Pump Manual\n\nVersion 2\n\nContents\n\n- Priming 1\n- Valves 2\n\n"
+          "# Priming\n\nThe Pump is primed with the Blue Valve and the Red Lever.\n\n"
+          "# Valves\n\nThe Blue Valve opens the Inlet; the Red Lever closes the Inlet.\n\n"
+          "# Levers\n\nThe Red Lever locks the Pump.\n")
+
+
+def graph_engine(root: Path) -> Engine:
+    """A library holding MANUAL (a cover, a contents list, three sections) with a knowledge graph
+    from the scripted extractor (each capitalised word an entity, the first two of a node related)."""
+    root.mkdir(parents=True, exist_ok=True)
+    src = root / "manual.md"
+    src.write_text(MANUAL)
+    settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(root / "cache"),
+                                        "graph.extractor": "llm"}, env={})
+    engine = Engine(root / "lib", settings, embedder=FakeEmbedder(),
+                    llm=FakeLLM(ExtractionScript.for_library(), model="scripted"))
+    engine.index(src, graph=True)
+    return engine
+
+
+@pytest.fixture(scope="module")
+def manual_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    return graph_engine(tmp_path_factory.mktemp("inspector-manual"))
+
+
+def doc_rows(html: str) -> list[dict[str, Any]]:
+    """The first-level rows a document page hands its script."""
+    start = html.index('id="doc-data">') + len('id="doc-data">')
+    return list(json.loads(html[start:html.index("</script>", start)])["rows"])
+
+
+def test_front_matter_is_one_folded_row(manual_engine: Engine, md_engine: Engine) -> None:
+    """The leaves before the first section (cover lines, the contents list) are one collapsed
+    "Front matter" row; the sections follow it at once; the group opens through its own route.
+    A document whose first child is a section has no group."""
+    doc = manual_engine.documents()[0]
+    tree = manual_engine.tree(doc.doc_id)
+    with client(manual_engine) as c:
+        rows = doc_rows(c.get(f"/ui/documents/{doc.doc_id}").text)
+        assert rows[0]["type"] == "group" and rows[0]["label"] == "Front matter" and rows[0]["children"] == 4
+        assert [r["label"] for r in rows[1:]] == ["Priming", "Valves", "Levers"]
+        inside = c.get(f"/ui/api/documents/{doc.doc_id}/matter/front").json()
+        assert [r["id"] for r in inside] == tree.root.children[:4]
+        assert all(r["children"] == 0 for r in inside) and inside[3]["type"] == "list"
+        assert c.get(f"/ui/api/documents/{doc.doc_id}/matter/back").status_code == 404  # none here
+        assert c.get(f"/ui/api/documents/{doc.doc_id}/matter/evil").status_code == 404
+    with client(md_engine) as c:
+        doc_id = md_engine.documents()[0].doc_id
+        assert all(r["type"] != "group" for r in doc_rows(c.get(f"/ui/documents/{doc_id}").text))
+
+
+def test_graph_page_carries_the_drawing(manual_engine: Engine) -> None:
+    """An entity's page ships its neighbourhood as cytoscape elements (the entity, its neighbours,
+    the relations among them) and loads cytoscape.js from the package, never a CDN."""
+    doc = manual_engine.documents()[0]
+    ent = manual_engine.graph.entities(doc.doc_id, "Blue")[0]
+    view = manual_engine.graph.entity(doc.doc_id, ent.id)
+    with client(manual_engine) as c:
+        page = c.get(f"/ui/documents/{doc.doc_id}/graph", params={"entity": ent.id})
+        assert page.status_code == 200
+        assert '/ui/static/vendor/cytoscape.min.js' in page.text and "https://" not in page.text
+        start = page.text.index('id="graph-data">') + len('id="graph-data">')
+        data = json.loads(page.text[start:page.text.index("</script>", start)])
+        assert data["center"] == ent.id and [n["id"] for n in data["nodes"]] == [ent.id, *(n.id for n in view.neighbours)]
+        assert {e["source"] for e in data["edges"] if e["spoke"]} | {e["target"] for e in data["edges"] if e["spoke"]} \
+            >= {n.id for n in view.neighbours}
+        js = c.get("/ui/static/vendor/cytoscape.min.js")
+        assert js.status_code == 200 and "cytoscape" in js.text[:2000].lower()
+        assert "MIT" in c.get("/ui/static/vendor/cytoscape.LICENSE").text or \
+            "Permission is hereby granted" in c.get("/ui/static/vendor/cytoscape.LICENSE").text
+        assert "graph-data" not in c.get(f"/ui/documents/{doc.doc_id}/graph").text  # no entity chosen: no drawing
+
+
+def test_write_routes_refuse_read_keys_and_reindex_rebuilds(tmp_path: Path) -> None:
+    """Upload, re-index and delete, from the inspector and through REST, refuse a key that only
+    reads the library (403) and leave it unchanged; a write key's re-index queues a forced
+    rebuild of the stored document from its source, with the graph switched as asked."""
+    engine = graph_engine(tmp_path)
+    doc = engine.documents()[0]
+    admin = "inspector-admin-key"
+    app = create_app(engine, Keys(frozenset({READ}), frozenset({admin})), isolate_builds=False)
+    read, write = {"X-API-Key": READ}, {"X-API-Key": admin}
+    md = b"# Pumps\n\nThe pump is primed with the blue valve.\n"
+    with TestClient(app) as c:
+        for method, url in (("post", "/documents"), ("post", f"/documents/{doc.doc_id}/reindex"),
+                            ("delete", f"/documents/{doc.doc_id}")):
+            files = {"file": ("pumps.md", md, "text/markdown")} if url == "/documents" else None
+            r = c.request(method, url, headers=read, files=files)
+            assert r.status_code == 403 and "writes library" in r.json()["detail"], (url, r.text)
+        c.post("/ui/login", data={"key": READ})
+        page = c.get("/ui/")
+        assert "/reindex" not in page.text and "/delete" not in page.text
+        for url in ("/ui/upload", f"/ui/documents/{doc.doc_id}/reindex", f"/ui/documents/{doc.doc_id}/delete"):
+            files = {"file": ("pumps.md", md, "text/markdown")} if url == "/ui/upload" else None
+            r = c.post(url, files=files, data={"graph": "on"})
+            assert r.status_code == 403 and "writes library" in r.text, url
+        assert [d.doc_id for d in engine.documents()] == [doc.doc_id] and c.get("/jobs", headers=read).json() == []
+        c.post("/ui/logout")
+
+        c.post("/ui/login", data={"key": admin})
+        page = c.get("/ui/")
+        assert f'action="/ui/documents/{doc.doc_id}/reindex"' in page.text
+        r = c.post(f"/ui/documents/{doc.doc_id}/reindex", data={}, follow_redirects=False)  # graph unticked
+        assert r.status_code == 303 and r.headers["location"].startswith("/ui/?job="), r.text
+        assert app.state.server.libraries["lib"].jobs.wait_idle(60)
+        job = c.get(f"/jobs/{r.headers['location'].split('=')[1]}", headers=write).json()
+        assert job["state"] == "done" and job["reindex"] == doc.doc_id and job["file"] == "", job
+        assert job["report"]["status"] == "replaced" and not job["report"]["graph_built"]
+        assert not engine.document(doc.doc_id).graph
+        assert ">done<" in c.get(r.headers["location"]).text
+
+        again = c.post(f"/documents/{doc.doc_id}/reindex?graph=true", headers=write)
+        assert again.status_code == 202 and again.headers["location"] == f"/jobs/{again.json()['id']}"
+        assert app.state.server.libraries["lib"].jobs.wait_idle(60)
+        job = c.get(again.headers["location"], headers=write).json()
+        assert job["state"] == "done" and job["report"]["graph_built"], job
+        assert engine.document(doc.doc_id).graph and (tmp_path / "manual.md").is_file()  # the source stays
+
+        assert c.post("/documents/nosuch.pdf/reindex", headers=write).status_code == 404
+        (tmp_path / "manual.md").unlink()
+        gone = c.post(f"/documents/{doc.doc_id}/reindex", headers=write)
+        assert gone.status_code == 409 and "source file is gone" in gone.json()["detail"]
+        assert "manual.md" in gone.json()["detail"] and str(tmp_path) not in gone.text
+
+
 # -- headless Chromium against a real server --------------------------------------------------------
 def chromium() -> str:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -183,8 +310,10 @@ def ui_server(libtasn1_library: tuple[Path, Path]) -> Iterator[tuple[str, Engine
         yield base, engine
 
 
-def shot(page: Any, name: str) -> None:
-    folder = IMG if os.environ.get("BOOKINDEX_SCREENSHOTS") == "docs" else SCRATCH
+def shot(page: Any, name: str, docs: bool = True) -> None:
+    """A screenshot of the viewport: into docs/img/ under BOOKINDEX_SCREENSHOTS=docs when `docs`,
+    else into a scratch folder."""
+    folder = IMG if docs and os.environ.get("BOOKINDEX_SCREENSHOTS") == "docs" else SCRATCH
     folder.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(folder / name), full_page=False)
     assert (folder / name).stat().st_size > 1000
@@ -194,13 +323,23 @@ def shot(page: Any, name: str) -> None:
 @pytest.mark.slow
 def test_tree_expand_and_node(browser: Any, ui_server: tuple[str, Engine]) -> None:
     base, engine = ui_server
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(f"{base}/ui/")
     assert page.locator("table.docs").get_by_text("libtasn1.pdf").count() == 1
     shot(page, "inspector-library.png")
     page.goto(f"{base}/ui/documents/libtasn1.pdf")
     page.wait_for_selector("#tree[data-ready]")
-    section = page.locator("#tree > li[aria-expanded]", has_text="Function reference").first
+    # the first screen: front matter folded into one row, then the document's sections
+    first = page.locator("#tree > li").first
+    assert first.get_attribute("data-group") == "front" and "Front matter" in first.inner_text()
+    assert page.locator("#tree > li .badge.t-section").count() == page.locator("#tree > li").count() - 1
+    folded = int(first.locator(".count").inner_text().strip("()").split()[0])
+    first.locator(".node-link").click()  # the row's label opens the fold too
+    page.wait_for_selector("#tree > li[data-group=front][aria-expanded=true] > ul > li")
+    assert first.locator("ul > li").count() == folded
+    first.locator(".twisty").first.click()
+    assert first.get_attribute("aria-expanded") == "false"
+    section = page.locator("#tree > li[aria-expanded]:not([data-group])", has_text="Function reference").first
     before = page.locator("#tree li").count()
     section.locator(".twisty").first.click()
     page.wait_for_selector("#tree > li[aria-expanded=true] > ul > li")
@@ -229,7 +368,7 @@ def test_upload_form_in_the_browser(browser: Any, tmp_path: Path) -> None:
     md = tmp_path / "pumps.md"
     md.write_text("# Pumps\n\n## Priming\n\nThe pump is primed with the blue valve.\n")
     with thread_server(create_app(engine, Keys(frozenset(), frozenset()), isolate_builds=False)) as base:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(f"{base}/ui/")
         page.set_input_files("form.upload input[type=file]", str(md))
         page.uncheck("form.upload input[name=graph]")
@@ -243,10 +382,89 @@ def test_upload_form_in_the_browser(browser: Any, tmp_path: Path) -> None:
             page.reload()
         assert state.inner_text() == "done"
         assert page.locator("table.docs").get_by_text("pumps.md").count() == 1
+        # re-index it (graph left unticked): a second job, a forced rebuild
+        page.click("table.docs form.reindex button[type=submit]")
+        page.wait_for_url("**/ui/?job=*")
+        job_id = page.url.split("job=")[1]
+        row = page.locator("table.jobs tbody tr[aria-current=true]")
+        for _ in range(100):
+            if row.locator("td").nth(1).inner_text() in ("done", "failed"):
+                break
+            page.wait_for_timeout(200)
+            page.reload()
+        assert row.locator("td").nth(1).inner_text() == "done" and job_id[:12] in row.inner_text()
+        assert row.locator("td").nth(4).inner_text() == "replaced" and "re-index" in row.locator("td").first.inner_text()
+        assert page.locator("table.jobs tbody tr").count() == 2
         shot(page, "inspector-upload.png")
         page.click("table.docs button:has-text('Delete')")
         page.wait_for_url(f"{base}/ui/")
         assert page.locator("table.docs").count() == 0 and engine.documents() == []
+        page.close()
+
+
+@pytest.mark.slow
+def test_read_key_gets_no_write_forms_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """Signed in with a read key, the library page shows no upload, re-index or delete form, and
+    the same posts sent with the session's cookie are refused (403); a write key sees all three."""
+    engine = graph_engine(tmp_path)
+    doc = engine.documents()[0]
+    admin = "inspector-admin-key"
+    app = create_app(engine, Keys(frozenset({READ}), frozenset({admin})), isolate_builds=False)
+    with thread_server(app) as base:
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(f"{base}/ui/")
+        page.fill("#key", READ)
+        page.click("main form button[type=submit]")
+        page.wait_for_url(f"{base}/ui/")
+        assert page.locator("table.docs").get_by_text("manual.md").count() == 1
+        assert page.locator("form.upload, form.reindex, form[action$='/delete']").count() == 0
+        for url in (f"/ui/documents/{doc.doc_id}/reindex", f"/ui/documents/{doc.doc_id}/delete", "/ui/upload"):
+            r = page.request.post(base + url, form={"graph": "on"})
+            assert r.status == 403 and "writes library" in r.text(), url
+        assert [d.doc_id for d in engine.documents()] == [doc.doc_id] and app.state.server.libraries["lib"].jobs.list() == []
+        page.click("header form button")  # sign out
+        page.wait_for_url("**/ui/login")
+        page.fill("#key", admin)
+        page.click("main form button[type=submit]")
+        page.wait_for_url(f"{base}/ui/")
+        assert page.locator("form.upload").count() == 1 and page.locator("form.reindex").count() == 1
+        assert page.locator("table.docs button:has-text('Delete')").count() == 1
+        context.close()
+
+
+@pytest.mark.slow
+def test_graph_neighbourhood_drawn(browser: Any, tmp_path: Path) -> None:
+    """The graph page draws the chosen entity with its neighbours (cytoscape.js from the package,
+    under the page's CSP: no violation); clicking a neighbour opens its own neighbourhood."""
+    engine = graph_engine(tmp_path)
+    doc = engine.documents()[0]
+    with thread_server(create_app(engine, Keys(frozenset(), frozenset()), isolate_builds=False)) as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("requestfailed", lambda r: problems.append(f"failed {r.url}"))
+        page.on("response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        page.goto(f"{base}/ui/documents/{doc.doc_id}/graph")
+        page.locator("ul.plain a").first.click()  # the best-connected entity
+        page.wait_for_selector("#graph-canvas[data-ready]")
+        center = page.evaluate("new URLSearchParams(location.search).get('entity')")
+        view = engine.graph.entity(doc.doc_id, center)
+        assert int(page.get_attribute("#graph-canvas", "data-nodes") or 0) == 1 + len(view.neighbours) >= 3
+        assert int(page.get_attribute("#graph-canvas", "data-edges") or 0) >= len(view.neighbours)
+        assert page.locator("#graph-canvas canvas").count() >= 1
+        box = page.locator("#graph-canvas").bounding_box()
+        assert box and box["width"] > 300 and box["height"] > 300
+        names = page.evaluate("window.inspectorGraph.nodes().map(n => n.data('name'))")
+        assert sorted(names) == sorted([view.entity.name, *(n.name for n in view.neighbours)])
+        shot(page, "inspector-graph-scripted.png", docs=False)  # docs/img's graph is gnuplot's
+        other = view.neighbours[0]
+        with page.expect_navigation():
+            page.evaluate(f"window.inspectorGraph.getElementById({json.dumps(other.id)}).emit('tap')")
+        page.wait_for_selector("#graph-canvas[data-ready]")
+        assert page.evaluate("new URLSearchParams(location.search).get('entity')") == other.id
+        assert page.locator("#ent-h").inner_text().startswith(other.name)
+        assert problems == [], problems
         page.close()
 
 

@@ -166,47 +166,65 @@ def test_kill_9_during_index_then_restart_resumes(tmp_path: Path, libtasn1_libra
 
 @pytest.mark.slow
 def test_kill_9_during_an_upload_to_one_of_two_libraries(tmp_path: Path, libtasn1_library: tuple[Path, Path]) -> None:
-    """`serve ROOT` with libraries a and b: kill -9 while b indexes an upload; after the restart
-    b's job resumes and finishes, a is byte-identical and both catalogs are consistent."""
+    """`serve ROOT` with libraries a and b: kill -9 while a indexes an upload. After the restart
+    the GET of a's job says it was interrupted (never "running" for a dead server) and it resumes
+    and finishes; b is byte-identical; both catalogs are consistent, nothing half-written is left
+    (no staging folder, no partial upload), and both libraries list and answer."""
     lib, cache = libtasn1_library
     root = tmp_path / "root"
     root.mkdir()
-    shutil.copytree(lib, root / "a", ignore=shutil.ignore_patterns(".server"))
-    a_catalog = (root / "a" / "library.json").read_bytes()
+    shutil.copytree(lib, root / "b", ignore=shutil.ignore_patterns(".server"))
+    b_catalog = (root / "b" / "library.json").read_bytes()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     h = {"X-API-Key": "admin-k"}
     env = cli_env(cache, BOOKINDEX_ADMIN_KEYS="admin-k")
     args = ["serve", str(root), "--port", str(port)]
     log = tmp_path / "serve.log"
+    a_base = f"{base}/libraries/a"
     with cli_server(args, env, tmp_path, log, base + "/health") as proc:
-        assert httpx.post(f"{base}/libraries", json={"name": "b"}, headers=h).status_code == 201
+        assert httpx.post(f"{base}/libraries", json={"name": "a"}, headers=h).status_code == 201
         with open(LIBTASN1, "rb") as fh:
-            r = httpx.post(f"{base}/libraries/b/documents", files={"file": ("libtasn1.pdf", fh, "application/pdf")},
+            r = httpx.post(f"{a_base}/documents", files={"file": ("libtasn1.pdf", fh, "application/pdf")},
                            headers=h, timeout=60)
         assert r.status_code == 202, r.text
         job_id = r.json()["id"]
-        b_base = f"{base}/libraries/b"
-        job = poll_job(b_base, job_id, headers=h, timeout=120, until=("running",))
+        job = poll_job(a_base, job_id, headers=h, timeout=120, until=("running",))
         deadline = time.monotonic() + 120
         while job["progress"]["stage"] in ("queued", "parsing") and time.monotonic() < deadline:
             time.sleep(0.05)
-            job = httpx.get(f"{b_base}/jobs/{job_id}", headers=h).json()
+            job = httpx.get(f"{a_base}/jobs/{job_id}", headers=h).json()
         assert job["state"] == "running", job
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
-    assert consistent(root / "b") == [] and consistent(root / "a") == ["libtasn1.pdf"]
+    on_disk = json.loads((root / "a" / ".server" / "jobs" / f"{job_id}.json").read_text())
+    assert on_disk["state"] == "running"  # what the dead server left: the restart must not trust it
+    assert consistent(root / "a") == [] and consistent(root / "b") == ["libtasn1.pdf"]
 
     with cli_server(args, env, tmp_path, log, base + "/health"):
-        job = httpx.get(f"{b_base}/jobs/{job_id}", headers=h).json()
-        assert job["interruptions"] == 1 and job["state"] in ("queued", "running")
-        job = poll_job(b_base, job_id, headers=h, timeout=240)
+        job = httpx.get(f"{a_base}/jobs/{job_id}", headers=h).json()
+        assert job["interruptions"] == 1 and job["state"] in ("queued", "running"), job
+        job = poll_job(a_base, job_id, headers=h, timeout=240)
         assert job["state"] == "done" and job["report"]["pages"] == 36, job
-        assert httpx.get(f"{base}/libraries/a/jobs", headers=h).json() == []  # a's queue never held it
+        assert job["interruptions"] == 1 and not job["error"]
+        assert httpx.get(f"{base}/libraries/b/jobs", headers=h).json() == []  # b's queue never held it
         assert [x["name"] for x in httpx.get(f"{base}/libraries", headers=h).json()] == ["a", "b"]
-    assert "library b: job" in log.read_text() and "was interrupted (x1); resuming it" in log.read_text()
-    assert consistent(root / "b") == ["libtasn1.pdf"]
-    assert (root / "a" / "library.json").read_bytes() == a_catalog
+        for name in ("a", "b"):  # both list their document and answer from it
+            docs = httpx.get(f"{base}/libraries/{name}/documents", headers=h).json()
+            assert [d["name"] for d in docs] == ["libtasn1.pdf"], (name, docs)
+            answer = httpx.post(f"{base}/libraries/{name}/ask", headers=h, timeout=120,
+                                json={"question": "What does asn1_der_coding do?"})
+            assert answer.status_code == 200, (name, answer.text)
+            assert answer.json()["evidence"] and answer.json()["doc"]["name"] == "libtasn1.pdf"
+    text = log.read_text()
+    assert "library a: job" in text and "was interrupted (x1); resuming it" in text
+    assert consistent(root / "a") == ["libtasn1.pdf"]
+    assert (root / "b" / "library.json").read_bytes() == b_catalog
+    for name in ("a", "b"):  # no build left half-written: staging swept, no partial upload
+        staging = root / name / ".tmp"
+        assert not staging.exists() or not any(staging.iterdir()), list(staging.iterdir())
+        uploads = root / name / ".server" / "uploads"
+        assert not uploads.exists() or not list(uploads.glob("*.part"))
 
 
 def test_processes_share_the_queue_through_the_job_files(tmp_path: Path) -> None:

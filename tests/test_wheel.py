@@ -38,7 +38,9 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 LINKED = ("parsing", "operators", "retrieval")  # top-level folders installed as bookindex.<name>
 PACKAGE_DATA = ("bookindex/py.typed", "bookindex/server/inspector/templates/base.html",
-                "bookindex/server/inspector/static/inspector.css", "bookindex/server/inspector/static/inspector.js")
+                "bookindex/server/inspector/static/inspector.css", "bookindex/server/inspector/static/inspector.js",
+                "bookindex/server/inspector/static/vendor/cytoscape.min.js",
+                "bookindex/server/inspector/static/vendor/cytoscape.LICENSE")
 # what the build copy leaves out: at the root, the checkout's environments and outputs; anywhere,
 # build leftovers (an egg-info from an editable install would feed setuptools a stale file list)
 ROOT_SKIP = {".git", ".venv", "venv", "build", "dist", "lib", "out", "bench-out", ".bookindex-cache",

@@ -187,7 +187,7 @@ class DocumentLibrary:
         return dict(self._effective(options)[1])
 
     def add(self, path: str | Path, *, on_event: Any = None, progress: bool = False,
-            replaces: tuple[str, ...] | list[str] = (), **options: Any) -> StoredDocument:
+            replaces: tuple[str, ...] | list[str] = (), force: bool = False, **options: Any) -> StoredDocument:
         """Index one file (PDF, MinerU JSON or folder, Markdown, text) into the library.
 
         Unchanged content with the same options: a no-op (status "unchanged"), unless graph
@@ -195,7 +195,8 @@ class DocumentLibrary:
         from the same source path, or new options: rebuilt and swapped in atomically
         (status "replaced"). Otherwise status "added". `replaces`: document ids that the same
         commit removes (status "replaced"), as if they had come from the same path (the server's
-        uploads live at one path per content); they keep serving until then.
+        uploads live at one path per content); they keep serving until then. `force`: rebuild
+        even unchanged content with the same options (a re-index; status "replaced").
         """
         job = self.job_for(path, **options)
         if replaces:
@@ -204,7 +205,7 @@ class DocumentLibrary:
         emit = on_event or (lambda e, i: None)
         with self.writer(on_wait=lambda holder: emit("lock_wait", {"holder": holder})):
             emit("locked", {"doc_id": job.doc_id})
-            return self._add_locked(job, created_root, emit, progress)
+            return self._add_locked(job, created_root, emit, progress, force)
 
     def current(self, job: BuildJob, on_event: Any = None, progress: bool = False) -> StoredDocument | None:
         """Under the writer lock: the stored document when `job` needs no build (status
@@ -221,9 +222,10 @@ class DocumentLibrary:
         doc.status = "unchanged"
         return doc
 
-    def _add_locked(self, job: BuildJob, created_root: bool, on_event: Any, progress: bool) -> StoredDocument:
+    def _add_locked(self, job: BuildJob, created_root: bool, on_event: Any, progress: bool,
+                    force: bool = False) -> StoredDocument:
         """add() under the writer lock: a second writer of the same file finds it current here."""
-        done = self.current(job, on_event, progress)
+        done = None if force else self.current(job, on_event, progress)
         if done is not None:
             return done
         build_dir = self.catalog.new_staging_dir(job.doc_id)

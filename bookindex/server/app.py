@@ -49,7 +49,7 @@ from bookindex.server.sessions import Sessions
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.sse import ask_events
 from bookindex.server.threads import limit_blas_threads
-from bookindex.server.uploads import accept_upload, remove_document
+from bookindex.server.uploads import accept_upload, reindex_document, remove_document
 from bookindex.server.views import MAX_DEPTH, TreeNode, outline
 from bookindex.storage.catalog import CATALOG, CATALOG_FORMAT
 from bookindex.storage.catalog import now as catalog_now
@@ -405,6 +405,17 @@ def library_routes(srv: Server) -> APIRouter:
         same content stored with other options is refused (409) unless `replace=true`."""
         writable(lib, request)
         job = await accept_upload(lib, request, graph, replace)
+        prefix = f"/libraries/{lib.name}" if "library" in request.path_params else ""
+        return _json(job, 202, {"Location": f"{prefix}/jobs/{job.id}"})
+
+    @router.post("/documents/{doc}/reindex", status_code=202, response_model=Job, tags=["documents"])
+    def reindex(doc: str, lib: L, request: Request, graph: bool | None = None) -> Any:
+        """Rebuild a stored document from its source file (a write key): an index job, forced even
+        when nothing changed; `graph` switches its knowledge graph on or off (default: as built).
+        Poll `GET /jobs/{id}` (the `Location` header). 409 when its source file is gone or a
+        re-index of it is already queued."""
+        writable(lib, request)
+        job = reindex_document(lib, doc, graph)
         prefix = f"/libraries/{lib.name}" if "library" in request.path_params else ""
         return _json(job, 202, {"Location": f"{prefix}/jobs/{job.id}"})
 

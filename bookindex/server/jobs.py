@@ -16,6 +16,8 @@ lingers) and the job fails with a message naming the setting; the library is unc
 whose file name an earlier upload's document has (other content) replaces that document in the
 same commit, as `bookindex index` replaces a changed file at the same path: uploads are stored
 one folder per content, so the name is what makes them the same file.
+A re-index job (`submit_reindex`) has no upload: it rebuilds a stored document from the source
+file the catalog records for it, forced (`Engine.index(force=True)`), with the options it names.
 A restarted server marks the jobs it finds `running` as interrupted (`interruptions` counts
 them) and queues them again with the queued ones: the build starts over, cheaply, because LLM
 calls are answered from the disk cache.
@@ -88,6 +90,7 @@ class Job(BaseModel):
     error: str | None = None
     interruptions: int = 0  # times a server stopped while this job ran; each restart resumed it
     cancel_requested: bool = False
+    reindex: str | None = None  # a re-index: the stored document rebuilt from its source (file is "")
 
 
 def _now() -> str:
@@ -247,6 +250,36 @@ class JobManager:
             self._cond.notify_all()
             return job.model_copy(deep=True)
 
+    def submit_reindex(self, doc_id: str, name: str, sha256: str, options: dict[str, Any]) -> Job:
+        """Queue a re-index of stored document `doc_id`: a forced build of the source file the
+        catalog records for it (looked up when the job runs, so no path is kept in the job);
+        409 while another job re-indexes it, 429 when the queue is full."""
+        with self._cond:
+            self._sync()
+            active = [j for j in self._jobs.values() if j.state in ACTIVE]
+            if any(j.reindex == doc_id for j in active):
+                raise Problem(409, f"{name} is already being re-indexed")
+            if len(active) >= self.max_jobs:
+                raise Problem(429, f"{self.max_jobs} index jobs are already queued or running; retry later",
+                              headers={"Retry-After": "30"})
+            job = Job(id=uuid.uuid4().hex, name=name, file="", sha256=sha256, options=dict(options, force=True),
+                      created=_now(), reindex=doc_id)
+            self._jobs[job.id] = job
+            self._save(job)
+            if self.role.held:
+                self._queue.append(job.id)
+            self._cond.notify_all()
+            return job.model_copy(deep=True)
+
+    def _source(self, job: Job) -> Path:
+        """The file a job builds: its upload, or for a re-index the stored document's source."""
+        if job.reindex is None:
+            return self.root / job.file
+        source = self.engine.document(job.reindex).source
+        if not source or not Path(source).is_file():
+            raise BookIndexError(f"{job.name}: its source file is gone; upload it again to rebuild it")
+        return Path(source)
+
     def cancel(self, job_id: str) -> Job:
         """Cancel a queued job at once, a running one at its next progress event; 409 if ended."""
         with self._cond:
@@ -339,9 +372,10 @@ class JobManager:
         path = self.root / job.file
         replaces: tuple[str, ...] = ()
         try:
+            path = self._source(job)
             if not path.is_file():
                 raise BookIndexError(f"{job.name}: the uploaded file is missing ({job.file})")
-            replaces = self._earlier_uploads(job)
+            replaces = () if job.reindex else self._earlier_uploads(job)
             if self.isolate:
                 report = self._index_in_child(job, path, replaces)
             else:
@@ -428,7 +462,9 @@ class JobManager:
 
     def _discard_upload(self, job: Job) -> None:
         """Delete a failed or cancelled job's upload unless a stored document or an active job
-        uses the same file."""
+        uses the same file. A re-index has no upload of its own: its source stays."""
+        if job.reindex is not None:
+            return
         path = self.root / job.file
         with self._cond:
             if any(j.file == job.file and j.state in ACTIVE for j in self._jobs.values()):

@@ -1,7 +1,8 @@
-"""Uploads and deletes, shared by the REST routes and the inspector's forms: an upload is
-staged (hashed, size-capped), its content checked against its name, refused when the same content
-is stored with other options (unless `replace`), then queued as the library's index job; a delete
-drops the document, its page images and its upload.
+"""Uploads, re-indexes and deletes, shared by the REST routes and the inspector's forms: an upload
+is staged (hashed, size-capped), its content checked against its name, refused when the same
+content is stored with other options (unless `replace`), then queued as the library's index job;
+a re-index queues a forced rebuild of a stored document from its source file; a delete drops the
+document, its page images and its upload.
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ async def accept_upload(lib: Library, request: Request, graph: bool | None, repl
         staged.unlink(missing_ok=True)
         raise
     return lib.jobs.submit(staged, name, sha, options)
+
+
+def reindex_document(lib: Library, doc: str, graph: bool | None) -> Job:
+    """Queue a re-index of a stored document of `lib` (a reference checked by `validate`): rebuilt
+    from its source file with `graph` (None: as it was built), even when nothing changed. 409 when
+    the source file is gone (a document indexed from a path that no longer exists)."""
+    info = lib.fresh().document(validate.doc_ref(doc))
+    if not info.source or not Path(info.source).is_file():
+        raise Problem(409, f"{info.name}: its source file is gone; upload it again to rebuild it")
+    stored = (info.manifest.get("options") or {}).get("graph")
+    options = {"graph": graph if graph is not None else bool(stored if stored is not None else info.graph)}
+    sha = str(info.manifest.get("sha256") or info.doc_id)
+    return lib.jobs.submit_reindex(info.doc_id, info.name, sha, options)
 
 
 def remove_document(lib: Library, doc: str) -> DocumentInfo:

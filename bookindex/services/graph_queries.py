@@ -53,6 +53,18 @@ class GraphQueries:
                           aliases=list(e.aliases), neighbours=neighbours,
                           node_ids=[n for n in e.node_ids if n in d.tree.nodes])
 
+    def links(self, doc: str, entity_ids: list[str]) -> list[tuple[str, str, float]]:
+        """The relations among a set of entities (an entity and its neighbours), one per pair with
+        the pair's summed weight: what a drawing of the neighbourhood joins besides the spokes."""
+        g = self.documents.browse(doc).graph
+        wanted = set(entity_ids)
+        pairs: dict[tuple[str, str], float] = {}
+        for r in g.relations:
+            if r.source != r.target and r.source in wanted and r.target in wanted:
+                a, b = sorted((r.source, r.target))
+                pairs[(a, b)] = pairs.get((a, b), 0.0) + r.weight
+        return [(a, b, round(w, 3)) for (a, b), w in sorted(pairs.items())]
+
 
 def entity_ref(g: KnowledgeGraph, eid: str) -> EntityRef:
     e = g.entities[eid]

@@ -45,6 +45,88 @@ def children_rows(tree: DocumentTree, node_id: str) -> list[dict[str, Any]]:
     return [node_row(tree, tree.nodes[c]) for c in node.children if c in tree.nodes]
 
 
+FOLDS = {"front": "Front matter", "back": "Back matter"}
+MIN_FOLD = 2  # a lone leaf before the first section stays a row of its own
+
+
+def matter_spans(tree: DocumentTree) -> dict[str, tuple[int, int]]:
+    """Where the root's front and back matter lie, as [start, end) slices of its children.
+
+    Front matter is the run of leaves (nodes without children: a cover's lines, the lines of a
+    printed table of contents, a copyright notice) before the root's first child that holds
+    children, i.e. before the first real section; back matter is the run of leaves after the
+    last one (an index's entries). Both follow from the tree's shape, never from words: a
+    parser that found no sections (every child a leaf) leaves the root unfolded."""
+    kids = [tree.nodes[c] for c in tree.root.children if c in tree.nodes]
+    holders = [i for i, n in enumerate(kids) if n.children]
+    if not holders:
+        return {}
+    spans = {}
+    if holders[0] >= MIN_FOLD:
+        spans["front"] = (0, holders[0])
+    if len(kids) - holders[-1] - 1 >= MIN_FOLD:
+        spans["back"] = (holders[-1] + 1, len(kids))
+    return spans
+
+
+def fold_row(tree: DocumentTree, group: str, span: tuple[int, int]) -> dict[str, Any]:
+    """The one collapsed row standing for a folded run of the root's children."""
+    kids = [tree.nodes[c] for c in tree.root.children if c in tree.nodes][span[0]:span[1]]
+    return {"id": f"{tree.root_id}~{group}", "type": "group", "group": group, "label": FOLDS[group],
+            "page": min(n.page_idx for n in kids) + 1, "page_end": max(n.page_end_idx for n in kids) + 1,
+            "children": len(kids), "entry": "", "entry_kind": ""}
+
+
+def top_rows(tree: DocumentTree) -> list[dict[str, Any]]:
+    """The document page's first level: the root's children with front and back matter each
+    folded into one collapsed group row (opened with `group_rows`)."""
+    rows = children_rows(tree, tree.root_id)
+    spans = matter_spans(tree)
+    if "back" in spans:
+        a, b = spans["back"]
+        rows[a:b] = [fold_row(tree, "back", spans["back"])]
+    if "front" in spans:
+        a, b = spans["front"]
+        rows[a:b] = [fold_row(tree, "front", spans["front"])]
+    return rows
+
+
+def group_rows(tree: DocumentTree, group: str) -> list[dict[str, Any]] | None:
+    """The rows a folded group holds; None when the document has no such group."""
+    span = matter_spans(tree).get(group)
+    if span is None:
+        return None
+    return children_rows(tree, tree.root_id)[span[0]:span[1]]
+
+
+MAX_EDGE_LABEL = 60  # characters of a relation drawn on its edge (the list below the drawing has it whole)
+MAX_DRAWN = 24  # neighbours drawn (the heaviest edges): more make one ring of unreadable labels
+
+
+def drawn_ids(view: Any) -> list[str]:
+    """The entities the graph page draws: the entity and its MAX_DRAWN heaviest neighbours."""
+    return [view.entity.id, *(n.id for n in view.neighbours[:MAX_DRAWN])]
+
+
+def graph_data(view: Any, links: list[tuple[str, str, float]]) -> dict[str, Any]:
+    """An entity's neighbourhood as the graph page draws it (cytoscape.js elements): the entity
+    in the centre, its heaviest neighbours around it, every relation among them (`links`) as an
+    edge; a spoke carries the start of its relation's text. `view` is the Engine's EntityView."""
+    center = view.entity.id
+    nodes = [{"id": center, "name": view.entity.name, "type": view.entity.type, "degree": view.entity.degree,
+              "center": True}]
+    spoke: dict[str, str] = {}
+    for n in view.neighbours[:MAX_DRAWN]:
+        nodes.append({"id": n.id, "name": n.name, "type": n.type, "degree": n.degree, "center": False})
+        spoke[n.id] = n.relation or ""
+    edges = []
+    for a, b, w in links:
+        other = b if a == center else a if b == center else None
+        label = short(spoke.get(other, ""), MAX_EDGE_LABEL) if other is not None else ""
+        edges.append({"source": a, "target": b, "weight": w, "label": label, "spoke": other is not None})
+    return {"center": center, "nodes": nodes, "edges": edges}
+
+
 def _union(boxes: list[BBox]) -> BBox:
     return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 

@@ -25,7 +25,7 @@ from bookindex.server.inspector import present
 from bookindex.server.middleware import session_cookie
 from bookindex.server.problem import Problem, status_of
 from bookindex.server.sessions import COOKIE
-from bookindex.server.uploads import accept_upload, remove_document
+from bookindex.server.uploads import accept_upload, reindex_document, remove_document
 from bookindex.skills.navigator.answer import SkillsAskRequest
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _writable(request: Request) -> "Library":
     name = request.scope["state"]["library"]
     grant = request.scope.get("state", {}).get("grant")
     if grant is None or not grant.can_write(name):
-        raise Problem(403, f"uploading and deleting need a key that writes library {name!r}")
+        raise Problem(403, f"uploading, re-indexing and deleting need a key that writes library {name!r}")
     return srv.libraries[name]
 
 
@@ -186,6 +186,21 @@ async def upload_page(request: Request) -> Response:
         graph = form.get("graph") == "on"
         replace = form.get("replace") == "on"
         job = await accept_upload(lib, request, graph, replace)
+    except (BookIndexError, Problem) as e:
+        return error_page(request, e)
+    return RedirectResponse(f"{prefix}/?job={job.id}", status_code=303)
+
+
+@router.post("/documents/{doc}/reindex", response_model=None)
+async def reindex_page(request: Request, doc: str) -> Response:
+    """The library page's re-index button (a write key): a forced rebuild of the document from its
+    source, with the knowledge graph as its checkbox says, queued as `POST /documents/{doc}/reindex`
+    does; then back to the library page, which lists the job."""
+    prefix, _ = page_prefixes(request)
+    try:
+        lib = _writable(request)
+        form = await request.form(max_files=0, max_fields=2)
+        job = reindex_document(lib, doc, form.get("graph") == "on")
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     return RedirectResponse(f"{prefix}/?job={job.id}", status_code=303)
@@ -233,7 +248,7 @@ def document(request: Request, doc: str) -> HTMLResponse:
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     data = {"doc": info.doc_id, "name": info.name, "root": present.node_row(tree, tree.root),
-            "rows": present.children_rows(tree, tree.root_id), "pages": pages.pages,
+            "rows": present.top_rows(tree), "pages": pages.pages,
             "sizes": pages.sizes, "labels": pages.labels, "pdf": (info.source or "").lower().endswith(".pdf")}
     return render(request, "document.html", info=info, data=data, nodes=len(tree))
 
@@ -246,6 +261,17 @@ def children(request: Request, doc: str, node_id: str) -> JSONResponse:
     if nid not in stored.tree.nodes:
         raise Problem(404, f"{stored.name}: no node {nid}")
     return JSONResponse(present.children_rows(stored.tree, nid))
+
+
+@router.get("/api/documents/{doc}/matter/{group}")
+def matter(request: Request, doc: str, group: str) -> JSONResponse:
+    """The rows of a folded group of the document page's first level (`front` or `back` matter)."""
+    engine = _engine(request)
+    stored = engine.cache.browse(validate.doc_ref(doc))
+    rows = present.group_rows(stored.tree, group) if group in present.FOLDS else None
+    if rows is None:
+        raise Problem(404, f"{stored.name}: no {quote(group[:40])} matter")
+    return JSONResponse(rows)
 
 
 @router.get("/api/nodes/{node_id}")
@@ -275,7 +301,10 @@ def graph(request: Request, doc: str, q: str = "", entity: str | None = None) ->
     except (BookIndexError, Problem) as e:
         return error_page(request, e)
     linked = [present.node_row(tree, tree.nodes[n]) for n in (view.node_ids if view else [])[:200]]
-    return render(request, "graph.html", info=info, q=q, found=found, view=view, linked=linked)
+    drawing = None
+    if view is not None:
+        drawing = present.graph_data(view, engine.graph.links(info.doc_id, present.drawn_ids(view)))
+    return render(request, "graph.html", info=info, q=q, found=found, view=view, linked=linked, drawing=drawing)
 
 
 # -- ask: answer, citations, plan trace, plan editor, baselines ---------------------------------

@@ -1,6 +1,6 @@
 // bookindex inspector: lazy section tree, node view, page viewer with boxes, citations.
-// Vanilla JS, no dependency. Every string from the server is set with textContent, never
-// parsed as HTML. Timing marks for scripts/bench_inspector.py go to window.inspectorMarks.
+// Vanilla JS; the graph page alone loads cytoscape.js (static/vendor, MIT). Every string from
+// the server is set with textContent, never parsed as HTML. Timing marks for scripts/bench_inspector.py go to window.inspectorMarks.
 "use strict";
 
 (function () {
@@ -95,7 +95,7 @@
     let current = { page: 1, boxes: [] };
 
     function row(r) {
-      const li = el("li", { role: "treeitem", "data-id": r.id, "aria-selected": "false" });
+      const li = el("li", { role: "treeitem", "data-id": r.id, "aria-selected": "false", "data-group": r.group });
       const line = el("div", { class: "tree-row" });
       if (r.children > 0) {
         const tw = el("button", { type: "button", class: "twisty", "aria-expanded": "false",
@@ -106,13 +106,15 @@
       } else {
         line.append(el("span", { class: "twisty-space" }));
       }
-      const open = el("button", { type: "button", class: "node-link", "data-id": r.id });
-      open.append(el("span", { class: `badge t-${r.type}`, text: r.type }), " ", el("span", { class: "label", text: r.label }));
+      const open = el("button", { type: "button", class: r.group ? "node-link group-link" : "node-link", "data-id": r.id });
+      if (r.group) open.append(el("span", { class: "label", text: r.label }));
+      else open.append(el("span", { class: `badge t-${r.type}`, text: r.type }), " ", el("span", { class: "label", text: r.label }));
       if (r.entry && r.entry !== r.label) open.append(" ", el("span", { class: "entry", text: r.entry }));
       const pages = r.page === r.page_end ? `p. ${r.page}` : `pp. ${r.page}–${r.page_end}`;
       open.append(" ", el("span", { class: "muted pages", text: pages }));
-      if (r.children) open.append(" ", el("span", { class: "muted count", text: `(${r.children})` }));
-      open.addEventListener("click", () => showNode(r.id, r.page));
+      if (r.children) open.append(" ", el("span", { class: "muted count", text: r.group ? `(${r.children} nodes)` : `(${r.children})` }));
+      if (r.group) open.addEventListener("click", () => line.querySelector(".twisty").click());  // a fold opens, it is no node
+      else open.addEventListener("click", () => showNode(r.id, r.page));
       line.append(open);
       li.append(line);
       return li;
@@ -136,7 +138,9 @@
         li.append(ul);
         tw.disabled = true;
         try {
-          fill(ul, await getJSON(`${PREFIX}/api/documents/${encodeURIComponent(data.doc)}/children/${encodeURIComponent(r.id)}`));
+          const doc = encodeURIComponent(data.doc);
+          fill(ul, await getJSON(r.group ? `${PREFIX}/api/documents/${doc}/matter/${encodeURIComponent(r.group)}`
+            : `${PREFIX}/api/documents/${doc}/children/${encodeURIComponent(r.id)}`));
         } catch (e) {
           ul.append(el("li", { class: "error", text: String(e.message || e) }));
         }
@@ -267,6 +271,52 @@
     }
   }
 
+  // -- graph page: an entity's neighbourhood drawn with cytoscape.js (shipped in static/vendor) --
+  function initGraph() {
+    const data = readJSON("graph-data");
+    const box = document.getElementById("graph-canvas");
+    if (!data || !box) return;
+    if (typeof window.cytoscape !== "function") {
+      box.replaceChildren(el("p", { class: "muted", text: "The drawing needs cytoscape.js, which did not load; the lists show the neighbourhood." }));
+      return;
+    }
+    const maxDeg = Math.max(1, ...data.nodes.map((n) => n.degree || 0));
+    const maxW = Math.max(1, ...data.edges.map((e) => e.weight || 0));
+    const elements = [
+      ...data.nodes.map((n) => ({ group: "nodes", data: { id: n.id, name: n.name, type: n.type,
+        size: 18 + 26 * Math.sqrt((n.degree || 0) / maxDeg) }, classes: n.center ? "center" : "" })),
+      ...data.edges.map((e, i) => ({ group: "edges", data: { id: `e${i}`, source: e.source, target: e.target,
+        label: e.label, width: 1 + 4 * ((e.weight || 0) / maxW) }, classes: e.spoke ? "spoke" : "link" })),
+    ];
+    const cy = window.cytoscape({
+      container: box, elements, minZoom: 0.2, maxZoom: 4,
+      style: [
+        { selector: "node", style: { label: "data(name)", width: "data(size)", height: "data(size)", "background-color": "#1b98e0",
+          color: "#1d2330", "font-size": 12, "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "ellipsis",
+          "text-max-width": 140, "border-width": 1, "border-color": "#fff" } },
+        { selector: "node.center", style: { "background-color": "#d7263d", "font-weight": "bold", "font-size": 13 } },
+        { selector: "edge", style: { width: "data(width)", "line-color": "#d3d9e3", "curve-style": "bezier", opacity: 0.7 } },
+        { selector: "edge.spoke", style: { "line-color": "#8fa3c4", label: "data(label)", "font-size": 8, color: "#5b6474",
+          "text-rotation": "autorotate", "text-background-color": "#fbfcfe", "text-background-opacity": 0.8,
+          "min-zoomed-font-size": 7 } },
+        { selector: "node:active, node:selected", style: { "overlay-opacity": 0.15 } },
+      ],
+      layout: { name: "concentric", concentric: (n) => (n.hasClass("center") ? 2 : 1), levelWidth: () => 1,
+        minNodeSpacing: 24, animate: false, padding: 20 },
+    });
+    cy.on("tap", "node", (ev) => {
+      const id = ev.target.id();
+      if (id === data.center) return;
+      const params = new URLSearchParams(location.search);
+      params.set("entity", id);
+      location.search = params.toString();
+    });
+    box.dataset.ready = "1";
+    box.dataset.nodes = String(cy.nodes().length);
+    box.dataset.edges = String(cy.edges().length);
+    window.inspectorGraph = cy;  // the browser tests read the drawing through it
+  }
+
   // Skills: a navigation replayed one step at a time (all steps stay visible without script).
   function initReplay() {
     const steps = Array.from(document.querySelectorAll(".replay .step"));
@@ -288,5 +338,6 @@
     if (body.dataset.page === "document") initDocument();
     if (body.dataset.page === "ask") initAsk();
     if (body.dataset.page === "skills") initReplay();
+    if (body.dataset.page === "graph") initGraph();
   });
 })();
