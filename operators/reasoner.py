@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, entry_of, node_text
 from bookindex.operators.base import Operator, Params, State, top_items
 from bookindex.operators.structure import doc_structure, unit_ids
@@ -37,6 +38,23 @@ def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:
         cols += [index[v], index[u]]
         vals += [w, w]
     return nodes, index, sp.csr_matrix((vals, (rows, cols)), shape=(len(nodes), len(nodes)))
+
+
+def graph_adjacency(graph: KnowledgeGraph) -> tuple[list[str], dict[str, int], sp.csr_matrix]:
+    """`adjacency(graph.nx)` without building the networkx graph (half a second a filing's graph
+    when a document is first asked about): the entities in their order, parallel relations
+    adding their weights, self-relations and dangling ends left out, as `KnowledgeGraph.nx`."""
+    nodes = list(graph.entities)
+    index = {n: i for i, n in enumerate(nodes)}
+    pairs = [(index[r.source], index[r.target], float(r.weight)) for r in graph.relations
+             if r.source != r.target and r.source in index and r.target in index]
+    if not pairs:
+        return nodes, index, sp.csr_matrix((len(nodes), len(nodes)))
+    src, dst, w = (np.array(x) for x in zip(*pairs))
+    a = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([src, dst]), np.concatenate([dst, src]))),
+                      shape=(len(nodes), len(nodes)))
+    a.sum_duplicates()
+    return nodes, index, a
 
 
 def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: dict[Any, float],
@@ -154,7 +172,7 @@ class GraphReasoning(Operator[GraphReasoningParams]):
             return state
         views = self.ctx.views
         if views.graph_adjacency is None:  # the whole G once per document; G' is a slice
-            views.graph_adjacency = adjacency(graph.nx)
+            views.graph_adjacency = graph_adjacency(graph)
         nodes, index, a = views.graph_adjacency
         if views.gt_matrix is None:
             views.gt_matrix = gt_matrix(graph, tree, nodes, index)

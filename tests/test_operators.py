@@ -31,8 +31,10 @@ from bookindex.operators.context import DerivedViews
 from bookindex.operators.formulator import split_question
 from bookindex.operators.reasoner import (
     SkylineRankerParams,
+    adjacency,
     collapse_entries,
     entity_idf,
+    graph_adjacency,
     pareto_front,
     pareto_layers,
     personalized_pagerank,
@@ -488,3 +490,20 @@ def test_entity_links_are_kept_per_mention_and_handed_out_as_copies(ctx):
     assert len(ctx.views.links) == 1
     strict = Extract(ctx, {"use_llm": False, "links_per_mention": 1}).link("default linewidth")
     assert len(strict.entity_ids) <= 1 and len(ctx.views.links) == 2  # other parameters: linked anew
+
+
+def test_graph_adjacency_is_the_networkx_views_adjacency() -> None:
+    """Built from the relations without networkx: same entity order, parallel relations (either
+    direction) adding their weights, self-relations and relations to unknown entities dropped."""
+    ents = {e: Entity(e, e.upper()) for e in ("a", "b", "c", "d")}
+    rels = [Relation("a", "b", weight=1.0), Relation("b", "a", weight=2.5), Relation("b", "c", weight=0.5),
+            Relation("c", "c", weight=9.0), Relation("a", "zz", weight=4.0)]
+    g = KnowledgeGraph(ents, rels)
+    nodes, index, a = graph_adjacency(g)
+    nx_nodes, nx_index, nx_a = adjacency(g.nx)
+    assert nodes == nx_nodes == ["a", "b", "c", "d"] and index == nx_index
+    assert (a != nx_a).nnz == 0
+    assert a[index["a"], index["b"]] == a[index["b"], index["a"]] == 3.5
+    assert a[index["c"], index["c"]] == 0 and a[index["d"]].nnz == 0
+    empty = graph_adjacency(KnowledgeGraph({"a": Entity("a", "A")}, []))
+    assert empty[2].shape == (1, 1) and empty[2].nnz == 0
