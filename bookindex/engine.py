@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bookindex.core.config import Settings, load_settings
-from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.core.errors import ConfigError, IndexFormatError, InputError
 from bookindex.core.events import Events
 from bookindex.core.model import DocumentTree, Evidence
 from bookindex.core.protocols import LLM, Embedder, Reranker
@@ -34,6 +34,7 @@ from bookindex.indexing.parallel.executors import make_runner
 from bookindex.indexing.parallel.worker import ProviderFactory, default_providers
 from bookindex.operators.context import IndexContext
 from bookindex.operators.passages import build_passages
+from bookindex.providers.nlp import english
 from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.answer import TraceRecord
@@ -126,6 +127,28 @@ class Engine:
         if not self.exists():
             return None
         return {d.doc_id for d in self.library.documents}
+
+    def warm_up(self) -> dict[str, float]:
+        """Load now what the first question would otherwise wait for: spaCy's pipeline (the
+        planner's noun chunks, the extractive reader), the embedder, and the library's document
+        router when it holds several documents (its documents embedded, their node vectors read).
+        `bookindex serve` calls it at start so that the first user does not pay for them. Seconds
+        per part; a part that cannot load (no spaCy model) is left to fail where it is used."""
+        took: dict[str, float] = {}
+        t = time.perf_counter()
+        try:
+            english()
+            took["nlp"] = round(time.perf_counter() - t, 2)
+        except (ConfigError, OSError):
+            pass
+        t = time.perf_counter()
+        self.providers.embedder.encode(["warm up"])
+        took["embedder"] = round(time.perf_counter() - t, 2)
+        if self.exists() and len(self.library.documents) > 1:
+            t = time.perf_counter()
+            self.routing.router()
+            took["router"] = round(time.perf_counter() - t, 2)
+        return took
 
     def documents(self) -> list[DocumentInfo]:
         return [document_info(d) for d in self.library.documents]

@@ -205,3 +205,33 @@ def test_real_llm_classification_plan_and_grounded_answer(llama_server, libdir):
     assert ans.citations == sorted(set(cites))
     assert all(1 <= c <= len(ans.evidence) for c in cites)
     print("REAL-LLM", p.query_type, p.planner, repr(ans.answer[:300]))
+
+
+def test_warm_up_builds_the_router_the_first_question_uses(libdir):
+    """`serve` warms a library up at start: afterwards the first library-wide question finds the
+    router built (the same object), and a one-document library builds none."""
+    class Counting(FakeEmbedder):
+        calls = 0
+
+        def encode(self, texts, progress=False):
+            Counting.calls += 1
+            return super().encode(texts, progress)
+
+    eng = Engine(libdir, _settings(), embedder=Counting(dim=256))
+    took = eng.warm_up()
+    assert {"embedder", "router"} <= set(took) and all(v >= 0 for v in took.values())
+    router = eng.routing.router()
+    before = Counting.calls
+    ans = eng.ask("How long should the pasta boil in salted water?")
+    assert ans.doc["name"] == "cooking.md"
+    assert eng.routing.router() is router
+    assert Counting.calls - before <= 2  # the question's vectors only: no document embedded again
+
+
+def test_warm_up_of_a_one_document_library_builds_no_router(tmp_path):
+    lib = DocumentLibrary.open(tmp_path / "one", _settings(), embedder=FakeEmbedder(dim=256))
+    md = tmp_path / "cooking.md"
+    md.write_text(COOKING)
+    lib.add(md)
+    took = Engine(tmp_path / "one", _settings(), embedder=FakeEmbedder(dim=256)).warm_up()
+    assert "router" not in took and "embedder" in took

@@ -171,6 +171,9 @@ class ServerSettings(_Section):
     # processes answering requests (`serve --workers`); each loads its own Engine and models, so
     # memory grows with it; one per core is the throughput setting (docs/benchmarks.md, Serving)
     workers: int = Field(1, ge=1, le=64)
+    # load models and build each library's router when the server starts (in the background), not
+    # on the first question (Engine.warm_up); off: the first question pays for them
+    warm_up: bool = True
     skills: list[str] = Field(default_factory=list)  # compiled skill folders served at /skills/<folder name>
 
 

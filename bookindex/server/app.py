@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -520,4 +521,19 @@ def pending_app() -> FastAPI:
             p.say(f"library {lib.name}: job {job.id} ({job.name}) was interrupted (x{job.interruptions}); resuming it")
         p.say(f"library {lib.name} ({lib.root}): {len(lib.engine.library)} document(s)")
     p.say(f"API docs at http://{p.host}:{p.port}/docs")
+    if p.settings.server.warm_up:
+        threading.Thread(target=_warm_up, args=(srv, p.say), name="bookindex-warm-up", daemon=True).start()
     return app
+
+
+def _warm_up(srv: Server, say: Callable[[str], None]) -> None:
+    """Each served library's models and router, loaded while the server already answers."""
+    for lib in list(srv.libraries.values()):
+        t = time.perf_counter()
+        try:
+            parts = lib.engine.warm_up()
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up only leaves the work to the first question
+            say(f"library {lib.name}: warm-up failed ({type(exc).__name__}: {exc}); the first question loads instead")
+            continue
+        done = ", ".join(f"{k} {v:.1f} s" for k, v in parts.items())
+        say(f"library {lib.name}: ready in {time.perf_counter() - t:.1f} s ({done})")
