@@ -80,6 +80,7 @@ class DerivedViews:
     query_vectors: OrderedDict[str, np.ndarray | None] = field(default_factory=OrderedDict)
     units: dict[int, dict[str, str]] = field(default_factory=dict)
     entity_names: dict[str, list[str]] | None = None
+    entity_name_lengths: tuple[list[str], np.ndarray] | None = None  # the names above, and their lengths
     graph_adjacency: tuple[list[str], dict[str, int], Any] | None = None
     gt_matrix: Any = None  # operators.reasoner.GTMatrix: M as sparse matrices
     structure: DocStructure | None = None  # units, entries, subtrees, id order (operators.structure)

@@ -175,7 +175,11 @@ class Extract(Operator[ExtractParams]):
                     return le
         # fuzzy name/alias match (typos, plural, word order)
         best: list[tuple[float, str]] = []
-        near = [nm for nm in idx if abs(len(nm) - len(m)) <= max(4, len(m) // 2)]
+        if self.ctx.views.entity_name_lengths is None:
+            names = list(idx)
+            self.ctx.views.entity_name_lengths = names, np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+        names, lengths = self.ctx.views.entity_name_lengths
+        near = [names[i] for i in np.flatnonzero(np.abs(lengths - len(m)) <= max(4, len(m) // 2))]
         # one batched call: scoring names one by one was most of a question's linking time
         for nm, s, _ in process.extract(m, near, scorer=fuzz.token_sort_ratio,
                                         score_cutoff=self.params.min_fuzzy, limit=None):
