@@ -28,6 +28,7 @@ The router is written against `core.protocols.DocumentIndex`: any store's docume
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,7 +37,6 @@ import numpy as np
 from bookindex.core.protocols import DocumentIndex, Embedder
 from bookindex.parsing.identity import DocumentIdentity
 from bookindex.providers.lexical import LexicalIndex
-from bookindex.retrieval.fusion import reciprocal_rank_fusion
 from bookindex.routing.document_text import DocumentText, embed_documents, tree_text
 from bookindex.routing.identity_match import IdentityMatcher
 from bookindex.routing.names import NameMatcher, joined_runs
@@ -90,15 +90,18 @@ class LibraryRouter:
         """Documents (all, or `candidates`) by fused rank, ties by id."""
         values = self.signals(question, qvec)
         keep = [i for i, d in enumerate(self.doc_ids) if candidates is None or d in set(candidates)]
-        orders: list[list[int]] = []
         ranks: dict[int, dict[str, int]] = {i: {} for i in keep}
+        fused: dict[int, float] = {}
         for name in SIGNALS:
             ranked = [i for i in keep if name not in SPARSE or values[name][i] > 0]
-            order = sorted(ranked, key=lambda i: (-float(values[name][i]), self.doc_ids[i]))
-            orders.append(order)
-            for r, i in enumerate(order, 1):
+            scores = sorted((-float(values[name][i]) for i in ranked))
+            weight = self.weights.get(name, 0.0)
+            for i in ranked:
+                # equal values share the best rank: a tie (two filings of one company matching the
+                # same name words) must not be broken by document id
+                r = bisect_left(scores, -float(values[name][i])) + 1
                 ranks[i][name] = r
-        fused = reciprocal_rank_fusion(orders, [self.weights.get(n, 0.0) for n in SIGNALS], k=RRF_K)
+                fused[i] = fused.get(i, 0.0) + weight / (RRF_K + r)
         tiers = self.identity_signals(question, keep)
         out = [RoutedDocument(self.doc_ids[i], round(fused.get(i, 0.0), 6),
                               {**{n: round(float(values[n][i]), 4) for n in SIGNALS},
@@ -186,9 +189,12 @@ def identity_names(manifest: dict[str, object]) -> str:
 
 
 def _identity_words(ident: DocumentIdentity) -> str:
-    """The organisation and the cover's title (their runs of capitalised words also joined, as
+    """The organisation, else the cover's title (their runs of capitalised words also joined, as
     file names and questions write "Best Buy": "bestbuy"), the ticker, and the fiscal years."""
-    parts = [ident.organisation, *joined_runs(ident.organisation), *joined_runs(ident.title), ident.ticker,
+    # a filing's cover title is boilerplate ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION")
+    # that names no document: its organisation does
+    title_runs = joined_runs(ident.title) if not ident.organisation else []
+    parts = [ident.organisation, *joined_runs(ident.organisation), *title_runs, ident.ticker,
              *(str(y) for y in sorted(ident.years()))]
     return " ".join(p for p in parts if p)
 
