@@ -11,7 +11,8 @@ distractors/):
 - company: the gold company's letters are the start of the organisation's letters, or of the
   cover's title when there is no organisation, or equal its ticker or its initials (AMD);
 - form: 10K / 10Q / 8K against the form (earnings releases and annual reports have none);
-- year: the gold year is one of the years the router matches (`DocumentIdentity.years()`).
+- year: the gold year is one of the years the router matches (`DocumentIdentity.years()`); for an
+  8-K, which reports an event and no fiscal period, the year of its date of report.
 Prints one line per filing and a table of the wrong or missing fields; exit 0.
 """
 
@@ -69,8 +70,9 @@ def check(name: str, ident: DocumentIdentity) -> dict[str, str]:
     form = gold["form"].upper()
     if form in ("10K", "10Q", "8K") and letters(ident.form) != form.lower():
         wrong["form"] = ident.form or "(none)"
-    if int(gold["year"]) not in ident.years():
-        wrong["year"] = ",".join(str(y) for y in sorted(ident.years())) or "(none)"
+    years = {int(ident.date[:4])} if form == "8K" and ident.date[:4].isdigit() else ident.years()
+    if int(gold["year"]) not in years:
+        wrong["year"] = ",".join(str(y) for y in sorted(years)) or "(none)"
     return wrong
 
 
