@@ -8,16 +8,29 @@ which the router matches against what a question names.
 
 - **title**: the largest-font text on the cover, its lines in reading order.
 - **organisation**: a securities filing's cover prints the registrant's name on the line above its
-  caption "(Exact name of registrant as specified in its charter)"; a filing whose cover has no
-  such caption gets the organisation spaCy's entity recogniser finds on the cover in the largest
-  type and its first pages name most. Other documents get none: on papers and reports the small
-  English model's organisations were column titles and acronyms (measured on the MMLongBench dev
-  papers), and their title names what they are.
+  caption "(Exact name of registrant as specified in its charter)" (letters a small-capitals font
+  split off, "MGM R ESORTS", joined again); a press release names its issuer just before the
+  "(EXCHANGE: TICKER)" it prints; a filing with neither gets the organisation spaCy's entity
+  recogniser finds on the cover in the largest type and its first pages name most. Other
+  documents get none: on papers and reports the small English model's organisations were column
+  titles and acronyms (measured on the MMLongBench dev papers), and their title names what they are.
+- **ticker**: the symbol under the cover's "Trading Symbol(s)" caption, or in a release's
+  "(NYSE: MGM)".
 - **form**: the form number a filing prints on its cover ("FORM 10-K" -> "10-K").
+- **period**: "quarter" for a quarterly report (form 10-Q, "quarterly period ended", a title that
+  names a quarter), "year" for an annual one (form 10-K, "fiscal year ended" on the cover).
 - **period_end**: the date after the first "... ended <date>" on the cover (a report's period).
-- **fiscal_year**: the year the document calls "fiscal YYYY" / "fiscal year YYYY" most often on
-  its first pages (a retailer's fiscal 2024 can end in 2023's summer), else period_end's year.
-- **date**: the first date printed on the cover.
+- **fiscal_year_end**: the last day of the fiscal year the document reports on or in: an annual
+  report's period end; for a quarter, the first anniversary on or after its period end of the
+  "year ended <date>" its first pages cite (the fiscal year before it). A retailer's second
+  quarter ending in July 2023 falls in the fiscal year ending in January 2024.
+- **fiscal_year**: what the document calls its fiscal year: "fiscal YYYY" on its cover (Ulta's
+  "Fourth Quarter Fiscal 2022" ended in January 2023), else the fiscal year end's year, else the
+  year its first pages call "fiscal YYYY" most often, else period_end's year.
+- **date**: an 8-K's "Date of Report", else the first date printed on the cover.
+
+Companies name fiscal years by the calendar year they start in or the one they end in; a
+question may use either ("FY2023" for Ulta's fiscal 2022), so `years()` gives both.
 """
 
 from __future__ import annotations
@@ -26,7 +39,7 @@ import calendar
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, fields
-from datetime import date
+from datetime import date, timedelta
 from typing import Any, Callable
 
 from bookindex.core.errors import ConfigError
@@ -35,6 +48,7 @@ from bookindex.providers.nlp import english
 
 COVER_MIN_CHARS = 200  # a cover with less text than this (a picture) is read with the next page
 FISCAL_PAGES = 6  # "fiscal YYYY" is counted on this many first pages with text
+PRIOR_YEAR_PAGES = 12  # a quarterly report's "year ended <date>" is looked for on these first pages
 MAX_TITLE_CHARS = 200
 MAX_NAME_CHARS = 120
 SAMPLE_CHARS = 60_000  # of the first pages' text, read by spaCy for the organisations they name
@@ -46,6 +60,17 @@ _ENDED = re.compile(r"\bended\b[\s:]*", re.IGNORECASE)
 _FORM = re.compile(r"\bform\s+(\d{1,2}-[A-Z]{1,2}(?:/A)?)\b", re.IGNORECASE)
 _FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 _REGISTRANT = re.compile(r"name\s+of\s+registrant", re.IGNORECASE)
+_SPACED_CAPS = re.compile(r"\b([A-Z]) (?=[A-Z]{2,}\b)")  # "R ESORTS": a small-capitals font's split
+_QUARTERLY = re.compile(r"\bquarterly\s+(?:period|report)\b", re.IGNORECASE)
+_QUARTER_TITLE = re.compile(r"\b(?:first|second|third|fourth)\s+quarter\b|\bQ[1-4]\b", re.IGNORECASE)
+_ANNUAL = re.compile(r"\bfiscal\s+year\s+ended\b|\bannual\s+report\s+pursuant\b", re.IGNORECASE)
+_YEAR_ENDED = re.compile(r"\byear\s+ended\s+", re.IGNORECASE)
+_TRADING_SYMBOL = re.compile(r"trading\s+symbol(?:\(s\)|s)?", re.IGNORECASE)
+_SYMBOL = re.compile(r"(?<![\w$.-])[A-Z]{1,5}(?![\w-])")
+_LISTING = re.compile(r"\(\s*(?:NYSE|NASDAQ|Nasdaq|[A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?)\s*:\s*([A-Z]{1,5}(?:\.[A-Z])?)\s*\)")
+_DATE_OF_REPORT = re.compile(r"date\s+of\s+report\b[^:\n]*:?\s*", re.IGNORECASE)
+SYMBOL_WINDOW = 400  # characters after the "Trading Symbol" caption searched for the symbol
+PRIOR_YEAR_DAYS = 400  # a quarter's fiscal year began at most this long before its period end
 
 
 @dataclass(frozen=True)
@@ -58,6 +83,9 @@ class DocumentIdentity:
     form: str = ""
     period_end: str = ""  # ISO date
     fiscal_year: int | None = None
+    ticker: str = ""
+    period: str = ""  # "quarter", "year" or ""
+    fiscal_year_end: str = ""  # ISO date
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in ("", None)}
@@ -69,6 +97,14 @@ class DocumentIdentity:
             return cls()
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    def years(self) -> set[int]:
+        """The fiscal years a question may call this document's: the document's own name for
+        it and the calendar year its fiscal year ends in (empty when it states none)."""
+        out = {self.fiscal_year} if self.fiscal_year else set()
+        if self.fiscal_year_end[:4].isdigit():
+            out.add(int(self.fiscal_year_end[:4]))
+        return out
 
     def summary(self) -> str:
         """One line for listings: organisation, form, fiscal year (or date), else the title."""
@@ -90,22 +126,35 @@ def identify(blocks: list[Block], *, nlp: Callable[[], Any] | None = english) ->
     if not cover:
         return DocumentIdentity()
     cover_text = "\n".join(b.content for b in cover)
+    first_text = "\n".join(b.content for b in _first_pages(blocks))
     period_end = _period_end(cover_text)
-    first_date = parse_date(cover_text)
+    report_date = _DATE_OF_REPORT.search(cover_text)
+    first_date = (parse_date(cover_text[report_date.end():report_date.end() + 80]) if report_date else None) \
+        or parse_date(cover_text)
     form_match = _FORM.search(cover_text)
-    organisation = _registrant(cover)
+    form = form_match.group(1).upper() if form_match else ""
+    title = _title(cover)
+    listing = _LISTING.search(first_text)
+    organisation = _registrant(cover) or (_issuer(first_text, listing) if listing else "")
     if not organisation and form_match and nlp is not None:
         try:
             organisation = _organisation(cover, blocks, nlp())
         except ConfigError:  # spaCy's English model is not installed: no organisation
             organisation = ""
+    period = _period(form, cover_text, title)
+    year_end = _fiscal_year_end(period, period_end,
+                                "\n".join(b.content for b in _first_pages(blocks, PRIOR_YEAR_PAGES)))
     return DocumentIdentity(
-        title=_title(cover),
+        title=title,
         organisation=organisation,
         date=first_date.isoformat() if first_date else "",
-        form=form_match.group(1).upper() if form_match else "",
+        form=form,
         period_end=period_end.isoformat() if period_end else "",
-        fiscal_year=_fiscal_year(blocks, cover) or (period_end.year if period_end else None),
+        fiscal_year=_stated_fiscal_year(title, cover_text) or (year_end.year if year_end else None)
+        or _fiscal_year(blocks) or (period_end.year if period_end else None),
+        ticker=_ticker(cover_text) or (listing.group(1) if listing else ""),
+        period=period,
+        fiscal_year_end=year_end.isoformat() if year_end else "",
     )
 
 
@@ -152,15 +201,75 @@ def _period_end(text: str) -> date | None:
     return None
 
 
-def _fiscal_year(blocks: list[Block], cover: list[Block]) -> int | None:
-    """The cover's "fiscal YYYY" (its title's first), else the first pages' most frequent one."""
-    for text in (_title(cover), "\n".join(b.content for b in cover)):
+def _first_pages(blocks: list[Block], n: int = FISCAL_PAGES) -> list[Block]:
+    pages = sorted({b.page_idx for b in blocks if b.content.strip()})[:n]
+    return [b for b in blocks if b.page_idx in pages]
+
+
+def _stated_fiscal_year(title: str, cover_text: str) -> int | None:
+    """The cover's "fiscal YYYY" (its title's first)."""
+    for text in (title, cover_text):
         m = _FISCAL.search(text)
         if m:
             return int(m.group(1))
-    pages = sorted({b.page_idx for b in blocks if b.content.strip()})[:FISCAL_PAGES]
-    counts = Counter(int(m.group(1)) for b in blocks if b.page_idx in pages
-                     for m in _FISCAL.finditer(b.content))
+    return None
+
+
+def _period(form: str, cover_text: str, title: str) -> str:
+    """"quarter" or "year": the span a periodic report covers, as its cover states it."""
+    if form.startswith("10-Q") or _QUARTERLY.search(cover_text) or _QUARTER_TITLE.search(title):
+        return "quarter"
+    if form.startswith("10-K") or _ANNUAL.search(cover_text):
+        return "year"
+    return ""
+
+
+def _fiscal_year_end(period: str, period_end: date | None, text: str) -> date | None:
+    """An annual report's period end; for a quarter, the first anniversary on or after its period
+    end of the latest "year ended <date>" of the year before it that `text` cites."""
+    if period_end is None or not period:
+        return None
+    if period == "year":
+        return period_end
+    prior = [d for m in _YEAR_ENDED.finditer(text) if (found := _DATE.match(text, m.end()))
+             and (d := parse_date(found.group(0))) and timedelta(0) <= period_end - d <= timedelta(PRIOR_YEAR_DAYS)]
+    if not prior:
+        return None
+    last = max(prior)
+    year = last.year
+    while _anniversary(last, year) < period_end:
+        year += 1
+    return _anniversary(last, year)
+
+
+def _anniversary(day: date, year: int) -> date:
+    return day.replace(year=year, day=min(day.day, calendar.monthrange(year, day.month)[1]))
+
+
+def _ticker(cover_text: str) -> str:
+    """The first symbol (1-5 capitals standing alone) after the cover's "Trading Symbol" caption."""
+    m = _TRADING_SYMBOL.search(cover_text)
+    if not m:
+        return ""
+    for found in _SYMBOL.finditer(cover_text, m.end(), m.end() + SYMBOL_WINDOW):
+        if not re.search(r"\bclass\s*$", cover_text[max(0, found.start() - 12):found.start()], re.IGNORECASE):
+            return found.group(0)  # "Class A Common Stock" names a share class, not a symbol
+    return ""
+
+
+def _issuer(text: str, listing: re.Match[str]) -> str:
+    """The run of capitalised words just before a release's "(NYSE: MGM)": who issued it."""
+    words: list[str] = []
+    for word in reversed(text[:listing.start()].split()[-8:]):
+        if not re.fullmatch(r"[A-Z0-9][\w&.,'’-]*", word) or "--" in word:
+            break
+        words.insert(0, word)
+    return _clean(" ".join(words).rstrip(","), MAX_NAME_CHARS)
+
+
+def _fiscal_year(blocks: list[Block]) -> int | None:
+    """The year the first pages call "fiscal YYYY" most often."""
+    counts = Counter(int(m.group(1)) for b in _first_pages(blocks) for m in _FISCAL.finditer(b.content))
     if not counts:
         return None
     return counts.most_common(1)[0][0]
@@ -194,7 +303,7 @@ def _registrant(cover: list[Block]) -> str:
     lines = [ln.strip() for b in cover for ln in b.content.splitlines() if ln.strip()]
     for i, line in enumerate(lines):
         if _REGISTRANT.search(line) and i > 0:
-            return _clean(lines[i - 1].strip("() "), MAX_NAME_CHARS)
+            return _clean(_SPACED_CAPS.sub(r"\1", lines[i - 1].strip("() ")), MAX_NAME_CHARS)
     return ""
 
 

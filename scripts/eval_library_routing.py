@@ -15,8 +15,10 @@ gold pages; evidence from another document finds nothing), next to the per-docum
 - `flat`: `engine.routing.search`, one ranking over every block of the library;
 - `best-node`: `engine.routing.best_node` (the best node's cosine per document: the routing before the library router).
 Every figure is given twice: on all questions and on the questions that name their document, i.e.
-all but those listed in --unroutable (tests/data/mmlongbench_unroutable.json: questions such as
-"How many figures are in the entire document?" that no router can place from the question alone).
+all but those listed in --unroutable (tests/data/mmlongbench_unroutable.json and
+mmlongbench_dev2_unroutable.json, by qid: questions such as "How many figures are in the entire
+document?" that no router can place from the question alone). A pooled library of several splits
+is evaluated with their questions in one questions.json (`scripts/rename_library.py` pools both).
 Writes library_routing.json (per question) and library_routing.md (the tables).
 """
 
@@ -39,18 +41,20 @@ from bookindex.evaluation.recall import page_recall_at_k  # noqa: E402
 
 ROUTES = ("hierarchy", "router", "flat", "best-node")
 KS = (5, 10)
-UNROUTABLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "mmlongbench_unroutable.json"
+UNROUTABLE = [Path(__file__).resolve().parents[1] / "tests" / "data" / name
+              for name in ("mmlongbench_unroutable.json", "mmlongbench_dev2_unroutable.json")]
 
 
-def load_unroutable(path: Path | None) -> set[str]:
-    """The qids of questions that name nothing of their document (empty without a file)."""
-    if path is None:
-        return set()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {str(q["qid"]) for q in data["questions"]}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SystemExit(f"error: {path}: not a list of unroutable questions ({exc})") from exc
+def load_unroutable(paths: list[Path]) -> set[str]:
+    """The qids of questions that name nothing of their document, over all `paths` (none: empty)."""
+    out: set[str] = set()
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            out |= {str(q["qid"]) for q in data["questions"]}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"error: {path}: not a list of unroutable questions ({exc})") from exc
+    return out
 
 
 def masked(evidence: list[Evidence], gold_doc: str, root_id: str) -> list[Evidence]:
@@ -79,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skills", type=Path, required=True, help="library hierarchy folder (built here when absent)")
     ap.add_argument("--out", type=Path, default=Path("bench-out/library-routing"))
     ap.add_argument("--limit", type=int, default=0, help="first N questions only")
-    ap.add_argument("--unroutable", type=Path, default=UNROUTABLE,
-                    help="JSON of qids that name nothing of their document (reported apart); 'none' for no subset")
+    ap.add_argument("--unroutable", type=Path, nargs="+", default=UNROUTABLE,
+                    help="JSON file(s) of qids that name nothing of their document (reported apart); 'none' for no subset")
     ap.add_argument("--signals", action="store_true",
                     help="only document routing by each router signal alone and by weightings of them (fast)")
     args = ap.parse_args(argv)
@@ -100,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     docs = engine.documents()
     by_name = {d.name: d.doc_id for d in docs}
     questions = json.loads((args.data / "questions.json").read_text(encoding="utf-8"))
-    unroutable = load_unroutable(None if str(args.unroutable) == "none" else args.unroutable)
+    no_subset = [str(p) for p in args.unroutable] == ["none"]
+    unroutable = load_unroutable([] if no_subset else args.unroutable)
     if args.limit:
         questions = questions[:args.limit]
     if args.signals:
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"data": str(args.data), "index": str(args.index), "skills": str(args.skills), "documents": len(docs),
             "questions": len(records), "answerable": sum(1 for r in records if "recall" in r),
             "names_document": len(named), "names_document_answerable": sum(1 for r in named if "recall" in r),
-            "unroutable_file": None if str(args.unroutable) == "none" else str(args.unroutable),
+            "unroutable_files": [] if no_subset else [str(p) for p in args.unroutable],
             "seconds": round(time.perf_counter() - t0, 1), "build": build}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "library_routing.json").write_text(json.dumps({"meta": meta, "summary": summary, "records": records},

@@ -46,6 +46,54 @@ def test_a_filing_cover_gives_registrant_form_period_and_fiscal_year() -> None:
     # the document calls the quarter fiscal 2024, though the period ends in 2023
     assert ident.fiscal_year == 2024
     assert ident.summary() == "NORTHWIND TRADERS, INC. · 10-Q · FY2024"
+    assert ident.period == "quarter" and ident.years() == {2024}
+
+
+def test_a_quarter_falls_in_the_fiscal_year_after_the_one_its_pages_cite() -> None:
+    pages = SEC_COVER[:-1] + [block("as described in our Annual Report on Form 10-K for the fiscal year ended "
+                                    "January 28, 2023, and the year ended January 29, 2022.", page=3)]
+    ident = identify(pages, nlp=None)
+    assert ident.fiscal_year_end == "2024-01-28"   # the anniversary after the quarter's July 29, 2023
+    assert ident.fiscal_year == 2024 and ident.years() == {2024}
+
+
+def test_an_annual_cover_small_capitals_ticker_and_share_class() -> None:
+    cover = [
+        block("FORM 10-K", size=12),
+        block("ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934\n"
+              "For the fiscal year ended December 31, 2020"),
+        block("MGM R ESORTS I NTERNATIONAL\n(Exact name of registrant as specified in its charter)", size=10),
+        block("Title of Each Class Trading Symbol(s) Name of each exchange on which registered\n"
+              "Class A Common Stock, $0.0000001 par value per share SQ New York Stock Exchange"),
+    ]
+    ident = identify(cover, nlp=None)
+    assert ident.organisation == "MGM RESORTS INTERNATIONAL"
+    assert ident.ticker == "SQ" and ident.period == "year"
+    assert ident.fiscal_year_end == ident.period_end == "2020-12-31" and ident.years() == {2020}
+
+
+def test_a_press_release_names_its_issuer_before_its_listing_and_both_year_conventions_count() -> None:
+    release = [
+        block("March 9, 2023"),
+        block("Acme Beauty Announces Fourth Quarter Fiscal 2022 Results", size=16),
+        block("BOLINGBROOK, Ill.--(BUSINESS WIRE)-- Acme Beauty, Inc. (NASDAQ: ACME) today announced results for "
+              "the fourth quarter and fiscal year ended January 28, 2023 compared to the year ended January 29, 2022."),
+    ]
+    ident = identify(release, nlp=None)
+    assert ident.organisation == "Acme Beauty, Inc." and ident.ticker == "ACME"
+    assert ident.period == "quarter" and ident.period_end == "2023-01-28"
+    # the company calls it fiscal 2022; a question may call it FY2023, the year it ends in
+    assert ident.fiscal_year == 2022 and ident.years() == {2022, 2023}
+
+
+def test_an_8k_is_dated_by_its_date_of_report() -> None:
+    cover = [block("FORM 8-K", size=12),
+             block("CURRENT REPORT Pursuant to Section 13 OR 15(d) of the Securities Exchange Act of 1934\n"
+                   "Date of Report (Date of earliest event reported): April 12, 2023\n"
+                   "NORTHWIND TRADERS, INC.\n(Exact name of registrant as specified in its charter) "
+                   "Commission File Number 1-9595, filed May 1, 2023.")]
+    ident = identify(cover, nlp=None)
+    assert ident.form == "8-K" and ident.date == "2023-04-12" and ident.years() == set()
 
 
 class FakeNLP:
@@ -131,8 +179,11 @@ def test_the_identity_is_in_the_manifest_and_the_listing_whatever_the_file_is_ca
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/financebench-dev absent")
 @pytest.mark.parametrize("name, expected", [
-    ("BESTBUY_2024Q2_10Q.pdf", {"organisation": "BEST BUY CO., INC.", "form": "10-Q", "period_end": "2023-07-29"}),
-    ("MGMRESORTS_2022Q4_EARNINGS.pdf", {"period_end": "2022-12-31", "fiscal_year": 2022}),
+    ("BESTBUY_2024Q2_10Q.pdf", {"organisation": "BEST BUY CO., INC.", "form": "10-Q", "period_end": "2023-07-29",
+                                "fiscal_year": 2024, "ticker": "BBY"}),
+    ("MGMRESORTS_2022Q4_EARNINGS.pdf", {"period_end": "2022-12-31", "fiscal_year": 2022, "ticker": "MGM"}),
+    ("ULTABEAUTY_2023Q4_EARNINGS.pdf", {"organisation": "Ulta Beauty, Inc.", "fiscal_year": 2022,
+                                        "fiscal_year_end": "2023-01-29"}),
 ])
 def test_real_filings_renamed_to_random_names(tmp_path: Path, name: str, expected: dict) -> None:
     renamed = tmp_path / "scan_0042.pdf"

@@ -183,7 +183,8 @@ def test_ask_without_a_document_shows_the_routing_decision(tmp_path: Path, libra
     rocket = next(d for d in eng.library.documents if d.name == "rocket.md")
     assert route.op == "Route" and route.kind == "library" and route.chosen == rocket.doc_id
     assert ans.doc["doc_id"] == rocket.doc_id
-    assert set(route.outputs[0]["signals"]) == {"nodes", "lexical", "vector", "name", "year"}
+    assert set(route.outputs[0]["signals"]) == {"nodes", "lexical", "vector", "name", "organisation", "year", "form"}
+    assert route.decided_by.startswith("fused")   # a question about no reporting period
     out = tmp_path / "hier"
     build(eng, library, out)
     ans = eng.ask(AskRequest(question="rocket engine kerosene thrust nozzle", skills=str(out)))

@@ -14,14 +14,21 @@ different questions (measured on MMLongBench dev pooled as one library, docs/ben
   or what its cover says it is (the organisation and fiscal year of `parsing.identity`); sparse: a
   document it does not match gets no rank from it.
 
-A question that names a fiscal year puts the documents whose cover states another one after the
-rest, when some document states a named one (the trace's `year` signal: 1, -1 or 0).
+A question that asks about a reporting period (it names a fiscal year, a form or a quarter) is
+then ranked by what the documents' covers say they are (`identity_match`), before the fused
+score: first the documents of the organisation it names (when some document is of it), then by
+fiscal year (a document stating only other years than the named ones comes last, one stating
+the latest named year first), then those of the form it names. For a filing, a wrong company or
+year is a wrong answer, whatever its text shares with the question. A question that names no
+period keeps the fused ranking. The trace's `organisation`, `year` and `form` signals are these
+values, and `decided_by` says which one (or the fused score) put the chosen document first.
 
 The router is written against `core.protocols.DocumentIndex`: any store's documents can be routed.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,9 +37,9 @@ import numpy as np
 from bookindex.core.protocols import DocumentIndex, Embedder
 from bookindex.parsing.identity import DocumentIdentity
 from bookindex.providers.lexical import LexicalIndex
-from bookindex.retrieval.fusion import reciprocal_rank_fusion
 from bookindex.routing.document_text import DocumentText, embed_documents, tree_text
-from bookindex.routing.names import NameMatcher, joined_runs, question_words
+from bookindex.routing.identity_match import IdentityMatcher
+from bookindex.routing.names import NameMatcher, joined_runs
 
 RRF_K = 60
 TOP_NODES = 3
@@ -44,6 +51,7 @@ SPARSE = frozenset({"name"})   # signals that rank only the documents they match
 WEIGHTS = {"nodes": 1.0, "lexical": 1.0, "vector": 0.5, "name": 0.5}
 EMBED_CHARS = 2000   # of a document embedded for the `vector` signal (the compiler's default)
 ROUTE_SHOWN = 5      # documents of a routing decision kept in a trace
+TIERS = ("organisation", "year", "form")  # what a cover says, in the order it decides
 
 
 @dataclass
@@ -60,10 +68,11 @@ class LibraryRouter:
     def __init__(self, doc_ids: Sequence[str], texts: Sequence[str], doc_vectors: np.ndarray,
                  node_vectors: Sequence[np.ndarray | None], names: Sequence[str] | None = None,
                  weights: dict[str, float] | None = None,
-                 fiscal_years: Sequence[int | None] | None = None) -> None:
+                 identities: Sequence[DocumentIdentity] | None = None) -> None:
         self.doc_ids = list(doc_ids)
-        # the fiscal year each document's cover states (None: it states none)
-        self.fiscal_years = list(fiscal_years) if fiscal_years is not None else [None] * len(self.doc_ids)
+        # what each document's cover says it is (empty: nothing)
+        self.identity = IdentityMatcher(list(identities) if identities is not None
+                                        else [DocumentIdentity()] * len(self.doc_ids))
         self.lexical = LexicalIndex(self.doc_ids, list(texts))
         self.doc_vectors = np.asarray(doc_vectors, dtype=np.float32)
         self.node_vectors = list(node_vectors)
@@ -81,31 +90,42 @@ class LibraryRouter:
         """Documents (all, or `candidates`) by fused rank, ties by id."""
         values = self.signals(question, qvec)
         keep = [i for i, d in enumerate(self.doc_ids) if candidates is None or d in set(candidates)]
-        orders: list[list[int]] = []
         ranks: dict[int, dict[str, int]] = {i: {} for i in keep}
+        fused: dict[int, float] = {}
         for name in SIGNALS:
             ranked = [i for i in keep if name not in SPARSE or values[name][i] > 0]
-            order = sorted(ranked, key=lambda i: (-float(values[name][i]), self.doc_ids[i]))
-            orders.append(order)
-            for r, i in enumerate(order, 1):
+            scores = sorted((-float(values[name][i]) for i in ranked))
+            weight = self.weights.get(name, 0.0)
+            for i in ranked:
+                # equal values share the best rank: a tie (two filings of one company matching the
+                # same name words) must not be broken by document id
+                r = bisect_left(scores, -float(values[name][i])) + 1
                 ranks[i][name] = r
-        fused = reciprocal_rank_fusion(orders, [self.weights.get(n, 0.0) for n in SIGNALS], k=RRF_K)
-        year = self.year_agreement(question)
+                fused[i] = fused.get(i, 0.0) + weight / (RRF_K + r)
+        tiers = self.identity_signals(question, keep)
         out = [RoutedDocument(self.doc_ids[i], round(fused.get(i, 0.0), 6),
-                              {**{n: round(float(values[n][i]), 4) for n in SIGNALS}, "year": year[i]}, ranks[i])
+                              {**{n: round(float(values[n][i]), 4) for n in SIGNALS},
+                               **{t: tiers[t][i] for t in TIERS}}, ranks[i])
                for i in keep]
-        # a document whose cover states another fiscal year than every one the question names
-        # comes after all the others: for a filing, a wrong year is a wrong answer
-        out.sort(key=lambda r: (r.signals["year"] < 0, -r.score, r.doc_id))
+        out.sort(key=lambda r: (*tier_key(r), -r.score, r.doc_id))
         return out
 
-    def year_agreement(self, question: str) -> list[float]:
-        """Per document: 1 when its fiscal year is one the question names, -1 when it states
-        another one and some document of the library states a named one, else 0."""
-        named = {int(w) for w in question_words(question) if w.isdigit()}
-        if not named or not any(y in named for y in self.fiscal_years):
-            return [0.0] * len(self.doc_ids)
-        return [0.0 if y is None else (1.0 if y in named else -1.0) for y in self.fiscal_years]
+    def identity_signals(self, question: str, keep: Sequence[int]) -> dict[str, list[float]]:
+        """Per document (all of the library, indexed as `doc_ids`) the `organisation`, `year`
+        and `form` values that order the documents before the fused score (`tier_key`); all 0
+        but a demoting `year` when the question names no reporting period."""
+        n = len(self.doc_ids)
+        kept = set(keep)
+        zeros = [0.0] * n
+        if not self.identity.names_a_period(question):
+            return {"organisation": zeros, "year": zeros, "form": zeros}
+        org = self.identity.organisation(question)
+        named = any(org[i] for i in kept)
+        # a document of another organisation than the one named: -1, after every document of it
+        organisation = [(1.0 if org[i] else -1.0) if named else 0.0 for i in range(n)]
+        among = [i in kept and (not named or org[i] > 0) for i in range(n)]
+        return {"organisation": organisation, "year": self.identity.year(question, among),
+                "form": self.identity.form(question)}
 
 
 def _top_mean(matrix: np.ndarray | None, qvec: np.ndarray) -> float:
@@ -116,9 +136,29 @@ def _top_mean(matrix: np.ndarray | None, qvec: np.ndarray) -> float:
     return float(np.partition(sims, len(sims) - k)[-k:].mean())
 
 
+def tier_key(r: RoutedDocument) -> tuple[float, ...]:
+    """The identity part of a document's sort key: organisation, year, form (smaller first)."""
+    return (-r.signals.get("organisation", 0.0), r.signals.get("year", 0.0) < 0,
+            -r.signals.get("year", 0.0), -r.signals.get("form", 0.0))
+
+
+def decided_by(ranked: Sequence[RoutedDocument]) -> str:
+    """What put the first document before the second: the first identity signal whose value
+    differs (`organisation`, `year`, `form`), else the fused score's strongest signal there
+    (the one with the best rank for the chosen document), or "only" for a single document."""
+    if len(ranked) < 2:
+        return "only"
+    first, second = ranked[0], ranked[1]
+    for name, a, b in zip(("organisation", "year", "year", "form"), tier_key(first), tier_key(second)):
+        if a != b:
+            return name
+    best = min(first.ranks.items(), key=lambda kv: (kv[1], -WEIGHTS.get(kv[0], 0.0)), default=("fused", 0))
+    return f"fused ({best[0]})"
+
+
 def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, object]:
-    """The routing decision as a trace shows it: how, the chosen document, the runners-up."""
-    return {"route": route, "chosen": ranked[0].doc_id if ranked else None,
+    """The routing decision as a trace shows it: how, the chosen document, what decided, the runners-up."""
+    return {"route": route, "chosen": ranked[0].doc_id if ranked else None, "decided_by": decided_by(ranked),
             "ranking": [{"doc_id": r.doc_id, "score": r.score, "signals": r.signals, "ranks": r.ranks}
                         for r in ranked[:ROUTE_SHOWN]]}
 
@@ -132,7 +172,7 @@ def router_for(docs: Sequence[DocumentIndex], embedder: Embedder, embed_chars: i
     return LibraryRouter([d.doc_id for d in docs], [f"{t.title}\n{t.text}" for t in texts], vectors,
                          [_normalised(d.node_vectors()[1]) for d in docs],
                          names=[f"{d.name} {t.title} {_identity_words(i)}" for d, t, i in zip(docs, texts, idents)],
-                         fiscal_years=[i.fiscal_year for i in idents])
+                         identities=idents)
 
 
 def _title(doc: DocumentIndex, ident: DocumentIdentity) -> str:
@@ -149,10 +189,13 @@ def identity_names(manifest: dict[str, object]) -> str:
 
 
 def _identity_words(ident: DocumentIdentity) -> str:
-    """The organisation and the cover's title (their runs of capitalised words also joined, as
-    file names and questions write "Best Buy": "bestbuy"), and the fiscal year."""
-    parts = [ident.organisation, *joined_runs(ident.organisation), *joined_runs(ident.title),
-             str(ident.fiscal_year) if ident.fiscal_year else ""]
+    """The organisation, else the cover's title (their runs of capitalised words also joined, as
+    file names and questions write "Best Buy": "bestbuy"), the ticker, and the fiscal years."""
+    # a filing's cover title is boilerplate ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION")
+    # that names no document: its organisation does
+    title_runs = joined_runs(ident.title) if not ident.organisation else []
+    parts = [ident.organisation, *joined_runs(ident.organisation), *title_runs, ident.ticker,
+             *(str(y) for y in sorted(ident.years()))]
     return " ".join(p for p in parts if p)
 
 

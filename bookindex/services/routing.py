@@ -111,7 +111,8 @@ class RoutingService:
         else:
             decision, steps = decision_of(self.rank(question), "library"), []
         rec = TraceRecord(op="Route", kind=str(decision["route"]), ms=round((time.perf_counter() - t0) * 1000, 2),
-                          outputs=decision["ranking"], chosen=decision["chosen"], navigation=steps or None, **extra)
+                          outputs=decision["ranking"], chosen=decision["chosen"], navigation=steps or None,
+                          decided_by=decision.get("decided_by"), **extra)
         return str(decision["chosen"]), rec
 
     def _by_agent(self, question: str, skills: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:

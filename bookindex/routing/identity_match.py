@@ -1,0 +1,125 @@
+"""What a question names of a document's identity: its organisation, its fiscal year, its form.
+
+Among ten years of one company's filings the words are nearly the same; the question's company,
+fiscal year and filing type tell them apart, and they are matched here against what each
+document's cover says it is (`parsing.identity`), never against its file name.
+
+- **organisation**: the question writes the organisation's name without its legal suffix
+  ("Best Buy" for "BEST BUY CO., INC."), its ticker ("BBY"), or its initials when the name has
+  three words or more ("AMD"). A name's first word alone counts when the question writes it in
+  capitals ("MGM" for "MGM Resorts International"); a one-word name ("Amazon", "Walmart") counts
+  when the question capitalises it.
+- **year**: the fiscal years the question names ("FY2018", "FY 2018"); a document matches when
+  one of its `years()` is named. The latest named year is the one a comparison is asked in
+  ("between FY2021 and FY2022"): the filing of that year reports both.
+- **form**: the form the question names ("10-Q", "10-K", "8-K"), or a quarter ("Q2", "second
+  quarter") for a document that reports on one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bookindex.parsing.identity import DocumentIdentity
+
+# legal forms and web suffixes of company names: no company is named by them
+LEGAL = frozenset({"inc", "incorporated", "corp", "corporation", "co", "company", "companies", "ltd", "limited",
+                   "llc", "plc", "lp", "llp", "sa", "ag", "nv", "se", "the", "com", "and"})
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'’]*")
+_FISCAL = re.compile(r"\bFY\s?((?:19|20)\d\d)\b|\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_FORM = re.compile(r"\b(10-K|10-Q|8-K|20-F|10K|10Q|8K)\b", re.IGNORECASE)
+_QUARTER = re.compile(r"\bQ[1-4]\b|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b|\bquarterly\b",
+                      re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OrganisationName:
+    """The ways a question may name one organisation."""
+
+    words: tuple[str, ...]   # the name's words without legal suffixes, lowercased
+    ticker: str = ""         # lowercased
+    initials: str = ""       # of a name of three words or more, lowercased
+
+    @classmethod
+    def of(cls, ident: DocumentIdentity) -> OrganisationName:
+        words = tuple(w for w in (t.lower().replace("’", "'").removesuffix("'s")
+                                  for t in _TOKEN.findall(ident.organisation)) if w not in LEGAL)
+        return cls(words=words, ticker=ident.ticker.lower(),
+                   initials="".join(w[0] for w in words) if len(words) >= 3 else "")
+
+    def named_in(self, tokens: Sequence[str]) -> bool:
+        """Whether the question's tokens (original case, possessives removed) name it."""
+        if not self.words and not self.ticker:
+            return False
+        lower = [t.lower() for t in tokens]
+        for code in (self.ticker, self.initials):
+            if code and len(code) >= 2 and any(t == code and tok.isupper() for t, tok in zip(lower, tokens)):
+                return True
+        n = len(self.words)
+        for i, tok in enumerate(tokens):
+            if not n or lower[i] != self.words[0] or not (tok[:1].isupper() or tok[:1].isdigit()):
+                continue
+            if n == 1 or tuple(lower[i:i + n]) == self.words or tok.isupper() and len(tok) >= 2:
+                return True
+        return False
+
+
+def question_tokens(question: str) -> list[str]:
+    """The question's words in their case, possessives ("Walmart's") removed."""
+    return [re.sub(r"['’]s$", "", t) for t in _TOKEN.findall(question)]
+
+
+def named_years(question: str) -> set[int]:
+    """The fiscal years a question names: "FY2018", "FY 2018", "fiscal 2018", "fiscal year 2018"."""
+    return {int(m.group(1) or m.group(2)) for m in _FISCAL.finditer(question)}
+
+
+def named_form(question: str) -> str:
+    """The form a question names ("10-Q"), "quarter" when it names a quarter, else ""."""
+    m = _FORM.search(question)
+    if m:
+        form = m.group(1).upper()
+        return form if "-" in form else f"{form[:-1]}-{form[-1]}"
+    return "quarter" if _QUARTER.search(question) else ""
+
+
+class IdentityMatcher:
+    """Per document, what a question names of its identity (organisation, year, form)."""
+
+    def __init__(self, identities: Sequence[DocumentIdentity]) -> None:
+        self.identities = list(identities)
+        self.names = [OrganisationName.of(i) for i in self.identities]
+        self.years = [i.years() for i in self.identities]
+
+    def organisation(self, question: str) -> list[float]:
+        """1 for each document whose organisation the question names, else 0."""
+        tokens = question_tokens(question)
+        return [1.0 if n.named_in(tokens) else 0.0 for n in self.names]
+
+    def year(self, question: str, among: Sequence[bool] | None = None) -> list[float]:
+        """Per document: 2 when it states the latest fiscal year the question names, 1 another
+        named one, -1 when it states only others and some document (of `among`) states a named
+        one, else 0."""
+        named = named_years(question)
+        keep = list(among) if among is not None else [True] * len(self.years)
+        if not named or not any(k and ys & named for k, ys in zip(keep, self.years)):
+            return [0.0] * len(self.years)
+        latest = max(named)
+        return [0.0 if not ys else 2.0 if latest in ys else 1.0 if ys & named else -1.0 for ys in self.years]
+
+    def form(self, question: str) -> list[float]:
+        """1 for each document of the form the question names (or reporting on a quarter when
+        it names one), else 0."""
+        asked = named_form(question)
+        if not asked:
+            return [0.0] * len(self.identities)
+        if asked == "quarter":
+            return [1.0 if i.period == "quarter" else 0.0 for i in self.identities]
+        return [1.0 if i.form == asked else 0.0 for i in self.identities]
+
+    def names_a_period(self, question: str) -> bool:
+        """Whether the question asks about a reporting period (a fiscal year, a form, a quarter):
+        then what a document's cover says it is decides before its text does."""
+        return bool(named_years(question) or named_form(question))
