@@ -17,19 +17,20 @@ from typing import Any
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
+from bookindex.operators.labels import qualifiers
 from bookindex.operators.selector import unit_of
 from bookindex.retrieval.plans import Plan, Step
 
-_STRUCT = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
+STRUCT_NOUNS = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
            r"|tables?|equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)"
            r"|code (?:listings?|blocks?|examples?)|pages?)")
 _GLOBAL = [
-    re.compile(rf"\bhow many\s+(?:\w+\s+){{0,3}}{_STRUCT}\b", re.I),
-    re.compile(rf"\b(?:number|count|total)\s+of\s+(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),
+    re.compile(rf"\bhow many\s+(?:\w+\s+){{0,3}}{STRUCT_NOUNS}\b", re.I),
+    re.compile(rf"\b(?:number|count|total)\s+of\s+(?:\w+\s+){{0,2}}{STRUCT_NOUNS}\b", re.I),
     re.compile(r"\b(?:list|enumerate|name)\s+(?:all|every|each)\b", re.I),
-    re.compile(rf"\b(?:count|list)\s+(?:the\s+)?(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),
+    re.compile(rf"\b(?:count|list)\s+(?:the\s+)?(?:\w+\s+){{0,2}}{STRUCT_NOUNS}\b", re.I),
     re.compile(r"\bwhat are all\b", re.I),
-    re.compile(rf"\b{_STRUCT}\b.*\b(?:pages?\s+\d+\s*(?:-|–|to|through)\s*\d+|first\s+\d+\s+pages|last\s+\d+\s+pages)", re.I),
+    re.compile(rf"\b{STRUCT_NOUNS}\b.*\b(?:pages?\s+\d+\s*(?:-|–|to|through)\s*\d+|first\s+\d+\s+pages|last\s+\d+\s+pages)", re.I),
     re.compile(r"\b(?:summari[sz]e|give an overview of|overview of)\b", re.I),
 ]
 _MULTI = [
@@ -244,7 +245,7 @@ def content_terms(question: str) -> list[str]:
     return [t.strip() for t in _QUOTED.findall(question) if t.strip()] if _CONTAINS.search(question) else []
 
 
-_COUNTED = re.compile(rf"\b(?:how many|number of|count(?: of)?|list(?: all)?(?: of)?(?: the)?)\s+(?:\w+\s+){{0,2}}?({_STRUCT})\b",
+_COUNTED = re.compile(rf"\b(?:how many|number of|count(?: of)?|list(?: all)?(?: of)?(?: the)?)\s+(?:\w+\s+){{0,2}}?({STRUCT_NOUNS})\b",
                       re.I)
 
 
@@ -303,6 +304,9 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
     if unit:
         # the parts the document numbers itself ("Figure 3", "Appendix B") are counted first
         reduce["unit"] = unit
+        quals = qualifiers(question, unit)
+        if quals:
+            reduce["qualifiers"] = quals
         scope = next((s.params for s in steps if s.op == "Filter_Range"), None)
         if scope:
             reduce["scope"] = {"range_type": scope["range_type"], "value": scope["value"]}
