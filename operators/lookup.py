@@ -91,7 +91,7 @@ def lookup(tree: DocumentTree, question: str, page_labels: list[str] | None = No
         return Lookup(f"Page {part.page}{shown} [1] ({about[:300]})", part.node_id, asked)
     if asked == "title":
         if node.type == "section":
-            return Lookup(f"{part.label} [1] (p. {part.page})", part.node_id, asked)
+            return Lookup(f"{caption or part.label} [1] ({part.label}, p. {part.page})", part.node_id, asked)
         if not caption:
             return None
         return Lookup(f"{caption} [1] ({part.label}, p. {part.page})", part.node_id, asked)

@@ -363,7 +363,9 @@ class Reduce(Operator[ReduceParams]):
             if op == "COUNT":
                 kinds = sorted({str(x["type"]) for x in listing})
                 cond = f" containing {', '.join(repr(t) for t in terms)}" if terms else ""
-                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters{cond})" if kinds else "")
+                pages = ", ".join(str(x["page"]) for x in listing)  # every item counted, cited by its page
+                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters{cond}: "
+                                                  f"p. {pages})" if kinds else "")
             else:
                 state.answer = "\n".join(f"- {x['label']} (p. {x['page']})" for x in listing) or "none"
             self.note(outputs={"count": len(items)}, source="tree")

@@ -17,7 +17,7 @@ from typing import Any
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
-from bookindex.operators.labels import qualifiers
+from bookindex.operators.labels import find_labelled, qualifiers
 from bookindex.operators.selector import unit_of
 from bookindex.retrieval.plans import Plan, Step
 
@@ -256,6 +256,21 @@ def counted_unit(question: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
+_PART_NAMED = re.compile(r"\b(chapter|appendix|section|part)\s+((?:\d+|(?-i:[A-Z])|(?-i:[IVXL]+))(?:\.\d+)*)\b", re.I)
+
+
+def labelled_section(ctx: IndexContext, question: str, value: str) -> str:
+    """The title of the section the question names by its label ("chapter 3" -> "Chapter 3. The
+    Filesystem Root") when the filter value is that label's number and the document labels the
+    section so; else the value as given (a number alone matches numbered titles, not labels)."""
+    for m in _PART_NAMED.finditer(question):
+        if m.group(2).upper() == value.strip().upper():
+            part = find_labelled(ctx.tree, m.group(1), m.group(2))
+            if part is not None and ctx.tree.nodes[part.node_id].type == "section":
+                return ctx.tree.nodes[part.node_id].title
+    return value
+
+
 def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step] | None:
     """The filters, Map and Reduce of a global question; None when its only constraint names a
     section the document does not have (a question about a passage, not an aggregation)."""
@@ -276,6 +291,7 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
         if f.filter_type == "page" and f.filter_value:
             steps.append(Step(op="Filter_Range", params={"range_type": "page", "value": f.filter_value}))
         elif f.filter_type == "section" and f.filter_value:
+            f.filter_value = labelled_section(ctx, question, f.filter_value)
             if ctx.tree.find_section(f.filter_value) is None:
                 # a title the planner made up (often the question's own words): filtering on it
                 # would leave nothing to answer from

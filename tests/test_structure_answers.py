@@ -150,3 +150,34 @@ def test_structure_questions_are_selected_by_the_parts_they_count(question, stru
 
 def test_a_page_question_is_scored_by_its_page_number():
     assert short_answer("What page has the logo? Give me an integer.", "Page 2 [1] (from p. 2: Logo)") == "2"
+
+
+def _chapters_ctx() -> IndexContext:
+    """A manual whose chapters are labelled "Chapter N." and whose sections are numbered."""
+    B = Block
+    blocks = [B("title", "Chapter 1. Basics", 0, (50, 50, 300, 70), level=1),
+              B("title", "1.1. Setup", 0, (50, 80, 300, 100), level=2),
+              B("text", "Install the tool.", 0, (50, 110, 300, 130)),
+              B("title", "Chapter 2. Usage", 1, (50, 50, 300, 70), level=1),
+              B("title", "2.1. Running", 1, (50, 80, 300, 100), level=2),
+              B("text", "Run the tool on a file.", 1, (50, 110, 300, 130)),
+              B("table", "| Option | Meaning |\n| -v | verbose |", 2, (50, 50, 300, 120)),
+              B("title", "2.2. Options", 2, (50, 130, 300, 150), level=2),
+              B("text", "Options change what the tool does.", 2, (50, 160, 300, 180))]
+    tree = build_tree("c", "manual.pdf", blocks, {"pages": 3})
+    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+
+
+def test_a_chapter_named_by_its_label_scopes_the_count():
+    a = _ask("How many subsections are in chapter 2?", _chapters_ctx())
+    assert [x["label"] for x in a.structural["items"]] == ["2.1. Running", "2.2. Options"]
+
+
+def test_the_title_of_a_labelled_chapter_is_its_title_without_the_label():
+    a = _ask("What is the title of chapter 2?", _chapters_ctx())
+    assert a.answer.startswith("Usage [1] (Chapter 2, p. 2)")
+
+
+def test_counted_nodes_without_labels_are_each_cited_by_page():
+    a = _ask("How many tables are in chapter 2?", _chapters_ctx())
+    assert a.answer == "1 (table nodes matching the filters: p. 3)"
