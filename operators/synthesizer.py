@@ -29,6 +29,7 @@ from bookindex.operators.passages import (
 )
 from bookindex.operators.reader import read, recurring_blocks
 from bookindex.operators.selector import parse_page_range
+from bookindex.operators.table_shape import pick_table, shape
 from bookindex.operators.structure import doc_structure
 from bookindex.operators.textscore import hybrid_scores
 from bookindex.providers.lexical import tokenize
@@ -327,6 +328,25 @@ class Reduce(Operator[ReduceParams]):
         self.note(outputs={"count": len(parts)}, source=f"tree: {how}")
         return True
 
+    def _table_dimension(self, state: State) -> bool:
+        """"How many columns / rows does <the table> have?": counted on the table's grid
+        (`operators.table_shape`), cited by the table; False when no one table is meant."""
+        tree = self.ctx.tree
+        cands = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+        picked = pick_table(tree, state.question, cands)
+        if picked is None:
+            return False
+        table, how = picked
+        dim = self.params.unit or "columns"
+        sh = shape(table)
+        n = sh.columns if dim == "columns" else sh.rows
+        page = table.page_idx + 1
+        state.answer = f"{n} ({dim} holding text in {how}, p. {page})"
+        state.structural = {"operation": "COUNT", "count": n, "counted": f"table {dim}", "chosen": how,
+                            "items": [{"node_id": table.id, "type": "table", "page": page, "label": table.label}]}
+        self.note(outputs={"count": n}, source=f"tree: table {dim}")
+        return True
+
     def _lookup(self, state: State) -> bool:
         """"On which page is Table 3?", "What is the title of Figure 2?": the labelled part's
         page, section or title from the tree (`operators.lookup`), cited by the part's node."""
@@ -349,6 +369,8 @@ class Reduce(Operator[ReduceParams]):
         state.operation = op
         if op in ("COUNT", "LIST"):
             terms = [t for t in self.params.must_contain if t.strip()]
+            if self.params.unit in ("columns", "rows") and self._table_dimension(state):
+                return state
             if self.params.unit and self._count_parts(state, op, terms):
                 return state
             items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]

@@ -19,6 +19,7 @@ from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
 from bookindex.operators.labels import find_labelled, qualifiers
 from bookindex.operators.selector import unit_of
+from bookindex.operators.table_shape import asked_dimension
 from bookindex.retrieval.plans import Plan, Step
 
 STRUCT_NOUNS = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
@@ -49,6 +50,9 @@ _AGGREGATION = re.compile(
 
 def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str, str]:
     """(query_type, reason) without an LLM."""
+    dim = asked_dimension(question)
+    if dim:
+        return "global", f"counts the {dim} of a table"
     for rx in _GLOBAL:
         m = rx.search(question)
         if m:
@@ -251,7 +255,11 @@ _COUNTED = re.compile(rf"\b(?:how many|number of|count(?: of)?|list(?: all)?(?: 
 
 def counted_unit(question: str) -> str | None:
     """The document part a COUNT/LIST question counts ("figures" in "how many figures are in
-    the report?"), None when it counts something else."""
+    the report?"; "columns" in "how many columns does Table 2 have?"), None when it counts
+    something else."""
+    dim = asked_dimension(question)
+    if dim:
+        return dim
     m = _COUNTED.search(question)
     return m.group(1).lower() if m else None
 

@@ -181,3 +181,39 @@ def test_the_title_of_a_labelled_chapter_is_its_title_without_the_label():
 def test_counted_nodes_without_labels_are_each_cited_by_page():
     a = _ask("How many tables are in chapter 2?", _chapters_ctx())
     assert a.answer == "1 (table nodes matching the filters: p. 3)"
+
+
+# -- the shape of a table ---------------------------------------------------------------------
+
+def _tables_ctx() -> IndexContext:
+    B = Block
+    blocks = [B("title", "1 Specifications", 0, (50, 20, 300, 40), level=1),
+              B("table", "| Model | A |  | B |\n|---|---|---|---|\n| Size | 27 |  | 32 |\n| Weight | 5 |  | 7 |",
+                0, (50, 50, 550, 400), extra={"caption": "Table 1: Models"}),
+              B("table", "| Pin | Signal |\n|---|---|\n| 1 | GND |", 1, (50, 50, 200, 100),
+                extra={"caption": "Table 2: Pins"})]
+    tree = build_tree("s", "spec.pdf", blocks, {"pages": 2})
+    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+
+
+def test_columns_of_a_named_table_count_only_columns_holding_text():
+    a = _ask("How many columns does Table 1 have?", _tables_ctx())
+    assert a.answer.startswith("3 (columns holding text in Table 1, p. 1)")
+    assert a.structural["counted"] == "table columns"
+
+
+def test_rows_are_counted_below_the_header():
+    a = _ask("How many rows does Table 2 have?", _tables_ctx())
+    assert a.structural["count"] == 1
+
+
+def test_a_size_superlative_picks_the_table_by_its_area():
+    a = _ask("How many columns does the largest table have?", _tables_ctx())
+    assert a.structural["items"][0]["page"] == 1 and a.structural["count"] == 3
+    a = _ask("How many columns does the smallest table have?", _tables_ctx())
+    assert a.structural["items"][0]["page"] == 2 and a.structural["count"] == 2
+
+
+def test_several_tables_and_no_way_to_choose_is_not_a_table_shape_answer():
+    a = _ask("How many columns do the tables have?", _tables_ctx())
+    assert a.structural is None or a.structural.get("counted") != "table columns"
