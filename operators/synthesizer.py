@@ -29,8 +29,8 @@ from bookindex.operators.passages import (
 )
 from bookindex.operators.reader import read, recurring_blocks
 from bookindex.operators.selector import parse_page_range
-from bookindex.operators.table_shape import pick_table, shape
 from bookindex.operators.structure import doc_structure
+from bookindex.operators.table_shape import pick_table, shape
 from bookindex.operators.textscore import hybrid_scores
 from bookindex.providers.lexical import tokenize
 from bookindex.providers.llm import user_message
