@@ -569,8 +569,10 @@ def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
     from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.score, -c.number))
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
-    if a.kind == "page":
-        best.span = f"Page {best.passage.first_page}"
+    if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
+        words = best.sentence.split()[:8]
+        at = re.search(r"\s+".join(map(re.escape, words)), best.passage.text) if words else None
+        best.span = f"Page {best.passage.page_at(at.start()) if at else best.passage.first_page}"
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
     if best.span:

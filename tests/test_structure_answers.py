@@ -217,3 +217,18 @@ def test_a_size_superlative_picks_the_table_by_its_area():
 def test_several_tables_and_no_way_to_choose_is_not_a_table_shape_answer():
     a = _ask("How many columns do the tables have?", _tables_ctx())
     assert a.structural is None or a.structural.get("counted") != "table columns"
+
+
+def test_which_page_is_the_page_of_the_sentence_in_a_passage_spanning_pages():
+    from bookindex.operators.passages import build_passages
+    from bookindex.operators.reader import read
+
+    B = Block
+    blocks = [B("title", "1 Colours", 3, (50, 20, 300, 40), level=1),
+              B("text", "The installer copies the files to the system folder.", 3, (50, 50, 500, 80)),
+              B("text", "Colours are chosen with the palette command.", 4, (50, 50, 500, 80))]
+    tree = build_tree("p", "p.pdf", blocks, {"pages": 5})
+    passages = build_passages(tree, [tree.find_section("1 Colours").id])
+    assert passages[0].first_page == 4 and passages[0].last_page == 5
+    text, _ = read("Which page explains how the palette command chooses colours?", passages)
+    assert text.startswith("Page 5 [1]")
