@@ -36,6 +36,7 @@ from typing import Any
 
 from bookindex.core.errors import ConfigError
 from bookindex.core.model import DocumentTree
+from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
@@ -439,16 +440,18 @@ def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
 
 
 def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
-         furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> tuple[str, list[int]]:
+         furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset(),
+         page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The extractive answer to `question` from the numbered `passages`: (text, citations);
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries, whose name answers
-    a "which function / command ..." question."""
+    a "which function / command ..." question; `page_labels`: the numbers the document prints on
+    its pages, named in a which-page answer where they differ from the PDF's."""
     a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
-    return _answer(a, cands)
+    return _answer(a, cands, page_labels)
 
 
 def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
@@ -564,7 +567,7 @@ def _usage_line(passage: Passage, a: Asked) -> str:
     return ""
 
 
-def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
+def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.score, -c.number))
@@ -572,7 +575,9 @@ def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
     if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
         words = best.sentence.split()[:8]
         at = re.search(r"\s+".join(map(re.escape, words)), best.passage.text) if words else None
-        best.span = f"Page {best.passage.page_at(at.start()) if at else best.passage.first_page}"
+        page = best.passage.page_at(at.start()) if at else best.passage.first_page
+        printed = printed_page(page, page_labels)
+        best.span = f"Page {page}" + (f" (printed page {printed})" if printed else "")
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
     if best.span:

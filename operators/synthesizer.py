@@ -99,7 +99,7 @@ def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
     if ctx.views.furniture is None:
         ctx.views.furniture = recurring_blocks(ctx.tree)
     entries = frozenset(doc_structure(ctx).entry.values())
-    text, cites = read(question, passages, numbers, ctx.views.furniture, entries)
+    text, cites = read(question, passages, numbers, ctx.views.furniture, entries, ctx.page_labels)
     if text:
         return text, cites
     ids = [p.node_id for p in passages]

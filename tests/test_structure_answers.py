@@ -13,6 +13,7 @@ from bookindex.evaluation.short_answers import question_kind, short_answer
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.labels import outline_parts, qualifiers
 from bookindex.operators.lookup import asks_where, lookup
+from bookindex.operators.passages import Passage
 from bookindex.retrieval import ask
 from bookindex.retrieval.planner import global_plan
 
@@ -232,3 +233,15 @@ def test_which_page_is_the_page_of_the_sentence_in_a_passage_spanning_pages():
     assert passages[0].first_page == 4 and passages[0].last_page == 5
     text, _ = read("Which page explains how the palette command chooses colours?", passages)
     assert text.startswith("Page 5 [1]")
+
+
+def test_a_which_page_answer_names_the_printed_page_where_it_differs():
+    from bookindex.operators.reader import read
+
+    p = Passage("a", ("Colours",), "Colours are chosen with the palette command.", ("a",), 9, 9)
+    text, _ = read("Which page explains how the palette command chooses colours?", [p],
+                   page_labels=[str(i) for i in range(-7, 20)])
+    assert text.startswith("Page 9 (printed page 1) [1]")
+    text, _ = read("Which page explains how the palette command chooses colours?", [p],
+                   page_labels=[str(i) for i in range(1, 20)])
+    assert text.startswith("Page 9 [1]")
