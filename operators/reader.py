@@ -567,17 +567,30 @@ def _usage_line(passage: Passage, a: Asked) -> str:
     return ""
 
 
+def _sentence_page(passage: Passage, sentence: str) -> int:
+    """The page of the first prose line of the passage (not a title or table line, as
+    `_sentences` reads them) that holds the start of `sentence`."""
+    words = sentence.split()[:8]
+    rx = re.compile(r"\s+".join(map(re.escape, words))) if words else None
+    pos = 0
+    for ln in passage.text.splitlines(keepends=True):
+        s = ln.strip()
+        if rx is not None and s and not s.startswith("|") and s not in passage.title_path and rx.search(ln):
+            return passage.page_at(pos)
+        pos += len(ln)
+    return passage.first_page
+
+
 def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.score, -c.number))
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
     if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
-        words = best.sentence.split()[:8]
-        at = re.search(r"\s+".join(map(re.escape, words)), best.passage.text) if words else None
-        page = best.passage.page_at(at.start()) if at else best.passage.first_page
+        page = _sentence_page(best.passage, best.sentence)
         printed = printed_page(page, page_labels)
         best.span = f"Page {page}" + (f" (printed page {printed})" if printed else "")
+        where = f'"{best.passage.name}", p. {page}' if best.passage.name else f"p. {page}"
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
     if best.span:
