@@ -51,16 +51,26 @@ def _pattern(word: str) -> re.Pattern[str]:
                       rf"(?!\s*(?:and|,|–|-)\s*\d)", re.I)
 
 
+# the number a displayed equation carries at its right: "E = mc^2 (3)", "… , (2.1)"
+_EQ_NUMBER = re.compile(r"\((\d+(?:\.\d+)*[a-z]?)\)\s*[.,;]?\s*$")
+
+
 def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None) -> list[Labelled]:
     """The parts labelled with `unit`'s word, one per distinct label, in document order (its first
-    occurrence: a caption repeated on a continued table counts once). `scope`: node ids to look in
-    (None: the whole document)."""
+    occurrence: a caption repeated on a continued table counts once); equations also by the
+    number an equation node carries at its end. `scope`: node ids to look in (None: the whole
+    document)."""
     word = label_word(unit)
     rx = _pattern(word)
     seen: dict[str, Labelled] = {}
     for n in tree.walk():
         if n.type == "document" or (scope is not None and n.id not in scope):
             continue
+        if word == "equation" and n.type == "equation":
+            m = _EQ_NUMBER.search(n.text)
+            if m:  # an equation numbered the way papers do, "(3)" at its end
+                seen.setdefault(m.group(1), Labelled(f"Equation ({m.group(1)})", n.id, n.page_idx + 1))
+                continue
         texts = [n.title] if n.type == "section" else [n.text[:200], str(n.meta.get("caption") or "")[:200]]
         for text in texts:
             m = rx.match(text)

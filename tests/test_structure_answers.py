@@ -245,3 +245,16 @@ def test_a_which_page_answer_names_the_printed_page_where_it_differs():
     text, _ = read("Which page explains how the palette command chooses colours?", [p],
                    page_labels=[str(i) for i in range(1, 20)])
     assert text.startswith("Page 9 [1]")
+
+
+def test_equations_are_counted_by_the_numbers_they_carry():
+    B = Block
+    blocks = [B("title", "1 Model", 0, (50, 20, 300, 40), level=1),
+              B("equation", "y = ax + b (1)", 0, (50, 50, 500, 70)),
+              B("equation", "+ c", 0, (50, 72, 500, 90)),  # the same equation's second line
+              B("text", "As in (1), the slope is a.", 0, (50, 100, 500, 120)),
+              B("equation", "z = y^2 , (2)", 1, (50, 50, 500, 70))]
+    tree = build_tree("e", "e.pdf", blocks, {"pages": 2})
+    ctx = IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+    a = _ask("How many equations are in the paper?", ctx)
+    assert a.answer.startswith("2 (Equation (1), p. 1; Equation (2), p. 2)")
