@@ -215,7 +215,9 @@ def global_spec_rules(question: str) -> tuple[prompts.GlobalSpec, list[str]]:
                 filters.append(prompts.FilterSpec(filter_type="page", filter_value=m.group(1)))
     m = (re.search(r"\b(?:in|within|of|from)\s+(?:the\s+)?(?:section|chapter|appendix)\s+((?:\d+\.)*\d+|[A-Z])\b", q, re.I)
          or re.search(r"\b(?:in|within|of|from)\s+(?:the\s+)?[\"“'‘]([^\"”'’]+)[\"”'’]\s*(?:section|chapter)?", q, re.I)
-         or re.search(r"\b(?:in|within|of|from)\s+the\s+((?:[A-Z][\w-]*\s?){1,5})\s+(?:section|chapter)\b", q))
+         or re.search(r"\b(?:in|within|of|from)\s+the\s+((?:[A-Z][\w-]*\s?){1,5})\s+(?:section|chapter)\b", q)
+         # "how many pages does section 3 span", "how many figures does chapter 2 have"
+         or re.search(r"\b(?:section|chapter|appendix)\s+((?:\d+\.)*\d+|(?-i:[A-Z]))\b", q, re.I))
     if m:
         filters.append(prompts.FilterSpec(filter_type="section", filter_value=m.group(1).strip()))
     target = next((t for rx, t in _MODAL_WORDS if rx.search(q)), None)

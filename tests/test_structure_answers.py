@@ -258,3 +258,8 @@ def test_equations_are_counted_by_the_numbers_they_carry():
     ctx = IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
     a = _ask("How many equations are in the paper?", ctx)
     assert a.answer.startswith("2 (Equation (1), p. 1; Equation (2), p. 2)")
+
+
+def test_a_section_named_anywhere_in_a_count_scopes_it():
+    a = _ask("How many pages does chapter 2 span?", _chapters_ctx())
+    assert a.answer.startswith("2 (pp. 2-3)")
