@@ -37,10 +37,10 @@ def label_word(unit: str) -> str:
 
 
 def node_type(unit: str) -> str:
-    """The tree's node type of a labelled part: image for figures, section for appendices and
-    chapters, else the word itself (table, equation)."""
+    """The tree's node type of a labelled part: image for figures, section for appendices,
+    chapters and subsections, else the word itself (table, equation)."""
     word = label_word(unit)
-    return "image" if word == "figure" else "section" if word in ("appendix", "chapter", "section") else word
+    return "image" if word == "figure" else "section" if word in ("appendix", "chapter", "section", "subsection") else word
 
 
 def _pattern(word: str) -> re.Pattern[str]:
@@ -51,16 +51,26 @@ def _pattern(word: str) -> re.Pattern[str]:
                       rf"(?!\s*(?:and|,|–|-)\s*\d)", re.I)
 
 
+# the number a displayed equation carries at its right: "E = mc^2 (3)", "… , (2.1)"
+_EQ_NUMBER = re.compile(r"\((\d+(?:\.\d+)*[a-z]?)\)\s*[.,;]?\s*$")
+
+
 def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None) -> list[Labelled]:
     """The parts labelled with `unit`'s word, one per distinct label, in document order (its first
-    occurrence: a caption repeated on a continued table counts once). `scope`: node ids to look in
-    (None: the whole document)."""
+    occurrence: a caption repeated on a continued table counts once); equations also by the
+    number an equation node carries at its end. `scope`: node ids to look in (None: the whole
+    document)."""
     word = label_word(unit)
     rx = _pattern(word)
     seen: dict[str, Labelled] = {}
     for n in tree.walk():
         if n.type == "document" or (scope is not None and n.id not in scope):
             continue
+        if word == "equation" and n.type == "equation":
+            m = _EQ_NUMBER.search(n.text)
+            if m:  # an equation numbered the way papers do, "(3)" at its end
+                seen.setdefault(m.group(1), Labelled(f"Equation ({m.group(1)})", n.id, n.page_idx + 1))
+                continue
         texts = [n.title] if n.type == "section" else [n.text[:200], str(n.meta.get("caption") or "")[:200]]
         for text in texts:
             m = rx.match(text)
@@ -70,3 +80,66 @@ def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None)
                     seen[key] = Labelled(f"{word.capitalize()} {m.group(1)}", n.id, n.page_idx + 1)
                 break
     return list(seen.values())
+
+
+def find_labelled(tree: DocumentTree, unit: str, key: str) -> Labelled | None:
+    """The part labelled `unit`'s word and `key` ("table", "5" -> Table 5), None when the
+    document labels no such part."""
+    want = key.upper().rstrip(".")
+    return next((p for p in labelled_parts(tree, unit) if p.label.split(" ", 1)[1].upper().rstrip(".") == want), None)
+
+
+def caption_of(tree: DocumentTree, part: Labelled) -> str:
+    """What the document calls a labelled part: its caption (or title) without the label itself
+    ("Table 5: Citation quality ..." -> "Citation quality ...")."""
+    n = tree.nodes[part.node_id]
+    texts = [n.title] if n.type == "section" else [str(n.meta.get("caption") or ""), n.text]
+    rx = _pattern(label_word(part.label.split(" ", 1)[0]))
+    for text in texts:
+        m = rx.match(text)
+        if m:
+            return " ".join(text[m.end():].lstrip(" .:–—-").split())[:300]
+    return ""
+
+
+def part_text(tree: DocumentTree, node_id: str) -> str:
+    """The text a labelled part holds for a content condition: its caption and its content."""
+    n = tree.nodes[node_id]
+    return f"{n.meta.get('caption') or ''}\n{n.content}"
+
+
+def qualifiers(question: str, unit: str) -> list[str]:
+    """The words that narrow the counted unit ("pie" in "how many pie charts", "exterior" in
+    "how many exterior photos"): its compound and adjective modifiers in spaCy's parse. A count
+    of all figures does not answer a question about one kind of them."""
+    from bookindex.operators.reader import _nlp  # deferred: spaCy costs seconds to import
+
+    nlp = _nlp()
+    if nlp is None:
+        return []
+    head = unit.lower().split()[-1]
+    for tok in nlp(question):
+        if tok.lower_ == head and tok.pos_ in ("NOUN", "PROPN"):
+            return [c.lower_ for c in tok.children
+                    if c.dep_ in ("compound", "amod") and c.i < tok.i and c.is_alpha and not c.is_stop]
+    return []
+
+
+def outline_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None) -> list[Labelled]:
+    """Sections, chapters and subsections from the tree's own outline when the document does not
+    label them with the word ("1 Introduction", not "Section 1"): the sections of the outline's
+    top level in `scope` (one level down for subsections; in a section's scope, its child
+    sections), each named by its title."""
+    secs = [n for n in tree.walk() if n.type == "section" and n.title.strip()
+            and (scope is None or n.id in scope)]
+    if not secs:
+        return []
+    level = min(n.level for n in secs)
+    enclosing = sum(n.level == level for n in secs) == 1 and len(secs) > 1
+    if enclosing:
+        # one section enclosing the rest is the title of the document (or the section the question
+        # names), not one of its parts: the parts are its children
+        level = min(n.level for n in secs if n.level > level)
+    if label_word(unit) == "subsection" and not (enclosing and scope is not None):
+        level = min((n.level for n in secs if n.level > level), default=level + 1)
+    return [Labelled(" ".join(n.title.split())[:100], n.id, n.page_idx + 1) for n in secs if n.level == level]

@@ -43,6 +43,17 @@ class Passage:
     node_ids: tuple[str, ...]  # every node shown, in document order
     first_page: int  # 1-based pages the shown nodes span
     last_page: int
+    # (offset in `text`, 1-based page) where each shown node's text starts: the page of a sentence
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int:
+        """The 1-based page of the text at `offset` (the first page when unknown)."""
+        page = self.first_page
+        for start, pg in self.page_starts:
+            if start > offset:
+                break
+            page = pg
+        return page
 
     @property
     def where(self) -> str:
@@ -136,15 +147,20 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str]) -> Passag
     """The passage of one ranked node in at most `room` characters, skipping context in `shown`."""
     node = tree.nodes[nid]
     nodes = _context(tree, node, room, shown)
-    parts = [node.title] if node.type == "section" and node.title else []
-    parts += [_flat(tree, n) for n in nodes]
-    text = "\n".join(p for p in parts if p)
+    parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
+    parts += [(_flat(tree, n), n.page_idx) for n in nodes]
+    parts = [(t, pg) for t, pg in parts if t]
+    text = "\n".join(t for t, _ in parts)
+    starts, pos = [], 0
+    for t, pg in parts:
+        starts.append((pos, pg + 1))
+        pos += len(t) + 1
     if len(text) > room:  # a single long block: keep the start (where its topic is stated)
         text = text[:room - 2].rsplit(" ", 1)[0] + " …"
     pages = [n.page_idx for n in nodes] or [node.page_idx]
     return Passage(node_id=nid, title_path=title_path(tree, node), text=text,
                    node_ids=tuple(n.id for n in nodes) or (nid,),
-                   first_page=min(pages) + 1, last_page=max(pages) + 1)
+                   first_page=min(pages) + 1, last_page=max(pages) + 1, page_starts=tuple(starts))
 
 
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,

@@ -36,6 +36,7 @@ from typing import Any
 
 from bookindex.core.errors import ConfigError
 from bookindex.core.model import DocumentTree
+from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
@@ -439,16 +440,18 @@ def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
 
 
 def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
-         furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> tuple[str, list[int]]:
+         furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset(),
+         page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The extractive answer to `question` from the numbered `passages`: (text, citations);
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries, whose name answers
-    a "which function / command ..." question."""
+    a "which function / command ..." question; `page_labels`: the numbers the document prints on
+    its pages, named in a which-page answer where they differ from the PDF's."""
     a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
-    return _answer(a, cands)
+    return _answer(a, cands, page_labels)
 
 
 def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
@@ -564,13 +567,30 @@ def _usage_line(passage: Passage, a: Asked) -> str:
     return ""
 
 
-def _answer(a: Asked, cands: list[Candidate]) -> tuple[str, list[int]]:
+def _sentence_page(passage: Passage, sentence: str) -> int:
+    """The page of the first prose line of the passage (not a title or table line, as
+    `_sentences` reads them) that holds the start of `sentence`."""
+    words = sentence.split()[:8]
+    rx = re.compile(r"\s+".join(map(re.escape, words))) if words else None
+    pos = 0
+    for ln in passage.text.splitlines(keepends=True):
+        s = ln.strip()
+        if rx is not None and s and not s.startswith("|") and s not in passage.title_path and rx.search(ln):
+            return passage.page_at(pos)
+        pos += len(ln)
+    return passage.first_page
+
+
+def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.score, -c.number))
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
-    if a.kind == "page":
-        best.span = f"Page {best.passage.first_page}"
+    if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
+        page = _sentence_page(best.passage, best.sentence)
+        printed = printed_page(page, page_labels)
+        best.span = f"Page {page}" + (f" (printed page {printed})" if printed else "")
+        where = f'"{best.passage.name}", p. {page}' if best.passage.name else f"p. {page}"
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
     if best.span:

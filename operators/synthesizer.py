@@ -17,7 +17,8 @@ from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
-from bookindex.operators.labels import labelled_parts, node_type
+from bookindex.operators.labels import Labelled, label_word, labelled_parts, node_type, outline_parts, part_text
+from bookindex.operators.lookup import lookup
 from bookindex.operators.passages import (
     ITEM_CHARS,
     Passage,
@@ -29,6 +30,7 @@ from bookindex.operators.passages import (
 from bookindex.operators.reader import read, recurring_blocks
 from bookindex.operators.selector import parse_page_range
 from bookindex.operators.structure import doc_structure
+from bookindex.operators.table_shape import pick_table, shape
 from bookindex.operators.textscore import hybrid_scores
 from bookindex.providers.lexical import tokenize
 from bookindex.providers.llm import user_message
@@ -97,7 +99,7 @@ def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
     if ctx.views.furniture is None:
         ctx.views.furniture = recurring_blocks(ctx.tree)
     entries = frozenset(doc_structure(ctx).entry.values())
-    text, cites = read(question, passages, numbers, ctx.views.furniture, entries)
+    text, cites = read(question, passages, numbers, ctx.views.furniture, entries, ctx.page_labels)
     if text:
         return text, cites
     ids = [p.node_id for p in passages]
@@ -228,6 +230,9 @@ class ReduceParams(Params):
     unit: str | None = None
     # the page or section range of the question (Filter_Range's parameters), for labelled parts
     scope: dict[str, str] | None = None
+    # COUNT/LIST: the words that narrow the unit ("pie" of "pie charts"): the parts whose caption
+    # or text names them are counted, every part (with a note) when none does
+    qualifiers: list[str] = []
 
 
 class Reduce(Operator[ReduceParams]):
@@ -250,26 +255,112 @@ class Reduce(Operator[ReduceParams]):
         first, last = parse_page_range(sc.get("value", "1"), tree.page_count)
         return {n.id for n in tree.walk() if first <= n.page_idx <= last}
 
-    def _labelled(self, state: State, op: str) -> bool:
-        """COUNT/LIST of the parts the document labels ("Figure 3", "Appendix B"), each cited by
-        its label and page; False when the document labels none (the filtered nodes are counted)."""
+    def _parts(self, state: State, terms: list[str]) -> tuple[list[Labelled], str, str] | None:
+        """The parts a COUNT/LIST of `unit` counts, from the tree: the pages of the range, the
+        parts the document labels with the unit's word ("Figure 3", "Appendix B"), or the sections
+        of its outline; narrowed to the items holding every term and naming the unit's qualifiers
+        ("pie" of "pie charts"). Returns (parts, what was counted, a note) or None when the tree
+        has no such parts (the filtered nodes are counted)."""
         tree = self.ctx.tree
         unit = self.params.unit or ""
+        scope = self._scope()
+        if label_word(unit) == "page":
+            sc = self.params.scope or {}
+            if sc.get("range_type") == "page":
+                first_p, last_p = parse_page_range(sc.get("value", "1"), tree.page_count)
+                pages = list(range(first_p, last_p + 1))
+            elif scope is not None:
+                pages = sorted({n.page_idx for n in tree.walk() if n.id in scope})
+            else:
+                pages = list(range(tree.page_count))
+            first: dict[int, str] = {}
+            for n in tree.walk():
+                first.setdefault(n.page_idx, n.id)
+            return [Labelled(f"p. {p + 1}", first.get(p, tree.root_id), p + 1) for p in pages], "pages", ""
         filtered = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
         if filtered and all(tree.nodes[i].type != node_type(unit) for i in filtered):
-            return False  # the filters (an edited plan) select other parts than the unit: count those
-        parts = labelled_parts(tree, unit, self._scope())
+            return None  # the filters (an edited plan) select other parts than the unit: count those
+        parts, how = labelled_parts(tree, unit, scope), "document labels"
+        if not parts and label_word(unit) in ("section", "chapter", "subsection"):
+            parts, how = outline_parts(tree, unit, scope), "document outline"
         if not parts:
+            return None
+        if terms:
+            pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
+            parts = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
+        note = ""
+        quals = [q for q in self.params.qualifiers if q.strip()]
+        if quals and parts:
+            pats = [re.compile(rf"(?<!\w){re.escape(q)}", re.I) for q in quals]
+            named = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
+            if named:
+                parts = named
+            else:
+                note = (f"no {unit} says {' '.join(quals)!r} in its caption or text: the kind of each is not in "
+                        f"the text, so every one is counted")
+        return parts, how, note
+
+    def _count_parts(self, state: State, op: str, terms: list[str]) -> bool:
+        """COUNT/LIST of the parts `_parts` finds, each cited by its label and page; False when
+        the tree has none (the filtered nodes are counted)."""
+        found = self._parts(state, terms)
+        if found is None:
             return False
+        parts, how, note = found
         listing: list[dict[str, Any]] = [{"node_id": x.node_id, "type": self.ctx.tree.nodes[x.node_id].type,
                                           "page": x.page, "label": x.label} for x in parts]
-        state.structural = {"operation": op, "count": len(parts), "items": listing, "counted": "document labels"}
-        cited = "; ".join(f"{x.label}, p. {x.page}" for x in parts)
-        if op == "COUNT":
-            state.answer = f"{len(parts)} ({cited})"
+        state.structural = {"operation": op, "count": len(parts), "items": listing, "counted": how}
+        if terms:
+            state.structural["must_contain"] = terms
+        if note:
+            state.structural["note"] = note
+        if how == "pages":
+            cited = (f"pp. {parts[0].page}-{parts[-1].page}" if len(parts) == parts[-1].page - parts[0].page + 1
+                     else ", ".join(x.label for x in parts)) if parts else ""
         else:
-            state.answer = "\n".join(f"- {x.label} (p. {x.page})" for x in parts)
-        self.note(outputs={"count": len(parts)}, source="tree: document labels")
+            cited = "; ".join(f"{x.label}, p. {x.page}" for x in parts)
+        if op == "COUNT":
+            state.answer = f"{len(parts)}" + (f" ({cited})" if cited else "") + (f". Note: {note}" if note else "")
+        else:
+            state.answer = "\n".join(f"- {x.label} (p. {x.page})" for x in parts) or "none"
+            if note:
+                state.answer += f"\nNote: {note}"
+        self.note(outputs={"count": len(parts)}, source=f"tree: {how}")
+        return True
+
+    def _table_dimension(self, state: State) -> bool:
+        """"How many columns / rows does <the table> have?": counted on the table's grid
+        (`operators.table_shape`), cited by the table; False when no one table is meant."""
+        tree = self.ctx.tree
+        cands = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+        picked = pick_table(tree, state.question, cands)
+        if picked is None:
+            return False
+        table, how = picked
+        dim = self.params.unit or "columns"
+        sh = shape(table)
+        n = sh.columns if dim == "columns" else sh.rows
+        page = table.page_idx + 1
+        state.answer = f"{n} ({dim} holding text in {how}, p. {page})"
+        state.structural = {"operation": "COUNT", "count": n, "counted": f"table {dim}", "chosen": how,
+                            "items": [{"node_id": table.id, "type": "table", "page": page, "label": table.label}]}
+        self.note(outputs={"count": n}, source=f"tree: table {dim}")
+        return True
+
+    def _lookup(self, state: State) -> bool:
+        """"On which page is Table 3?", "What is the title of Figure 2?": the labelled part's
+        page, section or title from the tree (`operators.lookup`), cited by the part's node."""
+        found = lookup(self.ctx.tree, state.question, self.ctx.page_labels)
+        if found is None:
+            return False
+        node = self.ctx.tree.nodes[found.node_id]
+        state.ranked = [(found.node_id, 1.0), *[(i, sc) for i, sc in state.ranked if i != found.node_id]]
+        state.answer, state.citations = found.answer, [1]
+        state.structural = {"operation": "LOOKUP", "asked": found.asked, "count": 1, "counted": "document labels",
+                            "items": [{"node_id": node.id, "type": node.type, "page": node.page_idx + 1,
+                                       "label": node.label}]}
+        state.emit("evidence", [i for i, _ in state.ranked])
+        self.note(source="tree: labelled part", outputs={"asked": found.asked, "node": found.node_id})
         return True
 
     def apply(self, state: State) -> State:
@@ -278,7 +369,9 @@ class Reduce(Operator[ReduceParams]):
         state.operation = op
         if op in ("COUNT", "LIST"):
             terms = [t for t in self.params.must_contain if t.strip()]
-            if self.params.unit and not terms and self._labelled(state, op):
+            if self.params.unit in ("columns", "rows") and self._table_dimension(state):
+                return state
+            if self.params.unit and self._count_parts(state, op, terms):
                 return state
             items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
             if terms:
@@ -292,10 +385,14 @@ class Reduce(Operator[ReduceParams]):
             if op == "COUNT":
                 kinds = sorted({str(x["type"]) for x in listing})
                 cond = f" containing {', '.join(repr(t) for t in terms)}" if terms else ""
-                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters{cond})" if kinds else "")
+                pages = ", ".join(str(x["page"]) for x in listing)  # every item counted, cited by its page
+                state.answer = f"{len(items)}" + (f" ({', '.join(kinds)} nodes matching the filters{cond}: "
+                                                  f"p. {pages})" if kinds else "")
             else:
                 state.answer = "\n".join(f"- {x['label']} (p. {x['page']})" for x in listing) or "none"
             self.note(outputs={"count": len(items)}, source="tree")
+            return state
+        if op == "ANSWER" and not state.sub_results and self._lookup(state):
             return state
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]

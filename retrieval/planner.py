@@ -17,19 +17,21 @@ from typing import Any
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
+from bookindex.operators.labels import find_labelled, qualifiers
 from bookindex.operators.selector import unit_of
+from bookindex.operators.table_shape import asked_dimension
 from bookindex.retrieval.plans import Plan, Step
 
-_STRUCT = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
+STRUCT_NOUNS = (r"(?:figures?|images?|pictures?|photos?|photographs?|charts?|plots?|graphs?|diagrams?|illustrations?"
            r"|tables?|equations?|formulas?|sections?|subsections?|chapters?|appendi(?:x|ces)"
            r"|code (?:listings?|blocks?|examples?)|pages?)")
 _GLOBAL = [
-    re.compile(rf"\bhow many\s+(?:\w+\s+){{0,3}}{_STRUCT}\b", re.I),
-    re.compile(rf"\b(?:number|count|total)\s+of\s+(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),
+    re.compile(rf"\bhow many\s+(?:\w+\s+){{0,3}}{STRUCT_NOUNS}\b", re.I),
+    re.compile(rf"\b(?:number|count|total)\s+of\s+(?:\w+\s+){{0,2}}{STRUCT_NOUNS}\b", re.I),
     re.compile(r"\b(?:list|enumerate|name)\s+(?:all|every|each)\b", re.I),
-    re.compile(rf"\b(?:count|list)\s+(?:the\s+)?(?:\w+\s+){{0,2}}{_STRUCT}\b", re.I),
+    re.compile(rf"\b(?:count|list)\s+(?:the\s+)?(?:\w+\s+){{0,2}}{STRUCT_NOUNS}\b", re.I),
     re.compile(r"\bwhat are all\b", re.I),
-    re.compile(rf"\b{_STRUCT}\b.*\b(?:pages?\s+\d+\s*(?:-|–|to|through)\s*\d+|first\s+\d+\s+pages|last\s+\d+\s+pages)", re.I),
+    re.compile(rf"\b{STRUCT_NOUNS}\b.*\b(?:pages?\s+\d+\s*(?:-|–|to|through)\s*\d+|first\s+\d+\s+pages|last\s+\d+\s+pages)", re.I),
     re.compile(r"\b(?:summari[sz]e|give an overview of|overview of)\b", re.I),
 ]
 _MULTI = [
@@ -48,6 +50,9 @@ _AGGREGATION = re.compile(
 
 def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str, str]:
     """(query_type, reason) without an LLM."""
+    dim = asked_dimension(question)
+    if dim:
+        return "global", f"counts the {dim} of a table"
     for rx in _GLOBAL:
         m = rx.search(question)
         if m:
@@ -210,7 +215,9 @@ def global_spec_rules(question: str) -> tuple[prompts.GlobalSpec, list[str]]:
                 filters.append(prompts.FilterSpec(filter_type="page", filter_value=m.group(1)))
     m = (re.search(r"\b(?:in|within|of|from)\s+(?:the\s+)?(?:section|chapter|appendix)\s+((?:\d+\.)*\d+|[A-Z])\b", q, re.I)
          or re.search(r"\b(?:in|within|of|from)\s+(?:the\s+)?[\"“'‘]([^\"”'’]+)[\"”'’]\s*(?:section|chapter)?", q, re.I)
-         or re.search(r"\b(?:in|within|of|from)\s+the\s+((?:[A-Z][\w-]*\s?){1,5})\s+(?:section|chapter)\b", q))
+         or re.search(r"\b(?:in|within|of|from)\s+the\s+((?:[A-Z][\w-]*\s?){1,5})\s+(?:section|chapter)\b", q)
+         # "how many pages does section 3 span", "how many figures does chapter 2 have"
+         or re.search(r"\b(?:section|chapter|appendix)\s+((?:\d+\.)*\d+|(?-i:[A-Z]))\b", q, re.I))
     if m:
         filters.append(prompts.FilterSpec(filter_type="section", filter_value=m.group(1).strip()))
     target = next((t for rx, t in _MODAL_WORDS if rx.search(q)), None)
@@ -244,15 +251,34 @@ def content_terms(question: str) -> list[str]:
     return [t.strip() for t in _QUOTED.findall(question) if t.strip()] if _CONTAINS.search(question) else []
 
 
-_COUNTED = re.compile(rf"\b(?:how many|number of|count(?: of)?|list(?: all)?(?: of)?(?: the)?)\s+(?:\w+\s+){{0,2}}?({_STRUCT})\b",
+_COUNTED = re.compile(rf"\b(?:how many|number of|count(?: of)?|list(?: all)?(?: of)?(?: the)?)\s+(?:\w+\s+){{0,2}}?({STRUCT_NOUNS})\b",
                       re.I)
 
 
 def counted_unit(question: str) -> str | None:
     """The document part a COUNT/LIST question counts ("figures" in "how many figures are in
-    the report?"), None when it counts something else."""
+    the report?"; "columns" in "how many columns does Table 2 have?"), None when it counts
+    something else."""
+    dim = asked_dimension(question)
+    if dim:
+        return dim
     m = _COUNTED.search(question)
     return m.group(1).lower() if m else None
+
+
+_PART_NAMED = re.compile(r"\b(chapter|appendix|section|part)\s+((?:\d+|(?-i:[A-Z])|(?-i:[IVXL]+))(?:\.\d+)*)\b", re.I)
+
+
+def labelled_section(ctx: IndexContext, question: str, value: str) -> str:
+    """The title of the section the question names by its label ("chapter 3" -> "Chapter 3. The
+    Filesystem Root") when the filter value is that label's number and the document labels the
+    section so; else the value as given (a number alone matches numbered titles, not labels)."""
+    for m in _PART_NAMED.finditer(question):
+        if m.group(2).upper() == value.strip().upper():
+            part = find_labelled(ctx.tree, m.group(1), m.group(2))
+            if part is not None and ctx.tree.nodes[part.node_id].type == "section":
+                return ctx.tree.nodes[part.node_id].title
+    return value
 
 
 def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step] | None:
@@ -275,6 +301,7 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
         if f.filter_type == "page" and f.filter_value:
             steps.append(Step(op="Filter_Range", params={"range_type": "page", "value": f.filter_value}))
         elif f.filter_type == "section" and f.filter_value:
+            f.filter_value = labelled_section(ctx, question, f.filter_value)
             if ctx.tree.find_section(f.filter_value) is None:
                 # a title the planner made up (often the question's own words): filtering on it
                 # would leave nothing to answer from
@@ -303,6 +330,9 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
     if unit:
         # the parts the document numbers itself ("Figure 3", "Appendix B") are counted first
         reduce["unit"] = unit
+        quals = qualifiers(question, unit)
+        if quals:
+            reduce["qualifiers"] = quals
         scope = next((s.params for s in steps if s.op == "Filter_Range"), None)
         if scope:
             reduce["scope"] = {"range_type": scope["range_type"], "value": scope["value"]}

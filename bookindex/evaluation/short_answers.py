@@ -6,8 +6,9 @@ using only the question and the answer text (never the gold answer):
 
 1. the answer's first statement: the text before its first citation [k], without the
    `From "Section", p. N:` source prefix the extractive answers carry;
-2. when the question asks for a quantity (how many / how much / what percentage / what ratio ...),
-   the first number of that statement with its sign, currency and percent sign;
+2. when the question asks for a quantity (how many / how much / what percentage / what ratio ...)
+   or for a page (which / what page), the first number of that statement with its sign, currency
+   and percent sign;
    otherwise the statement itself.
 
 The short answer is then scored by MMLongBench's rules (`mmlongbench.score_answer`), with one
@@ -22,7 +23,7 @@ import re
 from typing import Any
 
 from bookindex.evaluation.mmlongbench import score_answer
-from bookindex.retrieval.planner import counted_unit
+from bookindex.retrieval.planner import STRUCT_NOUNS, counted_unit
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
 _SOURCE = re.compile(r'^\s*From\s+(?:"[^"]*",\s*)?pp?\.\s*[\d\-–]+:\s*')
@@ -56,7 +57,7 @@ def short_answer(question: str, answer: str) -> str:
     if "not answerable" in str(answer).lower()[:60]:
         return "Not answerable"
     head = first_statement(answer)
-    if asks_quantity(question):
+    if asks_quantity(question) or _PAGE_ASKED.search(question):
         m = _NUMBER.search(head)
         if m:
             return m.group(0).replace("−", "-").replace("–", "-").replace(" ", "")
@@ -76,15 +77,19 @@ def score_short(gold: Any, answer_format: str | None, short: str) -> float:
     return score_answer(str(gold).replace("−", "-"), short, answer_format_of(gold, answer_format))
 
 
-_WHERE = re.compile(r"\b(?:which|what)\s+(?:page|section|chapter|appendix)\b|\bon (?:which|what) page\b|"
-                    r"\btitle of (?:the )?(?:\w+ )?(?:section|chapter|figure|table|appendix)\b", re.I)
+_WHERE = re.compile(rf"\b(?:which|what)\s+(?:page|section|chapter|appendix)\b|\bon (?:which|what) page\b|"
+                    rf"\btitle of (?:the )?(?:\w+ )?{STRUCT_NOUNS}\b", re.I)
+# "Among all charts in this report, how many compare ...": the parts counted, named before the count
+# (the parts themselves, not what a named "Table 2" lists)
+_AMONG = re.compile(rf"\bamong\s+(?:all\s+)?(?:the\s+)?(?:\w+\s+)?{STRUCT_NOUNS}\b(?!\s*\d)[^?]*\bhow many\b", re.I)
+_PAGE_ASKED = re.compile(r"\b(?:which|what)\s+page\b", re.I)
 
 
 def question_kind(question: str, gold: Any, answer_format: str | None) -> str:
     """The type a question is reported under: `structure` (counting or listing the document's
     parts — figures, tables, sections, pages, equations, references — or asking which page or
     section), `number`, `date`, `yes-no` or `text`."""
-    if counted_unit(question) or _WHERE.search(question):
+    if counted_unit(question) or _WHERE.search(question) or _AMONG.search(question):
         return "structure"
     fmt = answer_format_of(gold, answer_format)
     if fmt in ("Int", "Float"):
