@@ -54,6 +54,16 @@ class StoredDocument:
         self._node_vectors: tuple[list[str], np.ndarray | None] | None = None
         self._entity_vectors: tuple[list[str], np.ndarray | None] | None = None
 
+    def unload(self) -> None:
+        """Forget what was loaded (tree, graph, lexical index, vectors); they load again on use.
+        A pass over every document of a library (its router) reads one at a time: kept, the
+        whole library would be in memory at once (and its freed memory not given back)."""
+        self._tree = None
+        self._graph = None
+        self._lexical = None
+        self._node_vectors = None
+        self._entity_vectors = None
+
     def close(self) -> None:
         """Give up the reader lease now (else it goes when the object is garbage collected);
         files not read yet may then be swept by the next writer."""

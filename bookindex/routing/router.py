@@ -29,8 +29,9 @@ The router is written against `core.protocols.DocumentIndex`: any store's docume
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -163,14 +164,24 @@ def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, objec
                         for r in ranked[:ROUTE_SHOWN]]}
 
 
-def router_for(docs: Sequence[DocumentIndex], embedder: Embedder, embed_chars: int = EMBED_CHARS) -> LibraryRouter:
+D = TypeVar("D", bound=DocumentIndex)
+
+
+def router_for(docs: Sequence[D], embedder: Embedder, embed_chars: int = EMBED_CHARS,
+               done: Callable[[D], None] | None = None) -> LibraryRouter:
     """A router over a library's documents: their text and title (as the skills compiler reads
-    them), their embedding, their stored node vectors, and what their covers say they are."""
-    idents = [DocumentIdentity.from_dict(d.manifest.get("identity")) for d in docs]
-    texts = [DocumentText(title=_title(d, i), text=tree_text(d.tree)) for d, i in zip(docs, idents)]
+    them), their embedding, their stored node vectors, and what their covers say they are.
+    `done(doc)` is called once a document has been read (a library's documents unload there)."""
+    idents, texts, node_vectors = [], [], []
+    for d in docs:
+        ident = DocumentIdentity.from_dict(d.manifest.get("identity"))
+        idents.append(ident)
+        texts.append(DocumentText(title=_title(d, ident), text=tree_text(d.tree)))
+        node_vectors.append(_normalised(d.node_vectors()[1]))
+        if done is not None:
+            done(d)
     vectors = embed_documents(texts, embedder, embed_chars)
-    return LibraryRouter([d.doc_id for d in docs], [f"{t.title}\n{t.text}" for t in texts], vectors,
-                         [_normalised(d.node_vectors()[1]) for d in docs],
+    return LibraryRouter([d.doc_id for d in docs], [f"{t.title}\n{t.text}" for t in texts], vectors, node_vectors,
                          names=[f"{d.name} {t.title} {_identity_words(i)}" for d, t, i in zip(docs, texts, idents)],
                          identities=idents)
 

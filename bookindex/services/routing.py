@@ -50,7 +50,8 @@ class RoutingService:
     # -- the library router and the pooled index ---------------------------------------------
     def router(self) -> LibraryRouter:
         """The document router of the library as it is now (rebuilt when the catalog changes)."""
-        return self.documents.library_view("router", lambda docs: router_for(docs, self.providers.embedder))
+        return self.documents.library_view(
+            "router", lambda docs: router_for(docs, self.providers.embedder, done=StoredDocument.unload))
 
     def rank(self, question: str) -> list[RoutedDocument]:
         """Documents ranked for a question by the library router: what `ask` without a document
