@@ -84,6 +84,17 @@ def test_a_fiscal_year_the_question_does_not_name_comes_after_the_rest() -> None
     assert r.rank("What is 3M's revenue?", qvec)[0].doc_id == "d0"
 
 
+def test_a_bare_year_is_a_period_when_the_named_company_reports_that_year() -> None:
+    mmm = [DocumentIdentity(organisation="3M COMPANY", fiscal_year=y) for y in (2019, 2022)]
+    r = filings(mmm + [DocumentIdentity(organisation="WALMART INC.", fiscal_year=2021)])
+    qvec = np.array([1, 0, 0, 0], dtype=np.float32)  # the text prefers the FY2019 filing
+    ranked = r.rank("Which segment has dragged down 3M's overall growth in 2022?", qvec)
+    assert ranked[0].doc_id == "d1" and decision_of(ranked, "library")["decided_by"] == "year"
+    # a year no filing of the named company states, or a year with no company named: the text decides
+    assert r.rank("Which segment has dragged down 3M's overall growth in 2021?", qvec)[0].doc_id == "d0"
+    assert r.rank("Which segment dragged down growth in 2022?", qvec)[0].doc_id == "d0"
+
+
 def test_a_comparison_goes_to_the_filing_of_its_latest_year() -> None:
     r = filings([DocumentIdentity(organisation="CORNING INCORPORATED", fiscal_year=y) for y in (2021, 2022)])
     ranked = r.rank("How much has the effective tax rate of Corning changed between FY2021 and FY2022?",

@@ -9,7 +9,9 @@ document's cover says it is (`parsing.identity`), never against its file name.
   three words or more ("AMD"). A name's first word alone counts when the question writes it in
   capitals ("MGM" for "MGM Resorts International"); a one-word name ("Amazon", "Walmart") counts
   when the question capitalises it.
-- **year**: the fiscal years the question names ("FY2018", "FY 2018"); a document matches when
+- **year**: the fiscal years the question names ("FY2018", "FY 2018"), or a bare year ("growth in
+  2022") when a document of the organisation the question names states that year as its own
+  (the library says the year is a reporting period of that company); a document matches when
   one of its `years()` is named. The latest named year is the one a comparison is asked in
   ("between FY2021 and FY2022"): the filing of that year reports both.
 - **form**: the form the question names ("10-Q", "10-K", "8-K"), or a quarter ("Q2", "second
@@ -29,6 +31,7 @@ LEGAL = frozenset({"inc", "incorporated", "corp", "corporation", "co", "company"
                    "llc", "plc", "lp", "llp", "sa", "ag", "nv", "se", "the", "com", "and"})
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'’]*")
 _FISCAL = re.compile(r"\bFY\s?((?:19|20)\d\d)\b|\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
 _FORM = re.compile(r"\b(10-K|10-Q|8-K|20-F|10K|10Q|8K)\b", re.IGNORECASE)
 _QUARTER = re.compile(r"\bQ[1-4]\b|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b|\bquarterly\b",
                       re.IGNORECASE)
@@ -102,7 +105,7 @@ class IdentityMatcher:
         """Per document: 2 when it states the latest fiscal year the question names, 1 another
         named one, -1 when it states only others and some document (of `among`) states a named
         one, else 0."""
-        named = named_years(question)
+        named = self.asked_years(question)
         keep = list(among) if among is not None else [True] * len(self.years)
         if not named or not any(k and ys & named for k, ys in zip(keep, self.years)):
             return [0.0] * len(self.years)
@@ -119,7 +122,19 @@ class IdentityMatcher:
             return [1.0 if i.period == "quarter" else 0.0 for i in self.identities]
         return [1.0 if i.form == asked else 0.0 for i in self.identities]
 
+    def asked_years(self, question: str) -> set[int]:
+        """The fiscal years the question names; without "FY" or "fiscal", its bare years that a
+        document of the organisation it names states as its fiscal year."""
+        named = named_years(question)
+        if named:
+            return named
+        bare = {int(y) for y in _YEAR.findall(question)}
+        if not bare:
+            return set()
+        org = self.organisation(question)
+        return bare if any(o and ys & bare for o, ys in zip(org, self.years)) else set()
+
     def names_a_period(self, question: str) -> bool:
         """Whether the question asks about a reporting period (a fiscal year, a form, a quarter):
         then what a document's cover says it is decides before its text does."""
-        return bool(named_years(question) or named_form(question))
+        return bool(self.asked_years(question) or named_form(question))
