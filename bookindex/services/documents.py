@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.core.memory import release_freed_memory
 from bookindex.core.model import Node
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.indexing.stored_document import StoredDocument
@@ -73,8 +74,11 @@ class DocumentCache:
             for old in [k for k in self._opened if k[0] == stored.doc_id and k != key]:
                 del self._opened[old]  # a superseded generation: its reader lease goes with it
             self._opened[key] = ctx
+            evicted = len(self._opened) > self._capacity
             while len(self._opened) > self._capacity:
                 self._opened.popitem(last=False)
+        if evicted:  # a document's tree, graph and indexes were freed: give the memory back
+            release_freed_memory()
         return ctx
 
     def browse(self, doc: str) -> StoredDocument:
@@ -112,6 +116,7 @@ class DocumentCache:
             if kept is not None and kept[0] == key:
                 return kept[1]
         view = build(docs)
+        release_freed_memory()  # building it read every document
         with self._lock:
             self._library_views[name] = (key, view)
         return view
