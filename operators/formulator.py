@@ -35,8 +35,11 @@ _GENERIC = STOPWORDS | {"document", "report", "paper", "page", "pages", "section
                         "guide", "manual", "it", "they", "one", "type", "kind", "part"}
 
 
+_NOT_NAME = re.compile(r"[^\w\s.+#-]")
+
+
 def _norm(s: str) -> str:
-    return " ".join(re.sub(r"[^\w\s.+#-]", " ", s.lower()).split())
+    return " ".join(_NOT_NAME.sub(" ", s.lower()).split())
 
 
 def noun_chunk_mentions(question: str, limit: int = 6) -> list[str]:

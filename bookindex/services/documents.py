@@ -109,12 +109,16 @@ class DocumentCache:
     def library_view(self, name: str, build: Callable[[list[StoredDocument]], T]) -> T:
         """A view over all the library's documents (`build(documents)`), kept until the catalog
         changes: the document router, the pooled library-wide index."""
-        docs = self.library.documents
-        key = tuple((d.doc_id, d.dir.name) for d in docs)
+        # keyed by the catalog (ids and generation folders): a kept view costs no document opened
+        catalog = self.library.catalog
+        entries = catalog.entries()
+        key = tuple((i, str(entries[i]["dir"])) for i in catalog.ids())
         with self._lock:
             kept = self._library_views.get(name)
             if kept is not None and kept[0] == key:
                 return kept[1]
+        docs = self.library.documents
+        key = tuple((d.doc_id, d.dir.name) for d in docs)
         view = build(docs)
         release_freed_memory()  # building it read every document
         with self._lock:

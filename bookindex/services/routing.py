@@ -100,9 +100,11 @@ class RoutingService:
         """The document a question without one goes to, and the `Route` trace record (None when
         the library holds one document)."""
         t0 = time.perf_counter()
-        docs = self._nonempty()
-        if len(docs) == 1:
-            return docs[0].doc_id, None
+        ids = self._library().catalog.ids()  # the catalog only: no document opened to count them
+        if not ids:
+            self._nonempty()  # the error naming the library
+        if len(ids) == 1:
+            return ids[0], None
         extra: dict[str, Any] = {}
         if skills is not None and navigator == "llm":
             decision, steps, extra = self._by_agent(question, skills)
