@@ -32,7 +32,7 @@ from bookindex.core.model import DocumentTree
 from bookindex.storage import content_hash, lance_store
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
 
-try:  # orjson parses the graph about twice as fast; the stdlib is the fallback
+try:  # orjson parses a tree or a graph about twice as fast (a dependency); the stdlib is the fallback
     import orjson
 
     def _loads(b: bytes) -> Any:
@@ -76,7 +76,7 @@ def write_tree(doc_dir: Path, tree: DocumentTree) -> None:
 def load_tree(doc_dir: Path) -> DocumentTree:
     f = doc_dir / TREE_FILE
     try:
-        return DocumentTree.from_dict(json.loads(f.read_text(encoding="utf-8")))
+        return DocumentTree.from_dict(_loads(f.read_bytes()))
     except FileNotFoundError:
         raise IndexFormatError(f"{doc_dir}: {TREE_FILE} is missing; re-index the document") from None
     except (ValueError, KeyError, TypeError) as e:
