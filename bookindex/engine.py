@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bookindex.core.config import Settings, load_settings
-from bookindex.core.errors import ConfigError, IndexFormatError, InputError
+from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.core.events import Events
 from bookindex.core.model import DocumentTree, Evidence
 from bookindex.core.protocols import LLM, Embedder, Reranker
@@ -34,7 +34,7 @@ from bookindex.indexing.parallel.executors import make_runner
 from bookindex.indexing.parallel.worker import ProviderFactory, default_providers
 from bookindex.operators.context import IndexContext
 from bookindex.operators.passages import build_passages
-from bookindex.providers.nlp import english
+from bookindex.providers.nlp import english_if_installed
 from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.answer import TraceRecord
@@ -136,11 +136,8 @@ class Engine:
         per part; a part that cannot load (no spaCy model) is left to fail where it is used."""
         took: dict[str, float] = {}
         t = time.perf_counter()
-        try:
-            english()
+        if english_if_installed() is not None:
             took["nlp"] = round(time.perf_counter() - t, 2)
-        except (ConfigError, OSError):
-            pass
         t = time.perf_counter()
         self.providers.embedder.encode(["warm up"])
         took["embedder"] = round(time.perf_counter() - t, 2)

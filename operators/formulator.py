@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from bookindex.core.errors import ConfigError
 from bookindex.operators import prompts
 from bookindex.operators.base import LinkedEntity, Operator, Params, State
 from bookindex.operators.context import LINK_CACHE, IndexContext
 from bookindex.operators.textscore import prefetch_vectors, query_vector
 from bookindex.providers.lexical import STOPWORDS
-from bookindex.providers.nlp import english
+from bookindex.providers.nlp import english_if_installed
 
 NOT_FOR_CHUNKS = ["ner", "lemmatizer"]  # components noun chunks do not need, left out of their parse
 
@@ -24,10 +23,7 @@ def noun_chunk_model() -> Any | None:
     """spaCy's small English pipeline (loaded once per process and shared with the reader: a second
     copy cost a second and a half and its memory), or None; noun chunks parse without
     `NOT_FOR_CHUNKS`."""
-    try:
-        return english()
-    except (ConfigError, OSError):
-        return None
+    return english_if_installed()
 
 
 _GENERIC = STOPWORDS | {"document", "report", "paper", "page", "pages", "section", "figure", "table",

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from bookindex.core.model import DocumentTree
+from bookindex.providers.nlp import english_if_installed
 
 # what the question may call a part that documents caption as a figure (the planner's modal nouns)
 FIGURE_NOUNS = ("figure", "image", "picture", "photo", "photograph", "chart", "plot", "graph", "diagram",
@@ -112,9 +113,7 @@ def qualifiers(question: str, unit: str) -> list[str]:
     """The words that narrow the counted unit ("pie" in "how many pie charts", "exterior" in
     "how many exterior photos"): its compound and adjective modifiers in spaCy's parse. A count
     of all figures does not answer a question about one kind of them."""
-    from bookindex.operators.reader import _nlp  # deferred: spaCy costs seconds to import
-
-    nlp = _nlp()
+    nlp = english_if_installed()
     if nlp is None:
         return []
     head = unit.lower().split()[-1]

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from bookindex.core.errors import ConfigError
 from bookindex.core.model import DocumentTree
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
+from bookindex.providers.nlp import english_if_installed, import_spacy
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
 # "which page / which section ..." ask where in the document the answer is: the tree's own units
@@ -58,22 +58,9 @@ _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
 
 
 @lru_cache(maxsize=1)
-def _nlp() -> Any | None:
-    """spaCy's small English pipeline with its parser and entity recogniser, or None."""
-    from bookindex.providers.nlp import english  # deferred: spaCy costs seconds to import
-
-    try:
-        return english()
-    except (ConfigError, OSError):
-        return None
-
-
-@lru_cache(maxsize=1)
 def _label_words() -> dict[str, tuple[str, ...]]:
     """Each entity label's words in spaCy's own description of it ("PERCENT": "Percentage,
     including "%""): the noun a "what N" question asks for names the label it wants."""
-    from bookindex.providers.nlp import import_spacy  # deferred: spaCy costs seconds to import
-
     spacy = import_spacy()
     out: dict[str, tuple[str, ...]] = {}
     for label in (*NUMERIC_LABELS, "DATE", "TIME", "PERSON", "GPE", "ORG", "LOC"):
@@ -97,7 +84,7 @@ class Asked:
 
 def asked(question: str) -> Asked:
     """What the question asks for, from spaCy's parse (module docstring)."""
-    nlp = _nlp()
+    nlp = english_if_installed()
     years = _FISCAL.findall(question)
     if nlp is None:
         words = {w.lower(): 1.0 for w in re.findall(r"[A-Za-z][\w-]{2,}", question)}
@@ -457,7 +444,7 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
 def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
                furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> list[Candidate]:
     """Every scored answer candidate of the passages (`read` answers with the best)."""
-    nlp = _nlp()
+    nlp = english_if_installed()
     if nlp is None or not passages:
         return []
     nums = numbers or list(range(1, len(passages) + 1))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bookindex.core.model import DocumentTree, Node
 from bookindex.operators.lookup import named_part
+from bookindex.providers.nlp import english_if_installed
 
 # "how many columns / rows" of a table the question also names
 _SHAPE = re.compile(r"\bhow many\s+(columns?|rows?)\b", re.I)
@@ -64,9 +65,7 @@ def shape(node: Node) -> Shape:
 
 def _size_direction(question: str) -> int:
     """+1 for "largest"-like superlatives, -1 for "smallest"-like, 0 for none (spaCy's tags)."""
-    from bookindex.operators.reader import _nlp  # deferred: spaCy costs seconds to import
-
-    nlp = _nlp()
+    nlp = english_if_installed()
     if nlp is None:
         return 0
     for tok in nlp(question):

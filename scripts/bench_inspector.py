@@ -55,6 +55,16 @@ def one_run(browser: Any, base: str, doc: str, cache: Path | None, node_index: i
     return {"tree_ms": round(float(tree_ms), 1), "page_ms": round(float(img_ms), 1), "rows": rows}
 
 
+def chromium_and_engine(library: Path) -> tuple[str, Engine] | None:
+    """Debian's chromium and an Engine on `library` without an LLM; None (said on stderr) when
+    there is no chromium."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        print("no chromium executable: apt-get install chromium", file=sys.stderr)
+        return None
+    return exe, Engine(library, load_settings(overrides={"llm.provider": "none"}, env={}))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("library", type=Path)
@@ -63,11 +73,10 @@ def main() -> int:
     ap.add_argument("--node", type=int, default=3, help="which top-level row to click (0-based)")
     ap.add_argument("--out", type=Path, default=REPO / "bench-out")
     args = ap.parse_args()
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        print("no chromium executable: apt-get install chromium", file=sys.stderr)
+    found = chromium_and_engine(args.library)
+    if found is None:
         return 2
-    engine = Engine(args.library, load_settings(overrides={"llm.provider": "none"}, env={}))
+    exe, engine = found
     info = engine.document(args.doc)
     nodes = len(engine.tree(info.doc_id))
     cache = Path(engine.root) / SERVER_DIR / "pages" / info.doc_id

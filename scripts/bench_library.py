@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,14 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_serve import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -130,8 +124,9 @@ def main() -> int:
         result["open_s"] = round(time.perf_counter() - t0, 2)
         result["rss_open_mb"] = round(rss_mb(proc.pid)[0], 1)
         # the server warms the library up in the background (models, router): asked once it says so
-        while "ready in" not in log.read_text(errors="replace") and time.perf_counter() - t0 < 600:
-            if "warm-up failed" in log.read_text(errors="replace") or proc.poll() is not None:
+        while time.perf_counter() - t0 < 600 and proc.poll() is None:
+            said = log.read_text(errors="replace")
+            if "ready in" in said or "warm-up failed" in said:
                 break
             time.sleep(0.2)
         result["ready_s"] = round(time.perf_counter() - t0, 2)

@@ -13,7 +13,6 @@ so point it at a copy of a library you must not change.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 from urllib.parse import quote
@@ -23,10 +22,9 @@ from playwright.sync_api import sync_playwright
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench_inspector import chromium_and_engine  # noqa: E402
 from server_helpers import thread_server  # noqa: E402
 
-from bookindex.core.config import load_settings  # noqa: E402
-from bookindex.engine import Engine  # noqa: E402
 from bookindex.server.app import create_app  # noqa: E402
 from bookindex.server.auth import Keys  # noqa: E402
 
@@ -40,11 +38,10 @@ def main() -> int:
     ap.add_argument("--width", type=int, default=1280)
     ap.add_argument("--height", type=int, default=800)
     args = ap.parse_args()
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        print("no chromium executable: apt-get install chromium", file=sys.stderr)
+    found = chromium_and_engine(args.library)
+    if found is None:
         return 2
-    engine = Engine(args.library, load_settings(overrides={"llm.provider": "none"}, env={}))
+    exe, engine = found
     info = engine.document(args.doc)
     if not info.graph:
         print(f"{info.name} has no knowledge graph: index it with --graph", file=sys.stderr)

@@ -13,7 +13,8 @@ from bookindex.evaluation.short_answers import question_kind, short_answer
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.labels import outline_parts, qualifiers
 from bookindex.operators.lookup import asks_where, lookup
-from bookindex.operators.passages import Passage
+from bookindex.operators.passages import Passage, build_passages
+from bookindex.operators.reader import read
 from bookindex.retrieval import ask
 from bookindex.retrieval.planner import global_plan
 
@@ -221,9 +222,6 @@ def test_several_tables_and_no_way_to_choose_is_not_a_table_shape_answer():
 
 
 def test_which_page_is_the_page_of_the_sentence_in_a_passage_spanning_pages():
-    from bookindex.operators.passages import build_passages
-    from bookindex.operators.reader import read
-
     B = Block
     blocks = [B("title", "1 Colours", 3, (50, 20, 300, 40), level=1),
               B("text", "The installer copies the files to the system folder.", 3, (50, 50, 500, 80)),
@@ -236,8 +234,6 @@ def test_which_page_is_the_page_of_the_sentence_in_a_passage_spanning_pages():
 
 
 def test_a_which_page_answer_names_the_printed_page_where_it_differs():
-    from bookindex.operators.reader import read
-
     p = Passage("a", ("Colours",), "Colours are chosen with the palette command.", ("a",), 9, 9)
     text, _ = read("Which page explains how the palette command chooses colours?", [p],
                    page_labels=[str(i) for i in range(-7, 20)])

