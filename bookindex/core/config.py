@@ -171,6 +171,10 @@ class ServerSettings(_Section):
     # processes answering requests (`serve --workers`); each loads its own Engine and models, so
     # memory grows with it; one per core is the throughput setting (docs/benchmarks.md, Serving)
     workers: int = Field(1, ge=1, le=64)
+    # allocations between two runs of Python's cyclic garbage collector in a server process; the
+    # default 700 made collection a third of a question's time over a 50-filing library
+    # (bookindex.core.memory.space_out_collections); 0: Python's default
+    gc_threshold: int = Field(50_000, ge=0)
     # load models and build each library's router when the server starts (in the background), not
     # on the first question (Engine.warm_up); off: the first question pays for them
     warm_up: bool = True

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 import bookindex
 from bookindex.core.config import cache_dir
 from bookindex.core.errors import BookIndexError
+from bookindex.core.memory import space_out_collections
 from bookindex.engine import Engine
 from bookindex.mcp_server.bounded import Bounds
 from bookindex.server import limits, validate
@@ -325,6 +326,7 @@ def run(served: Engine | Mapping[str, Engine], transport: Literal["stdio", "http
     command) or streamable HTTP at /mcp (behind the REST server's key guard and body cap)."""
     first = served if isinstance(served, Engine) else next(iter(served.values()))
     limit_blas_threads(first.settings.server.blas_threads)
+    space_out_collections(first.settings.server.gc_threshold)
     mcp = build_server(served)
     if transport == "stdio":
         mcp.run("stdio")

@@ -31,6 +31,7 @@ import bookindex
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.config import Settings, cache_dir, load_settings
 from bookindex.core.errors import InputError
+from bookindex.core.memory import space_out_collections
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
 from bookindex.retrieval import Answer, Plan
@@ -511,6 +512,7 @@ def pending_app() -> FastAPI:
     """The app `bookindex serve` starts (uvicorn's factory): built from `launch.pending()`."""
     p = launch.pending()
     limit_blas_threads(p.settings.server.blas_threads)
+    space_out_collections(p.settings.server.gc_threshold)
     configure_logging()
     engines = {name: Engine(path, p.settings) for name, path in p.libraries.items()}
     app = create_app(engines, p.keys, home=p.home)
