@@ -31,7 +31,7 @@ import bookindex
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.config import Settings, cache_dir, load_settings
 from bookindex.core.errors import InputError
-from bookindex.core.memory import space_out_collections
+from bookindex.core.memory import freeze_long_lived, space_out_collections
 from bookindex.core.model import Evidence
 from bookindex.engine import AskRequest, DocumentInfo, Engine, NodeView, PlanRequest
 from bookindex.retrieval import Answer, Plan
@@ -539,3 +539,5 @@ def _warm_up(srv: Server, say: Callable[[str], None]) -> None:
             continue
         done = ", ".join(f"{k} {v:.1f} s" for k, v in parts.items())
         say(f"library {lib.name}: ready in {time.perf_counter() - t:.1f} s ({done})")
+    if srv.settings.server.gc_threshold > 0:
+        freeze_long_lived()  # the models and routers just loaded live as long as the process
