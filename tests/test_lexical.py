@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -11,7 +12,15 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
 
 from bookindex.core.model import Block, build_tree
-from bookindex.providers.lexical import STOPWORDS, Analyser, LexicalIndex, document_lexical_index, tokenize
+from bookindex.providers.lexical import (
+    STOPWORDS,
+    Analyser,
+    LexicalIndex,
+    document_lexical_index,
+    passages_fingerprint,
+    save_document_lexical_index,
+    tokenize,
+)
 
 
 def test_stopwords_are_the_library_list():
@@ -75,3 +84,70 @@ def test_threads_share_the_analyser_safely():
     want = [tokenize(t) for t in texts]
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(tokenize, texts)) == want
+
+
+def _tree(words: str = "They are painted white."):
+    return build_tree("t", "doc", [Block("title", "3 Zebra crossings", 0, level=1), Block("text", words, 0),
+                                   Block("title", "4 Traffic lights", 1, level=1), Block("text", "Red means stop.", 1)])
+
+
+def test_a_stored_document_index_is_read_back_with_the_same_scores(tmp_path: Path, monkeypatch) -> None:
+    tree = _tree()
+    built = save_document_lexical_index(tree, tmp_path / "lexical")
+    assert (tmp_path / "lexical" / "lexical.json").is_file()
+    monkeypatch.setattr(bm25s.BM25, "index", lambda *a, **k: pytest.fail("rebuilt instead of read"))
+    read = document_lexical_index(tree, tmp_path / "lexical")
+    assert read.ids == built.ids
+    for q in ("zebra white", "red stop", "nothing here"):
+        assert read.scores(q).tolist() == built.scores(q).tolist()
+
+
+def test_a_stored_index_of_other_passages_is_not_used(tmp_path: Path) -> None:
+    save_document_lexical_index(_tree(), tmp_path / "lexical")
+    changed = _tree("They are painted yellow.")  # same node ids, another text
+    assert document_lexical_index(changed, tmp_path / "lexical").scores("yellow")[0] > 0
+    ids, texts = ["a"], ["yellow"]
+    assert LexicalIndex.load(tmp_path / "lexical", ids, passages_fingerprint(ids, texts)) is None
+    assert LexicalIndex.load(tmp_path / "missing", ids, passages_fingerprint(ids, texts)) is None
+
+
+def test_the_fingerprint_covers_the_analyser_and_parameters() -> None:
+    ids, texts = ["a", "b"], ["red lights", "white lines"]
+    base = passages_fingerprint(ids, texts)
+    assert base == passages_fingerprint(list(ids), list(texts))
+    assert base != passages_fingerprint(ids, texts, Analyser(stemmer="english"))
+    assert base != passages_fingerprint(ids, texts, k1=1.5)
+    assert base != passages_fingerprint(["a", "c"], texts)
+
+
+def test_an_unreadable_stored_index_is_rebuilt(tmp_path: Path) -> None:
+    tree = _tree()
+    save_document_lexical_index(tree, tmp_path / "lexical")
+    for f in (tmp_path / "lexical").glob("*.npy"):
+        f.write_bytes(b"not numpy")
+    assert document_lexical_index(tree, tmp_path / "lexical").scores("zebra")[0] > 0
+
+
+def test_an_index_without_terms_is_stored_and_read(tmp_path: Path) -> None:
+    tree = build_tree("t", "doc", [Block("text", "the of and", 0)])
+    save_document_lexical_index(tree, tmp_path / "lexical")
+    assert document_lexical_index(tree, tmp_path / "lexical").scores("anything").tolist() == [0.0]
+
+
+def test_indexing_stores_the_index_that_opened_documents_read(tmp_path: Path, md_file: Path, monkeypatch) -> None:
+    from fakes import FakeEmbedder
+
+    from bookindex.core.config import load_settings
+    from bookindex.indexing.document_folder import LEXICAL_DIR
+    from bookindex.indexing.library import DocumentLibrary
+
+    settings = load_settings(env={}, overrides={"cache.enabled": False, "llm.provider": "none"})
+    lib = DocumentLibrary.open(tmp_path / "lib", settings, embedder=FakeEmbedder())
+    doc = lib.add(md_file)
+    assert (doc.dir / LEXICAL_DIR / "lexical.json").is_file()
+    fresh = document_lexical_index(doc.tree)
+    monkeypatch.setattr(bm25s.BM25, "index", lambda *a, **k: pytest.fail("rebuilt instead of read"))
+    reopened = DocumentLibrary.open(tmp_path / "lib", settings, embedder=FakeEmbedder()).get(doc.doc_id)
+    stored = reopened.lexical_index()
+    assert stored.ids == fresh.ids
+    assert stored.scores("plot install").tolist() == fresh.scores("plot install").tolist()

@@ -29,6 +29,7 @@ from bookindex.indexing.document_folder import (
     parser_work_dir,
     save_graph,
     write_build_report,
+    write_lexical_index,
     write_node_vectors,
     write_tree,
 )
@@ -121,6 +122,7 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     _relativize_images(tree, doc_dir)
     timings["tree_s"] = time.perf_counter() - t1
     write_tree(doc_dir, tree)
+    write_lexical_index(doc_dir, tree)
     on_event("tree", {"nodes": len(tree), "sections": len(tree.sections())})
     shutil_rm(parser_work_dir(doc_dir))
 

@@ -17,6 +17,7 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, Entity
 from bookindex.core.protocols import LexicalIndex
 from bookindex.indexing.document_folder import (
+    LEXICAL_DIR,
     load_entity_vectors,
     load_graph,
     load_tree,
@@ -135,7 +136,7 @@ class StoredDocument:
 
     def lexical_index(self) -> LexicalIndex:
         if self._lexical is None:
-            self._lexical = document_lexical_index(self.tree)
+            self._lexical = document_lexical_index(self.tree, self.dir / LEXICAL_DIR)
         return self._lexical
 
     def image_file(self, node_id: str) -> Path | None:

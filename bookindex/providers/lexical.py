@@ -12,10 +12,14 @@ document's leaves by their "lexical" node text (content with its section titles,
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -79,6 +83,11 @@ def tokenize(text: str) -> list[str]:
     return ANALYSER(text)
 
 
+STORED_FORMAT = 1  # LexicalIndex.save's layout; another value is not read
+_STORED_META = "lexical.json"
+_log = logging.getLogger(__name__)
+
+
 class LexicalIndex:
     """BM25 (bm25s, Lucene variant, k1 = 1.2, b = 0.75) over `texts`, row-aligned with `ids`."""
 
@@ -89,10 +98,46 @@ class LexicalIndex:
         self._ids = list(ids)
         self.analyser = analyser
         self._bm25: bm25s.BM25 | None = None
+        self.k1, self.b = k1, b
         corpus = analyser.many(texts)
         if any(corpus):  # bm25s cannot index a corpus without a single term
             self._bm25 = bm25s.BM25(k1=k1, b=b)
             self._bm25.index(corpus, show_progress=False)
+
+    def save(self, folder: Path, fingerprint: str) -> None:
+        """Write the index into `folder`: bm25s's own files, and `lexical.json` with the passage
+        ids and `fingerprint` (`passages_fingerprint` of what was indexed). `folder` belongs to a
+        generation being built: no reader sees it half-written."""
+        folder.mkdir(parents=True, exist_ok=True)
+        if self._bm25 is not None:
+            self._bm25.save(str(folder), show_progress=False)
+        meta = {"format": STORED_FORMAT, "fingerprint": fingerprint, "ids": self._ids,
+                "empty": self._bm25 is None}
+        (folder / _STORED_META).write_text(json.dumps(meta), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path, ids: Sequence[str], fingerprint: str, *,
+             analyser: Analyser = ANALYSER) -> LexicalIndex | None:
+        """The index `save` wrote under `fingerprint` for these passage ids; None when there is
+        none, it was written for other passages or settings (the document changed), or it cannot
+        be read: then the caller builds it."""
+        try:
+            meta = json.loads((folder / _STORED_META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if (meta.get("format") != STORED_FORMAT or meta.get("fingerprint") != fingerprint
+                or meta.get("ids") != list(ids)):
+            return None
+        index = cls.__new__(cls)
+        index._ids, index.analyser, index._bm25 = list(ids), analyser, None
+        if not meta.get("empty"):
+            try:
+                index._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
+                index.k1, index.b = index._bm25.k1, index._bm25.b
+            except (OSError, ValueError, KeyError) as exc:
+                _log.warning("%s: stored lexical index unreadable (%s); building it", folder, exc)
+                return None
+        return index
 
     @property
     def ids(self) -> list[str]:
@@ -106,9 +151,40 @@ class LexicalIndex:
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float32)
 
 
-def document_lexical_index(tree: DocumentTree) -> LexicalIndex:
-    """BM25 over a document's non-empty leaves, each with its section context, and its reference
-    entries (parsing.entries), each indexed whole (`node_text`)."""
+def passages_fingerprint(ids: Sequence[str], texts: Sequence[str], analyser: Analyser = ANALYSER,
+                         k1: float = 1.2, b: float = 0.75) -> str:
+    """sha256 of what an index is built from: passages, analyser, BM25 parameters, bm25s version."""
+    h = hashlib.sha256(json.dumps([asdict(analyser) | {"stopwords": sorted(analyser.stopwords)}, k1, b,
+                                   bm25s.__version__]).encode())
+    for i, t in zip(ids, texts):
+        h.update(i.encode())
+        h.update(b"\x1f")
+        h.update(t.encode("utf-8", "surrogatepass"))
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def _document_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     leaves = [n for n in tree.walk() if (n.type in LEAF_TYPES and n.content.strip()) or
               (n.type == "section" and n.meta.get("entry"))]
-    return LexicalIndex([n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves])
+    return [n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves]
+
+
+def document_lexical_index(tree: DocumentTree, stored: Path | None = None) -> LexicalIndex:
+    """BM25 over a document's non-empty leaves, each with its section context, and its reference
+    entries (parsing.entries), each indexed whole (`node_text`); read from `stored` (a folder
+    `save_document_lexical_index` wrote) when it holds the index of exactly these passages."""
+    ids, texts = _document_passages(tree)
+    if stored is not None:
+        index = LexicalIndex.load(stored, ids, passages_fingerprint(ids, texts))
+        if index is not None:
+            return index
+    return LexicalIndex(ids, texts)
+
+
+def save_document_lexical_index(tree: DocumentTree, folder: Path) -> LexicalIndex:
+    """Build the document's index (`document_lexical_index`) and store it in `folder`."""
+    ids, texts = _document_passages(tree)
+    index = LexicalIndex(ids, texts)
+    index.save(folder, passages_fingerprint(ids, texts))
+    return index
