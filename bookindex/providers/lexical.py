@@ -26,6 +26,7 @@ import numpy as np
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
+from bookindex.core.atomic import write_json_atomic
 from bookindex.core.model import LEAF_TYPES, DocumentTree, node_text
 
 # NLTK's English list as bm25s ships it ("en_plus"): it also drops question words (what, how,
@@ -113,7 +114,7 @@ class LexicalIndex:
             self._bm25.save(str(folder), show_progress=False)
         meta = {"format": STORED_FORMAT, "fingerprint": fingerprint, "ids": self._ids,
                 "empty": self._bm25 is None}
-        (folder / _STORED_META).write_text(json.dumps(meta), encoding="utf-8")
+        write_json_atomic(folder / _STORED_META, meta, indent=None)  # last: its presence marks a whole index
 
     @classmethod
     def load(cls, folder: Path, ids: Sequence[str], fingerprint: str, *,
