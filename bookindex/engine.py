@@ -194,6 +194,13 @@ class Engine:
         self.cache.forget(d.doc_id)
         return document_info(d)
 
+    def refresh_identity(self, doc: str, *, write: bool = True) -> tuple[DocumentInfo, dict[str, Any], dict[str, Any]]:
+        """A document's identity read again from its stored tree (DocumentLibrary.refresh_identity):
+        the document, the identity its manifest held, the one read now."""
+        d, old, new = self.library.refresh_identity(doc, write=write)
+        self.cache.forget(d.doc_id)
+        return document_info(d), old, new
+
     # -- reading a document ------------------------------------------------------------------
     def tree(self, doc: str) -> DocumentTree:
         """A document's section tree (read once per generation, then kept)."""

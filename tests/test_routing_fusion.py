@@ -9,8 +9,9 @@ import pytest
 
 from bookindex.core.model import Block, build_tree
 from bookindex.retrieval.fusion import reciprocal_rank_fusion
+from bookindex.routing.pooled import RRF_K as POOLED_RRF_K
 from bookindex.routing.pooled import PooledIndex
-from bookindex.routing.router import RRF_K, LibraryRouter
+from bookindex.routing.router import RRF_K, LibraryRouter, RoutedDocument, decided_by, top_nodes
 
 
 def test_fusion_sums_weight_over_k_plus_rank() -> None:
@@ -38,5 +39,31 @@ def test_pooled_search_ranks_bm25_matches_only() -> None:
     pooled = PooledIndex([tree], [([], None)])   # no stored vectors: every block's cosine is 0
     hits = pooled.search("tax refund", np.zeros(0, dtype=np.float32), k=5)
     # the dense ranking holds both blocks (ties in order); BM25 only the block that matches
-    assert [(h.node_id, h.score) for h in hits] == [("doc-00000", round(2.0 / (RRF_K + 1), 6)),
-                                                   ("doc-00001", round(1.0 / (RRF_K + 2), 6))]
+    assert [(h.node_id, h.score) for h in hits] == [("doc-00000", round(2.0 / (POOLED_RRF_K + 1), 6)),
+                                                   ("doc-00001", round(1.0 / (POOLED_RRF_K + 2), 6))]
+
+
+def test_nodes_signal_reads_the_same_share_of_every_document() -> None:
+    # a long document whose three best nodes match (1,000 nodes) and a short one (100 nodes)
+    # matching a little less on more of them: the long one's best three are a more extreme draw
+    q = np.array([1, 0], dtype=np.float32)
+    def nodes(n: int, good: int, cos: float) -> np.ndarray:
+        m = np.tile(np.array([[0.0, 1.0]], dtype=np.float32), (n, 1))
+        m[:good] = [cos, np.sqrt(1 - cos * cos)]
+        return m
+    long_doc, short_doc = nodes(1000, 3, 0.9), nodes(100, 5, 0.6)
+    r = LibraryRouter(["long", "short"], ["x", "y"], np.zeros((2, 2), dtype=np.float32), [long_doc, short_doc])
+    values = r.signals("q", q)["nodes"]
+    assert top_nodes(100) == 3 and top_nodes(1000) == 10
+    assert values[0] == pytest.approx(0.9 * 3 / 10, abs=1e-6)   # the best tenth of a thousand
+    assert values[1] == pytest.approx(0.6, abs=1e-6)             # the best three of a hundred
+    assert [d.doc_id for d in r.rank("q", q)][0] == "short"
+
+
+def test_decided_by_names_the_signal_that_separated_the_two_first() -> None:
+    # both first on `name` (a tie decides nothing); the first is ahead on lexical, behind on nodes
+    first = RoutedDocument("a", 0.0, {}, {"nodes": 3, "lexical": 2, "vector": 2, "name": 1})
+    second = RoutedDocument("b", 0.0, {}, {"nodes": 1, "lexical": 9, "vector": 1, "name": 1})
+    assert decided_by([first, second]) == "fused (lexical)"
+    assert decided_by([first, first]) == "fused"   # nothing separates them: the document id did
+    assert decided_by([first]) == "only"

@@ -331,6 +331,39 @@ def remove_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
     typer.echo(f"removed {d.name} ({d.doc_id})")
 
 
+def refresh_cmd(index_dir: Path = typer.Argument(..., help="Library folder (or s3://BUCKET/PREFIX)."),
+                docs: Optional[list[str]] = typer.Argument(None, help="Document ids or file names (default: all)."),
+                dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing.")) -> None:
+    """Re-read each document's identity (organisation, form, fiscal year ...) from its stored tree,
+    without parsing or embedding again; a changed one replaces the manifest atomically."""
+    remote = s3.parse(index_dir)
+    if remote is not None:
+        if dry_run:
+            raise InputError("--dry-run reads a local library folder; give the folder, not s3://")
+        with s3.writer_session(remote, get_settings()) as local:
+            _refresh(engine_for(local), docs, write=True)
+        return
+    engine = engine_for(index_dir)
+    engine.require_library()
+    _refresh(engine, docs, write=not dry_run)
+
+
+def _refresh(engine: Any, docs: list[str] | None, write: bool) -> None:
+    targets = docs or [d.doc_id for d in engine.documents()]
+    changed = 0
+    for doc in targets:
+        info, old, new = engine.refresh_identity(doc, write=write)
+        before, after = DocumentIdentity.from_dict(old).summary(), DocumentIdentity.from_dict(new).summary()
+        if old == new:
+            typer.echo(f"{info.name}: unchanged ({after or 'no identity'})")
+            continue
+        changed += 1
+        fields = ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)))
+        typer.echo(f"{info.name}: {before or 'no identity'} -> {after or 'no identity'} ({fields})")
+    verb = "refreshed" if write else "would change"
+    typer.echo(f"{changed} of {len(targets)} documents {verb}")
+
+
 def tree_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
              doc: Optional[str] = typer.Option(None, "--doc", help="Document id or file name (default: all)."),
              depth: Optional[int] = typer.Option(None, "--depth", min=0, help="Deepest section level shown."),
@@ -439,5 +472,6 @@ def register(app: typer.Typer) -> None:
     app.command("index")(index_cmd)
     app.command("list")(list_cmd)
     app.command("remove")(remove_cmd)
+    app.command("refresh")(refresh_cmd)
     app.command("tree")(tree_cmd)
     app.command("show")(show_cmd)

@@ -320,6 +320,30 @@ def node_text(tree: DocumentTree, node: Node, purpose: TextPurpose = "vector") -
     return " ".join(text.split())[:MAX_VECTOR_CHARS]
 
 
+def tree_blocks(tree: DocumentTree) -> list[Block]:
+    """The blocks a tree was built from (`build_tree`), in their reading order: what a stored
+    document still says page by page, read again without parsing its file (a metadata refresh).
+
+    Node ids carry the block's position, sections give back their title blocks (with level) and
+    demoted titles their title type; content, page, box, layout features and extras are kept.
+    A section's page is the one it starts on (`_span_pages` only widens it to its children's)."""
+    def position(node: Node) -> int:
+        tail = node.id.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+
+    out: list[Block] = []
+    for n in sorted((n for n in tree.nodes.values() if n.id != tree.root_id and position(n) >= 0), key=position):
+        features = n.meta.get("features")
+        extra = {k: v for k, v in n.meta.items() if k not in ("features", "demoted_title")}
+        if n.type == "section":
+            out.append(Block(type="title", content=n.title, page_idx=n.page_idx, bbox=n.bbox,
+                             features=dict(features or {}), level=n.level, extra=extra))
+        else:
+            btype = "title" if n.meta.get("demoted_title") else n.type
+            out.append(Block(type=btype if btype in BLOCK_TYPES else "text", content=n.text, page_idx=n.page_idx,
+                             bbox=n.bbox, features=dict(features or {}), extra=extra))
+    return out
+
 def _span_pages(tree: DocumentTree, node: Node) -> tuple[int, int]:
     """Make every section span its descendants' pages (iterative post-order)."""
     order = list(tree.walk(node))

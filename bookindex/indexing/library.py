@@ -21,12 +21,14 @@ from typing import Any
 
 from bookindex.core.config import Settings, load_settings
 from bookindex.core.errors import IndexFormatError, InputError
+from bookindex.core.model import tree_blocks
 from bookindex.core.protocols import LLM, Embedder, Providers, Reranker
 from bookindex.indexing.build_job import BuildJob, build_into
 from bookindex.indexing.construction import retry_graph_nodes
 from bookindex.indexing.document_folder import FORMAT_VERSION, failed_graph_nodes, read_manifest, write_manifest
 from bookindex.indexing.stored_document import StoredDocument
 from bookindex.parsing.dispatch import check_path, sniff
+from bookindex.parsing.identity import identify
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.llm import get_llm
 from bookindex.providers.reranker import get_reranker
@@ -290,6 +292,42 @@ class DocumentLibrary:
         new = self._doc(doc.doc_id, "retried")
         new.retry = outcome
         return new
+
+    def refresh_identity(self, doc: str, *, write: bool = True) -> tuple[StoredDocument, dict[str, Any], dict[str, Any]]:
+        """Read a stored document's identity (`parsing.identity`) again from its stored tree, the
+        blocks it was built from (`tree_blocks`): no parsing, no embedding, so a library built
+        before an identity change is brought up to it in seconds. Returns the document, the
+        identity its manifest held and the one read now.
+
+        When they differ (and `write`), the manifest is replaced in a new generation, as a graph
+        retry is: the folder hard-linked under .tmp/, the new manifest written there, the catalog
+        entry swapped with one os.replace of library.json (so routers and caches keyed by the
+        catalog see the change). Status "refreshed", else "unchanged" (or "stale" without `write`).
+        """
+        target = self.get(doc)
+        old = dict(target.manifest.get("identity") or {})
+        new = identify(tree_blocks(target.tree)).to_dict()
+        target.unload()
+        if new == old or not write:
+            target.status = "unchanged" if new == old else "stale"
+            return target, old, new
+        with self.writer("refresh"):
+            tmp_root = self.catalog.staging_root()
+            tmp_root.mkdir(parents=True, exist_ok=True)
+            build_dir = tmp_root / generation_name(target.doc_id)
+            try:
+                shutil.copytree(target.dir, build_dir, copy_function=_link_or_copy)
+                target.close()  # the copy holds its files: the old generation can go with the swap
+                write_manifest(build_dir, dict(target.manifest, identity=new, updated=now()))
+                if not self.catalog.swap_generation(target.doc_id, target.dir.name, build_dir):
+                    raise InputError(f"{target.name}: changed by another process during the refresh; "
+                                     "run `bookindex refresh` again")
+            except BaseException:
+                shutil.rmtree(build_dir, ignore_errors=True)
+                raise
+            finally:
+                self.catalog.discard_staging_root()
+        return self._doc(target.doc_id, "refreshed"), old, new
 
     def remove(self, doc: str) -> StoredDocument:
         """Remove a document (by id or name); atomic like add()."""

@@ -1,11 +1,15 @@
 """Which documents of a library a question is about, without an LLM.
 
-Four signals per document, fused by weighted reciprocal rank (k = 60), because each fails on
-different questions (measured on MMLongBench dev pooled as one library, docs/benchmarks.md
+Four signals per document, fused by weighted reciprocal rank (k = 5, see `RRF_K`), because each
+fails on different questions (measured on MMLongBench dev pooled as one library, docs/benchmarks.md
 "Library hierarchy"):
-- `nodes`: the mean of the question's three best cosines with the document's stored node
-  vectors (its sections and blocks). The best node alone (`Engine.route`) is won by one lucky
-  caption; the top three are steadier.
+- `nodes`: the mean of the question's best cosines with the document's stored node vectors (its
+  sections and blocks): the best three, or the best hundredth of a document's nodes when it has
+  more than 300. The best node alone (`Engine.route`) is won by one lucky caption; the top three
+  are steadier. A fixed count is not comparable across documents of different lengths: the
+  third-best of a 10-K's 2,300 nodes is a far more extreme draw than the third-best of a press
+  release's 190, so a long document won on this signal for being long. The same share of each
+  document's nodes compares like with like.
 - `lexical`: BM25 over whole documents with one library-wide IDF, so a term that names one
   document ("Best Buy", "Camry") counts, while a term every report shares does not.
 - `vector`: the cosine with the document's own embedding (title and opening text: what the
@@ -42,8 +46,14 @@ from bookindex.routing.document_text import DocumentText, embed_documents, tree_
 from bookindex.routing.identity_match import IdentityMatcher
 from bookindex.routing.names import NameMatcher, joined_runs
 
-RRF_K = 60
-TOP_NODES = 3
+# The fusion constant. TREC's k = 60 was set for runs of a thousand documents; over a library of
+# tens, it makes a first and a second place nearly equal (1/61, 1/62) while a half-weighted signal's
+# first and eleventh places differ by more: a document first on nodes and lexical lost to one second
+# on both. With k = 5 the first places of the strong signals decide. Chosen on MMLongBench dev + dev2
+# and financebench pooled (docs/benchmarks.md, "A library of filings"): development figures.
+RRF_K = 5
+TOP_NODES = 3          # node cosines averaged for the `nodes` signal, at least
+TOP_NODES_SHARE = 0.01  # ... or this share of a document's nodes, when more
 SIGNALS = ("nodes", "lexical", "vector", "name")
 SPARSE = frozenset({"name"})   # signals that rank only the documents they match
 # the document embedding is the weakest signal alone (hit@1 0.57 vs 0.71 nodes, 0.64 lexical on
@@ -133,8 +143,15 @@ def _top_mean(matrix: np.ndarray | None, qvec: np.ndarray) -> float:
     if matrix is None or not len(matrix):
         return -1.0
     sims = matrix @ qvec
-    k = min(TOP_NODES, len(sims))
+    k = min(top_nodes(len(sims)), len(sims))
     return float(np.partition(sims, len(sims) - k)[-k:].mean())
+
+
+def top_nodes(n: int) -> int:
+    """How many of a document's `n` node cosines its `nodes` signal averages: the best three, or
+    the best hundredth of a long document, so that documents of any length are compared at the
+    same rank of their own nodes."""
+    return max(TOP_NODES, round(TOP_NODES_SHARE * n))
 
 
 def tier_key(r: RoutedDocument) -> tuple[float, ...]:
@@ -143,18 +160,26 @@ def tier_key(r: RoutedDocument) -> tuple[float, ...]:
             -r.signals.get("year", 0.0), -r.signals.get("form", 0.0))
 
 
-def decided_by(ranked: Sequence[RoutedDocument]) -> str:
+def decided_by(ranked: Sequence[RoutedDocument], weights: dict[str, float] | None = None) -> str:
     """What put the first document before the second: the first identity signal whose value
-    differs (`organisation`, `year`, `form`), else the fused score's strongest signal there
-    (the one with the best rank for the chosen document), or "only" for a single document."""
+    differs (`organisation`, `year`, `form`), else the signal of the fused score that gave the
+    first the most over the second (a signal ranking both alike decided nothing), or "only" for
+    a single document."""
     if len(ranked) < 2:
         return "only"
     first, second = ranked[0], ranked[1]
     for name, a, b in zip(("organisation", "year", "year", "form"), tier_key(first), tier_key(second)):
         if a != b:
             return name
-    best = min(first.ranks.items(), key=lambda kv: (kv[1], -WEIGHTS.get(kv[0], 0.0)), default=("fused", 0))
-    return f"fused ({best[0]})"
+    w = WEIGHTS if weights is None else weights
+
+    def share(doc: RoutedDocument, signal: str) -> float:
+        r = doc.ranks.get(signal)
+        return w.get(signal, 0.0) / (RRF_K + r) if r else 0.0
+
+    gains = {s: share(first, s) - share(second, s) for s in SIGNALS}
+    best = max(SIGNALS, key=lambda s: gains[s])
+    return f"fused ({best})" if gains[best] > 0 else "fused"
 
 
 def decision_of(ranked: Sequence[RoutedDocument], route: str) -> dict[str, object]:
