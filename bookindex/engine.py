@@ -194,12 +194,14 @@ class Engine:
         self.cache.forget(d.doc_id)
         return document_info(d)
 
-    def refresh_identity(self, doc: str, *, write: bool = True) -> tuple[DocumentInfo, dict[str, Any], dict[str, Any]]:
-        """A document's identity read again from its stored tree (DocumentLibrary.refresh_identity):
-        the document, the identity its manifest held, the one read now."""
+    def refresh_identity(self, doc: str, *, write: bool = True) -> tuple[DocumentInfo, dict[str, Any], dict[str, Any], bool]:
+        """A document's identity read again from its stored tree, and its stored BM25 index
+        written where missing or stale (DocumentLibrary.refresh_identity): the document, the
+        identity its manifest held, the one read now, and whether the index was (or, without
+        `write`, would be) written."""
         d, old, new = self.library.refresh_identity(doc, write=write)
         self.cache.forget(d.doc_id)
-        return document_info(d), old, new
+        return document_info(d), old, new, d.lexical_stale
 
     # -- reading a document ------------------------------------------------------------------
     def tree(self, doc: str) -> DocumentTree:

@@ -4,6 +4,7 @@ blocks the build read, so the same identity, without parsing or embedding the fi
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
 from bookindex.core.model import Block, build_tree, tree_blocks
+from bookindex.indexing.document_folder import LEXICAL_DIR, lexical_index_current, load_tree
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.parsing.identity import identify
 
@@ -92,3 +94,44 @@ def test_refresh_rewrites_a_stale_identity_in_a_new_generation(tmp_path: Path, m
         assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "no document 'no-such.pdf'" in err and "no bookindex library here" in err
+
+
+def test_refresh_stores_a_missing_or_stale_lexical_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = FakeEmbedder()
+    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
+    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
+    lib = tmp_path / "lib"
+    pdf = _cover_pdf(tmp_path / "board.pdf")
+    assert runner.invoke(app, ["index", str(pdf), "-i", str(lib), "--no-graph"]).exit_code == 0
+
+    def folder() -> Path:
+        (entry,) = json.loads((lib / "library.json").read_text())["documents"].values()
+        return lib / "docs" / entry["dir"]
+
+    first = folder()
+    assert (first / LEXICAL_DIR / "lexical.json").is_file()  # stored at indexing
+    shutil.rmtree(first / LEXICAL_DIR)  # a library built before documents stored their index
+    r = runner.invoke(app, ["refresh", str(lib), "--dry-run"])
+    assert r.exit_code == 0 and "lexical index to store" in r.output and "1 of 1 documents would change" in r.output
+    assert not (first / LEXICAL_DIR).exists()
+
+    r = runner.invoke(app, ["refresh", str(lib)])
+    assert r.exit_code == 0, r.output
+    assert "lexical index stored" in r.output and "1 of 1 documents refreshed" in r.output
+    second = folder()
+    assert second != first and lexical_index_current(second, load_tree(second))
+
+    # a stored index of other passages is replaced, never written through: the files are hard links
+    meta = second / LEXICAL_DIR / "lexical.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "fingerprint": "of another tree"}))
+    held = DocumentLibrary.open(lib).get(second.name.split(".")[0])  # a reader lease keeps `second`
+    linked = {p.name: p.stat().st_ino for p in (second / LEXICAL_DIR).iterdir()}
+    r = runner.invoke(app, ["refresh", str(lib)])
+    assert r.exit_code == 0 and "1 of 1 documents refreshed" in r.output
+    third = folder()
+    assert lexical_index_current(third, load_tree(third))
+    assert all((third / LEXICAL_DIR / n).stat().st_ino != ino for n, ino in linked.items())
+    assert json.loads(meta.read_text())["fingerprint"] == "of another tree"  # the held generation untouched
+    del held
+    r = runner.invoke(app, ["refresh", str(lib)])
+    assert r.exit_code == 0 and "0 of 1 documents refreshed" in r.output

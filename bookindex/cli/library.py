@@ -335,7 +335,8 @@ def refresh_cmd(index_dir: Path = typer.Argument(..., help="Library folder (or s
                 docs: Optional[list[str]] = typer.Argument(None, help="Document ids or file names (default: all)."),
                 dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing.")) -> None:
     """Re-read each document's identity (organisation, form, fiscal year ...) from its stored tree,
-    without parsing or embedding again; a changed one replaces the manifest atomically."""
+    without parsing or embedding again, and store its BM25 index where it is missing or stale; a
+    changed document is replaced atomically."""
     remote = s3.parse(index_dir)
     if remote is not None:
         if dry_run:
@@ -351,15 +352,21 @@ def refresh_cmd(index_dir: Path = typer.Argument(..., help="Library folder (or s
 def _refresh(engine: Any, docs: list[str] | None, write: bool) -> None:
     targets = docs or [d.doc_id for d in engine.documents()]
     changed = 0
+    lexical = "lexical index stored" if write else "lexical index to store"
     for doc in targets:
-        info, old, new = engine.refresh_identity(doc, write=write)
+        info, old, new, lexical_stale = engine.refresh_identity(doc, write=write)
         before, after = DocumentIdentity.from_dict(old).summary(), DocumentIdentity.from_dict(new).summary()
         if old == new:
-            typer.echo(f"{info.name}: unchanged ({after or 'no identity'})")
+            if lexical_stale:
+                changed += 1
+                typer.echo(f"{info.name}: {lexical} ({after or 'no identity'})")
+            else:
+                typer.echo(f"{info.name}: unchanged ({after or 'no identity'})")
             continue
         changed += 1
         fields = ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)))
-        typer.echo(f"{info.name}: {before or 'no identity'} -> {after or 'no identity'} ({fields})")
+        note = f"; {lexical}" if lexical_stale else ""
+        typer.echo(f"{info.name}: {before or 'no identity'} -> {after or 'no identity'} ({fields}){note}")
     verb = "refreshed" if write else "would change"
     typer.echo(f"{changed} of {len(targets)} documents {verb}")
 

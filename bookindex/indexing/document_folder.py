@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import IndexFormatError
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree
-from bookindex.providers.lexical import save_document_lexical_index
+from bookindex.providers.lexical import save_document_lexical_index, stored_document_lexical_index
 from bookindex.storage import content_hash, lance_store
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
 
@@ -78,7 +79,15 @@ def write_tree(doc_dir: Path, tree: DocumentTree) -> None:
 
 
 def write_lexical_index(doc_dir: Path, tree: DocumentTree) -> None:
+    """Store the tree's BM25 index in `doc_dir` (replacing any there: never written through, since
+    a refreshed generation's files are hard links to the previous generation's)."""
+    shutil.rmtree(doc_dir / LEXICAL_DIR, ignore_errors=True)
     save_document_lexical_index(tree, doc_dir / LEXICAL_DIR)
+
+
+def lexical_index_current(doc_dir: Path, tree: DocumentTree) -> bool:
+    """Whether `doc_dir` stores the BM25 index of exactly this tree's passages."""
+    return stored_document_lexical_index(tree, doc_dir / LEXICAL_DIR) is not None
 
 
 def load_tree(doc_dir: Path) -> DocumentTree:

@@ -25,7 +25,15 @@ from bookindex.core.model import tree_blocks
 from bookindex.core.protocols import LLM, Embedder, Providers, Reranker
 from bookindex.indexing.build_job import BuildJob, build_into
 from bookindex.indexing.construction import retry_graph_nodes
-from bookindex.indexing.document_folder import FORMAT_VERSION, failed_graph_nodes, read_manifest, write_manifest
+from bookindex.indexing.document_folder import (
+    FORMAT_VERSION,
+    failed_graph_nodes,
+    lexical_index_current,
+    load_tree,
+    read_manifest,
+    write_lexical_index,
+    write_manifest,
+)
 from bookindex.indexing.stored_document import StoredDocument
 from bookindex.parsing.dispatch import check_path, sniff
 from bookindex.parsing.identity import identify
@@ -299,17 +307,24 @@ class DocumentLibrary:
         before an identity change is brought up to it in seconds. Returns the document, the
         identity its manifest held and the one read now.
 
-        When they differ (and `write`), the manifest is replaced in a new generation, as a graph
-        retry is: the folder hard-linked under .tmp/, the new manifest written there, the catalog
-        entry swapped with one os.replace of library.json (so routers and caches keyed by the
-        catalog see the change). Status "refreshed", else "unchanged" (or "stale" without `write`).
+        The stored BM25 index is checked the same way (`lexical_index_current`): a library built
+        before documents stored one gets it here (`lexical_stale` on the returned document says
+        whether it was missing or of other passages).
+
+        When either differs (and `write`), the new manifest and/or index replace the old in a new
+        generation, as a graph retry does: the folder hard-linked under .tmp/, the changed files
+        written there, the catalog entry swapped with one os.replace of library.json (so routers
+        and caches keyed by the catalog see the change). Status "refreshed", else "unchanged" (or
+        "stale" without `write`).
         """
         target = self.get(doc)
         old = dict(target.manifest.get("identity") or {})
         new = identify(tree_blocks(target.tree)).to_dict()
+        lexical_ok = lexical_index_current(target.dir, target.tree)
         target.unload()
-        if new == old or not write:
-            target.status = "unchanged" if new == old else "stale"
+        if (new == old and lexical_ok) or not write:
+            target.status = "unchanged" if new == old and lexical_ok else "stale"
+            target.lexical_stale = not lexical_ok
             return target, old, new
         with self.writer("refresh"):
             tmp_root = self.catalog.staging_root()
@@ -318,7 +333,10 @@ class DocumentLibrary:
             try:
                 shutil.copytree(target.dir, build_dir, copy_function=_link_or_copy)
                 target.close()  # the copy holds its files: the old generation can go with the swap
-                write_manifest(build_dir, dict(target.manifest, identity=new, updated=now()))
+                if new != old:
+                    write_manifest(build_dir, dict(target.manifest, identity=new, updated=now()))
+                if not lexical_ok:  # an index from before the folder stored one, or of other passages
+                    write_lexical_index(build_dir, load_tree(build_dir))
                 if not self.catalog.swap_generation(target.doc_id, target.dir.name, build_dir):
                     raise InputError(f"{target.name}: changed by another process during the refresh; "
                                      "run `bookindex refresh` again")
@@ -327,7 +345,9 @@ class DocumentLibrary:
                 raise
             finally:
                 self.catalog.discard_staging_root()
-        return self._doc(target.doc_id, "refreshed"), old, new
+        refreshed = self._doc(target.doc_id, "refreshed")
+        refreshed.lexical_stale = not lexical_ok
+        return refreshed, old, new
 
     def remove(self, doc: str) -> StoredDocument:
         """Remove a document (by id or name); atomic like add()."""

@@ -49,6 +49,7 @@ class StoredDocument:
         self.manifest = manifest
         self.status = status  # "added", "replaced", "unchanged", "retried" after DocumentLibrary.add; else "stored"
         self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
+        self.lexical_stale = False  # after refresh_identity: its stored BM25 index was missing or of other passages
         self._tree: DocumentTree | None = None
         self._graph: KnowledgeGraph | None = None
         self._lexical: LexicalIndex | None = None

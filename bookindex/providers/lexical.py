@@ -175,12 +175,18 @@ def document_lexical_index(tree: DocumentTree, stored: Path | None = None) -> Le
     """BM25 over a document's non-empty leaves, each with its section context, and its reference
     entries (parsing.entries), each indexed whole (`node_text`); read from `stored` (a folder
     `save_document_lexical_index` wrote) when it holds the index of exactly these passages."""
-    ids, texts = _document_passages(tree)
     if stored is not None:
-        index = LexicalIndex.load(stored, ids, passages_fingerprint(ids, texts))
+        index = stored_document_lexical_index(tree, stored)
         if index is not None:
             return index
-    return LexicalIndex(ids, texts)
+    return LexicalIndex(*_document_passages(tree))
+
+
+def stored_document_lexical_index(tree: DocumentTree, stored: Path) -> LexicalIndex | None:
+    """The index `save_document_lexical_index` stored in `stored` for exactly this tree's
+    passages; None when there is none or it is of other passages."""
+    ids, texts = _document_passages(tree)
+    return LexicalIndex.load(stored, ids, passages_fingerprint(ids, texts))
 
 
 def save_document_lexical_index(tree: DocumentTree, folder: Path) -> LexicalIndex:
