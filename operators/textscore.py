@@ -50,6 +50,12 @@ class TextIndex:
     # an entry's name words (stemmed; words most names share, such as a library prefix, left out):
     # a query that says what the entry does usually says it with the words of its name
     name_terms: dict[int, frozenset[str]] | None = None
+    # a table's rows, each with the table's first row and its section titles, as passages of
+    # their own (`row_table`: the leaf each belongs to): a question names a row and a column
+    # ("net cash provided by operating activities", "2020"), and a whole statement of a hundred
+    # rows matches it weakly, or not at all past the characters a leaf is indexed by
+    rows: BM25Index | None = None
+    row_table: np.ndarray | None = None
 
     @classmethod
     def build(cls, ctx: IndexContext) -> "TextIndex":
@@ -83,9 +89,20 @@ class TextIndex:
                     df[t] = df.get(t, 0) + 1
             common = {t for t, n in df.items() if n > max(2, len(raw) // 2)}
             names = {k: terms - common for k, terms in raw.items() if terms - common}
+        row_texts, row_table = table_rows(tree, ids)
         return cls(ids=ids, pos={i: k for k, i in enumerate(ids)}, pages=pages,
                    lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx,
-                   entry_mask=mask if mask.any() else None, stemmed=stemmed, name_terms=names)
+                   entry_mask=mask if mask.any() else None, stemmed=stemmed, name_terms=names,
+                   rows=BM25Index([str(k) for k in row_table], row_texts) if row_texts else None,
+                   row_table=np.array(row_table, dtype=np.int64) if row_texts else None)
+
+    def table_row_lexical(self, query: str) -> np.ndarray | None:
+        """For each leaf, the BM25 score of its best-matching table row (0 for other leaves)."""
+        if self.rows is None or self.row_table is None:
+            return None
+        best = np.zeros(len(self.ids), dtype=np.float32)
+        np.maximum.at(best, self.row_table, self.rows.scores(query))
+        return best
 
     def name_match(self, query: str) -> np.ndarray:
         """For each entry, the share of its name words the query uses (0 for other nodes)."""
@@ -120,6 +137,28 @@ class TextIndex:
         return out.astype(np.float32)
 
 
+_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separator line
+
+
+def table_rows(tree: Any, ids: list[str]) -> tuple[list[str], list[int]]:
+    """Each table leaf's body rows as passages (its two nearest section titles, its first row,
+    the row), with the index in `ids` of the table each comes from."""
+    texts: list[str] = []
+    owner: list[int] = []
+    for k, i in enumerate(ids):
+        n = tree.nodes[i]
+        if n.type != "table":
+            continue
+        lines = [ln for ln in n.content.splitlines() if ln.lstrip().startswith("|") and not _RULE.match(ln)]
+        if len(lines) < 3:
+            continue
+        titles = [p.title for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]
+        for row in lines[1:]:
+            texts.append("\n".join([*titles, lines[0], row]))
+            owner.append(k)
+    return texts, owner
+
+
 def get_text_index(ctx: IndexContext) -> TextIndex:
     if ctx.views.text_index is None:
         ctx.views.text_index = TextIndex.build(ctx)
@@ -141,6 +180,15 @@ _SCOPE: ContextVar[dict[tuple[Any, ...], dict[str, float]] | None] = ContextVar(
 def _norm_max(x: np.ndarray) -> np.ndarray:
     m = float(x.max()) if x.size else 0.0
     return x / m if m > 0 else np.zeros_like(x)
+
+
+def _rows_on_leaf_scale(row: np.ndarray, leaf: np.ndarray) -> np.ndarray:
+    """Table-row BM25 scores divided by the best leaf's (both the same analyser and parameters),
+    at most 1: a row counts as much as a passage matching as well, and no more. Scaled to their
+    own best instead, the best row of any table reached 1 for every question, and on MMLongBench
+    dev tables outranked the prose that answered (R@5 0.780 to 0.748)."""
+    m = float(leaf.max()) if leaf.size else 0.0
+    return np.minimum(row / m, 1.0) if m > 0 else _norm_max(row)
 
 
 def _norm_dense(x: np.ndarray) -> np.ndarray:
@@ -191,13 +239,17 @@ def question_scope() -> Iterator[None]:
 
 def _hybrid(ctx: IndexContext, idx: TextIndex, query: str, lexical_weight: float, page_weight: float,
             neighbour_weight: float, name_weight: float, glossary: bool, glossary_weight: float) -> dict[str, float]:
-    lex = _norm_max(idx.lexical(query))
+    raw = idx.lexical(query)
+    lex = _norm_max(raw)
     extra = expansion(query) if glossary else ""
     if extra:  # glossary terms: the line items a named ratio is computed from (see glossary.py)
         w = glossary_weight
         lex = (1 - w) * lex + w * _norm_max(idx.lexical(extra))
     if idx.stemmed is not None and idx.entry_mask is not None:
         lex = np.where(idx.entry_mask, np.maximum(lex, _norm_max(idx.stemmed.scores(query))), lex)
+    row = idx.table_row_lexical(query)
+    if row is not None:
+        lex = np.maximum(lex, _rows_on_leaf_scale(row, raw))
     den = idx.dense(query_vector(ctx, query))
     if den is None:
         s = lex

@@ -6,12 +6,12 @@ from __future__ import annotations
 from retrieval_fixture import make_context, node
 
 from bookindex.core.config import RetrievalSettings, default_settings, load_settings
-from bookindex.core.model import Block, build_tree
+from bookindex.core.model import MAX_LEXICAL_CHARS, Block, build_tree
 from bookindex.operators import FilterModal, Map, State
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.glossary import expansion, line_items
 from bookindex.operators.reasoner import SkylineRankerParams
-from bookindex.operators.textscore import hybrid_scores
+from bookindex.operators.textscore import get_text_index, hybrid_scores, table_rows
 from bookindex.retrieval.executor import execute
 from bookindex.retrieval.plans import Plan, Step
 
@@ -167,3 +167,40 @@ def test_a_context_without_settings_reads_every_default_and_no_environment(monke
     assert ctx.settings.retrieval == RetrievalSettings() and ctx.settings.retrieval.max_evidence == 10
     # the planner's skyline mode comes from the settings: the same default as the ranker's own
     assert RetrievalSettings().skyline == SkylineRankerParams.model_fields["mode"].default
+
+
+def test_a_row_of_a_long_table_is_found_by_its_own_words() -> None:
+    """A question naming one row of a statement longer than a leaf's indexed text: the table is
+    found through that row (with its header and section titles), not lost past the cut."""
+    filler = "\n".join(f"| Other operating item number {k} | {k},000 | {k},100 |" for k in range(120))
+    table = f"| (In millions) | 2020 | 2019 |\n|---|---|---|\n{filler}\n| Purchases of property and equipment | (1,577) | (1,234) |"
+    assert len(table) > MAX_LEXICAL_CHARS
+    tree = build_tree("t", "filing", [
+        Block("title", "Consolidated Statements of Cash Flows", 0, level=1),
+        Block("table", table, 0),
+        Block("title", "Liquidity", 1, level=1),
+        Block("text", "We fund purchases from operating cash and review equipment needs each year.", 1),
+    ])
+    ctx = IndexContext(index=MemoryIndex(tree=tree))
+    table_id = next(n.id for n in tree.walk() if n.type == "table")
+    idx = get_text_index(ctx)
+    q = "How much were the purchases of property and equipment?"
+    assert idx.lexical(q)[idx.pos[table_id]] == 0  # the row lies past what the leaf is indexed by
+    scores = hybrid_scores(ctx, q)
+    assert max(scores, key=lambda i: scores[i]) == table_id
+    texts, owner = table_rows(tree, idx.ids)
+    assert len(texts) == 121 and set(owner) == {idx.pos[table_id]}
+    assert texts[-1].splitlines() == ["Consolidated Statements of Cash Flows", "| (In millions) | 2020 | 2019 |",
+                                      "| Purchases of property and equipment | (1,577) | (1,234) |"]
+
+
+def test_table_rows_never_outscore_the_best_passage() -> None:
+    tree = build_tree("t", "doc", [
+        Block("title", "Colours", 0, level=1),
+        Block("text", "The plot colour is set with the linecolor option of the plot command.", 0),
+        Block("table", "| Option | Meaning |\n|---|---|\n| size | the canvas size |\n| font | the label font |", 0),
+    ])
+    ctx = IndexContext(index=MemoryIndex(tree=tree))
+    scores = hybrid_scores(ctx, "How do I set the plot colour with the linecolor option?")
+    text_id = next(n.id for n in tree.walk() if n.type == "text")
+    assert max(scores, key=lambda i: scores[i]) == text_id
