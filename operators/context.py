@@ -21,7 +21,7 @@ from bookindex.core.errors import LLMUnavailable
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
-from bookindex.providers.lexical import document_lexical_index
+from bookindex.providers.lexical import document_lexical_index, document_row_index
 
 if TYPE_CHECKING:  # typing only: textscore and structure build their views from this module's IndexContext
     from bookindex.operators.structure import DocStructure
@@ -44,6 +44,8 @@ class MemoryIndex:
     manifest: dict[str, Any] = field(default_factory=dict)
     folder: Path | None = None
     _lexical: LexicalIndex | None = field(default=None, repr=False)
+    _rows: LexicalIndex | None = field(default=None, repr=False)
+    _rows_read: bool = field(default=False, repr=False)
 
     @property
     def doc_id(self) -> str:
@@ -68,6 +70,11 @@ class MemoryIndex:
         if self._lexical is None:
             self._lexical = document_lexical_index(self.tree)
         return self._lexical
+
+    def table_row_index(self) -> LexicalIndex | None:
+        if not self._rows_read:
+            self._rows, self._rows_read = document_row_index(self.tree), True
+        return self._rows
 
 
 @dataclass

@@ -50,11 +50,9 @@ class TextIndex:
     # an entry's name words (stemmed; words most names share, such as a library prefix, left out):
     # a query that says what the entry does usually says it with the words of its name
     name_terms: dict[int, frozenset[str]] | None = None
-    # a table's rows, each with the table's first row and its section titles, as passages of
-    # their own (`row_table`: the leaf each belongs to): a question names a row and a column
-    # ("net cash provided by operating activities", "2020"), and a whole statement of a hundred
-    # rows matches it weakly, or not at all past the characters a leaf is indexed by
-    rows: BM25Index | None = None
+    # a table's rows as passages of their own (providers.lexical.table_row_passages; `row_table`:
+    # the leaf each belongs to)
+    rows: LexicalIndex | None = None
     row_table: np.ndarray | None = None
 
     @classmethod
@@ -89,12 +87,17 @@ class TextIndex:
                     df[t] = df.get(t, 0) + 1
             common = {t for t, n in df.items() if n > max(2, len(raw) // 2)}
             names = {k: terms - common for k, terms in raw.items() if terms - common}
-        row_texts, row_table = table_rows(tree, ids)
-        return cls(ids=ids, pos={i: k for k, i in enumerate(ids)}, pages=pages,
+        pos = {i: k for k, i in enumerate(ids)}
+        table_rows = ctx.index.table_row_index()
+        row_table = None
+        if table_rows is not None:
+            row_table = np.array([pos.get(i, -1) for i in table_rows.ids], dtype=np.int64)
+            if (row_table < 0).any():  # rows of a table the leaves' index lacks: not scored
+                table_rows = None
+        return cls(ids=ids, pos=pos, pages=pages,
                    lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx,
                    entry_mask=mask if mask.any() else None, stemmed=stemmed, name_terms=names,
-                   rows=BM25Index([str(k) for k in row_table], row_texts) if row_texts else None,
-                   row_table=np.array(row_table, dtype=np.int64) if row_texts else None)
+                   rows=table_rows, row_table=row_table if table_rows is not None else None)
 
     def table_row_lexical(self, query: str) -> np.ndarray | None:
         """For each leaf, the BM25 score of its best-matching table row (0 for other leaves)."""
@@ -135,28 +138,6 @@ class TextIndex:
         sims = self.vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
         out = np.where(self.vec_rows >= 0, sims[np.clip(self.vec_rows, 0, None)], 0.0)
         return out.astype(np.float32)
-
-
-_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separator line
-
-
-def table_rows(tree: Any, ids: list[str]) -> tuple[list[str], list[int]]:
-    """Each table leaf's body rows as passages (its two nearest section titles, its first row,
-    the row), with the index in `ids` of the table each comes from."""
-    texts: list[str] = []
-    owner: list[int] = []
-    for k, i in enumerate(ids):
-        n = tree.nodes[i]
-        if n.type != "table":
-            continue
-        lines = [ln for ln in n.content.splitlines() if ln.lstrip().startswith("|") and not _RULE.match(ln)]
-        if len(lines) < 3:
-            continue
-        titles = [p.title for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]
-        for row in lines[1:]:
-            texts.append("\n".join([*titles, lines[0], row]))
-            owner.append(k)
-    return texts, owner
 
 
 def get_text_index(ctx: IndexContext) -> TextIndex:

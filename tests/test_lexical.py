@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,8 +18,11 @@ from bookindex.providers.lexical import (
     Analyser,
     LexicalIndex,
     document_lexical_index,
+    document_row_index,
     passages_fingerprint,
     save_document_lexical_index,
+    stored_indexes_current,
+    table_row_passages,
     tokenize,
 )
 
@@ -151,3 +155,24 @@ def test_indexing_stores_the_index_that_opened_documents_read(tmp_path: Path, md
     stored = reopened.lexical_index()
     assert stored.ids == fresh.ids
     assert stored.scores("plot install").tolist() == fresh.scores("plot install").tolist()
+
+
+def test_table_rows_are_stored_and_read_with_the_passages(tmp_path: Path, monkeypatch) -> None:
+    table = "| Item | 2020 |\n|---|---|\n| Revenue | 10 |\n| Purchases of equipment | 3 |"
+    tree = build_tree("t", "doc", [Block("title", "Cash flows", 0, level=1), Block("table", table, 0),
+                                   Block("text", "Revenue grew.", 0)])
+    table_id = next(n.id for n in tree.walk() if n.type == "table")
+    ids, texts = table_row_passages(tree)
+    assert ids == [table_id, table_id]
+    assert texts[1].splitlines() == ["Cash flows", "| Item | 2020 |", "| Purchases of equipment | 3 |"]
+    built = document_row_index(tree)
+    save_document_lexical_index(tree, tmp_path / "lexical")
+    assert stored_indexes_current(tree, tmp_path / "lexical")
+    monkeypatch.setattr(bm25s.BM25, "index", lambda *a, **k: pytest.fail("rebuilt instead of read"))
+    read = document_row_index(tree, tmp_path / "lexical")
+    assert read is not None and built is not None and read.ids == built.ids
+    assert read.scores("purchases of equipment").tolist() == built.scores("purchases of equipment").tolist()
+    monkeypatch.undo()
+    shutil.rmtree(tmp_path / "lexical" / "rows")  # an index stored before rows were: not current
+    assert not stored_indexes_current(tree, tmp_path / "lexical")
+    assert document_row_index(build_tree("t", "doc", [Block("text", "No tables.", 0)])) is None

@@ -11,7 +11,8 @@ from bookindex.operators import FilterModal, Map, State
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.glossary import expansion, line_items
 from bookindex.operators.reasoner import SkylineRankerParams
-from bookindex.operators.textscore import get_text_index, hybrid_scores, table_rows
+from bookindex.operators.textscore import get_text_index, hybrid_scores
+from bookindex.providers.lexical import table_row_passages
 from bookindex.retrieval.executor import execute
 from bookindex.retrieval.plans import Plan, Step
 
@@ -188,8 +189,8 @@ def test_a_row_of_a_long_table_is_found_by_its_own_words() -> None:
     assert idx.lexical(q)[idx.pos[table_id]] == 0  # the row lies past what the leaf is indexed by
     scores = hybrid_scores(ctx, q)
     assert max(scores, key=lambda i: scores[i]) == table_id
-    texts, owner = table_rows(tree, idx.ids)
-    assert len(texts) == 121 and set(owner) == {idx.pos[table_id]}
+    owner, texts = table_row_passages(tree)
+    assert len(texts) == 121 and set(owner) == {table_id}
     assert texts[-1].splitlines() == ["Consolidated Statements of Cash Flows", "| (In millions) | 2020 | 2019 |",
                                       "| Purchases of property and equipment | (1,577) | (1,234) |"]
 

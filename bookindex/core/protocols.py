@@ -128,7 +128,8 @@ class DocumentIndex(Protocol):
     """One indexed document, read-only: the BookIndex B = (T, G, M) and its derived views.
 
     `node_vectors`/`entity_vectors` are row-aligned (ids, matrix) pairs, empty when the index has
-    none; `lexical_index` is built once per opened index and shared by every question.
+    none; `lexical_index` (the leaves) and `table_row_index` (the tables' rows, ids the tables' node
+ids; None without tables) are read or built once per opened index and shared by every question.
     """
 
     @property
@@ -157,6 +158,8 @@ class DocumentIndex(Protocol):
     def entity_vectors(self) -> tuple[list[str], np.ndarray | None]: ...
 
     def lexical_index(self) -> LexicalIndex: ...
+
+    def table_row_index(self) -> LexicalIndex | None: ...
 
 
 @runtime_checkable

@@ -30,7 +30,7 @@ from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import IndexFormatError
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree
-from bookindex.providers.lexical import save_document_lexical_index, stored_document_lexical_index
+from bookindex.providers.lexical import save_document_lexical_index, stored_indexes_current
 from bookindex.storage import content_hash, lance_store
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
 
@@ -86,8 +86,8 @@ def write_lexical_index(doc_dir: Path, tree: DocumentTree) -> None:
 
 
 def lexical_index_current(doc_dir: Path, tree: DocumentTree) -> bool:
-    """Whether `doc_dir` stores the BM25 index of exactly this tree's passages."""
-    return stored_document_lexical_index(tree, doc_dir / LEXICAL_DIR) is not None
+    """Whether `doc_dir` stores the BM25 indexes (passages, table rows) of exactly this tree."""
+    return stored_indexes_current(tree, doc_dir / LEXICAL_DIR)
 
 
 def load_tree(doc_dir: Path) -> DocumentTree:

@@ -24,11 +24,14 @@ from bookindex.indexing.document_folder import (
     read_build_report,
     read_node_vectors,
 )
-from bookindex.providers.lexical import document_lexical_index
+from bookindex.providers.lexical import document_lexical_index, document_row_index
 from bookindex.storage.leases import Lease
 
 if TYPE_CHECKING:
     from bookindex.indexing.library import DocumentLibrary
+
+
+_UNREAD = object()  # a view not read yet (None is a value: a document without tables has no row index)
 
 
 class StoredDocument:
@@ -53,6 +56,7 @@ class StoredDocument:
         self._tree: DocumentTree | None = None
         self._graph: KnowledgeGraph | None = None
         self._lexical: LexicalIndex | None = None
+        self._rows: LexicalIndex | None | object = _UNREAD
         self._node_vectors: tuple[list[str], np.ndarray | None] | None = None
         self._entity_vectors: tuple[list[str], np.ndarray | None] | None = None
 
@@ -63,6 +67,7 @@ class StoredDocument:
         self._tree = None
         self._graph = None
         self._lexical = None
+        self._rows = _UNREAD
         self._node_vectors = None
         self._entity_vectors = None
 
@@ -139,6 +144,11 @@ class StoredDocument:
         if self._lexical is None:
             self._lexical = document_lexical_index(self.tree, self.dir / LEXICAL_DIR)
         return self._lexical
+
+    def table_row_index(self) -> LexicalIndex | None:
+        if self._rows is _UNREAD:
+            self._rows = document_row_index(self.tree, self.dir / LEXICAL_DIR)
+        return self._rows  # type: ignore[return-value]  # not _UNREAD any more
 
     def image_file(self, node_id: str) -> Path | None:
         """Absolute path of a node's image (stored relative to the document folder)."""

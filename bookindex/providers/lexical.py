@@ -171,6 +171,30 @@ def _document_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     return [n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves]
 
 
+_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separator line
+ROWS_DIR = "rows"  # the table-row index, inside the folder of the leaves' index
+
+
+def table_row_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
+    """Each table's body rows as passages: (the table's node id once per row, texts). A row's
+    text is the table's two nearest section titles, its first row and the row: a question names a
+    row and a column ("net cash provided by operating activities", "2020"), and a statement of a
+    hundred rows matches it weakly as a whole, or not at all past what a leaf is indexed by."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for n in tree.walk():
+        if n.type != "table" or not n.content.strip():
+            continue
+        lines = [ln for ln in n.content.splitlines() if ln.lstrip().startswith("|") and not _RULE.match(ln)]
+        if len(lines) < 3:
+            continue
+        titles = [p.title for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]
+        for row in lines[1:]:
+            ids.append(n.id)
+            texts.append("\n".join([*titles, lines[0], row]))
+    return ids, texts
+
+
 def document_lexical_index(tree: DocumentTree, stored: Path | None = None) -> LexicalIndex:
     """BM25 over a document's non-empty leaves, each with its section context, and its reference
     entries (parsing.entries), each indexed whole (`node_text`); read from `stored` (a folder
@@ -189,9 +213,34 @@ def stored_document_lexical_index(tree: DocumentTree, stored: Path) -> LexicalIn
     return LexicalIndex.load(stored, ids, passages_fingerprint(ids, texts))
 
 
+def document_row_index(tree: DocumentTree, stored: Path | None = None) -> LexicalIndex | None:
+    """BM25 over the document's table rows (`table_row_passages`; its ids are the tables' node
+    ids, one per row), read from `stored` when it holds exactly these rows; None without tables."""
+    ids, texts = table_row_passages(tree)
+    if not ids:
+        return None
+    if stored is not None:
+        index = LexicalIndex.load(stored / ROWS_DIR, ids, passages_fingerprint(ids, texts))
+        if index is not None:
+            return index
+    return LexicalIndex(ids, texts)
+
+
+def stored_indexes_current(tree: DocumentTree, stored: Path) -> bool:
+    """Whether `stored` holds the leaves' index and the table rows' index of exactly this tree."""
+    if stored_document_lexical_index(tree, stored) is None:
+        return False
+    ids, texts = table_row_passages(tree)
+    return not ids or LexicalIndex.load(stored / ROWS_DIR, ids, passages_fingerprint(ids, texts)) is not None
+
+
 def save_document_lexical_index(tree: DocumentTree, folder: Path) -> LexicalIndex:
-    """Build the document's index (`document_lexical_index`) and store it in `folder`."""
+    """Build the document's index (`document_lexical_index`) and its table rows' index
+    (`document_row_index`, in `folder/rows` when it has tables), and store them in `folder`."""
+    row_ids, row_texts = table_row_passages(tree)
+    if row_ids:
+        LexicalIndex(row_ids, row_texts).save(folder / ROWS_DIR, passages_fingerprint(row_ids, row_texts))
     ids, texts = _document_passages(tree)
     index = LexicalIndex(ids, texts)
-    index.save(folder, passages_fingerprint(ids, texts))
+    index.save(folder, passages_fingerprint(ids, texts))  # last: its lexical.json marks the folder whole
     return index
