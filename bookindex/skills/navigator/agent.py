@@ -258,8 +258,22 @@ def opening(opened: OpenedSkills, question: str, guide: Guide | None = None) -> 
     lines = [f"- {c.path}/ ({c.num_documents} documents): {c.description}" for c in roots]
     # guided, the first turn ends like every view: the paths to open, nearest first with their
     # scores: a small model follows "Next:" lines more readily than the order of a list
-    ahead = "" if guide is None else "\n\n" + next_step(opened, "", guide)
+    ahead = "" if guide is None else "\n\n" + (shortcuts(opened, guide) or next_step(opened, "", guide))
     return f"Skills available{near}:\n" + "\n".join(lines) + f"\n\nQuestion: {question}" + ahead
+
+
+def shortcuts(opened: OpenedSkills, guide: Guide) -> str:
+    """The guided opening's "Next:": the leaf groups nearest the question, by the full path of
+    their INDEX.md, so the agent reaches document ids in one view instead of one a level; ""
+    when the skills are the leaves (nothing to skip) or no leaf has a file of its own (compact)."""
+    leaves = [c for c in guide.nearest_leaves() if c.parent is not None and opened.nav_file(c)]
+    if not leaves:
+        return ""
+    lines = [f"- {opened.nav_file(c)} ({c.num_documents} documents, similarity {guide.score(c):.2f}): {c.description}"
+             for c in leaves]
+    return ("Next: view the most relevant of these leaf groups, which list document ids (full paths, nearest the "
+            "question by embedding similarity first):\n" + "\n".join(lines)
+            + "\nOr view a skill's SKILL.md to browse its sub-groups.")
 
 
 def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
