@@ -194,19 +194,30 @@ def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedS
     assert [d.doc_id for d in unranked.documents] == ["d7", "d8"]  # no embedder: listing order
 
 
-def test_the_guided_agent_ranks_the_beam_after_what_it_cited(opened: OpenedSkills) -> None:
-    """It cites d3 (tomato soup) for a question about rockets: d3 first, then the width-1 beam's
-    documents (the rockets leaf), then what it only saw listed; unguided, no beam."""
+def test_the_guided_agent_ranks_what_it_cited_with_the_beams_documents(opened: OpenedSkills) -> None:
+    """It cites d3 (tomato soup) for a question about rockets: d3 joins the width-1 beam's
+    documents (the rockets leaf) and is ranked with them by the beam's hybrid order, so it comes
+    after them; then what it only saw listed. Unguided, no beam: what it cited comes first."""
     walk = [{"action": "view", "path": "skill-01-cooking/group-01-soups/INDEX.md"},
             {"action": "get_document", "doc_id": "d3"},
             {"action": "answer", "answer": "Soup [d3].", "cited": ["d3"]}]
     question = "the falcon rocket booster lands after launch"
     ans = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB)
     beam = [d.doc_id for d in beam_search(opened, EMB, question, k=10, beam=1).documents]
-    assert beam[0] == "d6"
+    assert beam[0] == "d6" and "d3" not in beam
+    order = [beam[i] if i < len(beam) else "d3"
+             for i in pool_order(beam + ["d3"], opened.doc_scores(opened.query_vector(EMB, question), beam + ["d3"]),
+                                 opened, question, "hybrid")]
+    assert order[-1] == "d3"
     assert [(d.doc_id, d.via) for d in ans.documents] == (
-        [("d3", "read")] + [(d, "beam") for d in beam] + [("d4", "listed")])
+        [(d, "read" if d == "d3" else "beam") for d in order] + [("d4", "listed")])
     assert any("width-1 beam" in n for n in ans.notes)
+    # a cited document the beam ranked too keeps the beam's place, marked as read
+    onto = navigate(opened, FakeLLM({STAGE: [{"action": "get_document", "doc_id": beam[-1]},
+                                             {"action": "answer", "answer": "x", "cited": [beam[-1]]}]}),
+                    question, embedder=EMB)
+    assert [(d.doc_id, d.via) for d in onto.documents][:len(beam)] == (
+        [(d, "beam") for d in beam[:-1]] + [(beam[-1], "read")])
     plain = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB, guided=False)
     assert [(d.doc_id, d.via) for d in plain.documents] == [("d3", "read"), ("d4", "listed")]
 
