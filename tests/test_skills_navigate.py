@@ -20,7 +20,7 @@ from bookindex.core.errors import InputError, LLMUnavailable
 from bookindex.engine import Engine
 from bookindex.providers.llm import LLMClient
 from bookindex.services.providers import ProviderSet
-from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step
+from bookindex.skills.navigator.agent import RESERVE_TOKENS, STAGE, NavAction, navigate, next_step, shortcuts
 from bookindex.skills.navigator.answer import SkillsAskRequest
 from bookindex.skills.navigator.beam import auto_beam, beam_search, cluster_score, fused_scores, pool_order
 from bookindex.skills.navigator.context_fit import CHARS_PER_TOKEN, fit
@@ -194,19 +194,30 @@ def test_agent_out_of_rounds_returns_the_documents_it_saw_listed(opened: OpenedS
     assert [d.doc_id for d in unranked.documents] == ["d7", "d8"]  # no embedder: listing order
 
 
-def test_the_guided_agent_ranks_the_beam_after_what_it_cited(opened: OpenedSkills) -> None:
-    """It cites d3 (tomato soup) for a question about rockets: d3 first, then the width-1 beam's
-    documents (the rockets leaf), then what it only saw listed; unguided, no beam."""
+def test_the_guided_agent_ranks_what_it_cited_with_the_beams_documents(opened: OpenedSkills) -> None:
+    """It cites d3 (tomato soup) for a question about rockets: d3 joins the width-1 beam's
+    documents (the rockets leaf) and is ranked with them by the beam's hybrid order, so it comes
+    after them; then what it only saw listed. Unguided, no beam: what it cited comes first."""
     walk = [{"action": "view", "path": "skill-01-cooking/group-01-soups/INDEX.md"},
             {"action": "get_document", "doc_id": "d3"},
             {"action": "answer", "answer": "Soup [d3].", "cited": ["d3"]}]
     question = "the falcon rocket booster lands after launch"
     ans = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB)
     beam = [d.doc_id for d in beam_search(opened, EMB, question, k=10, beam=1).documents]
-    assert beam[0] == "d6"
+    assert beam[0] == "d6" and "d3" not in beam
+    order = [beam[i] if i < len(beam) else "d3"
+             for i in pool_order(beam + ["d3"], opened.doc_scores(opened.query_vector(EMB, question), beam + ["d3"]),
+                                 opened, question, "hybrid")]
+    assert order[-1] == "d3"
     assert [(d.doc_id, d.via) for d in ans.documents] == (
-        [("d3", "read")] + [(d, "beam") for d in beam] + [("d4", "listed")])
+        [(d, "read" if d == "d3" else "beam") for d in order] + [("d4", "listed")])
     assert any("width-1 beam" in n for n in ans.notes)
+    # a cited document the beam ranked too keeps the beam's place, marked as read
+    onto = navigate(opened, FakeLLM({STAGE: [{"action": "get_document", "doc_id": beam[-1]},
+                                             {"action": "answer", "answer": "x", "cited": [beam[-1]]}]}),
+                    question, embedder=EMB)
+    assert [(d.doc_id, d.via) for d in onto.documents][:len(beam)] == (
+        [(d, "beam") for d in beam[:-1]] + [(beam[-1], "read")])
     plain = navigate(opened, FakeLLM({STAGE: list(walk)}), question, embedder=EMB, guided=False)
     assert [(d.doc_id, d.via) for d in plain.documents] == [("d3", "read"), ("d4", "listed")]
 
@@ -260,12 +271,37 @@ def test_the_guide_offers_what_is_nearest_the_question_first(opened: OpenedSkill
     ans = navigate(opened, llm, "which planet has a great red storm and many moons", embedder=EMB)
     first = llm.calls[0].prompt
     assert "nearest the question" in first and first.index("skill-02-space/") < first.index("skill-01-cooking/")
-    assert "skill-02-space/SKILL.md (4 documents, similarity" in first   # the first turn says where to go too
+    # the first turn says where to go too: the nearest leaf groups, which a view reaches at once
+    assert "skill-02-space/group-01-planets/INDEX.md (2 documents, similarity" in first
+    assert first.index("group-01-planets/INDEX.md") < first.index("Or view a skill's SKILL.md")
     assert "group-01-planets/INDEX.md (2 documents, similarity" in str(llm.calls[1].messages[-1]["content"])
     assert ans.cited == ["d8"] and opened.tools.view("skill-02-space/SKILL.md").text == before
     plain = FakeLLM({STAGE: [{"action": "answer", "answer": "x"}]})
     navigate(opened, plain, "which planet has a great red storm", embedder=EMB, guided=False, max_rounds=1)
     assert "nearest the question" not in plain.calls[0].prompt
+
+
+def test_the_guided_opening_offers_the_nearest_leaves_to_view_at_once(opened: OpenedSkills) -> None:
+    """Guided, the agent can view the nearest leaf straight from the opening turn: three
+    requests (leaf, document, answer) where the walk from the top takes four."""
+    question = "the falcon rocket booster lands after launch"
+    guide = Guide.for_question(opened, EMB, question)
+    nearest = guide.nearest_leaves()
+    assert len(nearest) == 3 and nearest[0].path == "skill-02-space/group-00-rockets"
+    assert all(guide.score(a) >= guide.score(b) for a, b in zip(nearest, nearest[1:]))
+    offer = shortcuts(opened, guide)
+    assert offer.index("skill-02-space/group-00-rockets/INDEX.md (2 documents, similarity") < offer.index(nearest[1].path)
+    assert "SKILL.md" in offer   # browsing from a skill stays open
+    llm = FakeLLM({STAGE: [{"action": "view", "path": "skill-02-space/group-00-rockets/INDEX.md"},
+                           {"action": "get_document", "doc_id": "d6"},
+                           {"action": "answer", "answer": "It lands on a barge [d6].", "cited": ["d6"]}]})
+    ans = navigate(opened, llm, question, embedder=EMB)
+    assert ans.stopped == "answered" and ans.cited == ["d6"] and ans.usage.llm_calls == 3
+    assert ans.documents[0].doc_id == "d6" and ans.documents[0].via == "read"
+    # with the skills as the leaves there is nothing to skip: the opening lists the skills' files
+    for c in opened.tree.clusters.values():
+        c.parent = None
+    assert shortcuts(opened, guide) == ""
 
 
 def test_the_guide_steps_aside_for_an_embedder_the_tree_was_not_built_with(opened: OpenedSkills) -> None:

@@ -39,7 +39,7 @@ from bookindex.skills.navigator.answer import (
     Via,
     count_tokens,
 )
-from bookindex.skills.navigator.beam import beam_search
+from bookindex.skills.navigator.beam import DEFAULT_RANK, beam_search, pool_order
 from bookindex.skills.navigator.context_fit import budget_chars, fit
 from bookindex.skills.navigator.document_tools import DocumentTools
 from bookindex.skills.navigator.guide import Guide, guide_for
@@ -53,7 +53,7 @@ ACTION_TOKENS = 512      # one action or a short answer; also bounds a runaway r
 # and the error) and the client's JSON instruction with the action schema
 RESERVE_TOKENS = 2 * ACTION_TOKENS + 1200
 DEFAULT_CONTEXT = 8192   # for a client that does not say its window
-BEAM_DOCS = 10  # of the width-1 beam, ranked after what a guided agent cited
+BEAM_DOCS = 10  # of the width-1 beam, ranked together with what a guided agent cited
 LISTED = re.compile(r"^- `([^`]+)`", re.M)   # a leaf listing's document line (materialise.py)
 
 SYSTEM = """You answer questions about a document collection by exploring a folder tree of topic summaries.
@@ -258,8 +258,22 @@ def opening(opened: OpenedSkills, question: str, guide: Guide | None = None) -> 
     lines = [f"- {c.path}/ ({c.num_documents} documents): {c.description}" for c in roots]
     # guided, the first turn ends like every view: the paths to open, nearest first with their
     # scores: a small model follows "Next:" lines more readily than the order of a list
-    ahead = "" if guide is None else "\n\n" + next_step(opened, "", guide)
+    ahead = "" if guide is None else "\n\n" + (shortcuts(opened, guide) or next_step(opened, "", guide))
     return f"Skills available{near}:\n" + "\n".join(lines) + f"\n\nQuestion: {question}" + ahead
+
+
+def shortcuts(opened: OpenedSkills, guide: Guide) -> str:
+    """The guided opening's "Next:": the leaf groups nearest the question, by the full path of
+    their INDEX.md, so the agent reaches document ids in one view instead of one a level; ""
+    when the skills are the leaves (nothing to skip) or no leaf has a file of its own (compact)."""
+    leaves = [c for c in guide.nearest_leaves() if c.parent is not None and opened.nav_file(c)]
+    if not leaves:
+        return ""
+    lines = [f"- {opened.nav_file(c)} ({c.num_documents} documents, similarity {guide.score(c):.2f}): {c.description}"
+             for c in leaves]
+    return ("Next: view the most relevant of these leaf groups, which list document ids (full paths, nearest the "
+            "question by embedding similarity first):\n" + "\n".join(lines)
+            + "\nOr view a skill's SKILL.md to browse its sub-groups.")
 
 
 def _usage_of(llm: LLM, before: dict[str, Any]) -> dict[str, float]:
@@ -275,13 +289,13 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
     `library`: the tools at a document of a library hierarchy (search_document, get_node,
     get_pages), offered beside view and get_document.
 
-    The ranked documents are the ones it cited, then (guided) the top documents of the width-1
-    beam it was guided by (`via="beam"`), then the others it read, then the ones it only saw in
-    the leaf listings it opened (`via="listed"`), ranked by `embedder` similarity to the question
-    when one is given: a small model that runs out of rounds one step short of get_document has
-    still found where the answer lives, and a retrieval metric should see that (the answer does
-    not: it cites only what was read). With the beam's ranking after what it cited, the guided
-    agent's list is the beam's unless it read and cited something the beam ranked lower.
+    The ranked documents are the ones it cited (guided: together with the top documents of the
+    width-1 beam it was guided by, `via="beam"`, all in the beam's hybrid order), then the others
+    it read, then the ones it only saw in the leaf listings it opened (`via="listed"`), ranked by
+    `embedder` similarity to the question when one is given: a small model that runs out of
+    rounds one step short of get_document has still found where the answer lives, and a
+    retrieval metric should see that (the answer does not: it cites only what was read). Guided,
+    the list is the beam's with what the agent cited outside it ranked in by the same measure.
 
     `guided` (with an embedder): what the agent is offered next comes nearest the question first
     (`guide.py`); False is the paper's unguided agent."""
@@ -300,13 +314,18 @@ def navigate(opened: OpenedSkills, llm: LLM, question: str, *, max_rounds: int =
     else:
         answer, (cited, nodes), stopped, rounds = _json_loop(run, llm, question, max_rounds)
     used = _usage_of(llm, before)
-    # guided, the beam the agent was guided by follows what it cited: a read it did not cite is
-    # judged by its place in that ranking, so the agent returns at least the beam's documents
+    # guided, what it cited joins the documents of the width-1 beam it was guided by and all are
+    # ranked by the beam's own measure: the agent adds what the beam did not reach, and a cited
+    # document comes first only when that measure puts it there (a small model's citation is a
+    # weaker signal than the beam's order: docs/benchmarks.md, "Corpus navigation")
     beam = _beam_documents(opened, embedder, question) if guided and run.guide is not None else []
+    ranked: list[tuple[str, Via]]
     if beam:
-        run.notes.append(f"ranked after the cited documents: the width-1 beam's top {len(beam)}")
-    ranked: list[tuple[str, Via]] = [(d, "read") for d in cited]
-    ranked += [(d, "beam" if d not in run.fetched else "read") for d in beam if d not in cited]
+        head = _beam_order(opened, embedder, question, beam + [d for d in cited if d not in beam])
+        run.notes.append(f"the cited documents ranked with the width-1 beam's top {len(beam)} by its hybrid order")
+        ranked = [(d, "read" if d in run.fetched else "beam") for d in head]
+    else:
+        ranked = [(d, "read") for d in cited]
     ranked += [(d, "read") for d in run.fetched if d not in cited and d not in beam]
     seen = {d for d, _ in ranked}
     listed = [d for d in run.listed if d not in seen]
@@ -338,6 +357,15 @@ def _beam_documents(opened: OpenedSkills, embedder: Embedder | None, question: s
         return [d.doc_id for d in beam_search(opened, embedder, question, k=BEAM_DOCS, beam=1).documents]
     except InputError:
         return []
+
+
+def _beam_order(opened: OpenedSkills, embedder: Embedder | None, question: str, doc_ids: list[str]) -> list[str]:
+    """`doc_ids` in the order the beam ranks what it reached (`pool_order`, hybrid): the same
+    measure for the beam's documents and the ones the agent found elsewhere."""
+    if embedder is None:
+        return doc_ids
+    sims = opened.doc_scores(opened.query_vector(embedder, question), doc_ids)
+    return [doc_ids[i] for i in pool_order(doc_ids, sims, opened, question, DEFAULT_RANK)]
 
 
 def _context_size(llm: Any) -> int:

@@ -7,6 +7,11 @@ guide turns that habit into the no-LLM beam's judgement. The skills in the openi
 members route with `rank="dense"` (`beam.member_score`: a cluster's best document similarity), each
 with its score. The same similarities rank the documents the agent only saw listed.
 
+The opening turn also names the nearest leaf groups by full path. Walking down to a leaf takes
+one view a level (each a turn of about 800 prompt tokens for the small model), and a small model
+that follows the first "Next:" path at each level ends at the first of these leaves anyway; it
+may still view a skill and walk down instead.
+
 The navigation files are untouched (a build stays byte-identical and another agent reads the same
 tree). A capable model may still go anywhere, and the grounding rule is unchanged: the answer cites
 only documents it read. `navigate(..., guided=False)` (the eval's `skills-llm-plain`) is the
@@ -22,6 +27,7 @@ from bookindex.skills.navigator.beam import member_score
 from bookindex.skills.navigator.opened import OpenedSkills
 
 SUGGESTED = 3   # documents named at a leaf: the small model reads the first; a bigger one may compare
+SHORTCUTS = 3   # leaf groups offered in the opening turn, to view without walking down to them
 
 
 class Guide:
@@ -49,6 +55,12 @@ class Guide:
     def documents(self, doc_ids: list[str]) -> list[str]:
         """Nearest first; ids without a vector last, in their order."""
         return [d for _, _, d in sorted(((-self.sims.get(d, -2.0), i, d) for i, d in enumerate(doc_ids)))]
+
+    def nearest_leaves(self, n: int = SHORTCUTS) -> list[Cluster]:
+        """The `n` leaf clusters nearest the question (a leaf's score is its best document's, as
+        at every level, so the first is where always taking the first "Next:" path ends)."""
+        leaves = [c for c in self.opened.tree.clusters.values() if not c.children]
+        return self.clusters(leaves)[:n]
 
     def at_leaf(self, cluster: Cluster) -> list[str]:
         """The leaf's listed documents worth reading first."""
