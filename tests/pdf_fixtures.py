@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from reportlab.lib.pagesizes import A4
+from reportlab.lib.pagesizes import A4, letter
 from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen import canvas
 
@@ -476,6 +476,20 @@ def build_r_manual(path: Path) -> Path:
             else:
                 y = _para(c, y, details, width=W - 2 * LEFT - 20, x=LEFT + 20)
         y -= 16
+    c.showPage()
+    c.save()
+    return path
+
+
+def build_cover_report(path: Path) -> Path:
+    """A one-page report whose cover states its title, publication date and period (identity tests)."""
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica-Bold", 18)
+    c.drawString(72, 700, "Annual Report of the Harbour Board")
+    c.setFont("Helvetica", 10)
+    for i, line in enumerate(["Published March 2, 2021", "For the year ended December 31, 2020"] +
+                             ["The Harbour Board maintains the harbour and its lights."] * 6):
+        c.drawString(72, 660 - 14 * i, line)
     c.showPage()
     c.save()
     return path

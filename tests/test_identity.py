@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeEmbedder
-from reportlab.lib.pagesizes import letter
-from reportlab.pdfgen import canvas
+from pdf_fixtures import build_cover_report
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app
@@ -147,25 +146,12 @@ def test_dates_and_round_trip() -> None:
     assert identify([], nlp=None) == DocumentIdentity()
 
 
-def _cover_pdf(path: Path) -> Path:
-    c = canvas.Canvas(str(path), pagesize=letter)
-    c.setFont("Helvetica-Bold", 18)
-    c.drawString(72, 700, "Annual Report of the Harbour Board")
-    c.setFont("Helvetica", 10)
-    for i, line in enumerate(["Published March 2, 2021", "For the year ended December 31, 2020"] +
-                             ["The Harbour Board maintains the harbour and its lights."] * 6):
-        c.drawString(72, 660 - 14 * i, line)
-    c.showPage()
-    c.save()
-    return path
-
-
 def test_the_identity_is_in_the_manifest_and_the_listing_whatever_the_file_is_called(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     emb = FakeEmbedder()
     monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
-    pdf = _cover_pdf(tmp_path / "report (3).pdf")
+    pdf = build_cover_report(tmp_path / "report (3).pdf")
     lib = str(tmp_path / "lib")
     runner = CliRunner()
     assert runner.invoke(app, ["index", str(pdf), "-i", lib, "--no-graph"]).exit_code == 0

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeEmbedder
-from reportlab.lib.pagesizes import letter
-from reportlab.pdfgen import canvas
+from pdf_fixtures import build_cover_report
 from typer.testing import CliRunner
 
 from bookindex.cli.app import app, main
@@ -39,26 +38,13 @@ def test_a_tree_gives_back_the_blocks_it_was_built_from() -> None:
     assert identify(back, nlp=None).organisation == "NORTHWIND TRADERS, INC."
 
 
-def _cover_pdf(path: Path) -> Path:
-    c = canvas.Canvas(str(path), pagesize=letter)
-    c.setFont("Helvetica-Bold", 18)
-    c.drawString(72, 700, "Annual Report of the Harbour Board")
-    c.setFont("Helvetica", 10)
-    for i, line in enumerate(["Published March 2, 2021", "For the year ended December 31, 2020"] +
-                             ["The Harbour Board maintains the harbour and its lights."] * 6):
-        c.drawString(72, 660 - 14 * i, line)
-    c.showPage()
-    c.save()
-    return path
-
-
 def test_refresh_rewrites_a_stale_identity_in_a_new_generation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     emb = FakeEmbedder()
     monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     lib = tmp_path / "lib"
-    pdf = _cover_pdf(tmp_path / "report (3).pdf")
+    pdf = build_cover_report(tmp_path / "report (3).pdf")
     assert runner.invoke(app, ["index", str(pdf), "-i", str(lib), "--no-graph"]).exit_code == 0
     catalog = json.loads((lib / "library.json").read_text())
     (doc_id, entry), = catalog["documents"].items()
@@ -101,7 +87,7 @@ def test_refresh_stores_a_missing_or_stale_lexical_index(tmp_path: Path, monkeyp
     monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
     monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     lib = tmp_path / "lib"
-    pdf = _cover_pdf(tmp_path / "board.pdf")
+    pdf = build_cover_report(tmp_path / "board.pdf")
     assert runner.invoke(app, ["index", str(pdf), "-i", str(lib), "--no-graph"]).exit_code == 0
 
     def folder() -> Path:
