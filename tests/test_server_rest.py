@@ -105,9 +105,9 @@ def test_upload_poll_ask_stream_delete(open_server: tuple[str, Path]) -> None:
     assert ran["plan"] == plan and ran["evidence"]
     hits = httpx.post(f"{base}/search", json={"query": "DER tag", "k": 3}, timeout=60).json()
     assert 0 < len(hits) <= 3
-    assert httpx.get(f"{base}/stats").json()["documents"] == 1
+    assert httpx.get(f"{base}/stats", timeout=60).json()["documents"] == 1
 
-    r = httpx.delete(f"{base}/documents/{doc_id}")
+    r = httpx.delete(f"{base}/documents/{doc_id}", timeout=60)  # a writer: slow on a loaded machine
     assert r.status_code == 200 and r.json()["doc_id"] == doc_id
     assert httpx.get(f"{base}/documents").json() == []
     assert httpx.get(f"{base}/documents/{doc_id}").status_code == 404
