@@ -17,7 +17,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bookindex.core.config import Settings, load_settings
 from bookindex.core.errors import IndexFormatError, InputError
@@ -29,7 +29,6 @@ from bookindex.indexing.document_folder import (
     FORMAT_VERSION,
     failed_graph_nodes,
     lexical_index_current,
-    load_tree,
     read_manifest,
     write_lexical_index,
     write_manifest,
@@ -43,6 +42,8 @@ from bookindex.providers.reranker import get_reranker
 from bookindex.storage import lance_store
 from bookindex.storage.catalog import Catalog, generation_name, now, remove_if_empty
 from bookindex.storage.content_hash import path_sha256
+
+T = TypeVar("T")
 
 # DocumentLibrary.add keyword options -> settings keys (CLI flags map onto the same names).
 OPTION_KEYS = {
@@ -279,24 +280,14 @@ class DocumentLibrary:
         catalog entry with one os.replace of library.json, as add() does. Status "retried";
         `doc.retry` holds the outcome (nodes, recovered, still_failed, llm_calls, ...).
         """
-        tmp_root = self.catalog.staging_root()
-        tmp_root.mkdir(parents=True, exist_ok=True)
-        build_dir = tmp_root / generation_name(doc.doc_id)
-        try:
-            shutil.copytree(doc.dir, build_dir, copy_function=_link_or_copy)
+        def retry(build_dir: Path) -> dict[str, Any]:
             outcome = retry_graph_nodes(build_dir, failed, settings=settings, llm=self.llm,
                                         embedder=self.embedder, reranker=self.reranker,
                                         on_event=on_event or (lambda e, i: None), progress=progress)
-            manifest = dict(doc.manifest, updated=now(), graph_failed=outcome["still_failed"])
-            write_manifest(build_dir, manifest)
-            if not self.catalog.swap_generation(doc.doc_id, doc.dir.name, build_dir):
-                raise InputError(f"{doc.name}: changed by another process during the graph retry; "
-                                 "run `bookindex index` again")
-        except BaseException:
-            shutil.rmtree(build_dir, ignore_errors=True)
-            raise
-        finally:
-            self.catalog.discard_staging_root()
+            write_manifest(build_dir, dict(doc.manifest, updated=now(), graph_failed=outcome["still_failed"]))
+            return outcome
+
+        outcome = self._new_generation(doc, retry, "the graph retry", "bookindex index")
         new = self._doc(doc.doc_id, "retried")
         new.retry = outcome
         return new
@@ -318,36 +309,49 @@ class DocumentLibrary:
         "stale" without `write`).
         """
         target = self.get(doc)
+        tree = target.tree
         old = dict(target.manifest.get("identity") or {})
-        new = identify(tree_blocks(target.tree)).to_dict()
-        lexical_ok = lexical_index_current(target.dir, target.tree)
+        new = identify(tree_blocks(tree)).to_dict()
+        lexical_ok = lexical_index_current(target.dir, tree)
         target.unload()
         if (new == old and lexical_ok) or not write:
             target.status = "unchanged" if new == old and lexical_ok else "stale"
             target.lexical_stale = not lexical_ok
             return target, old, new
+
+        def rewrite(build_dir: Path) -> None:
+            target.close()  # the copy holds its files: the old generation can go with the swap
+            if new != old:
+                write_manifest(build_dir, dict(target.manifest, identity=new, updated=now()))
+            if not lexical_ok:  # an index from before the folder stored one, or of other passages
+                write_lexical_index(build_dir, tree)
+
         with self.writer("refresh"):
-            tmp_root = self.catalog.staging_root()
-            tmp_root.mkdir(parents=True, exist_ok=True)
-            build_dir = tmp_root / generation_name(target.doc_id)
-            try:
-                shutil.copytree(target.dir, build_dir, copy_function=_link_or_copy)
-                target.close()  # the copy holds its files: the old generation can go with the swap
-                if new != old:
-                    write_manifest(build_dir, dict(target.manifest, identity=new, updated=now()))
-                if not lexical_ok:  # an index from before the folder stored one, or of other passages
-                    write_lexical_index(build_dir, load_tree(build_dir))
-                if not self.catalog.swap_generation(target.doc_id, target.dir.name, build_dir):
-                    raise InputError(f"{target.name}: changed by another process during the refresh; "
-                                     "run `bookindex refresh` again")
-            except BaseException:
-                shutil.rmtree(build_dir, ignore_errors=True)
-                raise
-            finally:
-                self.catalog.discard_staging_root()
+            self._new_generation(target, rewrite, "the refresh", "bookindex refresh")
         refreshed = self._doc(target.doc_id, "refreshed")
         refreshed.lexical_stale = not lexical_ok
         return refreshed, old, new
+
+    def _new_generation(self, doc: StoredDocument, change: Callable[[Path], T], during: str, again: str) -> T:
+        """Copy `doc`'s generation folder under .tmp/ (files hard-linked: whatever `change` writes
+        there must be a new file renamed into place, never written through), let `change` write
+        into the copy, then swap it in for `doc`'s generation with one os.replace of library.json,
+        as add() does. Another process changing the document meanwhile is an InputError telling
+        the user to run `again`; the copy is removed on any failure."""
+        tmp_root = self.catalog.staging_root()
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        build_dir = tmp_root / generation_name(doc.doc_id)
+        try:
+            shutil.copytree(doc.dir, build_dir, copy_function=_link_or_copy)
+            result = change(build_dir)
+            if not self.catalog.swap_generation(doc.doc_id, doc.dir.name, build_dir):
+                raise InputError(f"{doc.name}: changed by another process during {during}; run `{again}` again")
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            raise
+        finally:
+            self.catalog.discard_staging_root()
+        return result
 
     def remove(self, doc: str) -> StoredDocument:
         """Remove a document (by id or name); atomic like add()."""

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
     from bookindex.indexing.library import DocumentLibrary
 
 
-_UNREAD = object()  # a view not read yet (None is a value: a document without tables has no row index)
-
-
 class StoredDocument:
     """One indexed document: its manifest, and lazily its tree, graph, vectors and lexical index.
 
@@ -56,7 +53,8 @@ class StoredDocument:
         self._tree: DocumentTree | None = None
         self._graph: KnowledgeGraph | None = None
         self._lexical: LexicalIndex | None = None
-        self._rows: LexicalIndex | None | object = _UNREAD
+        self._rows: LexicalIndex | None = None  # None is also a value: a document without tables
+        self._rows_read = False
         self._node_vectors: tuple[list[str], np.ndarray | None] | None = None
         self._entity_vectors: tuple[list[str], np.ndarray | None] | None = None
 
@@ -67,7 +65,7 @@ class StoredDocument:
         self._tree = None
         self._graph = None
         self._lexical = None
-        self._rows = _UNREAD
+        self._rows, self._rows_read = None, False
         self._node_vectors = None
         self._entity_vectors = None
 
@@ -146,9 +144,9 @@ class StoredDocument:
         return self._lexical
 
     def table_row_index(self) -> LexicalIndex | None:
-        if self._rows is _UNREAD:
-            self._rows = document_row_index(self.tree, self.dir / LEXICAL_DIR)
-        return self._rows  # type: ignore[return-value]  # not _UNREAD any more
+        if not self._rows_read:
+            self._rows, self._rows_read = document_row_index(self.tree, self.dir / LEXICAL_DIR), True
+        return self._rows
 
     def image_file(self, node_id: str) -> Path | None:
         """Absolute path of a node's image (stored relative to the document folder)."""
