@@ -2,7 +2,7 @@
 
 Operators never touch storage: the Engine opens a stored document (a `DocumentIndex` from the
 storage layer) and hands it here with its providers; tests wrap an in-memory tree and graph in a
-`MemoryIndex`. Views that cost something to derive (the text index, query vectors, section units,
+`MemoryIndex`. Views that cost something to derive (the text index, section units,
 the entity-name index, the graph's adjacency matrix) are built once per opened document and kept
 in one typed `DerivedViews`, so a document opened once answers many questions quickly.
 """
@@ -22,12 +22,12 @@ from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, node_text
 from bookindex.core.protocols import LLM, DocumentIndex, Embedder, LexicalIndex, Reranker
 from bookindex.providers.lexical import document_lexical_index, document_row_index
+from bookindex.providers.query_vectors import QueryVectors
 
 if TYPE_CHECKING:  # typing only: textscore and structure build their views from this module's IndexContext
     from bookindex.operators.structure import DocStructure
     from bookindex.operators.textscore import TextIndex
 
-QUERY_VECTOR_CACHE = 2048  # query texts whose vectors stay cached per opened document
 LINK_CACHE = 2048  # mentions whose entity links stay cached per opened document
 
 
@@ -84,7 +84,6 @@ class DerivedViews:
     text_index: TextIndex | None = None
     node_matrix: tuple[list[str], np.ndarray | None] | None = None
     entity_matrix: tuple[list[str], np.ndarray | None] | None = None
-    query_vectors: OrderedDict[str, np.ndarray | None] = field(default_factory=OrderedDict)
     units: dict[int, dict[str, str]] = field(default_factory=dict)
     entity_names: dict[str, list[str]] | None = None
     entity_name_lengths: tuple[list[str], np.ndarray] | None = None  # the names above, and their lengths
@@ -118,6 +117,7 @@ class IndexContext:
     reranker: Reranker | None = None
     vlm: LLM | None = None
     views: DerivedViews = field(default_factory=DerivedViews)
+    queries: QueryVectors | None = None  # query vectors by text (`query_vectors`)
 
     def __post_init__(self) -> None:
         if self.settings is None:  # a caller without a configuration (tests, scripts): the defaults
@@ -197,19 +197,14 @@ class IndexContext:
         return np.asarray(self.embedder.encode(list(texts)), dtype=np.float32)
 
     def query_vectors(self, texts: list[str]) -> list[np.ndarray | None]:
-        """Vectors of query-time texts; the uncached ones are encoded in one call (one model call
-        costs about as much as one text). Kept per document, least recently used dropped first."""
-        cache = self.views.query_vectors
-        todo = list(dict.fromkeys(t for t in texts if t not in cache))
-        if todo:
-            vecs = self.embed(todo)
-            for i, t in enumerate(todo):
-                cache[t] = None if vecs is None else vecs[i]
-            while len(cache) > QUERY_VECTOR_CACHE:
-                cache.popitem(last=False)
-        for t in texts:
-            cache.move_to_end(t)
-        return [cache[t] for t in texts]
+        """Vectors of query-time texts (None each without an embedder), from `queries`: the
+        Engine's cache, shared with the library router and every opened document, so a question
+        routed and then searched is embedded once; a cache of the context's own otherwise."""
+        if self.embedder is None:
+            return [None] * len(texts)
+        if self.queries is None:
+            self.queries = QueryVectors(self.embedder)
+        return list(self.queries.vectors(list(texts)))
 
     def rerank(self, query: str, passages: list[str]) -> list[float] | None:
         if self.reranker is None:

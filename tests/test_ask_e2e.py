@@ -106,7 +106,7 @@ def test_lib_route_ranks_as_ask_routes(lib):
     assert sorted(r.doc_id for r in ranked) == sorted(d.doc_id for d in lib.documents)
     assert ranked[0].doc_id == lib.ask(q).trace[0].chosen
     assert [r.doc_id for r in ranked] == [r.doc_id for r in lib.engine.routing.rank(q)]
-    assert set(ranked[0].signals) == {"nodes", "lexical", "vector", "name", "organisation", "year", "form"}
+    assert set(ranked[0].signals) == {"nodes", "lexical", "passages", "vector", "name", "organisation", "year", "form"}
     assert ranked[0].score >= ranked[-1].score
     with pytest.raises(InputError, match="empty"):
         lib.route("  ")

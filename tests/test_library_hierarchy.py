@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakes import FakeEmbedder, FakeLLM, LLMCall
 from typer.testing import CliRunner
@@ -176,6 +177,26 @@ def test_navigation_reaches_a_block_through_search_document(tmp_path: Path, libr
             eng.pages(orbit.doc_id, bad)
 
 
+def test_a_routed_question_is_embedded_once(tmp_path: Path, library: Path):
+    # the router and the chosen document's retrieval share the Engine's query vectors
+    class Recording(FakeEmbedder):
+        def __init__(self) -> None:
+            super().__init__(dim=64, word=r"[a-z]+")
+            self.texts: list[str] = []
+
+        def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+            self.texts.extend(texts)
+            return super().encode(texts, progress)
+
+    emb = Recording()
+    eng = make_engine(library, tmp_path, emb)
+    question = "rocket engine kerosene thrust nozzle"
+    eng.ask(AskRequest(question=question))
+    assert emb.texts.count(question) == 1
+    eng.ask(AskRequest(question=question))
+    assert emb.texts.count(question) == 1
+
+
 def test_ask_without_a_document_shows_the_routing_decision(tmp_path: Path, library: Path, embedder: FakeEmbedder):
     eng = make_engine(library, tmp_path, embedder)
     ans = eng.ask(AskRequest(question="rocket engine kerosene thrust nozzle"))
@@ -183,7 +204,7 @@ def test_ask_without_a_document_shows_the_routing_decision(tmp_path: Path, libra
     rocket = next(d for d in eng.library.documents if d.name == "rocket.md")
     assert route.op == "Route" and route.kind == "library" and route.chosen == rocket.doc_id
     assert ans.doc["doc_id"] == rocket.doc_id
-    assert set(route.outputs[0]["signals"]) == {"nodes", "lexical", "vector", "name", "organisation", "year", "form"}
+    assert set(route.outputs[0]["signals"]) == {"nodes", "lexical", "passages", "vector", "name", "organisation", "year", "form"}
     assert route.decided_by.startswith("fused")   # a question about no reporting period
     out = tmp_path / "hier"
     build(eng, library, out)

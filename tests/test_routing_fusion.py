@@ -67,3 +67,21 @@ def test_decided_by_names_the_signal_that_separated_the_two_first() -> None:
     assert decided_by([first, second]) == "fused (lexical)"
     assert decided_by([first, first]) == "fused"   # nothing separates them: the document id did
     assert decided_by([first]) == "only"
+
+
+def test_passages_signal_finds_the_document_holding_the_words_together() -> None:
+    # two manuals of one kind share every word of the question, each word on its own page; only
+    # "b" has one passage holding them together: passages decide (whole-document texts kept equal)
+    shared = ["gallery settings", "watch face options", "time display"]
+    passages = [shared + ["battery care"], shared + ["set the time of a gallery watch face"]]
+    r = LibraryRouter(["a", "b"], ["watch manual", "watch manual"], np.zeros((2, 2), dtype=np.float32), [None, None], passages=passages)
+    values = r.signals("time on the gallery watch face", np.zeros(2, dtype=np.float32))
+    assert values["passages"][1] > values["passages"][0] > 0
+    ranked = r.rank("time on the gallery watch face", np.zeros(2, dtype=np.float32))
+    assert ranked[0].doc_id == "b" and ranked[0].ranks["passages"] == 1 and ranked[1].ranks["passages"] == 2
+    assert decided_by(ranked) == "fused (passages)"
+
+
+def test_passages_signal_without_passages_is_zero() -> None:
+    r = LibraryRouter(["a", "b"], ["x", "y"], np.zeros((2, 2), dtype=np.float32), [None, None])
+    assert list(r.signals("x", np.zeros(2, dtype=np.float32))["passages"]) == [0.0, 0.0]

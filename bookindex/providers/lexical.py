@@ -165,7 +165,9 @@ def passages_fingerprint(ids: Sequence[str], texts: Sequence[str], analyser: Ana
     return h.hexdigest()
 
 
-def _document_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
+def document_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
+    """(node ids, texts) of what a document's BM25 index holds: its non-empty leaves and its
+    reference entries, each as its "lexical" node text."""
     leaves = [n for n in tree.walk() if (n.type in LEAF_TYPES and n.content.strip()) or
               (n.type == "section" and n.meta.get("entry"))]
     return [n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves]
@@ -203,13 +205,13 @@ def document_lexical_index(tree: DocumentTree, stored: Path | None = None) -> Le
         index = stored_document_lexical_index(tree, stored)
         if index is not None:
             return index
-    return LexicalIndex(*_document_passages(tree))
+    return LexicalIndex(*document_passages(tree))
 
 
 def stored_document_lexical_index(tree: DocumentTree, stored: Path) -> LexicalIndex | None:
     """The index `save_document_lexical_index` stored in `stored` for exactly this tree's
     passages; None when there is none or it is of other passages."""
-    ids, texts = _document_passages(tree)
+    ids, texts = document_passages(tree)
     return LexicalIndex.load(stored, ids, passages_fingerprint(ids, texts))
 
 
@@ -240,7 +242,7 @@ def save_document_lexical_index(tree: DocumentTree, folder: Path) -> LexicalInde
     row_ids, row_texts = table_row_passages(tree)
     if row_ids:
         LexicalIndex(row_ids, row_texts).save(folder / ROWS_DIR, passages_fingerprint(row_ids, row_texts))
-    ids, texts = _document_passages(tree)
+    ids, texts = document_passages(tree)
     index = LexicalIndex(ids, texts)
     index.save(folder, passages_fingerprint(ids, texts))  # last: its lexical.json marks the folder whole
     return index

@@ -1,6 +1,6 @@
 """Which documents of a library a question is about, without an LLM.
 
-Four signals per document, fused by weighted reciprocal rank (k = 5, see `RRF_K`), because each
+Five signals per document, fused by weighted reciprocal rank (k = 5, see `RRF_K`), because each
 fails on different questions (measured on MMLongBench dev pooled as one library, docs/benchmarks.md
 "Library hierarchy"):
 - `nodes`: the mean of the question's best cosines with the document's stored node vectors (its
@@ -12,6 +12,11 @@ fails on different questions (measured on MMLongBench dev pooled as one library,
   document's nodes compares like with like.
 - `lexical`: BM25 over whole documents with one library-wide IDF, so a term that names one
   document ("Best Buy", "Camry") counts, while a term every report shares does not.
+- `passages`: BM25 over every document's passages (the leaves its own BM25 index holds) with one
+  library-wide IDF, each document scored by the mean of its best passages (the same share as
+  `nodes`). Documents of one kind (two watch manuals, ten NLP papers, ten years of one company's
+  filings) share their vocabulary, so whole-document BM25 barely separates them; what separates
+  them is one passage holding the question's words together ("gallery", "watch face", "time").
 - `vector`: the cosine with the document's own embedding (title and opening text: what the
   topic clusters of a skill folder were built from).
 - `name`: question words (a company, a year) that name the document by its file name, its title
@@ -41,7 +46,7 @@ import numpy as np
 
 from bookindex.core.protocols import DocumentIndex, Embedder
 from bookindex.parsing.identity import DocumentIdentity
-from bookindex.providers.lexical import LexicalIndex
+from bookindex.providers.lexical import LexicalIndex, document_passages
 from bookindex.routing.document_text import DocumentText, embed_documents, tree_text
 from bookindex.routing.identity_match import IdentityMatcher
 from bookindex.routing.names import NameMatcher, joined_runs
@@ -54,12 +59,13 @@ from bookindex.routing.names import NameMatcher, joined_runs
 RRF_K = 5
 TOP_NODES = 3          # node cosines averaged for the `nodes` signal, at least
 TOP_NODES_SHARE = 0.01  # ... or this share of a document's nodes, when more
-SIGNALS = ("nodes", "lexical", "vector", "name")
+SIGNALS = ("nodes", "lexical", "passages", "vector", "name")
 SPARSE = frozenset({"name"})   # signals that rank only the documents they match
 # the document embedding is the weakest signal alone (hit@1 0.57 vs 0.71 nodes, 0.64 lexical on
 # MMLongBench dev pooled) and counts half; tuned on that split, so its figures are development ones
-# (docs/benchmarks.md, "Library hierarchy", for the `name` weight too)
-WEIGHTS = {"nodes": 1.0, "lexical": 1.0, "vector": 0.5, "name": 0.5}
+# (docs/benchmarks.md, "Library hierarchy", for the `name` weight too). `passages` counts as the
+# other strong signals, untuned.
+WEIGHTS = {"nodes": 1.0, "lexical": 1.0, "passages": 1.0, "vector": 0.5, "name": 0.5}
 EMBED_CHARS = 2000   # of a document embedded for the `vector` signal (the compiler's default)
 ROUTE_SHOWN = 5      # documents of a routing decision kept in a trace
 TIERS = ("organisation", "year", "form")  # what a cover says, in the order it decides
@@ -79,12 +85,14 @@ class LibraryRouter:
     def __init__(self, doc_ids: Sequence[str], texts: Sequence[str], doc_vectors: np.ndarray,
                  node_vectors: Sequence[np.ndarray | None], names: Sequence[str] | None = None,
                  weights: dict[str, float] | None = None,
-                 identities: Sequence[DocumentIdentity] | None = None) -> None:
+                 identities: Sequence[DocumentIdentity] | None = None,
+                 passages: Sequence[Sequence[str]] | None = None) -> None:
         self.doc_ids = list(doc_ids)
         # what each document's cover says it is (empty: nothing)
         self.identity = IdentityMatcher(list(identities) if identities is not None
                                         else [DocumentIdentity()] * len(self.doc_ids))
         self.lexical = LexicalIndex(self.doc_ids, list(texts))
+        self.passages = PassageScores(passages if passages is not None else [[] for _ in self.doc_ids])
         self.doc_vectors = np.asarray(doc_vectors, dtype=np.float32)
         self.node_vectors = list(node_vectors)
         self.names = NameMatcher(names if names is not None else [""] * len(self.doc_ids))
@@ -94,6 +102,7 @@ class LibraryRouter:
         """Each signal's value for every document, in `doc_ids` order."""
         nodes = np.array([_top_mean(m, qvec) for m in self.node_vectors], dtype=np.float32)
         return {"nodes": nodes, "lexical": np.asarray(self.lexical.scores(question), dtype=np.float32),
+                "passages": self.passages.scores(question),
                 "vector": self.doc_vectors @ qvec if len(self.doc_vectors) else np.zeros(0, np.float32),
                 "name": self.names.scores(question)}
 
@@ -137,6 +146,27 @@ class LibraryRouter:
         among = [i in kept and (not named or org[i] > 0) for i in range(n)]
         return {"organisation": organisation, "year": self.identity.year(question, among),
                 "form": self.identity.form(question)}
+
+
+class PassageScores:
+    """Every document's passages in one BM25 index (one IDF); a document's score is the mean of
+    its best passages' (`top_nodes` of them), 0 for a document without passages."""
+
+    def __init__(self, passages: Sequence[Sequence[str]]) -> None:
+        texts = [t for doc in passages for t in doc]
+        self.bounds = np.cumsum([0, *(len(doc) for doc in passages)])
+        self.index = LexicalIndex([str(i) for i in range(len(texts))], texts) if texts else None
+
+    def scores(self, question: str) -> np.ndarray:
+        out = np.zeros(len(self.bounds) - 1, dtype=np.float32)
+        if self.index is None:
+            return out
+        s = np.asarray(self.index.scores(question), dtype=np.float32)
+        for i, (a, b) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
+            if b > a:
+                k = min(top_nodes(int(b - a)), int(b - a))
+                out[i] = float(np.partition(s[a:b], b - a - k)[-k:].mean())
+        return out
 
 
 def _top_mean(matrix: np.ndarray | None, qvec: np.ndarray) -> float:
@@ -195,20 +225,22 @@ D = TypeVar("D", bound=DocumentIndex)
 def router_for(docs: Sequence[D], embedder: Embedder, embed_chars: int = EMBED_CHARS,
                done: Callable[[D], None] | None = None) -> LibraryRouter:
     """A router over a library's documents: their text and title (as the skills compiler reads
-    them), their embedding, their stored node vectors, and what their covers say they are.
+    them), their embedding, their stored node vectors, their passages, and what their covers say
+    they are.
     `done(doc)` is called once a document has been read (a library's documents unload there)."""
-    idents, texts, node_vectors = [], [], []
+    idents, texts, node_vectors, passages = [], [], [], []
     for d in docs:
         ident = DocumentIdentity.from_dict(d.manifest.get("identity"))
         idents.append(ident)
         texts.append(DocumentText(title=_title(d, ident), text=tree_text(d.tree)))
         node_vectors.append(_normalised(d.node_vectors()[1]))
+        passages.append(document_passages(d.tree)[1])
         if done is not None:
             done(d)
     vectors = embed_documents(texts, embedder, embed_chars)
     return LibraryRouter([d.doc_id for d in docs], [f"{t.title}\n{t.text}" for t in texts], vectors, node_vectors,
                          names=[f"{d.name} {t.title} {_identity_words(i)}" for d, t, i in zip(docs, texts, idents)],
-                         identities=idents)
+                         identities=idents, passages=passages)
 
 
 def _title(doc: DocumentIndex, ident: DocumentIdentity) -> str:

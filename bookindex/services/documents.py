@@ -147,7 +147,7 @@ class DocumentCache:
                 f"(dim {mat.shape[1]}), but the configured embedder {embedder.name!r} has dim "
                 f"{embedder.dim}; re-index the document or configure that model")
         return IndexContext(index=stored, settings=p.settings, llm=p.llm, embedder=embedder,
-                            reranker=p.reranker, vlm=p.vlm)
+                            reranker=p.reranker, vlm=p.vlm, queries=p.query_vectors)
 
     # -- views of a browsed document ------------------------------------------------------
     def node(self, node_id: str) -> NodeView:

@@ -13,6 +13,7 @@ from bookindex.core.config import Settings
 from bookindex.core.protocols import LLM, Embedder, Reranker
 from bookindex.providers.embedding import get_corpus_embedder, get_embedder
 from bookindex.providers.llm import get_llm
+from bookindex.providers.query_vectors import QueryVectors
 from bookindex.providers.reranker import get_reranker
 
 
@@ -23,6 +24,7 @@ class ProviderSet:
                  reranker: Reranker | None = None, vlm: LLM | None = None) -> None:
         self._settings = settings
         self._llm, self._embedder, self._reranker, self._vlm = llm, embedder, reranker, vlm
+        self._query_vectors: QueryVectors | None = None
         self._lock = threading.RLock()
 
     @property
@@ -51,6 +53,15 @@ class ProviderSet:
             if self._embedder is None:
                 self._embedder = get_embedder(self.settings)
             return self._embedder
+
+    @property
+    def query_vectors(self) -> QueryVectors:
+        """Question vectors by text from `embedder`, shared by the router and every opened
+        document: a question routed and then searched is embedded once."""
+        with self._lock:
+            if self._query_vectors is None:
+                self._query_vectors = QueryVectors(self.embedder)
+            return self._query_vectors
 
     @property
     def reranker(self) -> Reranker:

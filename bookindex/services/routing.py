@@ -152,7 +152,7 @@ class RoutingService:
 
     def query_vector(self, question: str) -> np.ndarray:
         """The question's unit-length embedding, as the router compares it."""
-        vec = np.asarray(self.providers.embedder.encode([question]), dtype=np.float32)[0]
+        vec = self.providers.query_vectors.vectors([question])[0]
         n = float(np.linalg.norm(vec))
         return vec / n if n > 0 else vec
 
