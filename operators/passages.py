@@ -11,11 +11,14 @@ whose text a passage shows, for interfaces that highlight them.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
+from bookindex.providers.lexical import TABLE_RULE, tokenize
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
@@ -143,12 +146,58 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list
     return siblings[lo:hi + 1]
 
 
-def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str]) -> Passage:
-    """The passage of one ranked node in at most `room` characters, skipping context in `shown`."""
+OMITTED = "| … |"  # where a focused table leaves rows out
+
+
+def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
+    """A Markdown table too long for `room` characters as its header rows (through the separator
+    line) and the body rows that hold most of the question's `terms`, in the table's order, with
+    `OMITTED` where rows are left out. A row's score sums, over the terms it holds, their inverse
+    frequency among the table's rows ("liabilities" in one row counts more than "total" in ten):
+    the question names a row ("total liabilities") and the table names its columns in its header.
+    A table that fits, that is not Markdown, or without any term in a row: returned whole."""
+    if len(text) <= room:
+        return text
+    lines = text.splitlines()
+    rule = next((i for i, ln in enumerate(lines[:4]) if TABLE_RULE.match(ln)), None)
+    if rule is None or not terms:
+        return text
+    head, body = lines[:rule + 1], lines[rule + 1:]
+    wanted = set(terms)
+    row_terms = [wanted.intersection(tokenize(ln)) for ln in body]
+    df = {t: sum(t in rt for rt in row_terms) for t in wanted}
+    scores = [sum(math.log(1 + len(body) / df[t]) for t in rt) for rt in row_terms]
+    if not any(scores):
+        return text
+    used = sum(len(ln) + 1 for ln in head) + len(OMITTED) + 1
+    keep: set[int] = set()
+    for i in sorted(range(len(body)), key=lambda i: (-scores[i], i)):
+        if scores[i] <= 0 or used + len(body[i]) + len(OMITTED) + 2 > room:
+            break
+        keep.add(i)
+        used += len(body[i]) + len(OMITTED) + 2
+    if not keep:
+        return text
+    out, gap = list(head), False
+    for i, ln in enumerate(body):
+        if i in keep:
+            out.append(ln)
+            gap = False
+        elif not gap:
+            out.append(OMITTED)
+            gap = True
+    return "\n".join(out)
+
+
+def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = ()) -> Passage:
+    """The passage of one ranked node in at most `room` characters, skipping context in `shown`.
+    A ranked table longer than `room` shows the rows holding the question's `terms`
+    (`focused_table`) instead of its first rows."""
     node = tree.nodes[nid]
     nodes = _context(tree, node, room, shown)
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
-    parts += [(_flat(tree, n), n.page_idx) for n in nodes]
+    parts += [(focused_table(_flat(tree, n), room, terms) if n.id == nid and n.type == "table" else _flat(tree, n),
+               n.page_idx) for n in nodes]
     parts = [(t, pg) for t, pg in parts if t]
     text = "\n".join(t for t, _ in parts)
     starts, pos = [], 0
@@ -164,14 +213,16 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str]) -> Passag
 
 
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,
-                   item_chars: int = ITEM_CHARS) -> list[Passage]:
+                   item_chars: int = ITEM_CHARS, question: str = "") -> list[Passage]:
     """One passage per ranked id (same order). Each gets an equal share of `budget_chars`
-    (between MIN_ITEM_CHARS and `item_chars`); context shown by an earlier passage is skipped."""
+    (between MIN_ITEM_CHARS and `item_chars`); context shown by an earlier passage is skipped.
+    A long table shows the rows that hold the `question`'s terms (`focused_table`)."""
     room = max(MIN_ITEM_CHARS, min(item_chars, budget_chars // max(1, len(ids))))
+    terms = tokenize(question) if question else []
     shown: set[str] = set()
     out = []
     for nid in ids:
-        p = _passage(tree, nid, room, shown)
+        p = _passage(tree, nid, room, shown, terms)
         shown.update(p.node_ids)
         shown.add(nid)
         out.append(p)
@@ -190,7 +241,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
-                  item_chars: int = PACK_ITEM_CHARS) -> list[Passage]:
+                  item_chars: int = PACK_ITEM_CHARS, question: str = "") -> list[Passage]:
     """Passages best-ranked first until `budget_tokens` of prompt are spent.
 
     Each item may take up to `item_chars`, or what is left of the budget; an item that would get
@@ -198,15 +249,17 @@ def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
     the ranking in full rather than a slice of everything. The first item is always shown. Every
     prompt token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B
     model), and the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer
-    latency")."""
+    latency"). A long table shows the rows that hold the `question`'s terms (`focused_table`):
+    a statement's first 600 characters are its first rows, rarely the row asked for."""
     left = max(0, budget_tokens)
+    terms = tokenize(question) if question else []
     shown: set[str] = set()
     out: list[Passage] = []
     for nid in ids:
         room = min(item_chars, left * CHARS_PER_TOKEN)
         if out and room < MIN_PACK_CHARS:
             break
-        p = _passage(tree, nid, max(room, MIN_PACK_CHARS), shown)
+        p = _passage(tree, nid, max(room, MIN_PACK_CHARS), shown, terms)
         cost = estimate_tokens(p.render()) + 4  # "[k] " and the blank line between items
         if out and cost > left:
             break

@@ -404,7 +404,7 @@ class Reduce(Operator[ReduceParams]):
             sources = None
         else:
             # the best-ranked passages that fit the model's evidence budget; the rest is not shown
-            passages = pack_passages(tree, ev, evidence_tokens(self.ctx))
+            passages = pack_passages(tree, ev, evidence_tokens(self.ctx), question=state.question)
             if len(passages) < len(ev):
                 self.note(packed=f"{len(passages)} of {len(ev)} evidence items fit {evidence_tokens(self.ctx)} tokens")
             ev = ev[:len(passages)]

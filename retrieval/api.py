@@ -192,7 +192,7 @@ def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listen
     """A baseline's answer from its top evidence (packed into the same token budget as
     bookindex's), citations verified as bookindex's are; without a model, the extractive reader
     reads every ranked item (`reader_passages`)."""
-    passages = pack_passages(ctx.tree, ids, evidence_tokens(ctx))
+    passages = pack_passages(ctx.tree, ids, evidence_tokens(ctx), question=question)
     prompt = prompts.ANSWER.format(query=question, evidence=format_passages(passages))
     return grounded_answer(ctx.llm, prompt, range(1, len(passages) + 1),
                            lambda: (extractive_answer(ctx, question, reader_passages(ctx.tree, ids))

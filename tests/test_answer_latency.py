@@ -16,7 +16,15 @@ from bookindex.core.errors import InputError
 from bookindex.engine import AskEvent, Engine
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.operators import prompts
-from bookindex.operators.passages import estimate_tokens, format_passages, pack_passages
+from bookindex.operators.passages import (
+    OMITTED,
+    PACK_ITEM_CHARS,
+    estimate_tokens,
+    focused_table,
+    format_passages,
+    pack_passages,
+)
+from bookindex.providers.lexical import tokenize
 from bookindex.providers.llm import Completion, LLMClient, get_llm, providers
 from bookindex.providers.llm.cache import DiskCache
 from bookindex.providers.llm.local_model import TEST_MODEL, is_installed
@@ -116,6 +124,40 @@ def test_pack_passages_keeps_the_best_ranked_within_the_budget():
     assert len(small) < len(big) == len(ids)
     assert estimate_tokens(format_passages(small)) <= 100 or len(small) == 1  # only the first may overrun
     assert pack_passages(ctx.tree, ids, 1)[0].node_id == ids[0]  # the best item is always shown
+
+
+def _statement() -> str:
+    rows = [f"| Line item {i} of the assets | {1000 + i:,} | {900 + i:,} |" for i in range(40)]
+    rows[31] = "| TOTAL LIABILITIES | 41,190 | 36,851 |"
+    return "\n".join(["| (in millions) | 2021 | 2020 |", "|---|---|---|", *rows])
+
+
+def test_a_long_table_shows_the_rows_holding_the_question_terms():
+    table = _statement()
+    shown = focused_table(table, 600, tokenize("What were total liabilities in 2021?"))
+    lines = shown.splitlines()
+    assert len(shown) <= 600 and lines[:2] == ["| (in millions) | 2021 | 2020 |", "|---|---|---|"]
+    assert "| TOTAL LIABILITIES | 41,190 | 36,851 |" in lines and OMITTED in lines
+    assert table[:600].count("41,190") == 0   # its first rows would not have shown it
+    # rows keep the table's order, one marker per run of rows left out
+    kept = [ln for ln in lines[2:] if ln != OMITTED]
+    assert kept == [ln for ln in table.splitlines()[2:] if ln in kept]
+    assert all(not (a == b == OMITTED) for a, b in zip(lines, lines[1:]))
+    # a table that fits, no terms, or no row holding a term: the table as it is
+    assert focused_table(table, len(table), tokenize("total liabilities")) == table
+    assert focused_table(table, 600, []) == table
+    assert focused_table(table, 600, tokenize("goodwill impairment")) == table
+
+
+def test_packing_a_statement_for_a_question_shows_the_row_asked_for():
+    from bookindex.core.model import Block, build_tree
+
+    tree = build_tree("fin", "Fin", [Block(type="title", content="CONSOLIDATED BALANCE SHEETS", page_idx=0, level=1),
+                                    Block(type="table", content=_statement(), page_idx=0)])
+    tid = next(n.id for n in tree.nodes.values() if n.type == "table")
+    plain = pack_passages(tree, [tid], 1000)[0].text
+    asked = pack_passages(tree, [tid], 1000, question="What were total liabilities in 2021?")[0].text
+    assert "41,190" not in plain and "41,190" in asked and len(asked) <= PACK_ITEM_CHARS
 
 
 def test_reduce_shows_only_what_fits_and_cites_within_it(fake_llm):

@@ -33,14 +33,16 @@ def reader_ids(ctx: IndexContext, evidence: Sequence[Evidence]) -> list[str]:
     return ids
 
 
-def reader_passages(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None) -> list[Passage]:
-    """The passages a reader gets for `evidence` within `budget_tokens` (default: the budget
-    `ask` uses for this document's context), best-ranked first."""
+def reader_passages(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None,
+                    question: str = "") -> list[Passage]:
+    """The passages a reader gets for `evidence` (ranked for `question`) within `budget_tokens`
+    (default: the budget `ask` uses for this document's context), best-ranked first."""
     budget = evidence_tokens(ctx) if budget_tokens is None else budget_tokens
     ids = reader_ids(ctx, evidence)
-    return pack_passages(ctx.tree, ids, budget) if ids else []
+    return pack_passages(ctx.tree, ids, budget, question=question) if ids else []
 
 
-def reader_text(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None) -> str:
+def reader_text(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None,
+                question: str = "") -> str:
     """The numbered passages as the prompt shows them ("" for no evidence)."""
-    return format_passages(reader_passages(ctx, evidence, budget_tokens))
+    return format_passages(reader_passages(ctx, evidence, budget_tokens, question))

@@ -173,7 +173,7 @@ def document_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     return [n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves]
 
 
-_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separator line
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separator line
 ROWS_DIR = "rows"  # the table-row index, inside the folder of the leaves' index
 
 
@@ -187,7 +187,7 @@ def table_row_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     for n in tree.walk():
         if n.type != "table" or not n.content.strip():
             continue
-        lines = [ln for ln in n.content.splitlines() if ln.lstrip().startswith("|") and not _RULE.match(ln)]
+        lines = [ln for ln in n.content.splitlines() if ln.lstrip().startswith("|") and not TABLE_RULE.match(ln)]
         if len(lines) < 3:
             continue
         titles = [p.title for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]
