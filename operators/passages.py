@@ -155,7 +155,10 @@ def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     `OMITTED` where rows are left out. A row's score sums, over the terms it holds, their inverse
     frequency among the table's rows ("liabilities" in one row counts more than "total" in ten):
     the question names a row ("total liabilities") and the table names its columns in its header.
-    A table that fits, that is not Markdown, or without any term in a row: returned whole."""
+    A table that fits, that is not Markdown, or without any term in a row: returned whole. The
+    room the rows do not fill is left to the next passages (filling it with the table's first
+    rows showed financebench's gold page for 0.48 of short-answer questions instead of 0.56, and
+    no more answers: docs/benchmarks.md, "Tables focused on the question")."""
     if len(text) <= room:
         return text
     lines = text.splitlines()
