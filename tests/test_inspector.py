@@ -459,7 +459,7 @@ def test_graph_neighbourhood_drawn(browser: Any, tmp_path: Path) -> None:
         assert sorted(names) == sorted([view.entity.name, *(n.name for n in view.neighbours)])
         shot(page, "inspector-graph-scripted.png", docs=False)  # docs/img's graph is gnuplot's
         other = view.neighbours[0]
-        with page.expect_navigation():
+        with page.expect_navigation(timeout=90_000):  # a loaded machine redraws slowly
             page.evaluate(f"window.inspectorGraph.getElementById({json.dumps(other.id)}).emit('tap')")
         page.wait_for_selector("#graph-canvas[data-ready]")
         assert page.evaluate("new URLSearchParams(location.search).get('entity')") == other.id
