@@ -451,8 +451,11 @@ def _stacked(a: Block, b: Block) -> bool:
     if fa.get("run_in") or fb.get("run_in") or fa.get("lines", 1) + fb.get("lines", 1) > 3:
         return False
     gap = b.bbox[1] - a.bbox[3]
-    overlap = min(a.bbox[2], b.bbox[2]) - max(a.bbox[0], b.bbox[0])
-    return -0.5 * size <= gap <= 0.4 * size and overlap > 0
+    # the lines of one heading share their left edge or their centre; an indented line under a
+    # heading (an option tag under OPTIONS) starts something else
+    aligned = (abs(a.bbox[0] - b.bbox[0]) <= 0.5 * size
+               or abs((a.bbox[0] + a.bbox[2]) - (b.bbox[0] + b.bbox[2])) <= size)
+    return -0.5 * size <= gap <= 0.4 * size and aligned
 
 
 def _merge_labels(blocks: list[Block]) -> list[Block]:
