@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import Stemmer
 
-from bookindex.core.model import entry_of, is_entry, name_words, node_text
+from bookindex.core.model import DocumentTree, entry_of, is_entry, name_words, node_text
 from bookindex.core.protocols import LexicalIndex
 from bookindex.operators.context import IndexContext
 from bookindex.operators.glossary import expansion
-from bookindex.providers.lexical import Analyser
+from bookindex.providers.lexical import ANALYSER, Analyser
 from bookindex.providers.lexical import LexicalIndex as BM25Index
 
 
@@ -54,6 +55,8 @@ class TextIndex:
     # the leaf each belongs to)
     rows: LexicalIndex | None = None
     row_table: np.ndarray | None = None
+    # the words of the tables' section titles by their stem (`title_forms`)
+    table_titles: dict[str, tuple[str, ...]] | None = None
 
     @classmethod
     def build(cls, ctx: IndexContext) -> "TextIndex":
@@ -97,14 +100,18 @@ class TextIndex:
         return cls(ids=ids, pos=pos, pages=pages,
                    lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx,
                    entry_mask=mask if mask.any() else None, stemmed=stemmed, name_terms=names,
-                   rows=table_rows, row_table=row_table if table_rows is not None else None)
+                   rows=table_rows, row_table=row_table if table_rows is not None else None,
+                   table_titles=table_title_words(tree) if table_rows is not None else None)
 
     def table_row_lexical(self, query: str) -> np.ndarray | None:
         """For each leaf, the BM25 score of its best-matching table row (0 for other leaves)."""
         if self.rows is None or self.row_table is None:
             return None
         best = np.zeros(len(self.ids), dtype=np.float32)
-        np.maximum.at(best, self.row_table, self.rows.scores(query))
+        forms = title_forms(query, self.table_titles) if self.table_titles else ""
+        # a row carries its table's section titles, which a question names in other forms of
+        # their words ("the cash flow statement" for "Statements of Cash Flows")
+        np.maximum.at(best, self.row_table, self.rows.scores(f"{query} {forms}" if forms else query))
         return best
 
     def name_match(self, query: str) -> np.ndarray:
@@ -140,6 +147,30 @@ class TextIndex:
         return out.astype(np.float32)
 
 
+def table_title_words(tree: DocumentTree) -> dict[str, tuple[str, ...]]:
+    """The words of the section titles a table's rows carry (its two nearest, as
+    `table_row_passages` writes them), grouped by their Snowball stem."""
+    words: set[str] = set()
+    for n in tree.walk():
+        if n.type == "table":
+            for p in [p for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]:
+                words.update(ANALYSER(p.title))
+    vocab = sorted(words)
+    by_stem: dict[str, list[str]] = {}
+    for w, st in zip(vocab, _stem(vocab)):
+        by_stem.setdefault(st, []).append(w)
+    return {st: tuple(ws) for st, ws in by_stem.items()}
+
+
+def title_forms(query: str, by_stem: dict[str, tuple[str, ...]]) -> str:
+    """The other forms of the query's words that the tables' titles print ("flow" → "flows",
+    "statement" → "statements", "sheet" → "sheets"), space-separated; empty when none."""
+    terms = ANALYSER(query)
+    have = set(terms)
+    extra = [w for st in _stem(terms) for w in by_stem.get(st, ()) if w not in have]
+    return " ".join(dict.fromkeys(extra))
+
+
 def get_text_index(ctx: IndexContext) -> TextIndex:
     if ctx.views.text_index is None:
         ctx.views.text_index = TextIndex.build(ctx)
@@ -153,6 +184,10 @@ def prefetch_vectors(ctx: IndexContext, texts: list[str]) -> None:
 
 def query_vector(ctx: IndexContext, query: str) -> np.ndarray | None:
     return ctx.query_vectors([query])[0]
+
+
+def _stem(words: list[str]) -> list[str]:
+    return Stemmer.Stemmer("english").stemWords(words)
 
 
 _SCOPE: ContextVar[dict[tuple[Any, ...], dict[str, float]] | None] = ContextVar("bookindex_text_scores", default=None)

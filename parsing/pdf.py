@@ -26,6 +26,7 @@ from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
+from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
     from pymupdf import Document, Page
@@ -72,7 +73,7 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
         doc.close()
     blocks = _remove_furniture(blocks, len(page_sizes))
     body = _body_size(blocks)
-    blocks = _classify(blocks, body)
+    blocks = rejoin_split_words(_classify(blocks, body))
     meta["body_font_size"] = body
     return ParsedDocument(blocks=blocks, page_count=len(page_sizes), parser="pymupdf", outline=outline,
                           page_sizes=page_sizes, warnings=warnings, meta=meta)
@@ -339,7 +340,7 @@ def _classify(blocks: list[Block], body: float) -> list[Block]:
             b.type = "equation"
         elif BULLET_RE.match(b.content):
             b.type = "list"
-    return _merge_labels(_merge_lists(_merge_equations(blocks)))
+    return _merge_stacked_titles(_merge_labels(_merge_lists(_merge_equations(blocks))))
 
 
 _LEADERS = re.compile(r"(?:\.\s*){4,}")
@@ -418,6 +419,43 @@ def _merge_lists(blocks: list[Block]) -> list[Block]:
             continue
         out.append(b)
     return out
+
+
+def _merge_stacked_titles(blocks: list[Block]) -> list[Block]:
+    """Two title lines in the same font set one under the other at line spacing (no paragraph
+    gap) are one heading over two lines ("Consolidated Balance Sheet" / "At December 31"), as
+    they would be had they come in one text block; they arrive apart when the first sits in the
+    page's header band or the PDF draws them as separate blocks."""
+    out: list[Block] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if prev is not None and _stacked(prev, b):
+            assert prev.bbox is not None and b.bbox is not None  # _stacked checked both
+            prev.content = f"{prev.content.strip()} {b.content.strip()}"
+            prev.bbox = _union(prev.bbox, b.bbox)
+            prev.features["lines"] = prev.features.get("lines", 1) + b.features.get("lines", 1)
+            if not (prev.extra.get("margin") and b.extra.get("margin")):
+                prev.extra.pop("margin", None)
+            continue
+        out.append(b)
+    return out
+
+
+def _stacked(a: Block, b: Block) -> bool:
+    if a.type != "title" or b.type != "title" or a.page_idx != b.page_idx or a.bbox is None or b.bbox is None:
+        return False
+    fa, fb = a.features, b.features
+    size = float(fa.get("font_size") or 0)
+    if not size or abs(size - float(fb.get("font_size") or 0)) > 0.3 or bool(fa.get("bold")) != bool(fb.get("bold")):
+        return False
+    if fa.get("run_in") or fb.get("run_in") or fa.get("lines", 1) + fb.get("lines", 1) > 3:
+        return False
+    gap = b.bbox[1] - a.bbox[3]
+    # the lines of one heading share their left edge or their centre; an indented line under a
+    # heading (an option tag under OPTIONS) starts something else
+    aligned = (abs(a.bbox[0] - b.bbox[0]) <= 0.5 * size
+               or abs((a.bbox[0] + a.bbox[2]) - (b.bbox[0] + b.bbox[2])) <= size)
+    return -0.5 * size <= gap <= 0.4 * size and aligned
 
 
 def _merge_labels(blocks: list[Block]) -> list[Block]:

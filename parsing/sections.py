@@ -211,6 +211,13 @@ def _margin_key(t: str) -> str:
     return " ".join(re.sub(r"[\d\W_]+", " ", t.lower()).split())
 
 
+def _running(pages: set[int]) -> bool:
+    """A running head or foot recurs on neighbouring pages (every page or every other one); the
+    same title at the top of two pages far apart (two sets of statements) is not one."""
+    pg = sorted(pages)
+    return any(b - a <= 2 for a, b in zip(pg, pg[1:]))
+
+
 def _below_body(b: Block, t: str, body: float) -> bool:
     """A title candidate set smaller than the running text is a label, not a section heading
     (on the MMLongBench outlined PDFs: 311 such candidates, none of them an outline entry);
@@ -222,6 +229,30 @@ def _below_body(b: Block, t: str, body: float) -> bool:
     return not (nb and nb.kind == "dotted" and nb.depth >= 2)
 
 
+LOCAL_PAGES = 5  # pages either side whose running text sets a page's body size
+LOCAL_CHARS = 5000  # text a stretch of pages needs before its own body size counts
+
+
+def _local_body(blocks: list[Block], body: float) -> dict[int, float]:
+    """Per page, the running text's size around it when that text is set smaller than the
+    document's body (a report in 9 pt followed by exhibits in 11 pt): a heading of that stretch
+    is not "smaller than the body" there. Never larger than the document's body size."""
+    per_page: dict[int, Counter] = defaultdict(Counter)
+    for b in blocks:
+        if b.type == "text" and b.features.get("font_size"):
+            per_page[b.page_idx][round(float(b.features["font_size"]) * 2) / 2] += len(b.content)
+    out: dict[int, float] = {}
+    for p in {b.page_idx for b in blocks}:
+        near: Counter = Counter()
+        for q in range(p - LOCAL_PAGES, p + LOCAL_PAGES + 1):
+            near.update(per_page.get(q, Counter()))
+        if sum(near.values()) >= LOCAL_CHARS:
+            size = near.most_common(1)[0][0]
+            if size < body:
+                out[p] = size
+    return out
+
+
 def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
     """Indices of title blocks that can be headings; demote TOC entries, margins, index letters."""
     tocs = toc_pages(blocks)
@@ -230,6 +261,7 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
         if b.type == "text" and b.features.get("font_size"):
             sizes_w[round(float(b.features["font_size"]) * 2) / 2] += len(b.content)
     body = sizes_w.most_common(1)[0][0] if sizes_w else 10.0
+    local_body = _local_body(blocks, body)
     # A cover page holds little running text; a paper's first page holds a lot and is content.
     first_text = sum(len(b.content) for b in blocks if b.page_idx == 0 and b.type in ("text", "list"))
     cover = page_count > 10 and first_text < 500
@@ -252,7 +284,7 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
     for b in blocks:
         if b.extra.get("margin"):
             margin_pages[_margin_key(b.content)].add(b.page_idx)
-    repeated = {k for k, pg in margin_pages.items() if len(pg) >= 2}
+    repeated = {k for k, pg in margin_pages.items() if _running(pg)}
     out = []
     for i, b in enumerate(blocks):
         if b.type != "title":
@@ -267,7 +299,7 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
             reason = "page margin"
         elif _index_letter(t):
             reason = "index letter or number"
-        elif _below_body(b, t, body):
+        elif _below_body(b, t, local_body.get(b.page_idx, body)):
             reason = "smaller than body text"  # bold table headers, chart labels, fine print
         elif cover and b.page_idx == 0:
             reason = "cover page"
@@ -277,11 +309,39 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
             reason = "front matter"
         elif _LEADER.search(t) and re.search(r"(?:\.\s*){4,}", t):
             reason = "toc entry"
+        elif _column_header(blocks, i):
+            reason = "table column header"
         if reason:
             b.extra["not_heading"] = reason
             continue
         out.append(i)
     return out
+
+
+def _column_header(blocks: list[Block], i: int) -> bool:
+    """A line set just above a table, over its right-hand columns ("Fiscal Year 2022 2021",
+    "December 31, 2020 2019"), heads the table's value columns, not a section: a section
+    heading starts at the text's left edge or is centred over what it heads."""
+    b = blocks[i]
+    if b.bbox is None:
+        return False
+    low = b.bbox[3]
+    for nxt in blocks[i + 1:i + 4]:
+        if nxt.page_idx != b.page_idx or nxt.bbox is None:
+            return False
+        if nxt.type != "table":
+            if len(nxt.content) > 60:
+                return False
+            low = max(low, nxt.bbox[3])  # a second header line ("2016 2015") between it and the table
+            continue
+        x0, y0, x1, _ = nxt.bbox
+        size = float(b.features.get("font_size") or 10.0)
+        width = x1 - x0
+        near = -1.0 <= y0 - low <= 2.5 * size
+        over = b.bbox[0] >= x0 + 0.25 * width and b.bbox[2] <= x1 + 2.0
+        right = (b.bbox[0] + b.bbox[2]) / 2 > (x0 + x1) / 2 + 0.1 * width
+        return near and over and right
+    return False
 
 
 # -- rules --------------------------------------------------------------------------------
@@ -325,13 +385,22 @@ def rule_levels(blocks: list[Block], cands: list[int]) -> None:
         level_of.update(numbered_level)
         known = sorted(numbered_level.items(), key=lambda kv: (-kv[0][0], not kv[0][1], not kv[0][2]))
         smallest = min(known, key=lambda kv: kv[0])[0] if known else None
+        inside = _inside_numbered(blocks, cands, canon, set(numbered_level))
+        below = max((lv for _, lv in known), default=0)
         for st in ranked:
             if st in level_of:
                 continue
             # Unnumbered style: same level as the numbered style of equal or nearest larger size;
-            # smaller than every numbered style → a minor run-in heading, not a section.
+            # smaller than every numbered style → a minor run-in heading inside the numbered
+            # sections, not a section. A style used mostly outside the stretch the numbered
+            # headings cover (a report followed by numbered exhibits) heads its own part of the
+            # document: it ranks by size below the numbered levels.
             if smallest is not None and st < smallest:
-                level_of[st] = None
+                if inside.get(st, 1.0) >= 0.5:
+                    level_of[st] = None
+                else:
+                    below += 1
+                    level_of[st] = below
                 continue
             above = [lv for s, lv in known if s >= st]
             level_of[st] = max(above) if above else 1
@@ -344,6 +413,25 @@ def rule_levels(blocks: list[Block], cands: list[int]) -> None:
         b.level = lv
         b.extra["rule_level"] = lv
     _close_gaps(blocks, cands)
+
+
+def _inside_numbered(blocks: list[Block], cands: list[int], canon: dict[tuple, tuple],
+                     numbered: set[tuple]) -> dict[tuple, float]:
+    """Per style, the share of its candidates that lie between the first and the last numbered
+    heading (of a style whose level its numbers set): only those can be minor headings inside
+    numbered sections."""
+    marks = [i for i in cands if canon[_style(blocks[i])] in numbered and parse_numbering(blocks[i].content)]
+    if not marks:
+        return {}
+    lo, hi = min(marks), max(marks)
+    total: Counter = Counter()
+    within: Counter = Counter()
+    for i in cands:
+        st = canon[_style(blocks[i])]
+        total[st] += 1
+        if lo <= i <= hi:
+            within[st] += 1
+    return {st: within[st] / n for st, n in total.items()}
 
 
 def _close_gaps(blocks: list[Block], cands: list[int]) -> None:

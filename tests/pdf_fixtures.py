@@ -304,6 +304,52 @@ def build_run_in(path: Path) -> Path:
     return path
 
 
+STATEMENT_ROWS = [["Net income", "5,363", "4,869"], ["Depreciation and amortization", "1,488", "1,544"],
+                  ["Purchases of property, plant and equipment", "(1,577)", "(1,373)"],
+                  ["Net cash provided by operating activities", "6,439", "6,240"]]
+
+
+def build_statement(path: Path) -> Path:
+    """A report page, then a statement page laid out as filings print them: the statement's
+    bold title in the page's header band with its bold subtitle on the next line (the two reach
+    the parser as separate blocks), a bold column header ("Fiscal Year 2018 2017") over the right-hand
+    columns just above a ruled table, and a title whose last letter is set apart by a space
+    ("Cash Flow s"). A bold section heading opens the report page, whose text prints "flows"."""
+    c = _canvas(path)
+    y = _heading_plain(c, H - 90, "Liquidity and Capital Resources")
+    for _ in range(3):
+        y = _para(c, y, "Operating cash flows and investing cash flows are discussed here; the cash flows of the "
+                        "year rose. " + LOREM)
+    c.showPage()
+    c.setFont("Helvetica-Bold", 12)
+    c.drawString(LEFT, H - 62, "Consolidated Statement of Cash Flow s")
+    c.drawString(LEFT, H - 78, "Years ended December 31")
+    c.setFont("Helvetica-Bold", 12)
+    c.drawRightString(LEFT + 330, H - 110, "Fiscal Year 2018")
+    c.drawRightString(LEFT + 410, H - 110, "2017")
+    col_x = [LEFT, LEFT + 250, LEFT + 340, LEFT + 420]
+    top, row_h = H - 116, 16
+    c.setLineWidth(0.8)
+    for r in range(len(STATEMENT_ROWS) + 1):
+        c.line(col_x[0], top - r * row_h, col_x[-1], top - r * row_h)
+    for x in col_x:
+        c.line(x, top, x, top - len(STATEMENT_ROWS) * row_h)
+    c.setFont(BODY_FONT, BODY_SIZE)
+    for r, row in enumerate(STATEMENT_ROWS):
+        for k, cell in enumerate(row):
+            c.drawString(col_x[k] + 4, top - r * row_h - 11.5, cell)
+    _para(c, top - len(STATEMENT_ROWS) * row_h - 22, "The accompanying notes are an integral part of this statement.")
+    c.showPage()
+    c.save()
+    return path
+
+
+def _heading_plain(c: canvas.Canvas, y: float, text: str) -> float:
+    c.setFont("Helvetica-Bold", 12)
+    c.drawString(LEFT, y, text)
+    return y - 24
+
+
 # -- reference entries (parsing.entries) ------------------------------------------------------
 
 def _line(c: canvas.Canvas, x: float, y: float, text: str, font: str = BODY_FONT, size: float = BODY_SIZE) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from pdf_fixtures import (  # noqa: E402
     build_handbook,
     build_run_in,
     build_scanned,
+    build_statement,
     build_truncated,
     build_zero_pages,
     matches_expected,
@@ -34,6 +36,7 @@ from bookindex.parsing.pdf import parse_pdf  # noqa: E402
 from bookindex.parsing.pdf_images import tessdata_dir  # noqa: E402
 from bookindex.parsing.pdf_lines import is_bold_span  # noqa: E402
 from bookindex.parsing.pdf_order import reading_order  # noqa: E402
+from bookindex.parsing.pdf_words import rejoin  # noqa: E402
 from bookindex.parsing.sections import assign_levels  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,6 +183,33 @@ def test_run_in_headings(tmp_path: Path) -> None:
                    ("text", "The valid function tells wheth", False), ("text", "Bold words such as notice insi", False)]
     tree = _tree(doc, use_outline=False)
     assert [(s.title, s.level) for s in tree.sections()] == [("Functions", 1), ("Column", 2), ("Valid", 2)]
+
+
+def test_statement_title_holds_its_table(tmp_path: Path) -> None:
+    # the title in the header band and its subtitle are one heading, its split last letter is
+    # rejoined ("flows" is a word the report prints), and the bold "Fiscal Year 2018 2017" over
+    # the value columns is the table's header, so the table sits in the statement's section
+    doc = parse_pdf(build_statement(tmp_path / "statement.pdf"))
+    tree = _tree(doc, use_outline=False)
+    shape = tree_shape(tree)
+    assert [s[0] for s in shape] == ["Liquidity and Capital Resources",
+                                     "Consolidated Statement of Cash Flows Years ended December 31"]
+    assert [k for k, _ in shape[1][1]] == ["text", "table", "text"]
+    assert shape[1][1][0][1] == "Fiscal Year 2018 2017"
+    assert "Purchases of property, plant and equipment" in shape[1][1][1][1]
+
+
+def test_split_heading_words_rejoin_only_into_the_documents_words() -> None:
+    words = Counter({"flows": 40, "flow": 30, "s": 40, "income": 25, "into": 12, "in": 300, "to": 400,
+                     "contents": 3, "sheet": 9, "certain": 5, "a": 200})
+    assert rejoin("Consolidated Statement of Cash Flow s", words) == "Consolidated Statement of Cash Flows"
+    assert rejoin("Consolidated Statement of Incom e", words) == "Consolidated Statement of Income"
+    assert rejoin("Balance Shee t", words) == "Balance Sheet"
+    assert rejoin("C O N T E N T S", words) == "CONTENTS"
+    # both pieces are words of the document, or the join is not one: left alone
+    assert rejoin("Moving in to new offices", words) == "Moving in to new offices"
+    assert rejoin("See Certain a", words) == "See Certain a"
+    assert rejoin("Cash Flow, s", words) == "Cash Flow, s"
 
 
 def test_bold_from_font_names() -> None:

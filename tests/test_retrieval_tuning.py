@@ -11,7 +11,7 @@ from bookindex.operators import FilterModal, Map, State
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.glossary import expansion, line_items
 from bookindex.operators.reasoner import SkylineRankerParams
-from bookindex.operators.textscore import get_text_index, hybrid_scores
+from bookindex.operators.textscore import get_text_index, hybrid_scores, title_forms
 from bookindex.providers.lexical import table_row_passages
 from bookindex.retrieval.executor import execute
 from bookindex.retrieval.plans import Plan, Step
@@ -193,6 +193,28 @@ def test_a_row_of_a_long_table_is_found_by_its_own_words() -> None:
     assert len(texts) == 121 and set(owner) == {table_id}
     assert texts[-1].splitlines() == ["Consolidated Statements of Cash Flows", "| (In millions) | 2020 | 2019 |",
                                       "| Purchases of property and equipment | (1,577) | (1,234) |"]
+
+
+def test_a_table_row_matches_its_statement_named_in_other_word_forms() -> None:
+    """"The cash flow statement" names "Statements of Cash Flows": a table's rows are also scored
+    with the other forms of the question's words that the tables' section titles print, so the
+    statement's row outscores the same row under "Cash Flow Hedges" (which matched more of the
+    question's words as written)."""
+    rows = "\n".join(f"| Other operating item number {k} | {k},000 | {k},100 |" for k in range(30))
+    table = f"| (In millions) | 2020 | 2019 |\n|---|---|---|\n{rows}\n| Purchases of property and equipment | (1,577) | (1,234) |"
+    tree = build_tree("t", "filing", [
+        Block("title", "Consolidated Statements of Cash Flows", 0, level=1), Block("table", table, 0),
+        Block("title", "Cash Flow Hedges", 1, level=1), Block("table", table, 1)])
+    ctx = IndexContext(index=MemoryIndex(tree=tree))
+    idx = get_text_index(ctx)
+    q = "Using the cash flow statement, how much were purchases of property and equipment?"
+    assert idx.table_titles is not None
+    assert title_forms(q, idx.table_titles) == "flows statements"
+    row = idx.table_row_lexical(q)
+    assert row is not None
+    statement, hedges = (idx.pos[n.id] for n in tree.walk() if n.type == "table")
+    assert row[statement] > row[hedges]
+    assert title_forms("Which segment grew?", idx.table_titles) == ""
 
 
 def test_table_rows_never_outscore_the_best_passage() -> None:

@@ -134,6 +134,65 @@ def test_author_names_under_a_paper_title_are_front_matter() -> None:
     assert out[1].extra["not_heading"] == "front matter"
 
 
+def test_numbered_exhibits_after_a_report_leave_the_report_headings_their_levels() -> None:
+    # a filing: the report's headings are bold and unnumbered, then exhibits (a contract) with
+    # dotted numbers in a larger font; before, every report heading became a "minor" heading
+    report = [x for k, name in enumerate(["Business", "Risk Factors", "Financial Statements"], start=1)
+              for x in (T(name, k, 10, True), P(page=k))]
+    exhibit = [T("EMPLOYMENT AGREEMENT", 10, 12, True), P(page=10), T("1 Definitions", 10, 12, True), P(page=10),
+               T("1.1 Term", 11, 11), P(page=11), T("1.2 Notice", 11, 11), P(page=11), T("2 Pay", 12, 12, True),
+               T("Schedule of payments", 12, 9, True), T("2.1 Salary", 12, 11), P(page=12)]
+    got = levels(assign_levels(doc(report + exhibit, pages=13)))
+    assert got == [("Business", 3), ("Risk Factors", 3), ("Financial Statements", 3), ("EMPLOYMENT AGREEMENT", 1),
+                   ("1 Definitions", 1), ("1.1 Term", 2), ("1.2 Notice", 2), ("2 Pay", 1),
+                   ("Schedule of payments", None), ("2.1 Salary", 2)]  # a style used only among the numbers
+
+
+def _sized(text: str, page: int, size: float) -> Block:
+    return Block(type="text", content=text, page_idx=page, features={"font_size": size, "bold": False})
+
+
+def test_headings_of_a_stretch_set_smaller_than_the_document_body_are_kept() -> None:
+    # a report in 9 pt (pages 0-9) followed by exhibits in 11 pt that hold more text: the
+    # report's 8.75 pt bold statement title is not "smaller than the body" where it stands,
+    # a 7.5 pt bold table label there still is
+    para = "Running text of the report goes on about the year. " * 12
+    blocks = [x for p in range(10) for x in (T(f"Report part {p}", p, 9, True), _sized(para, p, 9))]
+    blocks[11:11] = [T("Consolidated Statements of Income", 5, 8.75, True), T("Revenues:", 5, 7.5, True),
+                     _sized("Net sales 495,761 481,317", 5, 7.5)]
+    blocks += [_sized(para * 2, p, 11) for p in range(10, 40)]
+    out = assign_levels(doc(blocks, pages=40))
+    got = dict(levels(out))
+    assert got["Consolidated Statements of Income"] is not None and got["Report part 3"] is not None
+    assert got["Revenues:"] is None
+    assert next(b for b in out if b.content == "Revenues:").extra["not_heading"] == "smaller than body text"
+
+
+def _at(b: Block, bbox: tuple[float, float, float, float]) -> Block:
+    b.bbox = bbox
+    return b
+
+
+def test_a_line_over_a_tables_value_columns_is_its_column_header_not_a_heading() -> None:
+    table = Block(type="table", content="| Net sales | 18,992.8 | 18,127.0 |", page_idx=3, bbox=(170, 82, 440, 205))
+    blocks = [_at(T("Consolidated Statements of Earnings", 3, 10, True), (265, 43, 345, 55)), P(page=3),
+              _at(T("Fiscal Year 2022 2021", 3, 10, True), (338, 68, 428, 80)), table,
+              _at(T("Segment Results", 4, 10, True), (250, 43, 360, 55)),
+              Block(type="table", content="| a | 1 |", page_idx=4, bbox=(170, 58, 440, 120))]
+    out = assign_levels(doc(blocks))
+    assert levels(out) == [("Consolidated Statements of Earnings", 1), ("Fiscal Year 2022 2021", None),
+                           ("Segment Results", 1)]  # a heading centred over its table stays one
+    assert out[2].extra["not_heading"] == "table column header"
+
+
+def test_a_title_in_the_header_band_of_two_distant_pages_is_not_a_running_head() -> None:
+    blocks = [T("Chapter one", 1, 12, True), P(page=1), T("CONSOLIDATED BALANCE SHEETS", 3, 10, True), P(page=3),
+              T("CONSOLIDATED BALANCE SHEETS", 60, 10, True), P(page=60)]
+    blocks[2].extra["margin"] = blocks[4].extra["margin"] = True
+    assert levels(assign_levels(doc(blocks, pages=70))) == [
+        ("Chapter one", 1), ("CONSOLIDATED BALANCE SHEETS", 2), ("CONSOLIDATED BALANCE SHEETS", 2)]
+
+
 def test_levels_final_is_kept() -> None:
     b = T("Kept", 0, 10)
     b.level = 3
