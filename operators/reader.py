@@ -59,6 +59,24 @@ _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
 
 
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def spelled_number(text: str) -> str:
+    """A number written in words as digits ("nine" → "9", "twenty-one" → "21", "Two-thirds" →
+    ""); "" when `text` is not one. A count is answered in digits, as it is asked for."""
+    words = re.split(r"[\s-]+", text.strip().lower())
+    if not 1 <= len(words) <= 2:
+        return ""
+    if len(words) == 1 and words[0] in _UNITS:
+        return str(_UNITS.index(words[0]))
+    if words[0] in _TENS and (len(words) == 1 or words[1] in _UNITS[1:10]):
+        return str(20 + 10 * _TENS.index(words[0]) + (_UNITS.index(words[1]) if len(words) == 2 else 0))
+    return ""
+
+
 @lru_cache(maxsize=1)
 def _label_words() -> dict[str, tuple[str, ...]]:
     """Each entity label's nouns in spaCy's own description of it ("PERCENT": "Percentage,
@@ -356,8 +374,8 @@ def _column_headers(headers: list[list[str]], width: int) -> list[str]:
 
 def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[float, str, str] | None:
     """The number at the row whose label and the column whose header hold the question's words
-    (and the fiscal year it names): (score, cell, row label). A row label scores as a sentence
-    does (the question's words it holds, by its length), its column header adds half."""
+    (and the fiscal year it names): (score, cell, row label). A row label scores as a span in a
+    sentence does (`span_score`), its column header adds half its words' weight."""
     rows = [_merge_units(r) for r in _table_rows(passage.text)]
     if len(rows) < 2:
         return None
@@ -374,7 +392,9 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
         hit = sum(w for t, w in weights.items() if t in label)
         if hit <= 0:
             continue
-        row_score = hit / math.sqrt(len(label.split()) + 4) * 3
+        # as a span's score (`span_score`): half the label's as a sentence, and the question's
+        # words right beside the cell
+        row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
         for j, c in enumerate(r):
             if not _NUMBER.fullmatch(c.replace(" ", "")) or re.fullmatch(r"(?:19|20)\d\d", c):
                 continue
@@ -440,7 +460,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     q_words = set(weights)
 
     def close(start: int, end: int) -> float:
-        return sum(w / (1 + max(0, start - j, j - end + 1) / 3) for j, w in anchors)
+        return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
 
     if a.kind == "quantity" or not a.labels:
         aligned = _respectively(sent, a)
@@ -450,7 +470,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     for e in sent.ents:
         if (a.labels and e.label_ not in a.labels) or (not a.labels and e.label_ in NUMERIC_LABELS):
             continue
-        if all(t.lemma_.lower() in q_words or t.lower_ in q_words for t in e) or e.text.lower() in a.names:
+        if all(t.is_punct or t.lemma_.lower() in q_words or t.lower_ in q_words for t in e) or e.text.lower() in a.names:
             continue
         if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
             continue
@@ -492,10 +512,13 @@ def _bound(sent: Any, span: str, target: str, reach: int = 8) -> bool:
     at = sent.text.find(span)
     if at < 0 or not target:
         return False
-    tok = sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span), alignment_mode="expand")
-    if tok is None:
+    part = sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span), alignment_mode="expand")
+    if part is None:
         return False
-    return any(t.lemma_.lower() == target and abs(t.i - tok.start) <= reach for t in sent)
+    head = part.root  # "was $4.9 billion, $6.4 billion and $8.8 billion": a listed value stands where its list starts
+    while head.dep_ in ("conj", "appos") and head.head.i != head.i:
+        head = head.head
+    return any(t.lemma_.lower() == target and min(abs(t.i - part.start), abs(t.i - head.i)) <= reach for t in sent)
 
 
 @lru_cache(maxsize=4096)
@@ -623,10 +646,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                                        fits=a.kind == "quantity"))
             if not spans and a.kind not in ("quantity", "date", "entity"):
                 cands.append(Candidate(sc, k, p, sentence, "", order, verb))
-            if a.value:
+            if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
+                # "what goodwill does X have": a number the sentence gives as the N asked about
+                # answers as well as a name does; a "what is the N" answers with it first
                 for close, span in _spans(s, numeric, weights)[:SPANS_PER_SENTENCE]:
                     bound = _bound(s, span, a.target)
-                    cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb, fits=bound))
+                    cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
+                                           fits=bound and a.value))
         for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
             long_form = expansion(name, "\n".join([*p.title_path, p.text]))
             if long_form and a.kind in ("describe", "entity") and not a.target:
@@ -637,10 +663,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         if a.kind == "quantity" or a.value:
             cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
             if cell is not None and cell[0] > 0:
-                sc = cell[0] / 2 + 0.8 + prior
-                named = sum(1 for t in weights if t in cell[2])
-                fits = a.kind == "quantity" or a.target in _lemmas(cell[2]) or named >= 2
-                cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1], fits=fits))
+                bound = bool(a.target) and a.target in _lemmas(cell[2])
+                # the row names what is asked: the target, or two of the question's words that are
+                # not the name of whom it is asked about ("Best Buy")
+                named = sum(1 for t in weights if t in cell[2] and not any(t in n for n in a.names))
+                sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
+                cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
+                                       fits=a.kind == "quantity" or bound or named >= 2))
     return cands
 
 
@@ -684,6 +713,8 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
         where = f'"{best.passage.name}", p. {page}' if best.passage.name else f"p. {page}"
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
+    if best.span and (a.kind == "quantity" or a.value) and spelled_number(best.span):
+        best.span = spelled_number(best.span)
     if best.span:
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"
