@@ -50,11 +50,12 @@ _LABELS_BY_WH = {"when": ("DATE", "TIME"), "who": ("PERSON", "ORG", "NORP"), "wh
 _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*)+(?:,|and|&))")
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
-_NUMBER = re.compile(r"(?<![\w.])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
 # "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
 _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
+_PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
 
@@ -422,7 +423,7 @@ def _respectively(sent: Any, a: Asked) -> Any:
     if len(years) < 2 or years.count(a.years[0]) != 1:
         return None
     runs: list[list[Any]] = []
-    for e in (e for e in sent.ents if e.label_ in ("MONEY", "PERCENT", "QUANTITY")):
+    for e in (e for e in sent.ents if e.label_ in NUMERIC_LABELS):
         gap = sent.doc.text[runs[-1][-1].end_char:e.start_char] if runs else "x"
         if runs and re.fullmatch(r"[\s,;]*(?:and|or)?\s*", gap):
             runs[-1].append(e)
@@ -479,7 +480,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
             txt = m.group(0).strip()
-            if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(sent.text[:m.start()]):
+            before = sent.text[:m.start()]
+            if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
             if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]", sent.text[m.end():m.end() + 2]):
@@ -528,12 +530,6 @@ def _lemmas(text: str) -> frozenset[str]:
     if nlp is None:
         return frozenset(text.lower().split())
     return frozenset(t.lemma_.lower() for t in nlp(text[:300]))
-
-
-def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
-    """The part of the best sentence that answers: the nearest of `_spans`."""
-    spans = _spans(sent, a, weights)
-    return spans[0][1] if spans else ""
 
 
 def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
