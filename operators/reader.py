@@ -413,15 +413,15 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
     return best
 
 
-def _respectively(sent: Any, a: Asked) -> Any:
+def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
     """"As of 2016 and 2017 ... was $2.4 billion and $3.0 billion": the value in the position of
-    the year the question names, in the first run of listed values ("X, Y, and Z") as long as
-    the sentence's list of years."""
+    the year the question names, in each run of listed values ("X, Y, and Z") as long as the
+    sentence's list of years: (value, run) pairs, the run being the span of the whole list."""
     if len(a.years) != 1:
-        return None
+        return []
     years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
     if len(years) < 2 or years.count(a.years[0]) != 1:
-        return None
+        return []
     runs: list[list[Any]] = []
     for e in (e for e in sent.ents if e.label_ in NUMERIC_LABELS):
         gap = sent.doc.text[runs[-1][-1].end_char:e.start_char] if runs else "x"
@@ -429,8 +429,8 @@ def _respectively(sent: Any, a: Asked) -> Any:
             runs[-1].append(e)
         else:
             runs.append([e])
-    run = next((r for r in runs if len(r) == len(years)), None)
-    return run[years.index(a.years[0])] if run else None
+    at = years.index(a.years[0])
+    return [(r[at], sent.doc[r[0].start:r[-1].end]) for r in runs if len(r) == len(years)]
 
 
 def expansion(acronym: str, text: str) -> str:
@@ -465,8 +465,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
 
     if a.kind == "quantity" or not a.labels:
         aligned = _respectively(sent, a)
-        if aligned is not None:
-            return [(close(aligned.start, aligned.end) + ALIGNED, aligned.text)]
+        if aligned:  # each listed value at the year's position, closest list first
+            return sorted(((close(run.start, run.end) + ALIGNED, e.text) for e, run in aligned), key=lambda x: -x[0])
     cands: list[tuple[float, str]] = []
     for e in sent.ents:
         if (a.labels and e.label_ not in a.labels) or (not a.labels and e.label_ in NUMERIC_LABELS):
