@@ -16,12 +16,21 @@ a yes/no decision (an auxiliary opening the question), or a description ("what d
   names the question mentions (more when the name is the sentence's subject), whether it holds
   an answer of the asked type (an entity of a fitting label, a number not in the question), and
   the rank of its passage;
-- a quantity is answered by the number nearest the question's words in the best sentence, with
-  its currency and unit; on a table by the cell whose row label and column header hold the
-  question's words (a fiscal year the question names must match its column);
-- a date, a person, a place or another factoid by the entity or noun chunk of the best sentence
-  nearest the question's words that the question does not already say, followed by the sentence
-  itself; a description or a yes/no question by the sentence.
+- every part of a sentence that may answer (each entity of a fitting label, each number, or a
+  noun chunk, that the question does not already say) is a candidate of its own, scored by half
+  its sentence's score and by how closely the question's words surround it (each word's weight
+  divided by its distance in tokens); a value listed for several years ("$4.9 billion, $6.4
+  billion and $8.8 billion ... for 2015, 2016 and 2017") is read at the position of the year
+  asked;
+- a quantity is answered by a number, with its currency and unit, before any sentence without
+  one; a count the document spells ("nine datasets") in digits; on a table by the cell whose row
+  label and column header hold the question's words (a header spans the empty cells to its
+  right; a fiscal year the question names must match its column);
+- "what is the N (of X)" is answered by the value the evidence gives N where it gives one: a
+  number within a few tokens of N, or of the list it heads ("The goodwill balance was $1,383
+  million"), or the cell of a row that names N; else by the sentence that says it;
+- a date, a person, a place or another factoid by the entity or noun chunk that scores best,
+  followed by the sentence itself; a description or a yes/no question by the sentence.
 """
 
 from __future__ import annotations
@@ -101,6 +110,16 @@ def _label_words() -> dict[str, tuple[str, ...]]:
     return out
 
 
+@lru_cache(maxsize=512)
+def _temporal(noun: str) -> tuple[str, ...]:
+    """("DATE", "TIME") when spaCy's recogniser reads "last <noun>" as a date or a time: the
+    noun is a unit of time ("what year", "which month", "what hour"), and the answer a date."""
+    nlp = english_if_installed()
+    if nlp is None or "ner" not in nlp.pipe_names:
+        return ()
+    return ("DATE", "TIME") if any(e.label_ in ("DATE", "TIME") for e in nlp(f"last {noun}").ents) else ()
+
+
 @dataclass
 class Asked:
     """What a question asks for (module docstring)."""
@@ -171,7 +190,7 @@ def asked(question: str) -> Asked:
         if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
             base.kind = STRUCTURE_TARGETS[base.target]
             return base
-        fits = tuple(lb for lb, words in _label_words().items() if base.target in words)
+        fits = tuple(lb for lb, words in _label_words().items() if base.target in words) or _temporal(base.target)
         if fits:
             base.labels = fits
             base.kind = "quantity" if set(fits) & set(NUMERIC_LABELS) else "entity"
@@ -489,7 +508,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
             if tok is not None:
                 cands.append((close(tok.start, tok.end) - 0.1, txt))
-    elif a.kind == "entity" and not cands:
+    elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue
@@ -623,7 +642,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
                 spans = _spans(s, a, weights)[:SPANS_PER_SENTENCE]
-            if a.kind == "entity" and a.target and p.title_path:
+            if a.kind == "entity" and a.target and not a.labels and p.title_path:
                 # "which directory / step ...": the section the sentence is in, named by its
                 # innermost title that shares a word with the question
                 section_name = next((tt for tt in reversed(p.title_path)
@@ -639,7 +658,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # each span of the sentence, scored by how closely the question's words surround it
                 bound = bool(a.target) and _bound(s, span, a.target)
                 cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
-                                       fits=a.kind == "quantity"))
+                                       fits=bool(a.labels)))
             if not spans and a.kind not in ("quantity", "date", "entity"):
                 cands.append(Candidate(sc, k, p, sentence, "", order, verb))
             if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):

@@ -270,3 +270,12 @@ def test_a_type_question_is_not_read_as_a_count():
     assert asked("What type of court is noted on the cover page?").kind != "quantity"
     assert asked("What percentage of voters approve?").labels == ("PERCENT",)
     assert asked("What is the weight of the device?").kind == "quantity"
+
+
+def test_what_year_asks_for_a_date_and_a_date_answers_before_a_sentence_without_one():
+    assert asked("Which year was the plant opened?").labels == ("DATE", "TIME")  # spaCy reads "last year" as a DATE
+    assert asked("What color is the car?").labels == ()
+    p = _passage("h", "Mr. KILDEE.\nI have been involved with child nutrition since about 1954, when I became a teacher.",
+                 ("Hearing",), 8)
+    text, _ = read("Since what year has Mr. Kildee been involved with child nutrition?", [p])
+    assert text.startswith("about 1954 [1]")
