@@ -512,7 +512,10 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue
-            cands.append((close(ch.start, ch.end) - 0.2, ch.text))
+            # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
+            # a kind of it, its own head counting as a question word beside it
+            kind_of = weights.get(ch.root.lemma_.lower(), 0.0)
+            cands.append((close(ch.start, ch.end) + kind_of - 0.2, ch.text))
     out: dict[str, float] = {}
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
@@ -642,12 +645,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
                 spans = _spans(s, a, weights)[:SPANS_PER_SENTENCE]
-            if a.kind == "entity" and a.target and not a.labels and p.title_path:
+            section_name = next((tt for tt in reversed(p.title_path)
+                                 if set(re.findall(r"\w+", tt.lower())) & set(weights)), "")
+            if a.kind == "entity" and a.target and not a.labels and section_name:
                 # "which directory / step ...": the section the sentence is in, named by its
-                # innermost title that shares a word with the question
-                section_name = next((tt for tt in reversed(p.title_path)
-                                     if set(re.findall(r"\w+", tt.lower())) & set(weights)), p.name)
-                # against the sentence's own spans: as one whose question words are at half distance
+                # innermost title that shares a word with the question; against the sentence's
+                # own spans, as one whose question words are at half distance
                 cands.append(Candidate(span_score(sc, 0.5, False) if spans else sc + 0.9, k, p, sentence,
                                        section_name, order))
             verb = has_verb and sent.tokens > 3
