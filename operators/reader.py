@@ -605,6 +605,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         title = " ".join(p.title_path).lower()
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
+        section = _section_named(p, weights)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -645,14 +646,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
                 spans = _spans(s, a, weights)[:SPANS_PER_SENTENCE]
-            section_name = next((tt for tt in reversed(p.title_path)
-                                 if set(re.findall(r"\w+", tt.lower())) & set(weights)), "")
-            if a.kind == "entity" and a.target and not a.labels and section_name:
+            if a.kind == "entity" and a.target and not a.labels and section:
                 # "which directory / step ...": the section the sentence is in, named by its
                 # innermost title that shares a word with the question; against the sentence's
-                # own spans, as one whose question words are at half distance
-                cands.append(Candidate(span_score(sc, 0.5, False) if spans else sc + 0.9, k, p, sentence,
-                                       section_name, order))
+                # own spans, as a span whose question words are the title's
+                cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
+                                       section[1], order))
             verb = has_verb and sent.tokens > 3
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
@@ -689,6 +688,17 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
     return cands
+
+
+def _section_named(passage: Passage, weights: dict[str, float]) -> tuple[float, str] | None:
+    """The innermost title of the passage that shares a word with the question, with the
+    question's words it holds scored as a sentence's are (by its length): (score, title)."""
+    for title in reversed(passage.title_path):
+        words = set(re.findall(r"\w+", title.lower()))
+        hit = sum(w for t, w in weights.items() if t in words)
+        if hit > 0:
+            return hit / math.sqrt(len(words) + 4) * 3, title
+    return None
 
 
 def _usage_line(passage: Passage, a: Asked) -> str:
