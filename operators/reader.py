@@ -64,6 +64,7 @@ _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
 # "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
 _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
+_TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
@@ -677,6 +678,17 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 where = next((ln for ln in [*p.title_path, *p.text.splitlines()]
                               if re.search(rf"\(\s*{re.escape(name)}\s*\)", ln, re.I)), long_form)
                 cands.append(Candidate(3.0 + prior, k, p, " ".join(where.split())[:300], long_form))
+        if a.kind == "describe" and not a.procedure:
+            for title in p.title_path:
+                # "3.16. /sbin : System binaries": a title that names the thing asked about and
+                # says what it is, after a colon or a dash
+                m = _TITLE_GLOSS.match(title)
+                if m and m.group(1).strip().lower() in a.names:
+                    # scored as a sentence with the name as its subject: "/sbin is system binaries"
+                    words = set(re.findall(r"\S+", title.lower()))
+                    hit = sum(w for t, w in weights.items() if t in words)
+                    sc = hit / math.sqrt(len(words) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
+                    cands.append(Candidate(sc, k, p, title, m.group(2).strip()))
         if a.kind == "quantity" or a.value:
             cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
             if cell is not None and cell[0] > 0:

@@ -279,3 +279,14 @@ def test_what_year_asks_for_a_date_and_a_date_answers_before_a_sentence_without_
                  ("Hearing",), 8)
     text, _ = read("Since what year has Mr. Kildee been involved with child nutrition?", [p])
     assert text.startswith("about 1954 [1]")
+
+
+def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_description():
+    p = _passage("sb", "There must be no subdirectories in /sbin.\nOptional files for /sbin:",
+                 ("Chapter 3. The Root Filesystem", "3.16. /sbin : System binaries", "3.16.2. Requirements"), 22)
+    text, _ = read("What does /sbin contain?", [p])
+    assert text.startswith("System binaries [1]")
+    # a sentence that describes its subject still answers before the title
+    q = _passage("vs", "/var/spool contains data which is awaiting some kind of later processing.",
+                 ("5.14. /var/spool : Application spool data", "5.14.1. Purpose"), 44)
+    assert read("What does /var/spool contain?", [q])[0].startswith('From "5.14.1. Purpose", p. 44: /var/spool contains')
