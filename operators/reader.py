@@ -685,9 +685,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 m = _TITLE_GLOSS.match(title)
                 if m and m.group(1).strip().lower() in a.names:
                     # scored as a sentence with the name as its subject: "/sbin is system binaries"
-                    words = set(re.findall(r"\S+", title.lower()))
-                    hit = sum(w for t, w in weights.items() if t in words)
-                    sc = hit / math.sqrt(len(words) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
+                    glossed = set(re.findall(r"\S+", title.lower()))
+                    hit = sum(w for t, w in weights.items() if t in glossed)
+                    sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
                     cands.append(Candidate(sc, k, p, title, m.group(2).strip()))
         if a.kind == "quantity" or a.value:
             cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
