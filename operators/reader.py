@@ -694,7 +694,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if cell is not None and cell[0] > 0:
                 bound = bool(a.target) and a.target in _lemmas(cell[2])
                 # the row names what is asked: the target, or two of the question's words that are
-                # not the name of whom it is asked about ("Best Buy")
+                # not the name of whom it is asked about (the company the question names)
                 named = sum(1 for t in weights if t in cell[2] and not any(t in n for n in a.names))
                 sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
