@@ -582,12 +582,14 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     nums = numbers or list(range(1, len(passages) + 1))
     terms = tuple(a.terms)
     parsed: list[tuple[int, Passage, list[_Sentence | None]]] = []
+    titles: list[str] = []  # each parsed passage's `title_words`
     for k, p in zip(nums, passages):
         if set(p.node_ids) <= furniture or listing_share(p.text) >= 0.5:
             continue
         # under a title holding a question word every sentence may score (`in_title`); elsewhere
         # only the lines holding one
         title = title_words(p)
+        titles.append(title)
         parsed.append((k, p, _sentences(nlp, p, None if any(t in title for t in terms) else terms)))
     if a.kind in ("quantity", "date", "entity") or a.value:  # answered by an entity of the sentence (`_spans`)
         _with_entities(nlp, [s for _, _, ss in parsed for s in ss if s is not None])
@@ -606,7 +608,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
             continue
         prior = 0.6 / (1 + rank)
-        title = title_words(p)
+        title = titles[rank]
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
         section = _section_named(p, weights)

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import Stemmer
 
 from bookindex.core.model import DocumentTree, entry_of, is_entry, name_words, node_text
 from bookindex.core.protocols import LexicalIndex
 from bookindex.operators.context import IndexContext
 from bookindex.operators.glossary import expansion
-from bookindex.providers.lexical import ANALYSER, Analyser
+from bookindex.providers.lexical import ANALYSER, Analyser, stem_words, table_titles
 from bookindex.providers.lexical import LexicalIndex as BM25Index
 
 
@@ -153,11 +152,11 @@ def table_title_words(tree: DocumentTree) -> dict[str, tuple[str, ...]]:
     words: set[str] = set()
     for n in tree.walk():
         if n.type == "table":
-            for p in [p for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]:
-                words.update(ANALYSER(p.title))
+            for title in table_titles(tree, n):
+                words.update(ANALYSER(title))
     vocab = sorted(words)
     by_stem: dict[str, list[str]] = {}
-    for w, st in zip(vocab, _stem(vocab)):
+    for w, st in zip(vocab, stem_words(vocab)):
         by_stem.setdefault(st, []).append(w)
     return {st: tuple(ws) for st, ws in by_stem.items()}
 
@@ -167,7 +166,7 @@ def title_forms(query: str, by_stem: dict[str, tuple[str, ...]]) -> str:
     "statement" → "statements", "sheet" → "sheets"), space-separated; empty when none."""
     terms = ANALYSER(query)
     have = set(terms)
-    extra = [w for st in _stem(terms) for w in by_stem.get(st, ()) if w not in have]
+    extra = [w for st in stem_words(terms) for w in by_stem.get(st, ()) if w not in have]
     return " ".join(dict.fromkeys(extra))
 
 
@@ -184,10 +183,6 @@ def prefetch_vectors(ctx: IndexContext, texts: list[str]) -> None:
 
 def query_vector(ctx: IndexContext, query: str) -> np.ndarray | None:
     return ctx.query_vectors([query])[0]
-
-
-def _stem(words: list[str]) -> list[str]:
-    return Stemmer.Stemmer("english").stemWords(words)
 
 
 _SCOPE: ContextVar[dict[tuple[Any, ...], dict[str, float]] | None] = ContextVar("bookindex_text_scores", default=None)

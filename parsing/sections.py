@@ -233,16 +233,22 @@ LOCAL_PAGES = 5  # pages either side whose running text sets a page's body size
 LOCAL_CHARS = 5000  # text a stretch of pages needs before its own body size counts
 
 
-def _local_body(blocks: list[Block], body: float) -> dict[int, float]:
-    """Per page, the running text's size around it when that text is set smaller than the
-    document's body (a report in 9 pt followed by exhibits in 11 pt): a heading of that stretch
-    is not "smaller than the body" there. Never larger than the document's body size."""
+def _text_sizes(blocks: list[Block]) -> dict[int, Counter]:
+    """Per page, the running text's characters by font size (to the half point)."""
     per_page: dict[int, Counter] = defaultdict(Counter)
     for b in blocks:
         if b.type == "text" and b.features.get("font_size"):
             per_page[b.page_idx][round(float(b.features["font_size"]) * 2) / 2] += len(b.content)
+    return per_page
+
+
+def _local_body(per_page: dict[int, Counter], pages: set[int], body: float) -> dict[int, float]:
+    """Per page, the running text's size around it (`per_page`: `_text_sizes`) when that text
+    is set smaller than the document's body (a report in 9 pt followed by exhibits in 11 pt): a
+    heading of that stretch is not "smaller than the body" there. Never larger than the
+    document's body size."""
     out: dict[int, float] = {}
-    for p in {b.page_idx for b in blocks}:
+    for p in pages:
         near: Counter = Counter()
         for q in range(p - LOCAL_PAGES, p + LOCAL_PAGES + 1):
             near.update(per_page.get(q, Counter()))
@@ -256,12 +262,12 @@ def _local_body(blocks: list[Block], body: float) -> dict[int, float]:
 def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
     """Indices of title blocks that can be headings; demote TOC entries, margins, index letters."""
     tocs = toc_pages(blocks)
+    per_page = _text_sizes(blocks)
     sizes_w: Counter = Counter()
-    for b in blocks:
-        if b.type == "text" and b.features.get("font_size"):
-            sizes_w[round(float(b.features["font_size"]) * 2) / 2] += len(b.content)
+    for on_page in per_page.values():
+        sizes_w.update(on_page)
     body = sizes_w.most_common(1)[0][0] if sizes_w else 10.0
-    local_body = _local_body(blocks, body)
+    local_body = _local_body(per_page, {b.page_idx for b in blocks}, body)
     # A cover page holds little running text; a paper's first page holds a lot and is content.
     first_text = sum(len(b.content) for b in blocks if b.page_idx == 0 and b.type in ("text", "list"))
     cover = page_count > 10 and first_text < 500

@@ -27,7 +27,7 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from bookindex.core.atomic import write_json_atomic
-from bookindex.core.model import LEAF_TYPES, DocumentTree, node_text
+from bookindex.core.model import LEAF_TYPES, DocumentTree, Node, node_text
 
 # NLTK's English list as bm25s ships it ("en_plus"): it also drops question words (what, how,
 # does, which ...), which Lucene's 33-word list ("en") keeps.
@@ -46,6 +46,12 @@ def _stemmer(algorithm: str) -> Stemmer.Stemmer:
     if st is None:
         st = per_thread[algorithm] = Stemmer.Stemmer(algorithm)
     return st
+
+
+def stem_words(words: list[str], algorithm: str = "english") -> list[str]:
+    """`words` stemmed by the Snowball `algorithm` (PyStemmer; "english" is Porter2), with this
+    thread's stemmer."""
+    return _stemmer(algorithm).stemWords(words)
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,7 @@ class Analyser:
         split = re.compile(self.token_pattern).findall
         terms = [[t for t in split(text.lower()) if t not in self.stopwords] for text in texts]
         if self.stemmer:
-            stem = _stemmer(self.stemmer).stemWords
-            terms = [stem(t) for t in terms]
+            terms = [stem_words(t, self.stemmer) for t in terms]
         return terms
 
     def __call__(self, text: str) -> list[str]:
@@ -177,6 +182,11 @@ TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separ
 ROWS_DIR = "rows"  # the table-row index, inside the folder of the leaves' index
 
 
+def table_titles(tree: DocumentTree, table: Node) -> list[str]:
+    """The titles of the two sections nearest a table, outermost first: what its rows carry."""
+    return [p.title for p in tree.parent_path(table) if p.type == "section" and p.title][-2:]
+
+
 def table_row_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     """Each table's body rows as passages: (the table's node id once per row, texts). A row's
     text is the table's two nearest section titles, its first row and the row: a question names a
@@ -190,7 +200,7 @@ def table_row_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
         lines = [ln for ln in n.content.splitlines() if ln.lstrip().startswith("|") and not TABLE_RULE.match(ln)]
         if len(lines) < 3:
             continue
-        titles = [p.title for p in tree.parent_path(n) if p.type == "section" and p.title][-2:]
+        titles = table_titles(tree, n)
         for row in lines[1:]:
             ids.append(n.id)
             texts.append("\n".join([*titles, lines[0], row]))
