@@ -514,6 +514,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue
+            if not names_something(ch):
+                continue
             # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
             # a kind of it, its own head counting as a question word beside it
             kind_of = weights.get(ch.root.lemma_.lower(), 0.0)
@@ -522,6 +524,16 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def names_something(chunk: Any) -> bool:
+    """Whether a noun chunk names a thing rather than describing one: it holds a proper noun, a
+    number, an all-capital word or a token with symbols in it (a path, a call, a version:
+    "/usr/local", "na.locf", "the SUPERIOR COURT"). "some binary software" or "the following
+    directories" only describe, and a described thing does not answer "which ..."; the
+    sentence then answers."""
+    return any(t.pos_ in ("PROPN", "NUM") or t.like_num or (t.is_upper and len(t.text) > 1)
+               or not (t.is_alpha or t.is_punct) for t in chunk)
 
 
 def span_score(sentence_score: float, close: float, bound: bool) -> float:

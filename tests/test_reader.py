@@ -305,3 +305,15 @@ def test_the_action_asked_weighs_as_a_name_and_titles_match_by_lemma():
     merging = _passage("mg", "If non-zoo objects are included, merge gives plain vectors an index.",
                        ('2. The class "zoo" and its methods', "2.4. Merging and binding"), 13)
     assert "merge" in title_words(merging).split()
+
+
+def test_a_which_question_is_answered_by_a_chunk_that_names_not_one_that_describes():
+    # "some binary software" only describes software, like the question; "/opt" names a place
+    p = _passage("o", "Conflicts are possible between locally-installed software and /opt, especially in the case "
+                 "of fixed pathnames found in some binary software.", ("Rationale",), 20)
+    text, _ = read("Which directory holds locally installed binary software?", [p])
+    assert text.startswith("/opt [1]")
+    # a sentence whose chunks only describe answers with the sentence itself
+    q = _passage("d", "The following directories must be present in the hierarchy.", ("Requirements",), 28)
+    text, _ = read("Which directories must be present in the hierarchy?", [q])
+    assert text.startswith('From "Requirements", p. 28: The following directories must be present')
