@@ -67,7 +67,8 @@ _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
 _TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
-_CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`")
+# a call, an identifier with an underscore, quoted code, or a file path ("/usr/local", "/etc/fstab")
+_CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`|(?<![\w/])/\w[\w.+-]*(?:/[\w.+-]+)*")
 
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "

@@ -317,3 +317,13 @@ def test_a_which_question_is_answered_by_a_chunk_that_names_not_one_that_describ
     q = _passage("d", "The following directories must be present in the hierarchy.", ("Requirements",), 28)
     text, _ = read("Which directories must be present in the hierarchy?", [q])
     assert text.startswith('From "Requirements", p. 28: The following directories must be present')
+
+
+def test_a_file_path_in_the_question_is_a_name_the_titles_gloss():
+    assert "/srv" in asked("What is /srv for?").names
+    assert "/usr/local" in asked("Can /usr/local be shared between hosts?").names
+    p = _passage("sv", "On large systems it can be useful to structure /srv by administrative context.",
+                 ("Chapter 3. The Root Filesystem", "3.17. /srv : Data for services provided by this system",
+                  "Rationale"), 23)
+    text, _ = read("What is /srv for?", [p])
+    assert text.startswith("Data for services provided by this system [1]")
