@@ -90,6 +90,22 @@ def parse_page_range(value: str, page_count: int | None = None) -> tuple[int, in
     raise ValueError(f"cannot read page range {value!r}; use e.g. '3-10' or '5'")
 
 
+def labelled_pages(value: str, labels: list[str] | None, most: int = 50) -> set[int]:
+    """The 0-based pages that print the numbers of a numeric range ("9", "3-5"): a reader quotes
+    the number printed on the page, which runs behind the physical one after a cover and front
+    matter (`page_labels`). Empty without labels or for "first N" / "last N"."""
+    if not labels:
+        return set()
+    try:
+        a, b = parse_page_range(value)
+    except ValueError:
+        return set()
+    if not re.match(r"^(?:pages?\s*)?\d", value.strip().lower()) or b - a >= most:
+        return set()
+    wanted = {str(n + 1) for n in range(a, b + 1)}
+    return {i for i, lab in enumerate(labels) if lab.strip().lower() in wanted}
+
+
 def _descendants(tree: DocumentTree, node: Node) -> list[str]:
     return [n.id for n in tree.walk(node)][1:]
 
@@ -116,10 +132,14 @@ class FilterRange(Operator[FilterRangeParams]):
         p = self.params
         if p.range_type == "page":
             first, last = parse_page_range(p.value, tree.page_count)
-            leaves = {n.id for n in tree.nodes_on_pages(first, last)}
+            pages = set(range(first, last + 1)) | labelled_pages(p.value, self.ctx.page_labels)
+            leaves = {n.id for n in tree.leaves() if any(n.page_idx <= q <= n.page_end_idx for q in pages)}
             nodes = [n.id for n in tree.walk() if n.id in leaves or
-                     (n.type == "section" and first <= n.meta.get("heading_page", _heading_page(n)) <= last)]
+                     (n.type == "section" and n.meta.get("heading_page", _heading_page(n)) in pages)]
             self.note(pages=[first + 1, last + 1])
+            printed = sorted(q + 1 for q in pages if not first <= q <= last)
+            if printed:
+                self.note(printed_pages=printed)
         else:
             sec = tree.find_section(p.value)
             if sec is None:
@@ -323,5 +343,5 @@ def is_unit(node: Node) -> bool:
     return node.type in LEAF_TYPES or is_entry(node)
 
 
-__all__ = ["FilterModal", "FilterRange", "SelectByEntity", "SelectBySection", "parse_page_range",
+__all__ = ["FilterModal", "FilterRange", "SelectByEntity", "SelectBySection", "labelled_pages", "parse_page_range",
            "leaves_of", "is_unit", "unit_of", "get_text_index"]

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from bookindex.core.model import BBox, Block
 from bookindex.parsing.base import OutlineEntry, ParsedDocument
 from bookindex.parsing.numbering import parse_numbering
+from bookindex.parsing.page_numbers import page_number_candidates, printed_page_labels
 from bookindex.parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
 from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
@@ -49,6 +50,7 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
     page_sizes: list[tuple[float, float]] = []
     img_dir = Path(image_dir) if image_dir is not None else None
     stats: Counter[str] = Counter()
+    numbers: dict[int, set[int]] = {}  # the numbers each page may print as its own (parsing.page_numbers)
     try:
         outline = read_outline(doc)
         n = doc.page_count
@@ -60,13 +62,14 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
             page_sizes.append((float(page.rect.width), float(page.rect.height)))
             try:
                 blocks.extend(_parse_page(doc, page, pno, flags, tables=tables, images=images, ocr=ocr,
-                                          img_dir=img_dir, stem=path.stem, warnings=warnings, stats=stats))
+                                          img_dir=img_dir, stem=path.stem, warnings=warnings, stats=stats,
+                                          numbers=numbers))
             except Exception as exc:  # one broken page must not lose the whole document
                 warnings.append(f"{path.name}: page {pno + 1}: could not be parsed ({exc})")
             del page
         meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
                 "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"]}
-        labels = page_labels(doc)
+        labels = page_labels(doc) or printed_page_labels(numbers, n)
         if labels:
             meta["page_labels"] = labels
     finally:
@@ -81,7 +84,8 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
 
 def page_labels(doc: Document) -> list[str] | None:
     """The number each page prints ("i", "17"), from the PDF's page-label tree; None when the PDF
-    has none or they only repeat the physical numbers. Questions quote printed numbers."""
+    has none or they only repeat the physical numbers (then `parse_pdf` reads the numbering from
+    the pages' text, `parsing.page_numbers`). Questions quote printed numbers."""
     try:
         labels = [doc[i].get_label() or "" for i in range(doc.page_count)]
     except Exception:  # a damaged label tree is not worth failing the document over
@@ -126,7 +130,9 @@ def _target_point(doc: Document, pno: int | None, dest: dict) -> tuple[float | N
 # -- one page -----------------------------------------------------------------------------
 
 def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool, images: bool, ocr: bool,
-                img_dir: Path | None, stem: str, warnings: list[str], stats: Counter) -> list[Block]:
+                img_dir: Path | None, stem: str, warnings: list[str], stats: Counter,
+                numbers: dict[int, set[int]] | None = None) -> list[Block]:
+    """One page's blocks; `numbers` gets the numbers the page may print as its own."""
     W, H = float(page.rect.width), float(page.rect.height)
     d = page.get_text("dict", flags=flags)
     mu_blocks = page_lines(d)
@@ -154,6 +160,8 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     elif not images:
         imgs = []
 
+    if numbers is not None:
+        numbers[pno] = page_number_candidates([(ln.bbox, ln.text) for blk in mu_blocks for ln in blk], H, MARGIN_FRAC)
     tabs: list[TableItem] = []
     if tables:
         tabular = looks_tabular(page)
