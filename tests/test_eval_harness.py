@@ -219,3 +219,20 @@ def test_answer_in_evidence_reads_the_passages_ask_packs(split, tmp_path):
     shown = reader_text(engine.open("fixture.pdf"), ans.evidence)
     assert shown and "crimson" in shown.lower()
     assert any(shown in call.prompt for call in llm.calls)
+
+
+def test_a_gold_page_beyond_the_document_is_read_as_the_page_label_it_names(tmp_path):
+    import pymupdf
+
+    from bookindex.evaluation.mmlongbench_run import physical_pages
+
+    doc = pymupdf.open()
+    for i in range(5):
+        doc.new_page().insert_text((72, 100), f"Sheet {i + 1}")
+    doc.set_page_labels([{"startpage": 0, "prefix": "", "style": "D", "firstpagenum": 1},
+                         {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 287}])
+    doc.save(tmp_path / "excerpt.pdf")
+    pdf = tmp_path / "excerpt.pdf"
+    assert physical_pages(pdf, (288,)) == [4]  # labelled 288: the fourth sheet
+    assert physical_pages(pdf, (2, 3)) == [2, 3]  # pages the document has are physical, as given
+    assert physical_pages(pdf, (0,)) == [0]  # no sheet and no label: kept, it scores nothing

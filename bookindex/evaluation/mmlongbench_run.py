@@ -71,11 +71,36 @@ def load_questions(data_dir: Path, limit: int | None = None) -> list[MMLongBench
     if not isinstance(items, list) or not all(isinstance(q, dict) and "doc_id" in q for q in items):
         raise InputError(f"{qpath}: expected a list of question objects with a doc_id")
     items = items[:limit] if limit else items
+    docs = data_dir / "documents"
     return [MMLongBenchQuestion(
         qid=str(q.get("qid", f"{q['doc_id']}-{i}")), doc=q["doc_id"], text=q["question"],
-        gold_pages=parse_gold_pages(q.get("evidence_pages")), answer=q.get("answer"),
+        gold_pages=physical_pages(docs / q["doc_id"], tuple(parse_gold_pages(q.get("evidence_pages")))),
+        answer=q.get("answer"),
         answer_format=q.get("answer_format"), sources=sources_of(q.get("evidence_sources") or "[]"),
         doc_type=q.get("doc_type", "")) for i, q in enumerate(items)]
+
+
+@lru_cache(maxsize=256)
+def _page_count_and_labels(pdf: Path) -> tuple[int, tuple[str, ...]]:
+    try:
+        with open_pdf(pdf) as d:
+            return d.page_count, tuple(d[i].get_label() or "" for i in range(d.page_count))
+    except InputError:
+        return 0, ()
+
+
+def physical_pages(pdf: Path, pages: tuple[int, ...]) -> list[int]:
+    """Gold pages as 1-based physical pages. A few questions give the page number the PDF's page
+    labels print (a 40-sheet excerpt of a guidebook labelled 287-321 has gold page 310): a page
+    beyond the document that a label names is the sheet with that label. Every other page is
+    kept as given (a page the PDF cannot have and no label names stays, and scores nothing)."""
+    if not pages:
+        return []
+    count, labels = _page_count_and_labels(pdf)
+    if not count or all(1 <= p <= count for p in pages):
+        return list(pages)
+    by_label = {lab.strip(): i + 1 for i, lab in reversed(list(enumerate(labels))) if lab.strip()}
+    return sorted({by_label.get(str(p), p) if not 1 <= p <= count else p for p in pages})
 
 
 @lru_cache(maxsize=512)
