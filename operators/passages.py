@@ -105,6 +105,7 @@ def _flat(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
         text = node.content.strip() if node.type == "table" else " ".join(node.content.split())
         if tidy:
             text = _LEADERS.sub(" … ", text)
+            text = text if node.type == "table" else " ".join(text.split())
         known[key] = text
     return text
 
@@ -276,12 +277,14 @@ def _on_its_page(tree: DocumentTree, nodes: list[Node], room: int, shown: set[st
     if not idx:
         return nodes
     picked = {n.id: n for n in nodes}
+    above = {n.id for n in tree.parent_path(nodes[0])}  # shown as the passage's title path
     for step in (1, -1):
         j = max(idx) + 1 if step == 1 else min(idx) - 1
         while 0 <= j < len(seq):
             cand = seq[j]
             j += step
-            if cand.id in shown or cand.id in picked or (cand.type != "section" and cand.type not in _PAGE_TYPES):
+            if cand.id in shown or cand.id in picked or cand.id in above or \
+                    (cand.type != "section" and cand.type not in _PAGE_TYPES):
                 continue
             cost = len(_shown_text(tree, cand, tidy)) + 1
             if used + cost > room:
