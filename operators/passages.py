@@ -263,21 +263,22 @@ def _shown_text(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
     return " ".join(node.title.split()) if node.type == "section" else _flat(tree, node, tidy)
 
 
-def _on_its_page(tree: DocumentTree, nodes: list[Node], room: int, shown: set[str], tidy: bool = False) -> list[Node]:
-    """`nodes` (a passage's blocks) and, while they fit in `room`, the blocks next to them on the
-    ranked node's page beyond its section: the following ones first, then the preceding ones,
+def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, shown: set[str],
+                 tidy: bool = False) -> list[Node]:
+    """`nodes` (the passage of the ranked `node`) and, while they fit in `room`, the blocks next to
+    them on `node`'s page beyond its section: the following ones first, then the preceding ones,
     headings included (a heading names what its blocks are about). A block too long for what is
     left ends that side; figures are passed over. A section is a unit of the writer's, a page one of
     the layout: the answer to a question whose words rank one block is often in the next
     subsection, or in the table rows above a ranked caption."""
     used = sum(len(_shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
-    seq = _page_sequence(tree, nodes[0].page_idx) if nodes else []
+    seq = _page_sequence(tree, node.page_idx)
     at = {n.id: i for i, n in enumerate(seq)}
     idx = [at[n.id] for n in nodes if n.id in at]
     if not idx:
         return nodes
     picked = {n.id: n for n in nodes}
-    above = {n.id for n in tree.parent_path(nodes[0])}  # shown as the passage's title path
+    above = {n.id for n in tree.parent_path(node)}  # shown as the passage's title path
     for step in (1, -1):
         j = max(idx) + 1 if step == 1 else min(idx) - 1
         while 0 <= j < len(seq):
@@ -308,7 +309,7 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     long_block = node.type not in ("section", "table") and bool(terms) and len(_flat(tree, node, tidy)) > room
     nodes = [node] if long_block else _context(tree, node, room, shown, tidy)
     if page and node.type != "section" and nodes:
-        nodes = _on_its_page(tree, nodes, room, shown, tidy)
+        nodes = _on_its_page(tree, node, nodes, room, shown, tidy)
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
     for n in nodes:
         if n.id == nid and n.type == "table":
