@@ -5,6 +5,10 @@ half of a paragraph split by a page break, a table without the sentence that int
 passage is the ranked node with its title path (which names the entry or section it belongs to)
 and the adjacent blocks of the same entry or paragraph, within a character budget, so the reader
 sees what the node means. Context blocks already shown by an earlier passage are not repeated.
+Packed into a prompt's token budget (`pack_passages`), the best-ranked item also shows the blocks
+next to it on its page beyond its section: a page is the layout's unit where a section is the
+writer's, and the answer to a question whose words rank one block is often in the next
+subsection or in the table rows above a ranked caption.
 Citations still point at the ranked node itself (its page and box); `node_ids` lists every node
 whose text a passage shows, for interfaces that highlight them.
 """
@@ -24,6 +28,7 @@ ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
 BUDGET_CHARS = 7000  # all passages of one prompt together (about 1,800 tokens)
 _CONTEXT_TYPES = ("text", "equation", "table")
+_PAGE_TYPES = (*_CONTEXT_TYPES, "list")  # what the best-ranked item may show of its page beyond its section
 # packing into a token budget (pack_passages): an item's room in characters is its share of the
 # tokens left times CHARS_PER_TOKEN (Qwen2.5's tokenizer: 2.0 on gnuplot to 3.6 on libtasn1);
 # what it costs is then counted with estimate_tokens
@@ -37,7 +42,8 @@ PACK_ITEM_CHARS = 600
 # the best-ranked item's room, and the room of every item from the TAIL_FROM-th on: the first item
 # holds the answer most often, and when it does not, the block that does is often elsewhere on its
 # page (the next subsection, the caption's table rows); the ranking's tail holds it least often
-# (docs/benchmarks.md, "Answer in evidence: the page of the best-ranked item")
+# (docs/benchmarks.md, "Answer in evidence"; the variants measured: docs/benchmarks-log.md, "The
+# page of the best-ranked item")
 HEAD_ITEM_CHARS = 900
 TAIL_ITEM_CHARS = 450
 TAIL_FROM = 4
@@ -296,8 +302,6 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
     return sorted(picked.values(), key=lambda n: order.get(n.id, -1))
 
 
-_PAGE_TYPES = (*_CONTEXT_TYPES, "list")
-
 def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
              page: bool = False, tidy: bool = False) -> Passage:
     """The passage of one ranked node in at most `room` characters, skipping context in `shown`.
@@ -367,13 +371,17 @@ def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
                   tail_chars: int = TAIL_ITEM_CHARS) -> list[Passage]:
     """Passages best-ranked first until `budget_tokens` of prompt are spent.
 
-    Each item may take up to `item_chars`, or what is left of the budget; an item that would get
-    less than MIN_PACK_CHARS is not shown, nor is anything after it, so the prompt holds the top of
-    the ranking in full rather than a slice of everything. The first item is always shown. Every
-    prompt token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B
-    model), and the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer
-    latency"). A long table shows the rows that hold the `question`'s terms (`focused_table`):
-    a statement's first 600 characters are its first rows, rarely the row asked for."""
+    Each item may take up to `item_chars` (the first `head_chars`, those from the TAIL_FROM-th on
+    `tail_chars`), or what is left of the budget; an item that would get less than MIN_PACK_CHARS
+    is not shown, nor is anything after it, so the prompt holds the top of the ranking in full
+    rather than a slice of everything. The first item is always shown, with the blocks next to it
+    on its page beyond its section where its section leaves room (`_on_its_page`). Every prompt
+    token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B model), and
+    the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer latency" and
+    "Answer in evidence"). A long table shows the rows that hold the `question`'s terms
+    (`focused_table`): a statement's first 600 characters are its first rows, rarely the row
+    asked for; a long text block the stretch that holds them (`focused_text`). Runs of one
+    punctuation mark (dot leaders) are shown as "…"."""
     left = max(0, budget_tokens)
     terms = tokenize(question) if question else []
     shown: set[str] = set()
