@@ -5,6 +5,10 @@ half of a paragraph split by a page break, a table without the sentence that int
 passage is the ranked node with its title path (which names the entry or section it belongs to)
 and the adjacent blocks of the same entry or paragraph, within a character budget, so the reader
 sees what the node means. Context blocks already shown by an earlier passage are not repeated.
+Packed into a prompt's token budget (`pack_passages`), the best-ranked item also shows the blocks
+next to it on its page beyond its section: a page is the layout's unit where a section is the
+writer's, and the answer to a question whose words rank one block is often in the next
+subsection or in the table rows above a ranked caption.
 Citations still point at the ranked node itself (its page and box); `node_ids` lists every node
 whose text a passage shows, for interfaces that highlight them.
 """
@@ -24,6 +28,7 @@ ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
 BUDGET_CHARS = 7000  # all passages of one prompt together (about 1,800 tokens)
 _CONTEXT_TYPES = ("text", "equation", "table")
+_PAGE_TYPES = (*_CONTEXT_TYPES, "list")  # what the best-ranked item may show of its page beyond its section
 # packing into a token budget (pack_passages): an item's room in characters is its share of the
 # tokens left times CHARS_PER_TOKEN (Qwen2.5's tokenizer: 2.0 on gnuplot to 3.6 on libtasn1);
 # what it costs is then counted with estimate_tokens
@@ -34,6 +39,14 @@ MIN_PACK_CHARS = 200  # an item with less room than this is not worth its place 
 # more ranked nodes reach the prompt and more answers with them (docs/benchmarks.md, "Answer in
 # evidence")
 PACK_ITEM_CHARS = 600
+# the best-ranked item's room, and the room of every item from the TAIL_FROM-th on: the first item
+# holds the answer most often, and when it does not, the block that does is often elsewhere on its
+# page (the next subsection, the caption's table rows); the ranking's tail holds it least often
+# (docs/benchmarks.md, "Answer in evidence"; the variants measured: docs/benchmarks-log.md, "The
+# page of the best-ranked item")
+HEAD_ITEM_CHARS = 900
+TAIL_ITEM_CHARS = 450
+TAIL_FROM = 4
 
 
 @dataclass(frozen=True)
@@ -79,19 +92,27 @@ def title_path(tree: DocumentTree, node: Node) -> tuple[str, ...]:
     return tuple(" ".join(n.title.split())[:100] for n in chain if n.type == "section" and n.title.strip())
 
 
+# runs of one punctuation mark (dot leaders of a table of contents, rules of underscores or
+# dashes, spaced dots): characters that cost prompt tokens and say nothing
+_LEADERS = re.compile(r"(?:([^\w\s|])\1{3,}|(?:[^\w\s|] ){4,})[^\w\s|]?")
+
 # each tree's nodes as shown in a passage: every question's context walk measures the same
 # siblings again (a section of a reference manual has hundreds), and a served tree is long-lived
 _FLAT: WeakKeyDictionary[DocumentTree, dict[str, str]] = WeakKeyDictionary()
 
 
-def _flat(tree: DocumentTree, node: Node) -> str:
+def _flat(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
     """The node's text as a passage shows it: tables keep their line structure (Markdown/HTML
-    rows); prose is one line."""
+    rows); prose is one line. With `tidy`, runs of one punctuation mark (`_LEADERS`) are "…"."""
     known = _FLAT.setdefault(tree, {})
-    text = known.get(node.id)
+    key = node.id + "\0" if tidy else node.id
+    text = known.get(key)
     if text is None:
         text = node.content.strip() if node.type == "table" else " ".join(node.content.split())
-        known[node.id] = text
+        if tidy:
+            text = _LEADERS.sub(" … ", text)
+            text = text if node.type == "table" else " ".join(text.split())
+        known[key] = text
     return text
 
 
@@ -99,12 +120,15 @@ def _section_leaves(tree: DocumentTree, section: Node) -> list[Node]:
     return [tree.nodes[c] for c in section.children if tree.nodes[c].type in LEAF_TYPES]
 
 
-def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list[Node]:
+def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: bool = False) -> list[Node]:
     """The ranked node and the neighbours of the same entry or paragraph that fit in `room`.
 
     A section node shows its own leading blocks. A small enclosing section (a reference entry, a
-    short subsection) is shown whole; otherwise siblings are added outwards, the following block
-    first (a paragraph cut by a page or column break continues there), then the preceding one.
+    short subsection) is shown whole; otherwise siblings are added outwards one at a time, the
+    shorter of the next following and the next preceding block first (the following one on a
+    tie: a paragraph cut by a page or column break continues there), so that one long block on
+    one side does not crowd out the short ones on the other (a label and its value, a table's
+    total under it). Each block costs its length and the line break that joins it.
     """
     if node.type == "section":
         picked: list[Node] = []
@@ -112,10 +136,10 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list
         for leaf in _section_leaves(tree, node):
             if leaf.id in shown:
                 continue
-            if used + len(_flat(tree, leaf)) > room and picked:
+            if used + len(_flat(tree, leaf, tidy)) + 1 > room and picked:
                 break
             picked.append(leaf)
-            used += len(_flat(tree, leaf))
+            used += len(_flat(tree, leaf, tidy)) + 1
         return picked
     parent = tree.nodes[node.parent] if node.parent is not None else None
     if parent is None:
@@ -124,25 +148,28 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str]) -> list
     sibling_ids = [s.id for s in siblings]
     if node.id not in sibling_ids:
         return [node]
-    whole = sum(len(_flat(tree, s)) for s in siblings)
+    whole = sum(len(_flat(tree, s, tidy)) + 1 for s in siblings) - 1
     if parent.type == "section" and whole <= room:
         return [s for s in siblings if s.id == node.id or s.id not in shown]
     pos = sibling_ids.index(node.id)
     lo, hi = pos, pos
-    used = len(_flat(tree, node))
-    grew = True
-    while grew:
-        grew = False
-        for step in (1, -1):
-            j = hi + 1 if step == 1 else lo - 1
-            if not 0 <= j < len(siblings):
-                continue
-            cand = siblings[j]
-            if cand.type not in _CONTEXT_TYPES or cand.id in shown or used + len(_flat(tree, cand)) > room:
-                continue
-            used += len(_flat(tree, cand))
-            lo, hi = min(lo, j), max(hi, j)
-            grew = True
+    used = len(_flat(tree, node, tidy))
+    open_sides = {1, -1}
+    while open_sides:
+        nxt = {step: (hi + 1 if step == 1 else lo - 1) for step in open_sides}
+        step = min(open_sides, key=lambda st: (len(_flat(tree, siblings[nxt[st]], tidy)) if 0 <= nxt[st] < len(siblings)
+                                               else math.inf, -st))
+        j = nxt[step]
+        if not 0 <= j < len(siblings):
+            open_sides.discard(step)
+            continue
+        cand = siblings[j]
+        cost = len(_flat(tree, cand, tidy)) + 1
+        if cand.type not in _CONTEXT_TYPES or cand.id in shown or used + cost > room:
+            open_sides.discard(step)
+            continue
+        used += cost
+        lo, hi = min(lo, j), max(hi, j)
     return siblings[lo:hi + 1]
 
 
@@ -192,15 +219,110 @@ def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = ()) -> Passage:
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_WORD = re.compile(r"\S+")
+
+
+def focused_text(text: str, room: int, terms: Sequence[str]) -> str:
+    """A block too long for `room` characters as the stretch of it that holds most of the
+    question's `terms`, marked "…" where it is cut. A stretch starts at a sentence (or, within a
+    long sentence, at a word about every quarter of `room`); it scores the inverse frequency,
+    among the block's sentences, of each question term it holds, so a term of every sentence
+    counts little; the earliest best stretch wins, and the block's start when no term occurs (the
+    start is where its topic is stated)."""
+    if len(text) <= room:
+        return text
+    wanted = set(terms)
+    starts = sorted({0} | {m.end() for m in _SENTENCE_END.finditer(text)}
+                    | {m.start() for m in _WORD.finditer(text) if m.start() % max(1, room // 4) < 8})
+    sentences = [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+    found = [wanted.intersection(tokenize(x)) for x in sentences]
+    df = {t: sum(t in f for f in found) for t in wanted}
+    weight = {t: math.log(1 + len(sentences) / df[t]) for t in wanted if df[t]}
+    best, best_score = 0, 0.0
+    for st in starts:
+        score = sum(weight.get(t, 0.0) for t in set(tokenize(text[st:st + room])))
+        if score > best_score + 1e-9:
+            best, best_score = st, score
+    head = "… " if best else ""
+    cut = text[best:best + room - len(head) - 2]
+    return head + (cut if best + len(cut) >= len(text) else cut.rsplit(" ", 1)[0] + " …")
+
+
+# each tree's headings and blocks by the page they start on, in document order
+_PAGE_SEQ: WeakKeyDictionary[DocumentTree, dict[int, list[Node]]] = WeakKeyDictionary()
+
+
+def _page_sequence(tree: DocumentTree, page: int) -> list[Node]:
+    pages = _PAGE_SEQ.get(tree)
+    if pages is None:
+        pages = {}
+        for n in tree.walk():
+            if n.type != "document":
+                pages.setdefault(n.page_idx, []).append(n)
+        _PAGE_SEQ[tree] = pages
+    return pages.get(page, [])
+
+
+def _shown_text(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
+    """What a block adds to a passage beyond its section: a heading its title, a leaf its text."""
+    return " ".join(node.title.split()) if node.type == "section" else _flat(tree, node, tidy)
+
+
+def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, shown: set[str],
+                 tidy: bool = False) -> list[Node]:
+    """`nodes` (the passage of the ranked `node`) and, while they fit in `room`, the blocks next to
+    them on `node`'s page beyond its section: the following ones first, then the preceding ones,
+    headings included (a heading names what its blocks are about). A block too long for what is
+    left ends that side; figures are passed over. A section is a unit of the writer's, a page one of
+    the layout: the answer to a question whose words rank one block is often in the next
+    subsection, or in the table rows above a ranked caption."""
+    used = sum(len(_shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
+    seq = _page_sequence(tree, node.page_idx)
+    at = {n.id: i for i, n in enumerate(seq)}
+    idx = [at[n.id] for n in nodes if n.id in at]
+    if not idx:
+        return nodes
+    picked = {n.id: n for n in nodes}
+    above = {n.id for n in tree.parent_path(node)}  # shown as the passage's title path
+    for step in (1, -1):
+        j = max(idx) + 1 if step == 1 else min(idx) - 1
+        while 0 <= j < len(seq):
+            cand = seq[j]
+            j += step
+            if cand.id in shown or cand.id in picked or cand.id in above or \
+                    (cand.type != "section" and cand.type not in _PAGE_TYPES):
+                continue
+            cost = len(_shown_text(tree, cand, tidy)) + 1
+            if used + cost > room:
+                break
+            picked[cand.id] = cand
+            used += cost
+    order = {n.id: i for i, n in enumerate(seq)}
+    return sorted(picked.values(), key=lambda n: order.get(n.id, -1))
+
+
+def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
+             page: bool = False, tidy: bool = False) -> Passage:
     """The passage of one ranked node in at most `room` characters, skipping context in `shown`.
     A ranked table longer than `room` shows the rows holding the question's `terms`
-    (`focused_table`) instead of its first rows."""
+    (`focused_table`), a longer block the stretch of it that holds them (`focused_text`). With
+    `page`, what room its section leaves goes to the blocks next to it on its page
+    (`_on_its_page`). With `tidy`, runs of one punctuation mark are shortened to "…"."""
     node = tree.nodes[nid]
-    nodes = _context(tree, node, room, shown)
+    long_block = node.type not in ("section", "table") and bool(terms) and len(_flat(tree, node, tidy)) > room
+    nodes = [node] if long_block else _context(tree, node, room, shown, tidy)
+    if page and node.type != "section" and nodes:
+        nodes = _on_its_page(tree, node, nodes, room, shown, tidy)
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
-    parts += [(focused_table(_flat(tree, n), room, terms) if n.id == nid and n.type == "table" else _flat(tree, n),
-               n.page_idx) for n in nodes]
+    for n in nodes:
+        if n.id == nid and n.type == "table":
+            t = focused_table(_flat(tree, n, tidy), room, terms)
+        elif n.id == nid and long_block:
+            t = focused_text(_flat(tree, n, tidy), room, terms)
+        else:
+            t = _shown_text(tree, n, tidy)
+        parts.append((t, n.page_idx))
     parts = [(t, pg) for t, pg in parts if t]
     text = "\n".join(t for t, _ in parts)
     starts, pos = [], 0
@@ -209,9 +331,10 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
         pos += len(t) + 1
     if len(text) > room:  # a single long block: keep the start (where its topic is stated)
         text = text[:room - 2].rsplit(" ", 1)[0] + " …"
-    pages = [n.page_idx for n in nodes] or [node.page_idx]
+    leaves = [n for n in nodes if n.type != "section"]
+    pages = [n.page_idx for n in leaves] or [node.page_idx]
     return Passage(node_id=nid, title_path=title_path(tree, node), text=text,
-                   node_ids=tuple(n.id for n in nodes) or (nid,),
+                   node_ids=tuple(n.id for n in leaves) or (nid,),
                    first_page=min(pages) + 1, last_page=max(pages) + 1, page_starts=tuple(starts))
 
 
@@ -244,25 +367,31 @@ def estimate_tokens(text: str) -> int:
 
 
 def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
-                  item_chars: int = PACK_ITEM_CHARS, question: str = "") -> list[Passage]:
+                  item_chars: int = PACK_ITEM_CHARS, question: str = "", head_chars: int = HEAD_ITEM_CHARS,
+                  tail_chars: int = TAIL_ITEM_CHARS) -> list[Passage]:
     """Passages best-ranked first until `budget_tokens` of prompt are spent.
 
-    Each item may take up to `item_chars`, or what is left of the budget; an item that would get
-    less than MIN_PACK_CHARS is not shown, nor is anything after it, so the prompt holds the top of
-    the ranking in full rather than a slice of everything. The first item is always shown. Every
-    prompt token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B
-    model), and the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer
-    latency"). A long table shows the rows that hold the `question`'s terms (`focused_table`):
-    a statement's first 600 characters are its first rows, rarely the row asked for."""
+    Each item may take up to `item_chars` (the first `head_chars`, those from the TAIL_FROM-th on
+    `tail_chars`), or what is left of the budget; an item that would get less than MIN_PACK_CHARS
+    is not shown, nor is anything after it, so the prompt holds the top of the ranking in full
+    rather than a slice of everything. The first item is always shown, with the blocks next to it
+    on its page beyond its section where its section leaves room (`_on_its_page`). Every prompt
+    token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B model), and
+    the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer latency" and
+    "Answer in evidence"). A long table shows the rows that hold the `question`'s terms
+    (`focused_table`): a statement's first 600 characters are its first rows, rarely the row
+    asked for; a long text block the stretch that holds them (`focused_text`). Runs of one
+    punctuation mark (dot leaders) are shown as "…"."""
     left = max(0, budget_tokens)
     terms = tokenize(question) if question else []
     shown: set[str] = set()
     out: list[Passage] = []
-    for nid in ids:
-        room = min(item_chars, left * CHARS_PER_TOKEN)
+    for k, nid in enumerate(ids):
+        cap = head_chars if k == 0 else tail_chars if k >= TAIL_FROM - 1 else item_chars
+        room = min(cap, left * CHARS_PER_TOKEN)
         if out and room < MIN_PACK_CHARS:
             break
-        p = _passage(tree, nid, max(room, MIN_PACK_CHARS), shown, terms)
+        p = _passage(tree, nid, max(room, MIN_PACK_CHARS), shown, terms, page=k == 0, tidy=True)
         cost = estimate_tokens(p.render()) + 4  # "[k] " and the blank line between items
         if out and cost > left:
             break
