@@ -8,6 +8,7 @@ tables). It is always called with use_layout=False: no ONNX model (see pdf_open)
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,10 @@ class TableItem:
             parts.append("<tr>" + "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in r) + "</tr>")
         parts.append("</table>")
         return "".join(parts)
+
+
+SHADED_MIN_PIECES = 3  # one-row tables stacked into one: a statement ruled by shaded bands
+_WORDS = re.compile(r"[^\W\d_]{2}")
 
 
 def _md_cell(c: str) -> str:
@@ -159,7 +164,9 @@ def find_tables(page: Page, mode: str, clip: tuple | None = None) -> list[TableI
         except Exception:
             continue
     out = []
-    for bbox, rows in _join_row_tables(raw):
+    for bbox, rows, pieces in _join_row_tables(raw):
+        if pieces >= SHADED_MIN_PIECES:
+            rows = _text_grid(page, bbox, words or []) or rows
         rows = [r for r in rows if any(r)]
         if rows:  # the text strategy leaves empty columns between wide gaps
             ncol = max(len(r) for r in rows)
@@ -180,19 +187,99 @@ def find_tables(page: Page, mode: str, clip: tuple | None = None) -> list[TableI
     return out
 
 
-def _join_row_tables(raw: list[tuple[tuple, list[list[str]]]]) -> list[tuple[tuple, list[list[str]]]]:
+def _join_row_tables(raw: list[tuple[tuple, list[list[str]]]]) -> list[tuple[tuple, list[list[str]], int]]:
     """Shaded-row tables (financial statements) come out as one 'table' per row: join tables
-    of the same width stacked closely above each other."""
-    out: list[tuple[tuple, list[list[str]]]] = []
+    of the same width stacked closely above each other. Returns (bbox, rows, pieces joined)."""
+    out: list[tuple[tuple, list[list[str]], int]] = []
     for bbox, rows in sorted(raw, key=lambda t: t[0][1]):
         if out:
-            pb, prow = out[-1]
+            pb, prow, n = out[-1]
             same_width = abs(pb[0] - bbox[0]) < 3 and abs(pb[2] - bbox[2]) < 3
             if same_width and 0 <= bbox[1] - pb[3] < 30 and (len(prow) == 1 or len(rows) == 1):
-                out[-1] = ((pb[0], pb[1], max(pb[2], bbox[2]), bbox[3]), prow + rows)
+                out[-1] = ((pb[0], pb[1], max(pb[2], bbox[2]), bbox[3]), prow + rows, n + 1)
                 continue
-        out.append((bbox, rows))
+        out.append((bbox, rows, 1))
     return out
+
+
+def _text_grid(page: Page, bbox: tuple, words: list[tuple]) -> list[list[str]] | None:
+    """The rows of a shaded-row table read again from its text. Its ruling comes from the shaded
+    bands: each band is a table of one row, and the unshaded rows between the bands belong to
+    none of them (a balance sheet lost its inventories row that way), while the bands split
+    their columns each in their own way. Rows and columns from the text's lines and alignment
+    cover the whole region alike; None when that finds no single table."""
+    try:
+        found = page.find_tables(clip=bbox, horizontal_strategy="text", vertical_strategy="text", use_layout=False)
+    except Exception:
+        return None
+    if len(found.tables) != 1:
+        return None
+    tab = found.tables[0]
+    rows = _cell_texts(tab, words)
+    # a header spanning several columns ("FewNERD (NER)" over its 5-, 10-, 20-shot columns) aligns
+    # with none of them, and the text strategy leaves it out: lines of the region above or below
+    # the table come back as rows, each phrase in the column where it starts
+    cols = _column_spans(tab)
+    above = _outside_rows(words, bbox, cols, lambda cy: cy < tab.bbox[1])
+    below = _outside_rows(words, bbox, cols, lambda cy: cy > tab.bbox[3])
+    return merge_label_columns(above + rows + below)
+
+
+def _column_spans(tab: Any) -> list[tuple[float, float]]:
+    """Each column's x extent over the rows of a found table."""
+    spans: dict[int, tuple[float, float]] = {}
+    for row in tab.rows:
+        for c, box in enumerate(row.cells):
+            if box is not None:
+                x0, x1 = spans.get(c, (box[0], box[2]))
+                spans[c] = (min(x0, box[0]), max(x1, box[2]))
+    return [spans[c] for c in sorted(spans)]
+
+
+def _outside_rows(words: list[tuple], clip: tuple, cols: list[tuple[float, float]],
+                  where: Any) -> list[list[str]]:
+    """The lines of `clip` whose words `where` (on their centre's y) selects, as table rows:
+    words closer than a space's width form a phrase, placed in the column holding its start."""
+    if not cols:
+        return []
+    lines: dict[int, list[tuple]] = {}
+    for w in words:
+        cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+        if clip[0] <= cx <= clip[2] and clip[1] <= cy <= clip[3] and where(cy):
+            lines.setdefault(round(cy / 3), []).append(w)
+    out = []
+    for key in sorted(lines):
+        row = [""] * len(cols)
+        phrase: list[tuple] = []
+        for w in sorted(lines[key], key=lambda w: w[0]) + [None]:
+            if phrase and (w is None or w[0] - phrase[-1][2] > 4.0):
+                x = phrase[0][0]
+                c = min(range(len(cols)), key=lambda i: 0 if cols[i][0] - 1 <= x <= cols[i][1] + 1
+                        else min(abs(x - cols[i][0]), abs(x - cols[i][1])))
+                row[c] = " ".join(filter(None, [row[c], " ".join(p[4] for p in phrase)]))
+                phrase = []
+            if w is not None:
+                phrase.append(w)
+        out.append(row)
+    return out
+
+
+def merge_label_columns(rows: list[list[str]]) -> list[list[str]]:
+    """Join the leading columns whose every filled cell holds words (no value such as "1,980",
+    "—" or a lone "$") into one label column: a row label that wraps ("Property under capital /
+    and financing leases") is split by the text strategy at the x where each line's words start."""
+    width = max((len(r) for r in rows), default=0)
+
+    def words_only(c: int) -> bool:  # every filled cell of column c holds words: no value, no lone "$"
+        cells = [r[c] for r in rows if c < len(r) and r[c].strip()]
+        return bool(cells) and all(_WORDS.search(x) for x in cells)
+
+    k = 0
+    while k + 1 < width and words_only(k + 1):
+        k += 1
+    if k == 0 or k + 1 >= width:
+        return rows
+    return [[" ".join(c for c in r[:k + 1] if c)] + r[k + 1:] for r in rows]
 
 
 def _cell_texts(tab: Any, words: list[tuple]) -> list[list[str]]:
