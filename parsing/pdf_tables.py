@@ -265,14 +265,17 @@ def _outside_rows(words: list[tuple], clip: tuple, cols: list[tuple[float, float
 
 
 def merge_label_columns(rows: list[list[str]]) -> list[list[str]]:
-    """Join the leading columns whose every filled cell holds words (no value such as "1,980",
-    "—" or a lone "$") into one label column: a row label that wraps ("Property under capital /
-    and financing leases") is split by the text strategy at the x where each line's words start."""
+    """Join to the first column the columns after it that hold only the wrapped parts of some
+    rows' labels: a row label that wraps ("Property under capital / and financing leases") is
+    split by the text strategy at the x where each line's words start. Such a column is filled
+    in at most half the rows, and only with words (no value such as "1,980", "—" or a lone "$")."""
     width = max((len(r) for r in rows), default=0)
 
-    def words_only(c: int) -> bool:  # every filled cell of column c holds words: no value, no lone "$"
+    def words_only(c: int) -> bool:
+        # every filled cell holds words (no value, no lone "$"), and only some rows fill it: the
+        # labels that wrap; a column of words in every row is a column of its own ("Method")
         cells = [r[c] for r in rows if c < len(r) and r[c].strip()]
-        return bool(cells) and all(_WORDS.search(x) for x in cells)
+        return bool(cells) and len(cells) <= len(rows) / 2 and all(_WORDS.search(x) for x in cells)
 
     k = 0
     while k + 1 < width and words_only(k + 1):

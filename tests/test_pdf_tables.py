@@ -40,9 +40,11 @@ def test_the_rows_between_shaded_bands_are_kept_with_their_values() -> None:
 def test_a_wrapped_row_label_is_one_label_column_and_values_stay_apart() -> None:
     rows = [["Property under capital", "and financing leases", "", "579", "", "340"],
             ["Cash and cash", "equivalents", "$", "1,980", "$", "1,101"],
-            ["Goodwill", "", "", "915", "", "425"]]
+            ["Goodwill", "", "", "915", "", "425"], ["Other assets", "", "", "606", "", "374"]]
     assert merge_label_columns(rows) == [["Property under capital and financing leases", "", "579", "", "340"],
                                          ["Cash and cash equivalents", "$", "1,980", "$", "1,101"],
-                                         ["Goodwill", "", "915", "", "425"]]
+                                         ["Goodwill", "", "915", "", "425"], ["Other assets", "", "606", "", "374"]]
     years = [["", "2019", "2018"], ["Revenue", "1,000", "900"]]
     assert merge_label_columns(years) == years
+    methods = [["CODEX", "prompting", "53.8"], ["GPT-4", "prompting", "57.8"], ["SLM", "fine-tuning", "61.9"]]
+    assert merge_label_columns(methods) == methods  # a column of words in every row is its own
