@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
+from bookindex.operators.glossary import expansion
 from bookindex.providers.lexical import TABLE_RULE, tokenize
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
@@ -338,13 +339,23 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
                    first_page=min(pages) + 1, last_page=max(pages) + 1, page_starts=tuple(starts))
 
 
+def question_terms(question: str) -> list[str]:
+    """The words a passage's focus looks for: the question's, and the line items of the financial
+    terms it names ("capital expenditure": purchases of property and equipment), the same
+    expansion the lexical query gets (`operators.glossary`). A statement prints the line item,
+    not the name the question gives it."""
+    if not question:
+        return []
+    return tokenize(f"{question} {expansion(question)}")
+
+
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,
                    item_chars: int = ITEM_CHARS, question: str = "") -> list[Passage]:
     """One passage per ranked id (same order). Each gets an equal share of `budget_chars`
     (between MIN_ITEM_CHARS and `item_chars`); context shown by an earlier passage is skipped.
     A long table shows the rows that hold the `question`'s terms (`focused_table`)."""
     room = max(MIN_ITEM_CHARS, min(item_chars, budget_chars // max(1, len(ids))))
-    terms = tokenize(question) if question else []
+    terms = question_terms(question)
     shown: set[str] = set()
     out = []
     for nid in ids:
@@ -383,7 +394,7 @@ def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
     asked for; a long text block the stretch that holds them (`focused_text`). Runs of one
     punctuation mark (dot leaders) are shown as "…"."""
     left = max(0, budget_tokens)
-    terms = tokenize(question) if question else []
+    terms = question_terms(question)
     shown: set[str] = set()
     out: list[Passage] = []
     for k, nid in enumerate(ids):

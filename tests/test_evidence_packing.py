@@ -129,3 +129,18 @@ def test_leaders_cost_no_room_in_a_packed_passage_but_stay_for_the_extractive_re
     assert ".." not in packed and "3.0 Section number 0 … 20" in packed
     assert "3.11 Section number 11 … 31" in packed  # the room leaders took now shows more lines
     assert "." * 60 in build_passages(tree, [first])[0].text
+
+
+def test_a_statement_shows_the_line_item_of_the_financial_term_the_question_names():
+    from bookindex.operators.passages import question_terms
+
+    rows = "\n".join(f"| Adjustment item number {i} | {100 + i} | {90 + i} |" for i in range(40))
+    table = ("| Cash Flows from Investing Activities | 2018 | 2017 |\n|---|---|---|\n" + rows
+             + "\n| Purchases of property, plant and equipment (PP&E) | (1,577) | (1,373) |\n" + rows)
+    tree = _tree([Block(type="title", content="Consolidated Statement of Cash Flows", page_idx=0, level=1),
+                  Block(type="table", content=table, page_idx=0)])
+    nid = _id(tree, "| Cash Flows")
+    question = "What is the FY2018 capital expenditure amount for 3M?"
+    assert "purchases" in question_terms(question) and question_terms("") == []
+    [p] = pack_passages(tree, [nid], 1000, question=question)
+    assert "(1,577)" in p.text  # the statement prints the line item, not "capital expenditure"
