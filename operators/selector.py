@@ -132,14 +132,17 @@ class FilterRange(Operator[FilterRangeParams]):
         p = self.params
         if p.range_type == "page":
             first, last = parse_page_range(p.value, tree.page_count)
-            pages = set(range(first, last + 1)) | labelled_pages(p.value, self.ctx.page_labels)
-            leaves = {n.id for n in tree.leaves() if any(n.page_idx <= q <= n.page_end_idx for q in pages)}
+            # the pages printing the range's numbers too (a reader quotes printed numbers)
+            printed = sorted(q for q in labelled_pages(p.value, self.ctx.page_labels) if not first <= q <= last)
+            leaves = {n.id for n in tree.nodes_on_pages(first, last)}
+            for q in printed:
+                leaves.update(n.id for n in tree.nodes_on_pages(q))
             nodes = [n.id for n in tree.walk() if n.id in leaves or
-                     (n.type == "section" and n.meta.get("heading_page", _heading_page(n)) in pages)]
+                     (n.type == "section" and (first <= (h := n.meta.get("heading_page", _heading_page(n))) <= last
+                                               or h in printed))]
             self.note(pages=[first + 1, last + 1])
-            printed = sorted(q + 1 for q in pages if not first <= q <= last)
             if printed:
-                self.note(printed_pages=printed)
+                self.note(printed_pages=[q + 1 for q in printed])
         else:
             sec = tree.find_section(p.value)
             if sec is None:
