@@ -16,7 +16,13 @@ from bookindex.core.model import DocumentTree
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.context import IndexContext
-from bookindex.operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
+from bookindex.operators.grounding import (
+    MODEL_CHECKS,
+    NOT_ANSWERABLE,
+    cited_numbers,
+    grounded_answer,
+    refusal_fallback_on,
+)
 from bookindex.operators.labels import Labelled, label_word, labelled_parts, node_type, outline_parts, part_text
 from bookindex.operators.lookup import lookup
 from bookindex.operators.passages import (
@@ -426,8 +432,8 @@ class Reduce(Operator[ReduceParams]):
         llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
         state.emit("evidence", [i for i, _ in state.ranked] if state.ranked else ev)
         res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
-                              on_event=state.on_event)
+                              on_event=state.on_event, refusal_fallback=refusal_fallback_on(self.ctx.settings))
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
-        self.note(source="llm" if res.check in ("valid", "repaired", "not-answerable") else "extractive",
+        self.note(source="llm" if res.check in MODEL_CHECKS else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)
         return state
