@@ -43,6 +43,7 @@ from bookindex.engine import Engine  # noqa: E402
 from bookindex.evaluation.mmlongbench_run import MMLongBenchQuestion, load_questions  # noqa: E402
 from bookindex.evaluation.reference_run import load_reference_questions, names_entry  # noqa: E402
 from bookindex.evaluation.short_answers import question_kind, score_short, short_answer  # noqa: E402
+from bookindex.operators.reader import asked  # noqa: E402
 from bookindex.retrieval.api import METHODS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +68,8 @@ def ask_one(engine: Engine, q: MMLongBenchQuestion, method: str, k: int) -> dict
         text, qtype, structural = f"error: {type(exc).__name__}: {exc}", "error", False
     short = short_answer(q.text, text)
     return {"id": q.qid, "doc": q.doc, "question": q.text, "gold": q.answer, "format": q.answer_format,
-            "kind": question_kind(q.text, q.answer, q.answer_format), "sources": q.sources,
+            "kind": question_kind(q.text, q.answer, q.answer_format), "asked": asked(q.text).kind,
+            "sources": q.sources,
             "answer": text, "short": short, "score": round(score_short(q.answer, q.answer_format, short), 4),
             "query_type": qtype, "structural": structural, "citation_check": check,
             "seconds": round(time.perf_counter() - t0, 3)}
@@ -88,10 +90,13 @@ def run_name(method: str, k: int, llm: str) -> str:
     return f"{who} + {llm}" if llm else who
 
 
-def markdown(label: str, result: dict[str, Any]) -> str:
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = result.get("runs") or {label: result["sets"]}
-    kinds = sorted({r["kind"] for sets in runs.values() for rows in sets.values() for r in rows})
-    lines = [f"### {label}", "", "| set | run | questions | accuracy | " + " | ".join(kinds) + " | model refused |",
+REFUSALS = ("not-answerable", "refused-extractive")
+
+
+def _table(runs: dict[str, dict[str, list[dict[str, Any]]]], field: str) -> list[str]:
+    """Accuracy per set and run, and per value of a row's `field` (its question type)."""
+    kinds = sorted({str(r.get(field)) for sets in runs.values() for rows in sets.values() for r in rows})
+    lines = ["| set | run | questions | accuracy | " + " | ".join(kinds) + " | model refused |",
              "|---|---|---|---|" + "---|" * len(kinds) + "---|"]
     set_names = list(dict.fromkeys(name for sets in runs.values() for name in sets))
     for name in set_names:
@@ -100,15 +105,24 @@ def markdown(label: str, result: dict[str, Any]) -> str:
             n, acc = accuracy(rows)
             cells = []
             for k in kinds:
-                kn, ka = accuracy([r for r in rows if r["kind"] == k])
+                kn, ka = accuracy([r for r in rows if str(r.get(field)) == k])
                 cells.append(f"{ka:.3f} ({kn})" if kn else "–")
-            refused = sum(str(r.get("citation_check") or "").startswith("refused") or r.get("citation_check") == "not-answerable"
-                          for r in rows)
+            refused = sum(r.get("citation_check") in REFUSALS for r in rows)
             lines.append(f"| {name} | {run} | {n} | **{acc:.3f}** | " + " | ".join(cells) + f" | {refused} |")
+    return lines
+
+
+def markdown(label: str, result: dict[str, Any]) -> str:
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = result.get("runs") or {label: result["sets"]}
+    lines = [f"### {label}", "", "By question type (from the gold answer's format and the question):", "",
+             *_table(runs, "kind")]
     if result.get("reference"):
         rows = result["reference"]
-        lines.append(f"| reference lookup (entry named) | {label} | {len(rows)} | **{sum(r['named'] for r in rows) / len(rows):.3f}** |"
-                     + " |" * (len(kinds) + 1))
+        lines.append(f"| reference lookup (entry named) | {label} | {len(rows)} | "
+                     f"**{sum(r['named'] for r in rows) / len(rows):.3f}** |")
+    if any("asked" in r for sets in runs.values() for rows in sets.values() for r in rows):
+        lines += ["", "By what the question asks for (the reader's parse of the question, `operators.reader.asked`):",
+                  "", *_table(runs, "asked")]
     return "\n".join(lines) + "\n"
 
 
