@@ -119,7 +119,8 @@ def drop_unsupported(answer: str, sources: Mapping[int, str]) -> tuple[str, list
 def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer",
                     sources: Mapping[int, str] | None = None,
-                    on_event: AnswerEvents | None = None, refusal_fallback: bool = False) -> GroundedAnswer:
+                    on_event: AnswerEvents | None = None, refusal_fallback: bool = False,
+                    reader: Callable[[], tuple[str, list[int]]] | None = None) -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
     the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
     With `sources` (number -> the text shown for it), citations of items that share no word
@@ -128,11 +129,13 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
     and ("reset", why) when the text streamed so far is withdrawn (a repair round follows, or
     the extractive answer replaces it); the returned answer is the one to keep.
     `refusal_fallback`: a "not answerable" reply gives way to the extractive answer when the
-    reader finds one, marked (REFUSED_MARK, check "refused-extractive"; module docstring)."""
+    reader finds one, marked (REFUSED_MARK, check "refused-extractive"; module docstring);
+    `reader` is the extractive reader's answer for that (default: `extractive`), where
+    `extractive` is something else (partial answers joined)."""
     notes: dict[str, Any] = {}
     result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event)
     if refusal_fallback and result.check == "not-answerable":
-        result = _instead_of_refusal(result, extractive, notes, on_event)
+        result = _instead_of_refusal(result, reader or extractive, notes, on_event)
     if sources and result.check in ("valid", "repaired"):
         text, dropped = drop_unsupported(result.answer, sources)
         if dropped:

@@ -247,3 +247,9 @@ def test_reports_count_a_replaced_refusal_as_a_refusal():
                 "citation_check": c} for c in ("valid", "refused-extractive", "not-answerable", "fallback")]
     s = summarize(records, ["m"], [5], lambda rs: {"accuracy": 0.0})["m"]["answers"]
     assert s["refused"] == 2 / 4 and s["valid_citations"] == 1 / 2
+
+
+def test_a_refusal_gives_way_to_the_readers_answer_not_to_joined_partial_answers():
+    res = grounded_answer(FakeLLM(_REFUSAL), "P", range(1, 3), lambda: ("not found in this evidence", []),
+                          refusal_fallback=True, reader=lambda: ("the reader's span [2]", [2]))
+    assert (res.check, res.citations) == ("refused-extractive", [2]) and res.answer.endswith("the reader's span [2]")
