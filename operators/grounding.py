@@ -6,6 +6,12 @@ and every cited n must be an item the prompt showed. An answer that breaks the r
 repair round (the same prompt, the answer, and the rule it broke); if the repaired answer still
 breaks it, the extractive answer is returned instead. Which of these happened is recorded
 (`check`), so traces and benchmarks can count it. "Not answerable" needs no citation.
+
+A refusal can be replaced too (`refusal_fallback`): when the model answers "not answerable" and
+the extractive reader finds an answer in the same evidence, that answer is returned behind
+REFUSED_MARK, which says the model found none, with check "refused-extractive". A small model
+refuses questions its evidence answers; a capable model's refusal is usually right (documents do
+leave questions unanswered), so callers turn this on per model (`refusal_fallback_on`).
 """
 
 from __future__ import annotations
@@ -15,16 +21,22 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bookindex.core.config import Settings
 from bookindex.core.protocols import LLM
 from bookindex.operators import prompts
 from bookindex.providers.lexical import tokenize
 
 NOT_ANSWERABLE = "not answerable from the document"
+# what precedes the extractive answer that replaced a refusal (it must not read as a refusal itself)
+REFUSED_MARK = "The model found no answer in the evidence; the extractive reader's answer: "
 
 # ("token", text) | ("reset", why): the answer as it is written (grounded_answer)
 AnswerEvents = Callable[[str, Any], None]
 
-CitationCheck = Literal["valid", "repaired", "fallback", "extractive", "not-answerable"]
+CitationCheck = Literal["valid", "repaired", "fallback", "extractive", "not-answerable", "refused-extractive"]
+# the checks of an answer the model wrote (the others are the extractive reader's)
+MODEL_CHECKS: tuple[CitationCheck, ...] = ("valid", "repaired", "not-answerable")
+
 
 @dataclass
 class GroundedAnswer:
@@ -48,6 +60,13 @@ def cited_numbers(text: str) -> list[int]:
 def is_not_answerable(text: str) -> bool:
     t = " ".join(text.lower().split()).strip(" .\"'")
     return t.startswith("not answerable") or t.startswith(NOT_ANSWERABLE)
+
+
+def refusal_fallback_on(settings: Settings) -> bool:
+    """Whether a refusal gives way to the extractive answer (`answer.refusal_fallback`): "auto"
+    means for the in-process model only (llm.provider llamacpp, the embedded small model)."""
+    mode = settings.answer.refusal_fallback
+    return mode == "always" or (mode == "auto" and settings.llm.provider == "llamacpp")
 
 
 def _span(allowed: Collection[int]) -> str:
@@ -100,22 +119,42 @@ def drop_unsupported(answer: str, sources: Mapping[int, str]) -> tuple[str, list
 def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer",
                     sources: Mapping[int, str] | None = None,
-                    on_event: AnswerEvents | None = None) -> GroundedAnswer:
+                    on_event: AnswerEvents | None = None, refusal_fallback: bool = False,
+                    reader: Callable[[], tuple[str, list[int]]] | None = None) -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
     the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
     With `sources` (number -> the text shown for it), citations of items that share no word
     with the answer are dropped (`drop_unsupported`) and listed in the notes.
     `on_event` gets the answer as it is written: ("token", text) pieces of the model's answer,
     and ("reset", why) when the text streamed so far is withdrawn (a repair round follows, or
-    the extractive answer replaces it); the returned answer is the one to keep."""
+    the extractive answer replaces it); the returned answer is the one to keep.
+    `refusal_fallback`: a "not answerable" reply gives way to the extractive answer when the
+    reader finds one, marked (REFUSED_MARK, check "refused-extractive"; module docstring);
+    `reader` is the extractive reader's answer for that (default: `extractive`), where
+    `extractive` is something else (partial answers joined)."""
     notes: dict[str, Any] = {}
     result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event)
+    if refusal_fallback and result.check == "not-answerable":
+        result = _instead_of_refusal(result, reader or extractive, notes, on_event)
     if sources and result.check in ("valid", "repaired"):
         text, dropped = drop_unsupported(result.answer, sources)
         if dropped:
             notes["unsupported_citations_dropped"] = dropped
             result = GroundedAnswer(text, cited_numbers(text), result.check, notes)
     return result
+
+
+def _instead_of_refusal(refused: GroundedAnswer, extractive: Callable[[], tuple[str, list[int]]],
+                        notes: dict[str, Any], on_event: AnswerEvents | None) -> GroundedAnswer:
+    """The extractive answer, marked, in place of the model's refusal; the refusal stands when
+    the reader finds nothing either."""
+    text, cites = extractive()
+    if not text.strip() or is_not_answerable(text):
+        return refused
+    notes["model_answer"] = refused.answer[:500]
+    if on_event is not None:
+        on_event("reset", "the model found no answer: the extractive answer replaces it, marked")
+    return GroundedAnswer(REFUSED_MARK + text, cites, "refused-extractive", notes)
 
 
 def _ask(llm: LLM, prompt: str, stage: str, sink: Callable[[str], None] | None) -> str:

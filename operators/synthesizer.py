@@ -16,7 +16,13 @@ from bookindex.core.model import DocumentTree
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.context import IndexContext
-from bookindex.operators.grounding import NOT_ANSWERABLE, cited_numbers, grounded_answer
+from bookindex.operators.grounding import (
+    MODEL_CHECKS,
+    NOT_ANSWERABLE,
+    cited_numbers,
+    grounded_answer,
+    refusal_fallback_on,
+)
 from bookindex.operators.labels import Labelled, label_word, labelled_parts, node_type, outline_parts, part_text
 from bookindex.operators.lookup import lookup
 from bookindex.operators.passages import (
@@ -415,19 +421,23 @@ class Reduce(Operator[ReduceParams]):
         # highest number cited (build_answer)
         allowed = range(1, (len(state.ranked) if merge and state.ranked else len(ev)) + 1)
 
-        def extractive() -> tuple[str, list[int]]:
-            if state.partials and state.sub_results:
-                text = " ".join(p["answer"] for p in state.partials if p["answer"] != NOT_ANSWERABLE) or NOT_ANSWERABLE
-                return text, [n for n in cited_numbers(text) if n in allowed]
+        def read() -> tuple[str, list[int]]:
             if not read_ids:
                 return NOT_ANSWERABLE, []
             return extractive_answer(self.ctx, state.question, reader_passages(tree, read_ids))
 
+        def extractive() -> tuple[str, list[int]]:
+            if state.partials and state.sub_results:
+                text = " ".join(p["answer"] for p in state.partials if p["answer"] != NOT_ANSWERABLE) or NOT_ANSWERABLE
+                return text, [n for n in cited_numbers(text) if n in allowed]
+            return read()
+
         llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
         state.emit("evidence", [i for i, _ in state.ranked] if state.ranked else ev)
         res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
-                              on_event=state.on_event)
+                              on_event=state.on_event, refusal_fallback=refusal_fallback_on(self.ctx.settings),
+                              reader=read)
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
-        self.note(source="llm" if res.check in ("valid", "repaired", "not-answerable") else "extractive",
+        self.note(source="llm" if res.check in MODEL_CHECKS else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)
         return state

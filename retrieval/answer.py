@@ -82,7 +82,8 @@ class Answer(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     citations: list[int] = Field(default_factory=list)
     # how the citations were verified: valid | repaired | fallback (LLM answer replaced by the
-    # extractive one) | extractive (no LLM) | not-answerable; None for structural answers
+    # extractive one) | extractive (no LLM) | not-answerable | refused-extractive (the LLM found no
+    # answer; the extractive one, marked, replaced it); None for structural answers
     citation_check: str | None = None
     structural: dict[str, Any] | None = None
     method: str = "bookindex"

@@ -15,7 +15,7 @@ from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
-from bookindex.operators.grounding import GroundedAnswer, grounded_answer
+from bookindex.operators.grounding import GroundedAnswer, grounded_answer, refusal_fallback_on
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
 from bookindex.operators.synthesizer import (
     NOT_ANSWERABLE,
@@ -197,4 +197,5 @@ def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listen
     return grounded_answer(ctx.llm, prompt, range(1, len(passages) + 1),
                            lambda: (extractive_answer(ctx, question, reader_passages(ctx.tree, ids))
                                     if ids else (NOT_ANSWERABLE, [])),
-                           sources=passage_sources(passages), on_event=on_event)
+                           sources=passage_sources(passages), on_event=on_event,
+                           refusal_fallback=refusal_fallback_on(ctx.settings))

@@ -176,3 +176,80 @@ def test_reports_count_valid_citations_over_substantive_llm_answers():
     records = [rec("valid"), rec("repaired"), rec("fallback"), rec("not-answerable"), rec("extractive")]
     s = summarize(records, ["bookindex"], [5], lambda rs: {"accuracy": 1.0})["bookindex"]["answers"]
     assert s["valid_citations"] == 2 / 3 and s["repaired"] == 1 / 3 and s["refused"] == 1 / 4
+
+
+# -- a refusal and the extractive answer -------------------------------------------------------
+
+_REFUSAL = {"answer": {"answer": "Not answerable from the document."}}
+
+
+def test_a_refusal_gives_way_to_the_extractive_answer_marked_when_asked():
+    from bookindex.operators.grounding import REFUSED_MARK
+
+    events: list[tuple[str, str]] = []
+    res = grounded_answer(FakeLLM(_REFUSAL), "P", range(1, 3), _extractive, refusal_fallback=True,
+                          on_event=lambda kind, data: events.append((kind, data)))
+    assert res.check == "refused-extractive" and res.citations == [1]
+    assert res.answer == REFUSED_MARK + "the best sentence [1]"
+    assert res.answer.startswith("The model found no answer")
+    assert res.notes["model_answer"] == "Not answerable from the document."
+    assert ("reset", "the model found no answer: the extractive answer replaces it, marked") in events
+    # off (the default): the refusal is returned as it is
+    kept = grounded_answer(FakeLLM(_REFUSAL), "P", range(1, 3), _extractive)
+    assert (kept.answer, kept.check, kept.citations) == ("Not answerable from the document.", "not-answerable", [])
+
+
+def test_a_refusal_stands_when_the_extractive_reader_finds_nothing_either():
+    res = grounded_answer(FakeLLM(_REFUSAL), "P", range(1, 3), lambda: ("not answerable from the document", []),
+                          refusal_fallback=True)
+    assert (res.answer, res.check, res.citations) == ("Not answerable from the document.", "not-answerable", [])
+    assert "model_answer" not in res.notes
+
+
+def test_a_valid_answer_is_unchanged_by_the_refusal_fallback():
+    llm = FakeLLM({"answer": {"answer": "It is asn1_der_decoding [2]."}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), lambda: ("something else [1]", [1]), refusal_fallback=True)
+    assert (res.answer, res.citations, res.check) == ("It is asn1_der_decoding [2].", [2], "valid")
+
+
+def test_the_refusal_fallback_setting_defaults_to_the_in_process_model_only():
+    from bookindex.core.config import load_settings
+    from bookindex.operators.grounding import refusal_fallback_on
+
+    def on(**overrides: str) -> bool:
+        return refusal_fallback_on(load_settings(overrides=overrides, env={}))
+
+    assert on(**{"llm.provider": "llamacpp"}) and not on(**{"llm.provider": "openai"})
+    assert on(**{"llm.provider": "openai", "answer.refusal_fallback": "always"})
+    assert not on(**{"llm.provider": "llamacpp", "answer.refusal_fallback": "never"})
+
+
+def test_ask_marks_an_answer_that_replaced_a_refusal_in_the_answer_and_the_trace():
+    from bookindex.core.config import load_settings
+
+    settings = load_settings(overrides={"answer.refusal_fallback": "always"}, env={})
+    ctx = make_context(llm=FakeLLM(_REFUSAL, default={"category": "single-hop"}), settings=settings)
+    ans = ask(ctx, "Which terminal writes bitmap images?")
+    assert ans.citation_check == "refused-extractive" and ans.answer.startswith("The model found no answer")
+    assert ans.citations and all(1 <= c <= len(ans.evidence) for c in ans.citations)
+    reduce = [t for t in ans.trace if t.op == "Reduce"][0]
+    assert reduce.model_extra["citations"] == "refused-extractive"
+    assert reduce.model_extra["model_answer"].startswith("Not answerable")
+    base = ask(make_context(llm=FakeLLM(_REFUSAL), settings=settings), "Which terminal writes bitmap images?",
+               method="bm25", k=3)
+    assert base.citation_check == "refused-extractive" and base.citations
+
+
+def test_reports_count_a_replaced_refusal_as_a_refusal():
+    from bookindex.evaluation.report import summarize
+
+    records = [{"method": "m", "recall": None, "nodes": 1, "chars": 1, "seconds": 0.1, "score": 0.0,
+                "citation_check": c} for c in ("valid", "refused-extractive", "not-answerable", "fallback")]
+    s = summarize(records, ["m"], [5], lambda rs: {"accuracy": 0.0})["m"]["answers"]
+    assert s["refused"] == 2 / 4 and s["valid_citations"] == 1 / 2
+
+
+def test_a_refusal_gives_way_to_the_readers_answer_not_to_joined_partial_answers():
+    res = grounded_answer(FakeLLM(_REFUSAL), "P", range(1, 3), lambda: ("not found in this evidence", []),
+                          refusal_fallback=True, reader=lambda: ("the reader's span [2]", [2]))
+    assert (res.check, res.citations) == ("refused-extractive", [2]) and res.answer.endswith("the reader's span [2]")

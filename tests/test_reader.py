@@ -157,6 +157,15 @@ def test_short_answer_takes_the_statement_before_the_citation_and_the_number_whe
     assert short_answer("What was the amount of capex?", "$1,577 million [3]") == "$1,577"
 
 
+
+def test_short_answer_reads_the_extractive_answer_behind_the_refusal_mark():
+    from bookindex.operators.grounding import REFUSED_MARK
+
+    marked = REFUSED_MARK + 'From "X", p. 20: Creates the encoding. [1]'
+    assert short_answer("What does X do?", marked) == "Creates the encoding"
+    assert short_answer("How many data centers?", REFUSED_MARK + "18 [1]") == "18"
+
+
 @pytest.mark.parametrize(("gold", "fmt", "short", "score"), [
     ("$1577.00", "Str", "$1,577", 1.0), ("1577", "Int", "1,577", 1.0), ("2.8%", "Str", "2.8", 1.0),
     ("72.3%", "Float", "0.723", 1.0), ("$5409.00", "Str", "$5,209", 0.0), ("red", "Str", "red", 1.0),

@@ -102,6 +102,7 @@ CHECK_WORDS = {
     "fallback": "the LLM answer cited no shown evidence twice; extractive answer shown instead",
     "extractive": "extractive answer (no LLM)",
     "not-answerable": "none needed (not answerable)",
+    "refused-extractive": "the LLM found no answer; the extractive reader's answer is shown instead",
 }
 
 

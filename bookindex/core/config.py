@@ -130,6 +130,16 @@ class RetrievalSettings(_Section):
     evidence_tokens_by_model: dict[str, int] = Field(default_factory=dict)
 
 
+class AnswerSettings(_Section):
+    """How an answer is made from the evidence once the model has read it (operators.grounding)."""
+
+    # When the model answers "not answerable" and the extractive reader found an answer, return the
+    # extractive one, marked (check "refused-extractive"): "auto" for the in-process model only
+    # (provider llamacpp: the small embedded model refuses answerable questions), "always" for
+    # every model, "never" keeps the refusal. Why "auto": docs/configuration.md.
+    refusal_fallback: Literal["auto", "always", "never"] = "auto"
+
+
 class StorageSettings(_Section):
     # Where a build stores node and entity vectors: "npz" (numpy files, read in milliseconds with
     # no extra import) or "lancedb" (LanceDB tables, the optional `bookindex[lancedb]` extra).
@@ -181,8 +191,8 @@ class ServerSettings(_Section):
     skills: list[str] = Field(default_factory=list)  # compiled skill folders served at /skills/<folder name>
 
 
-SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "storage", "cache",
-            "server")
+SECTIONS = ("llm", "vlm", "embedding", "reranker", "parsing", "graph", "retrieval", "answer", "storage",
+            "cache", "server")
 ENV_PREFIX = "BOOKINDEX_"
 CONFIG_FILE_NAME = "bookindex.toml"
 _SECRET_WORDS = ("key", "token", "secret", "password")
@@ -202,6 +212,7 @@ class Settings(BaseSettings):
     parsing: ParsingSettings = Field(default_factory=ParsingSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)

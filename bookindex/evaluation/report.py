@@ -16,8 +16,10 @@ from typing import Any
 from bookindex.core.atomic import write_json_atomic, write_text_atomic
 from bookindex.evaluation.benchmark import Benchmark, Meta, Q, Record, Summary
 
-# citation checks of answers an LLM wrote (operators.grounding); "extractive" answers had no LLM
-LLM_CHECKS = ("valid", "repaired", "fallback", "not-answerable")
+# citation checks of answers an LLM was asked for (operators.grounding); "extractive" answers had
+# no LLM. A refusal is "not-answerable", or "refused-extractive" where the extractive answer replaced it.
+REFUSALS = ("not-answerable", "refused-extractive")
+LLM_CHECKS = ("valid", "repaired", "fallback", *REFUSALS)
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -46,12 +48,12 @@ def summarize(records: Sequence[dict[str, Any]], rows: Sequence[str], ks: Sequen
         if answered and answer_metrics is not None:
             s["answers"] = answer_metrics(answered)
             llm_checks = [r["citation_check"] for r in answered if r.get("citation_check") in LLM_CHECKS]
-            cited = [c for c in llm_checks if c != "not-answerable"]
+            cited = [c for c in llm_checks if c not in REFUSALS]
             if cited:  # LLM answers (not refusals) whose citations all point at shown evidence
                 s["answers"]["valid_citations"] = sum(c != "fallback" for c in cited) / len(cited)
                 s["answers"]["repaired"] = sum(c == "repaired" for c in cited) / len(cited)
             if llm_checks:
-                s["answers"]["refused"] = sum(c == "not-answerable" for c in llm_checks) / len(llm_checks)
+                s["answers"]["refused"] = sum(c in REFUSALS for c in llm_checks) / len(llm_checks)
         shown = in_evidence(recs)
         if shown:
             s["in_evidence"] = shown

@@ -5,7 +5,8 @@ with an LLM would make the no-LLM figure depend on a model. Here the extraction 
 using only the question and the answer text (never the gold answer):
 
 1. the answer's first statement: the text before its first citation [k], without the
-   `From "Section", p. N:` source prefix the extractive answers carry;
+   `From "Section", p. N:` source prefix the extractive answers carry and the mark that says the
+   model found no answer and the extractive one replaced it (`grounding.REFUSED_MARK`);
 2. when the question asks for a quantity (how many / how much / what percentage / what ratio ...)
    or for a page (which / what page), the first number of that statement with its sign, currency
    and percent sign;
@@ -23,6 +24,7 @@ import re
 from typing import Any
 
 from bookindex.evaluation.mmlongbench import score_answer
+from bookindex.operators.grounding import REFUSED_MARK
 from bookindex.retrieval.planner import STRUCT_NOUNS, counted_unit
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
@@ -45,7 +47,7 @@ def asks_quantity(question: str) -> bool:
 def first_statement(answer: str) -> str:
     """The answer up to its first citation, without the extractive source prefix."""
     text = " ".join(str(answer).split())
-    text = _SOURCE.sub("", text)
+    text = _SOURCE.sub("", text.removeprefix(REFUSED_MARK))
     m = _CITE.search(text)
     if m:
         text = text[:m.start()]
