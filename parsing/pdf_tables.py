@@ -251,15 +251,16 @@ def _outside_rows(words: list[tuple], clip: tuple, cols: list[tuple[float, float
     for key in sorted(lines):
         row = [""] * len(cols)
         phrase: list[tuple] = []
-        for w in sorted(lines[key], key=lambda w: w[0]) + [None]:
-            if phrase and (w is None or w[0] - phrase[-1][2] > 4.0):
+        ordered: list[tuple | None] = [*sorted(lines[key], key=lambda w: w[0]), None]  # None ends the last phrase
+        for word in ordered:
+            if phrase and (word is None or word[0] - phrase[-1][2] > 4.0):
                 x = phrase[0][0]
                 c = min(range(len(cols)), key=lambda i: 0 if cols[i][0] - 1 <= x <= cols[i][1] + 1
                         else min(abs(x - cols[i][0]), abs(x - cols[i][1])))
                 row[c] = " ".join(filter(None, [row[c], " ".join(p[4] for p in phrase)]))
                 phrase = []
-            if w is not None:
-                phrase.append(w)
+            if word is not None:
+                phrase.append(word)
         out.append(row)
     return out
 
