@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import tarfile
 from pathlib import Path
@@ -176,3 +177,43 @@ def test_unpack_refuses_members_outside_the_staging_folder(tmp_path: Path, kind:
     with pytest.raises(ValueError, match="refused member"):
         unpack(buf.getvalue(), tmp_path / "dest")
     assert not (tmp_path / "evil.json").exists() and not (tmp_path / "dest" / "link").exists()
+
+
+def test_local_workers_leave_when_the_indexing_process_is_killed(tmp_path: Path) -> None:
+    """A killed `bookindex index --workers N` must not leave its workers behind (each holds
+    its models): they watch the process that started them (`_exit_with_parent`)."""
+    import signal
+    import subprocess
+    import time
+
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import multiprocessing, os, time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from bookindex.indexing.parallel.executors import _exit_with_parent\n"
+        "if __name__ == '__main__':\n"
+        "    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn'),\n"
+        "                               initializer=_exit_with_parent, initargs=(os.getpid(),))\n"
+        "    print(pool.submit(os.getpid).result(), flush=True)\n"
+        "    pool.submit(time.sleep, 120)\n"
+        "    time.sleep(120)\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen([sys.executable, str(child)], stdout=subprocess.PIPE, text=True, env=env)
+    worker = int(parent.stdout.readline())
+
+    def running(pid: int) -> bool:
+        try:
+            return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return False
+
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30  # a bound on the wait, not a figure under test
+    while running(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    gone = not running(worker)
+    if not gone:
+        os.kill(worker, signal.SIGKILL)
+    assert gone

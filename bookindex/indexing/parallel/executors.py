@@ -11,6 +11,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
+import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -38,11 +40,28 @@ class Runner(Protocol):
     def run(self, jobs: list[BuildJob], stage_root: Path, on_progress: Progress = _quiet) -> Iterator[Outcome]: ...
 
 
+PARENT_POLL_S = 1.0  # how often a local worker checks that the process that started it still runs
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A pool worker's initializer: leave when the indexing process is gone. A pool's workers
+    outlive a parent killed by a signal it cannot catch (SIGKILL, or SIGTERM's default action):
+    they wait on its call queue for ever, each holding its loaded models (about 1 GB)."""
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 class LocalRunner:
     """N worker processes on this machine; builds stage straight into the library's .tmp/.
 
     A worker that dies (killed, out of memory) breaks a process pool; its jobs, and the others in
-    flight then, are resubmitted to a fresh pool, each at most `max_retries` times.
+    flight then, are resubmitted to a fresh pool, each at most `max_retries` times. A worker whose
+    indexing process is killed leaves too (`_exit_with_parent`).
     """
 
     def __init__(self, workers: int, factory: ProviderFactory = default_providers, max_retries: int = 2) -> None:
@@ -55,7 +74,8 @@ class LocalRunner:
         pending = list(jobs)
         attempts: Counter[str] = Counter()
         while pending:
-            with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx) as pool:
+            with ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx,
+                                     initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
                 futures = {pool.submit(build_staged, job, str(stage_root), factory=self.factory): job
                            for job in pending}
                 on_progress("submitted", {"jobs": len(pending), "workers": self.workers})
