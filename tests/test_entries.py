@@ -3,7 +3,6 @@ convention, the block-level rules, and the real libtasn1 manual shipped in data/
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from pdf_fixtures import (  # noqa: E402
     build_sphinx_entries,
     build_texinfo_entries,
 )
+from script_loader import load_script  # noqa: E402
 
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.core.model import Block, DocumentTree, Node, build_tree, node_text  # noqa: E402
@@ -301,10 +301,7 @@ def test_libtasn1_asn1_der_decoding_is_one_entry(libtasn1_tree: DocumentTree) ->
 
 
 def test_libtasn1_index_names_are_nodes(libtasn1_tree: DocumentTree) -> None:
-    spec = importlib.util.spec_from_file_location("eval_entries", REPO / "scripts" / "eval_entries.py")
-    assert spec is not None and spec.loader is not None
-    ev = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ev)
+    ev = load_script("eval_entries")
     names = ev.index_names(libtasn1_tree)
     assert len(names) == 41 and "asn1_der_decoding" in names
     titles = [n.title for n in libtasn1_tree.walk() if n.type == "section"]

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from script_loader import load_script
 
 
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_answers", REPO / "scripts" / "eval_answers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("eval_answers")
 
 
 @pytest.mark.parametrize(("args", "message"), [

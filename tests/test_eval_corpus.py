@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from fakes import FakeEmbedder, FakeLLM
+from script_loader import load_script
 from skills_helpers import DOCS, build_skill_folder
 
 from bookindex.core.config import Settings
@@ -20,7 +20,6 @@ from bookindex.evaluation.loop import error_limit, method_failures
 from bookindex.evaluation.text_metrics import answer_scores, bleu, rouge, token_f1
 from bookindex.skills.navigator.agent import STAGE
 
-REPO = Path(__file__).resolve().parents[1]
 EMB = FakeEmbedder(dim=64, word=r"\w+")
 QUESTIONS = [
     {"id": "q1", "question": "bake sourdough bread starter", "gold_doc_ids": ["d1"], "answer": "Use a starter."},
@@ -172,11 +171,7 @@ def test_the_unguided_navigator_is_a_row_of_its_own(tmp_path: Path) -> None:
 
 
 def eval_corpus_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_corpus", REPO / "scripts" / "eval_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("eval_corpus")
 
 
 @pytest.mark.parametrize("method", ["skills-embedding", "skills-llm", "skills-llm-plain", "raptor"])

@@ -3,12 +3,12 @@ both MMLongBench splits, and the identity check against FinanceBench's file name
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from script_loader import load_script
 
 from bookindex.parsing.identity import DocumentIdentity
 
@@ -17,11 +17,7 @@ SHARED = REPO.parent / "shared" / "data"
 
 
 def script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name)
 
 
 def write_library(root: Path, docs: dict[str, str]) -> Path:
