@@ -70,6 +70,16 @@ FINANCE: list[Term] = [
 ]
 
 
+# what a statement's own heading calls it: each alternative's words all appear in the heading of
+# the pages that print the statement ("CONSOLIDATED STATEMENTS OF OPERATIONS", "Consolidated
+# Statements of Earnings", "Consolidated Balance Sheet At December 31")
+STATEMENT_TITLES: dict[str, tuple[str, ...]] = {
+    _IS: ("statements of operations", "statements of income", "statements of earnings", "income statements"),
+    _BS: ("balance sheets", "statements of financial position", "statements of financial condition"),
+    _CF: ("statements of cash flows",),
+}
+
+
 def terms_in(question: str) -> list[Term]:
     return [t for t in FINANCE if t.pattern.search(question)]
 
@@ -77,6 +87,12 @@ def terms_in(question: str) -> list[Term]:
 def line_items(question: str) -> list[str]:
     """The line items behind the glossary terms of `question`, in order, without repeats."""
     return list(dict.fromkeys(i for t in terms_in(question) for i in t.items))
+
+
+def statement_titles(question: str) -> list[str]:
+    """The headings, in their usual wordings, of the statements that print the line items behind
+    the glossary terms of `question` (none when it names no term)."""
+    return list(dict.fromkeys(a for t in terms_in(question) for st in t.statements for a in STATEMENT_TITLES[st]))
 
 
 def expansion(question: str) -> str:
