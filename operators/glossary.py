@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bookindex.providers.lexical import ANALYSER, stem_words
+
 _IS = "consolidated statements of operations income"
 _BS = "consolidated balance sheets"
 _CF = "consolidated statements of cash flows"
@@ -67,6 +69,12 @@ FINANCE: list[Term] = [
     _t(r"dividend payout|payout ratio", "dividends; net income", _IS, _CF),
     _t(r"\beps\b|earnings per share", "net income per share; basic; diluted", _IS),
     _t(r"\bgoodwill\b", "goodwill", _BS),
+    # line items a question names in other words than the statement prints them
+    _t(r"\b(?:total|long-term) debt\b", "long-term debt; current portion of long-term debt", _BS),
+    _t(r"total liabilities", "total liabilities", _BS),
+    _t(r"(?:common|shareholders'?|stockholders'?) equity|book value", "total stockholders equity", _BS),
+    _t(r"(?:re)?purchas\w* (?:of )?(?:common )?(?:stock|shares)|buybacks?",
+       "repurchases of common stock", _CF),
 ]
 
 
@@ -89,10 +97,22 @@ def line_items(question: str) -> list[str]:
     return list(dict.fromkeys(i for t in terms_in(question) for i in t.items))
 
 
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem_words(ANALYSER(text)))
+
+
+def named_statements(question: str) -> list[str]:
+    """The statements `question` names itself, in any order of the heading's words ("the income
+    statement", "the cash flow statement", "balance sheet")."""
+    have = _stems(question)
+    return [st for st, alts in STATEMENT_TITLES.items() if any(_stems(a) <= have for a in alts)]
+
+
 def statement_titles(question: str) -> list[str]:
-    """The headings, in their usual wordings, of the statements that print the line items behind
-    the glossary terms of `question` (none when it names no term)."""
-    return list(dict.fromkeys(a for t in terms_in(question) for st in t.statements for a in STATEMENT_TITLES[st]))
+    """The headings, in their usual wordings, of the statements `question` names or that print
+    the line items behind its glossary terms (none when it names neither)."""
+    wanted = [*named_statements(question), *(st for t in terms_in(question) for st in t.statements)]
+    return list(dict.fromkeys(a for st in dict.fromkeys(wanted) for a in STATEMENT_TITLES[st]))
 
 
 def expansion(question: str) -> str:

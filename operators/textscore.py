@@ -279,12 +279,14 @@ def _hybrid(ctx: IndexContext, idx: TextIndex, query: str, lexical_weight: float
     raw = idx.lexical(query)
     lex = _norm_max(raw)
     extra = expansion(query) if glossary else ""
-    if extra:  # glossary terms: the line items a named ratio is computed from (see glossary.py)
+    statements = statement_titles(query) if glossary else []
+    if extra or statements:
+        # glossary terms: the line items a named ratio is computed from (see glossary.py); a leaf
+        # under the heading of a statement the question names, or that prints the term, matches
+        # in full whatever its words (a statement's rows are many, its line items a few of them)
         w = glossary_weight
-        # a leaf under the heading of a statement the term is printed in matches it in full
-        # whatever its words (a statement's rows are many, its line items a few of them)
-        extra_lex = np.maximum(_norm_max(idx.lexical(extra)), idx.under_heading(statement_titles(query)))
-        lex = (1 - w) * lex + w * extra_lex
+        extra_lex = _norm_max(idx.lexical(extra)) if extra else np.zeros_like(lex)
+        lex = (1 - w) * lex + w * np.maximum(extra_lex, idx.under_heading(statements))
     if idx.stemmed is not None and idx.entry_mask is not None:
         lex = np.where(idx.entry_mask, np.maximum(lex, _norm_max(idx.stemmed.scores(query))), lex)
     row = idx.table_row_lexical(query)

@@ -9,7 +9,7 @@ from bookindex.core.config import RetrievalSettings, default_settings, load_sett
 from bookindex.core.model import MAX_LEXICAL_CHARS, Block, build_tree
 from bookindex.operators import FilterModal, Map, State
 from bookindex.operators.context import IndexContext, MemoryIndex
-from bookindex.operators.glossary import expansion, line_items
+from bookindex.operators.glossary import expansion, line_items, named_statements, statement_titles
 from bookindex.operators.reasoner import SkylineRankerParams
 from bookindex.operators.textscore import get_text_index, hybrid_scores, title_forms
 from bookindex.providers.lexical import table_row_passages
@@ -57,6 +57,50 @@ def test_glossary_lifts_the_statements_that_compute_a_ratio() -> None:
         pages = [ctx.tree.nodes[i].page_idx for i in sorted(scores, key=lambda i: -scores[i])]
         # without the glossary the prose wins; with it both statements outrank the prose
         assert pages[0] == 0 if not glossary else set(pages[:2]) == {1, 2}
+
+
+def test_statements_are_found_by_the_names_questions_give_them() -> None:
+    assert named_statements("Using only the income statement, what is net income?") == \
+        [named_statements("statement of operations")[0]]
+    assert named_statements("based on the cash flow statement and the balance sheet") != []
+    assert named_statements("What drove the operating margin change?") == []
+    assert "balance sheets" in statement_titles("what is Amazon's FY2017 return on asset?")
+    assert "statements of cash flows" in statement_titles("How much was spent on repurchases of common stock?")
+    assert statement_titles("How do I plot a sine curve?") == []
+
+
+def _report_tree():
+    """An auditor's report that names every statement, a note on non-operating income under the
+    notes to the financial statements, and the two statements under their own headings, whose
+    tables hold few of the question's words."""
+    blocks = [
+        Block("title", "Report of Independent Registered Public Accounting Firm", 0, level=1),
+        Block("text", "We have audited the consolidated balance sheets and the consolidated statements of "
+                      "operations of the Company, and its internal control over financial reporting.", 0),
+        Block("title", "Notes to Consolidated Financial Statements", 1, level=1),
+        Block("title", "Note 9. Non-operating income", 1, level=2),
+        Block("text", "Non-operating income includes interest income on cash balances.", 1),
+        Block("title", "CONSOLIDATED BALANCE SHEETS", 2, level=1),
+        Block("table", "| ASSETS | 2017 |\n| Cash and cash equivalents | 20,522 |\n| Inventories | 16,047 |\n"
+                       "| Accounts receivable, net | 13,164 |\n| Goodwill | 13,350 |", 2),
+        Block("title", "Consolidated Statements of Earnings", 3, level=1),
+        Block("table", "| Revenue | 2017 |\n| Net product sales | 118,573 |\n| Cost of sales | 111,934 |\n"
+                       "| Net income | 3,033 |", 3),
+    ]
+    return build_tree("fin1000000000000", "report.pdf", blocks, {"pages": 4})
+
+
+def test_statement_headings_outrank_prose_that_names_them() -> None:
+    """A ratio's statements are the leaves under the statements' own headings, found by their
+    usual names in any wording; the prose that only names them, and a note whose heading path
+    holds "statements" and "income" in two different titles, rank below them."""
+    ctx = _lexical_ctx(_report_tree())
+    scores = hybrid_scores(ctx, "What is the FY2017 return on assets?")
+    pages = [ctx.tree.nodes[i].page_idx for i in sorted(scores, key=lambda i: -scores[i])]
+    assert set(pages[:2]) == {2, 3}
+    index = get_text_index(ctx)
+    under = index.under_heading(statement_titles("return on assets"))
+    assert {ctx.tree.nodes[i].page_idx for i, u in zip(index.ids, under) if u} == {2, 3}
 
 
 def test_global_map_ranks_all_filtered_nodes_not_the_first_pages() -> None:
