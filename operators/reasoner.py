@@ -379,6 +379,20 @@ def combine(pool: set[str], weighted: list[tuple[float, dict[str, float]]], wsum
     return out
 
 
+# a passage at least this many words long that a document prints again on another page (a
+# brochure's feature list under every trim level, a disclaimer under every table) is one piece of
+# evidence: its repeats take the ranking's slots from other pages. Shorter repeated lines (a
+# statement's "See accompanying notes", a form's field label) belong to the page they are on.
+REPEAT_MIN_WORDS = 12
+
+
+def repeat_key(tree: DocumentTree, nid: str) -> str | None:
+    """The text a passage shares with its repeats elsewhere (case and spacing folded), or None
+    when it is too short to count as a passage of its own."""
+    words = (tree.nodes[nid].text or "").lower().split()
+    return " ".join(words) if len(words) >= REPEAT_MIN_WORDS else None
+
+
 class SkylineRankerParams(Params):
     criteria: list[str] = ["graph", "text"]
     weights: dict[str, float] = {"graph": 0.2, "text": 0.8}
@@ -507,11 +521,16 @@ class SkylineRanker(Operator[SkylineRankerParams]):
             kept = by_combined[: p.max_results * 4]
         if p.diversify_pages:  # the k-th node of a page counts page_decay^k of its score
             # a reference entry is its own unit, however many share its page: distinct functions
-            # on one page are not the same passage twice, the blocks of one entry are
+            # on one page are not the same passage twice, the blocks of one entry are; a passage
+            # printed again on another page counts as a second node of the first one's page
             seen: dict[int | str, int] = {}
             adj: dict[str, float] = {}
+            first_of: dict[str, int | str] = {}
             for i in kept:
                 pg = entry_of(tree, i) or tree.nodes[i].page_idx
+                key = repeat_key(tree, i)
+                if key is not None:
+                    pg = first_of.setdefault(key, pg)
                 adj[i] = combined[i] * (p.page_decay ** seen.get(pg, 0))
                 seen[pg] = seen.get(pg, 0) + 1
             kept = sorted(kept, key=lambda i: (-adj[i], -combined[i], i))  # ties: by score

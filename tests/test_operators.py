@@ -30,6 +30,7 @@ from bookindex.operators.base import LinkedEntity, top_items
 from bookindex.operators.context import DerivedViews
 from bookindex.operators.formulator import split_question
 from bookindex.operators.reasoner import (
+    REPEAT_MIN_WORDS,
     SkylineRankerParams,
     adjacency,
     collapse_entries,
@@ -141,6 +142,28 @@ def test_skyline_page_diversity_keeps_score_order_within_a_page(ctx):
     st = State("q", candidates=leaves, scores={"text": scores})
     SkylineRanker(ctx, {"mode": "weighted", "max_results": 5, "page_decay": 0.0}).run(st)
     assert [i for i, _ in st.ranked] == sorted(leaves, key=lambda i: -scores[i])[:5]
+
+
+def test_skyline_counts_a_passage_printed_again_on_another_page_once(ctx):
+    """A passage a document prints on several pages (a brochure's feature list under every
+    model) is one piece of evidence: its repeats rank after every other page's best node. A short
+    line repeated on every page (under REPEAT_MIN_WORDS words) still counts for its page."""
+    leaves = [n.id for n in ctx.tree.leaves()][:4]
+    repeated = " ".join(f"word{k}" for k in range(REPEAT_MIN_WORDS))
+    for k, i in enumerate(leaves):
+        ctx.tree.nodes[i].page_idx = k
+    for i in leaves[:3]:
+        ctx.tree.nodes[i].text = repeated.upper() if i == leaves[1] else repeated
+    scores = {leaves[0]: 1.0, leaves[1]: 0.9, leaves[2]: 0.8, leaves[3]: 0.5}
+    st = State("q", candidates=leaves, scores={"text": dict(scores)})
+    SkylineRanker(ctx, {"mode": "weighted", "max_results": 4, "page_decay": 0.0}).run(st)
+    assert [i for i, _ in st.ranked] == [leaves[0], leaves[3], leaves[1], leaves[2]]
+    short = " ".join(repeated.split()[:-1])
+    for i in leaves[:3]:
+        ctx.tree.nodes[i].text = short
+    st = State("q", candidates=leaves, scores={"text": dict(scores)})
+    SkylineRanker(ctx, {"mode": "weighted", "max_results": 4, "page_decay": 0.0}).run(st)
+    assert [i for i, _ in st.ranked] == leaves
 
 
 def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
