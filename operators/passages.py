@@ -31,7 +31,10 @@ from bookindex.providers.lexical import TABLE_RULE, tokenize
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
 BUDGET_CHARS = 7000  # all passages of one prompt together (about 1,800 tokens)
-_CONTEXT_TYPES = ("text", "equation", "table")
+# the blocks a ranked block's neighbours may be; code too: a section small enough is shown whole
+# with its code anyway, and the text layer OCR adds to a scanned page (a monospaced glyphless font)
+# is parsed as code blocks, one per line
+_CONTEXT_TYPES = ("text", "equation", "table", "code")
 _PAGE_TYPES = (*_CONTEXT_TYPES, "list")  # what the best-ranked item may show of its page beyond its section
 # packing into a token budget (pack_passages): an item's room in characters is its share of the
 # tokens left times CHARS_PER_TOKEN (Qwen2.5's tokenizer: 2.0 on gnuplot to 3.6 on libtasn1);

@@ -227,3 +227,13 @@ def test_outer_titles_an_earlier_item_showed_are_not_repeated():
     assert third.where == "p. 3 · Exhibits"
     # the passage itself keeps its whole path (readers and citations use it)
     assert second.title_path == ("ANNUAL REPORT ON FORM 10-K FOR THE FISCAL YEAR", "Item 8. Financial Statements")
+
+
+def test_a_ranked_line_of_a_scanned_page_brings_the_next_lines():
+    # OCR's text layer on a scanned map: one code block per line, in a section too long to show whole
+    lines = ["The Centres of", "Indian Space Programme", *[f"* Station number {i} of the network" for i in range(60)]]
+    tree = _tree([Block(type="title", content="Organisation", page_idx=0, level=1),
+                  *[Block(type="code", content=ln, page_idx=0) for ln in lines]])
+    ranked = _id(tree, "The Centres of")
+    for p in (build_passages(tree, [ranked])[0], pack_passages(tree, [_id(tree, "* Station number 59"), ranked], 1000)[1]):
+        assert p.text.startswith("The Centres of\nIndian Space Programme\n* Station number 0")
