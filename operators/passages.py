@@ -6,9 +6,10 @@ passage is the ranked node with its title path (which names the entry or section
 and the adjacent blocks of the same entry or paragraph, within a character budget, so the reader
 sees what the node means. Context blocks already shown by an earlier passage are not repeated.
 Packed into a prompt's token budget (`pack_passages`), the best-ranked item also shows the blocks
-next to it on its page beyond its section: a page is the layout's unit where a section is the
-writer's, and the answer to a question whose words rank one block is often in the next
-subsection or in the table rows above a ranked caption.
+next to it on its page beyond its section, passing over one too long for its room: a page is the
+layout's unit where a section is the writer's, and the answer to a question whose words rank one
+block is often in the next subsection, in the table rows above a ranked caption or in the lines
+that head the page.
 Citations still point at the ranked node itself (its page and box); `node_ids` lists every node
 whose text a passage shows, for interfaces that highlight them.
 """
@@ -461,8 +462,11 @@ def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
     Each item may take up to `item_chars` (the first `head_chars`, those from the TAIL_FROM-th on
     `tail_chars`), or what is left of the budget; an item that would get less than MIN_PACK_CHARS
     is not shown, nor is anything after it, so the prompt holds the top of the ranking in full
-    rather than a slice of everything. The first item is always shown, with the blocks next to it
-    on its page beyond its section where its section leaves room (`_on_its_page`). Every prompt
+    rather than a slice of everything. An item whose cost in tokens exceeds what is left (figures,
+    short lines and table cells cost more tokens per character than prose) is cut to its share of
+    it (SHRINK_TRIES) rather than left out. The first item is always shown, with the blocks next
+    to it on its page beyond its section where its section leaves room (`_on_its_page`). An
+    item's title path leaves out the outer titles an earlier item showed (`_packed`). Every prompt
     token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B model), and
     the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer latency" and
     "Answer in evidence"). A long table shows the rows that hold the `question`'s terms
