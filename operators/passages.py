@@ -506,8 +506,8 @@ def _packed(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Seq
             sections: list[Node], titled: set[str]) -> tuple[Passage, int]:
     """One packed item in `room` characters and its cost in prompt tokens. Its title path leaves
     out, as "…", the outer titles an earlier item showed (`titled`): the reader has them, and a
-    filing's or report's title repeated on every item took about a fifth of the prompt's tokens
-    spent on where the items are. Its own section's title is always shown."""
+    filing's or a report's title repeated on every item is prompt tokens that say nothing new
+    (docs/benchmarks.md, "Answer in evidence"). Its own section's title is always shown."""
     p = _passage(tree, nid, room, shown, terms, page=first, tidy=True)
     outer, own = sections[:-1], sections[-1:]
     if any(n.id in titled for n in outer):
