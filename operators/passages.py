@@ -6,9 +6,10 @@ passage is the ranked node with its title path (which names the entry or section
 and the adjacent blocks of the same entry or paragraph, within a character budget, so the reader
 sees what the node means. Context blocks already shown by an earlier passage are not repeated.
 Packed into a prompt's token budget (`pack_passages`), the best-ranked item also shows the blocks
-next to it on its page beyond its section: a page is the layout's unit where a section is the
-writer's, and the answer to a question whose words rank one block is often in the next
-subsection or in the table rows above a ranked caption.
+next to it on its page beyond its section, passing over one too long for its room: a page is the
+layout's unit where a section is the writer's, and the answer to a question whose words rank one
+block is often in the next subsection, in the table rows above a ranked caption or in the lines
+that head the page.
 Citations still point at the ranked node itself (its page and box); `node_ids` lists every node
 whose text a passage shows, for interfaces that highlight them.
 """
@@ -17,8 +18,11 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
@@ -28,7 +32,10 @@ from bookindex.providers.lexical import TABLE_RULE, tokenize
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
 BUDGET_CHARS = 7000  # all passages of one prompt together (about 1,800 tokens)
-_CONTEXT_TYPES = ("text", "equation", "table")
+# the blocks a ranked block's neighbours may be; code too: a section small enough is shown whole
+# with its code anyway, and the text layer OCR adds to a scanned page (a monospaced glyphless font)
+# is parsed as code blocks, one per line
+_CONTEXT_TYPES = ("text", "equation", "table", "code")
 _PAGE_TYPES = (*_CONTEXT_TYPES, "list")  # what the best-ranked item may show of its page beyond its section
 # packing into a token budget (pack_passages): an item's room in characters is its share of the
 # tokens left times CHARS_PER_TOKEN (Qwen2.5's tokenizer: 2.0 on gnuplot to 3.6 on libtasn1);
@@ -40,6 +47,10 @@ MIN_PACK_CHARS = 200  # an item with less room than this is not worth its place 
 # more ranked nodes reach the prompt and more answers with them (docs/benchmarks.md, "Answer in
 # evidence")
 PACK_ITEM_CHARS = 600
+# an item that does not fit in what is left of the budget is cut to its share of it up to this many
+# times (its cost in tokens is measured, not known in advance) rather than left out with the
+# budget's last tokens
+SHRINK_TRIES = 3
 # the best-ranked item's room, and the room of every item from the TAIL_FROM-th on: the first item
 # holds the answer most often, and when it does not, the block that does is often elsewhere on its
 # page (the next subsection, the caption's table rows); the ranking's tail holds it least often
@@ -62,6 +73,9 @@ class Passage:
     last_page: int
     # (offset in `text`, 1-based page) where each shown node's text starts: the page of a sentence
     page_starts: tuple[tuple[int, int], ...] = ()
+    # the title path as the prompt shows it when that differs from `title_path` (`pack_passages`:
+    # outer titles an earlier item already showed are "…")
+    shown_path: tuple[str, ...] | None = None
 
     def page_at(self, offset: int) -> int:
         """The 1-based page of the text at `offset` (the first page when unknown)."""
@@ -75,7 +89,8 @@ class Passage:
     @property
     def where(self) -> str:
         pages = f"p. {self.first_page}" if self.first_page == self.last_page else f"pp. {self.first_page}-{self.last_page}"
-        return pages + (f" · {' > '.join(self.title_path)}" if self.title_path else "")
+        path = self.title_path if self.shown_path is None else self.shown_path
+        return pages + (f" · {' > '.join(path)}" if path else "")
 
     def render(self) -> str:
         """Where it is, then what it says: the text a reader is shown for this item."""
@@ -87,10 +102,19 @@ class Passage:
         return self.title_path[-1] if self.title_path else ""
 
 
+def _path_sections(tree: DocumentTree, node: Node) -> list[Node]:
+    """The titled sections enclosing `node` (itself included when it is a section), outermost first."""
+    chain = [*tree.parent_path(node), node] if node.type == "section" else tree.parent_path(node)
+    return [n for n in chain if n.type == "section" and n.title.strip()]
+
+
+def _title(section: Node) -> str:
+    return " ".join(section.title.split())[:100]
+
+
 def title_path(tree: DocumentTree, node: Node) -> tuple[str, ...]:
     """Titles of the sections enclosing `node` (itself included when it is a section)."""
-    chain = [*tree.parent_path(node), node] if node.type == "section" else tree.parent_path(node)
-    return tuple(" ".join(n.title.split())[:100] for n in chain if n.type == "section" and n.title.strip())
+    return tuple(_title(n) for n in _path_sections(tree, node))
 
 
 # runs of one punctuation mark (dot leaders of a table of contents, rules of underscores or
@@ -270,37 +294,84 @@ def _shown_text(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
     return " ".join(node.title.split()) if node.type == "section" else _flat(tree, node, tidy)
 
 
+# the least room worth showing the start of a block too long to show whole (about 20 words)
+PART_MIN_CHARS = 80
+
+
+class _PageWalk(NamedTuple):
+    """What `_on_its_page` adds: the nodes in page order, the text shown of a block shown in part
+    (id -> text), and the nodes preceded by a block passed over (a "…" line marks the gap)."""
+
+    nodes: list[Node]
+    parts: dict[str, str]
+    gaps: set[str]
+
+
+def _start_of(tree: DocumentTree, node: Node, room: int, terms: Sequence[str], tidy: bool) -> str:
+    """A block too long for `room` as its start, marked "…" where it is cut; a Markdown table as
+    its header rows and the rows holding the question's `terms` when they fit (`focused_table`)."""
+    text = _shown_text(tree, node, tidy)
+    if node.type == "table":
+        rows = focused_table(text, room, terms)
+        if len(rows) <= room:
+            return rows
+    return text[:room - 2].rsplit(" ", 1)[0] + " …"
+
+
 def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, shown: set[str],
-                 tidy: bool = False) -> list[Node]:
+                 tidy: bool = False, terms: Sequence[str] = ()) -> _PageWalk:
     """`nodes` (the passage of the ranked `node`) and, while they fit in `room`, the blocks next to
-    them on `node`'s page beyond its section: the following ones first, then the preceding ones,
-    headings included (a heading names what its blocks are about). A block too long for what is
-    left ends that side; figures are passed over. A section is a unit of the writer's, a page one of
-    the layout: the answer to a question whose words rank one block is often in the next
-    subsection, or in the table rows above a ranked caption."""
+    them on `node`'s page beyond its section, headings included (a heading names what its blocks
+    are about); figures are passed over. A section is a unit of the writer's, a page one of the
+    layout: the answer to a question whose words rank one block is often in the next subsection,
+    in the table rows above a ranked caption, or in the lines that head the page.
+
+    The next block on either side is taken shorter one first (the following one on a tie), as
+    `_context` takes a block's neighbours; a block too long for what is left is passed over and
+    the walk goes on past it (a short caption or heading beyond one long paragraph still fits),
+    a "…" line marking the gap. The room then left shows the start of the first following block
+    passed over (`_start_of`): the first bullets of the next subsection's list, a table's header
+    and the rows holding the question's words."""
     used = sum(len(_shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
     seq = _page_sequence(tree, node.page_idx)
     at = {n.id: i for i, n in enumerate(seq)}
     idx = [at[n.id] for n in nodes if n.id in at]
     if not idx:
-        return nodes
+        return _PageWalk(nodes, {}, set())
     picked = {n.id: n for n in nodes}
     above = {n.id for n in tree.parent_path(node)}  # shown as the passage's title path
-    for step in (1, -1):
-        j = max(idx) + 1 if step == 1 else min(idx) - 1
-        while 0 <= j < len(seq):
-            cand = seq[j]
-            j += step
-            if cand.id in shown or cand.id in picked or cand.id in above or \
-                    (cand.type != "section" and cand.type not in _PAGE_TYPES):
-                continue
-            cost = len(_shown_text(tree, cand, tidy)) + 1
-            if used + cost > room:
-                break
-            picked[cand.id] = cand
-            used += cost
+
+    def candidates(run: Sequence[Node]) -> list[Node]:
+        return [c for c in run if c.id not in shown and c.id not in picked and c.id not in above
+                and (c.type == "section" or c.type in _PAGE_TYPES)]
+
+    after = deque(candidates(seq[max(idx) + 1:]))
+    before = deque(candidates(seq[:min(idx)][::-1]))
+    passed: list[Node] = []
+    first_passed: Node | None = None  # the first following block too long to show whole
+    while after or before:
+        forward = bool(after) and (not before or len(_shown_text(tree, after[0], tidy))
+                                   <= len(_shown_text(tree, before[0], tidy)))
+        cand = (after if forward else before).popleft()
+        cost = len(_shown_text(tree, cand, tidy)) + 1
+        if used + cost > room:
+            passed.append(cand)
+            used += 2  # the "…" line its gap may need
+            if forward and first_passed is None and cand.type != "section":
+                first_passed = cand
+            continue
+        picked[cand.id] = cand
+        used += cost
+    parts: dict[str, str] = {}
+    if first_passed is not None and room - used - 1 >= PART_MIN_CHARS:
+        parts[first_passed.id] = _start_of(tree, first_passed, room - used - 1, terms, tidy)
+        picked[first_passed.id] = first_passed
     order = {n.id: i for i, n in enumerate(seq)}
-    return sorted(picked.values(), key=lambda n: order.get(n.id, -1))
+    ordered = sorted(picked.values(), key=lambda n: order.get(n.id, -1))
+    skipped = sorted(order[n.id] for n in passed if n.id not in picked)
+    gaps = {b.id for a, b in zip(ordered, ordered[1:]) if a.id in order and b.id in order
+            and bisect_left(skipped, order[b.id]) > bisect_right(skipped, order[a.id])}
+    return _PageWalk(ordered, parts, gaps)
 
 
 def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
@@ -313,11 +384,17 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     node = tree.nodes[nid]
     long_block = node.type not in ("section", "table") and bool(terms) and len(_flat(tree, node, tidy)) > room
     nodes = [node] if long_block else _context(tree, node, room, shown, tidy)
+    walk = _PageWalk(nodes, {}, set())
     if page and node.type != "section" and nodes:
-        nodes = _on_its_page(tree, node, nodes, room, shown, tidy)
+        walk = _on_its_page(tree, node, nodes, room, shown, tidy, terms)
+        nodes = walk.nodes
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
     for n in nodes:
-        if n.id == nid and n.type == "table":
+        if n.id in walk.gaps:
+            parts.append(("…", n.page_idx))
+        if n.id in walk.parts:
+            t = walk.parts[n.id]
+        elif n.id == nid and n.type == "table":
             t = focused_table(_flat(tree, n, tidy), room, terms)
         elif n.id == nid and long_block:
             t = focused_text(_flat(tree, n, tidy), room, terms)
@@ -385,8 +462,11 @@ def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
     Each item may take up to `item_chars` (the first `head_chars`, those from the TAIL_FROM-th on
     `tail_chars`), or what is left of the budget; an item that would get less than MIN_PACK_CHARS
     is not shown, nor is anything after it, so the prompt holds the top of the ranking in full
-    rather than a slice of everything. The first item is always shown, with the blocks next to it
-    on its page beyond its section where its section leaves room (`_on_its_page`). Every prompt
+    rather than a slice of everything. An item whose cost in tokens exceeds what is left (figures,
+    short lines and table cells cost more tokens per character than prose) is cut to its share of
+    it (SHRINK_TRIES) rather than left out. The first item is always shown, with the blocks next
+    to it on its page beyond its section where its section leaves room (`_on_its_page`). An
+    item's title path leaves out the outer titles an earlier item showed (`_packed`). Every prompt
     token costs the reader time (about 14 s per 1,000 on a 2-core CPU with the 1.5B model), and
     the ranked list's tail rarely holds the answer (docs/benchmarks.md, "Answer latency" and
     "Answer in evidence"). A long table shows the rows that hold the `question`'s terms
@@ -396,21 +476,43 @@ def pack_passages(tree: DocumentTree, ids: list[str], budget_tokens: int, *,
     left = max(0, budget_tokens)
     terms = question_terms(question)
     shown: set[str] = set()
+    titled: set[str] = set()  # sections whose titles an earlier item's path showed
     out: list[Passage] = []
     for k, nid in enumerate(ids):
         cap = head_chars if k == 0 else tail_chars if k >= TAIL_FROM - 1 else item_chars
         room = min(cap, left * CHARS_PER_TOKEN)
         if out and room < MIN_PACK_CHARS:
             break
-        p = _passage(tree, nid, max(room, MIN_PACK_CHARS), shown, terms, page=k == 0, tidy=True)
-        cost = estimate_tokens(p.render()) + 4  # "[k] " and the blank line between items
+        sections = _path_sections(tree, tree.nodes[nid])
+        p, cost = _packed(tree, nid, max(room, MIN_PACK_CHARS), shown, terms, k == 0, sections, titled)
+        for _ in range(SHRINK_TRIES):
+            if not out or cost <= left:
+                break
+            room = int(room * left / cost * 0.95)  # the room its cost says would fit, less a margin
+            if room < MIN_PACK_CHARS:
+                break
+            p, cost = _packed(tree, nid, room, shown, terms, k == 0, sections, titled)
         if out and cost > left:
             break
         shown.update(p.node_ids)
         shown.add(nid)
+        titled.update(n.id for n in sections)
         out.append(p)
         left -= cost
     return out
+
+
+def _packed(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str], first: bool,
+            sections: list[Node], titled: set[str]) -> tuple[Passage, int]:
+    """One packed item in `room` characters and its cost in prompt tokens. Its title path leaves
+    out, as "…", the outer titles an earlier item showed (`titled`): the reader has them, and a
+    filing's or a report's title repeated on every item is prompt tokens that say nothing new
+    (docs/benchmarks.md, "Answer in evidence"). Its own section's title is always shown."""
+    p = _passage(tree, nid, room, shown, terms, page=first, tidy=True)
+    outer, own = sections[:-1], sections[-1:]
+    if any(n.id in titled for n in outer):
+        p = replace(p, shown_path=("…", *(_title(n) for n in outer if n.id not in titled), *map(_title, own)))
+    return p, estimate_tokens(p.render()) + 4  # "[k] " and the blank line between items
 
 
 def format_passages(passages: list[Passage], numbers: list[int] | None = None) -> str:

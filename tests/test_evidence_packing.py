@@ -1,6 +1,7 @@
 """How a packed passage is cut from the document (operators.passages): which neighbours a ranked
 block brings, what of a long block is shown, where the best-ranked item looks beyond its section,
-and how the budget is shared between the head and the tail of the ranking."""
+how the budget is shared between the head and the tail of the ranking, and what an item that
+does not fit whole shows."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from bookindex.operators.passages import (
     TAIL_FROM,
     TAIL_ITEM_CHARS,
     build_passages,
+    estimate_tokens,
     focused_text,
+    format_passages,
     pack_passages,
 )
 from bookindex.providers.lexical import tokenize
@@ -144,3 +147,93 @@ def test_a_statement_shows_the_line_item_of_the_financial_term_the_question_name
     assert "purchases" in question_terms(question) and question_terms("") == []
     [p] = pack_passages(tree, [nid], 1000, question=question)
     assert "(1,577)" in p.text  # the statement prints the line item, not "capital expenditure"
+
+
+def _opinion() -> DocumentTree:
+    """Page 1 of a court opinion: the caption's short lines, a long paragraph, then the ranked
+    filing stamp and another long paragraph; page 2: the opinion goes on."""
+    long_para = "This is the decision on the appeal of the commission's finding about the ordinance. " * 12
+    return _tree([
+        Block(type="text", content="Superior Court of Delaware.", page_idx=0),
+        Block(type="text", content="Re: Diane HANSON", page_idx=0),
+        Block(type="text", content="v. DELAWARE STATE PUBLIC INTEGRITY COMMISSION.", page_idx=0),
+        Block(type="text", content="E. SCOTT BRADLEY, Judge.", page_idx=0),
+        Block(type="text", content=long_para, page_idx=0),
+        Block(type="text", content="Filing ID 48897809 Case Number 515,2012", page_idx=0),
+        Block(type="text", content="Other things happened then, and a lawsuit was filed. " * 20, page_idx=0),
+        Block(type="title", content="I. Background", page_idx=1, level=1),
+        Block(type="text", content="The plan was released to the public in June. " * 6, page_idx=1),
+    ])
+
+
+def test_the_page_walk_passes_over_a_long_block_to_the_short_lines_beyond_it():
+    tree = _opinion()
+    stamp = _id(tree, "Filing ID")
+    first = pack_passages(tree, [stamp], 1000)[0]
+    text = first.text
+    # the caption is past a paragraph too long for the room: passed over, its gap marked "…"
+    assert "v. DELAWARE STATE PUBLIC INTEGRITY COMMISSION." in text and "This is the decision" not in text
+    assert text.index("Superior Court") < text.index("E. SCOTT BRADLEY") < text.index("\n…\n") < text.index("Filing ID")
+    # what room is left shows the start of the following paragraph, cut at a word
+    assert "Other things happened then" in text and text.endswith(" …") and len(text) <= HEAD_ITEM_CHARS
+    assert first.first_page == first.last_page == 1
+    # ranked second, the stamp keeps to its neighbours: only the best item walks its page
+    second = pack_passages(tree, [_id(tree, "The plan was released"), stamp], 1000)[1]
+    assert second.node_id == stamp and "DELAWARE" not in second.text and "…" not in second.text.splitlines()
+
+
+def test_the_start_of_a_table_passed_over_is_its_header_and_the_rows_asked_for():
+    rows = "\n".join(f"| Statistic number {i} | {100 + i} | {200 + i} |" for i in range(30))
+    table = "| Dataset | Beauty | Music |\n|---|---|---|\n" + rows + "\n| Avg. words/user | 990.48 | 466.43 |"
+    tree = _tree([Block(type="title", content="3.2 Dataset Construction", page_idx=0, level=1),
+                  Block(type="text", content="We select users who wrote at least ten product reviews.", page_idx=0),
+                  Block(type="title", content="3.3 Dataset Statistics", page_idx=0, level=1),
+                  Block(type="table", content=table, page_idx=0)])
+    ranked = _id(tree, "We select users")
+    text = pack_passages(tree, [ranked], 1000, question="What is the average number of words per user?")[0].text
+    assert "3.3 Dataset Statistics" in text and "| Dataset | Beauty | Music |" in text
+    assert "| Avg. words/user | 990.48 | 466.43 |" in text and len(text) <= HEAD_ITEM_CHARS
+
+
+def test_an_item_too_long_for_the_rest_of_the_budget_is_cut_to_fit_it():
+    # figures cost about a token per two characters: an item's room in characters (its share of
+    # the tokens left times CHARS_PER_TOKEN) holds more tokens than are left
+    blocks = []
+    for i in range(4):
+        blocks += [Block(type="title", content=f"Part {i}", page_idx=i, level=1),
+                   Block(type="text", content=f"Part {i} counts {'1 2 3 4 5 6 7 8 9 ' * 40}", page_idx=i)]
+    tree = _tree(blocks)
+    ids = [_id(tree, f"Part {i} counts") for i in range(4)]
+    whole = pack_passages(tree, ids, 5000)
+    budget = estimate_tokens(format_passages(whole[:1])) + 200
+    packed = pack_passages(tree, ids, budget)
+    assert estimate_tokens(format_passages(packed)) <= budget
+    assert len(packed) == 2 and packed[1].node_id == ids[1]
+    assert packed[1].text.startswith("Part 1 counts") and len(packed[1].text) < len(whole[1].text)
+
+
+def test_outer_titles_an_earlier_item_showed_are_not_repeated():
+    tree = _tree([Block(type="title", content="ANNUAL REPORT ON FORM 10-K FOR THE FISCAL YEAR", page_idx=0, level=1),
+                  Block(type="title", content="Item 7. Management's Discussion", page_idx=0, level=2),
+                  Block(type="text", content="Revenue grew by twelve percent.", page_idx=0),
+                  Block(type="title", content="Item 8. Financial Statements", page_idx=1, level=2),
+                  Block(type="text", content="Total assets were 41,190.", page_idx=1),
+                  Block(type="title", content="Exhibits", page_idx=2, level=1),
+                  Block(type="text", content="The list of exhibits.", page_idx=2)])
+    ids = [_id(tree, "Revenue"), _id(tree, "Total assets"), _id(tree, "The list")]
+    first, second, third = pack_passages(tree, ids, 1000)
+    assert first.where == "p. 1 · ANNUAL REPORT ON FORM 10-K FOR THE FISCAL YEAR > Item 7. Management's Discussion"
+    assert second.where == "p. 2 · … > Item 8. Financial Statements"
+    assert third.where == "p. 3 · Exhibits"
+    # the passage itself keeps its whole path (readers and citations use it)
+    assert second.title_path == ("ANNUAL REPORT ON FORM 10-K FOR THE FISCAL YEAR", "Item 8. Financial Statements")
+
+
+def test_a_ranked_line_of_a_scanned_page_brings_the_next_lines():
+    # OCR's text layer on a scanned map: one code block per line, in a section too long to show whole
+    lines = ["The Centres of", "Indian Space Programme", *[f"* Station number {i} of the network" for i in range(60)]]
+    tree = _tree([Block(type="title", content="Organisation", page_idx=0, level=1),
+                  *[Block(type="code", content=ln, page_idx=0) for ln in lines]])
+    ranked = _id(tree, "The Centres of")
+    for p in (build_passages(tree, [ranked])[0], pack_passages(tree, [_id(tree, "* Station number 59"), ranked], 1000)[1]):
+        assert p.text.startswith("The Centres of\nIndian Space Programme\n* Station number 0")
