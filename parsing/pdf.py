@@ -23,11 +23,11 @@ from bookindex.parsing.base import OutlineEntry, ParsedDocument
 from bookindex.parsing.numbering import parse_numbering
 from bookindex.parsing.page_numbers import page_number_candidates, printed_page_labels
 from bookindex.parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
-from bookindex.parsing.pdf_vector_figures import figure_words, vector_figures
 from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
+from bookindex.parsing.pdf_vector_figures import figure_words, vector_figures
 from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)

@@ -20,7 +20,7 @@ from bookindex.parsing.pdf_images import ImageItem, tessdata_dir
 from bookindex.parsing.pdf_open import import_pymupdf
 
 if TYPE_CHECKING:
-    from pymupdf import Page
+    from pymupdf import Page, Rect
 
 BBox = tuple[float, float, float, float]
 
@@ -42,13 +42,13 @@ def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
     big = [r for r in clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE]
     if not big:
         return []
-    Rect = import_pymupdf().Rect
-    drawn = [Rect(d["rect"]) for d in page.get_drawings()]
+    make_rect = import_pymupdf().Rect
+    drawn = [make_rect(d["rect"]) for d in page.get_drawings()]
     out: list[ImageItem] = []
     for r in big:
         if _overlaps_any(r, avoid) or page.get_text("words", clip=r):
             continue
-        box = _with_labels(page, Rect(r), [c for c in clusters if c != r], avoid)
+        box = _with_labels(page, make_rect(r), [c for c in clusters if c != r], avoid)
         inside = box + (-1, -1, 1, 1)  # a cluster's box is its paths' union, up to rounding
         if sum(1 for d in drawn if inside.contains(d)) < MIN_PATHS:
             continue
@@ -56,25 +56,25 @@ def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
     return out
 
 
-def _with_labels(page: Page, box: object, others: list, avoid: list[BBox]) -> object:
+def _with_labels(page: Page, box: Rect, others: list[Rect], avoid: list[BBox]) -> Rect:
     """`box` grown by the word-free clusters within LABEL_GAP of it, repeatedly (a title over a
     legend over the plot)."""
     rest = [c for c in others if not _overlaps_any(c, avoid)]
     grown = True
     while grown:
         grown = False
-        near = box + (-LABEL_GAP, -LABEL_GAP, LABEL_GAP, LABEL_GAP)  # type: ignore[operator]
+        near = box + (-LABEL_GAP, -LABEL_GAP, LABEL_GAP, LABEL_GAP)
         for c in list(rest):
             if near.intersects(c) and not page.get_text("words", clip=c):
-                box = box | c  # type: ignore[operator]
+                box = box | c
                 rest.remove(c)
                 grown = True
     return box
 
 
-def _overlaps_any(r: object, boxes: list[BBox]) -> bool:
+def _overlaps_any(r: Rect, boxes: list[BBox]) -> bool:
     """True when half of `r` or more lies inside one of `boxes`."""
-    x0, y0, x1, y1 = r.x0, r.y0, r.x1, r.y1  # type: ignore[attr-defined]
+    x0, y0, x1, y1 = r.x0, r.y0, r.x1, r.y1
     area = max(1e-6, (x1 - x0) * (y1 - y0))
     for bx0, by0, bx1, by1 in boxes:
         w, h = min(x1, bx1) - max(x0, bx0), min(y1, by1) - max(y0, by0)
