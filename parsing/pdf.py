@@ -27,6 +27,7 @@ from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
+from bookindex.parsing.pdf_vector_figures import figure_words, vector_figures
 from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
@@ -68,7 +69,8 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
                 warnings.append(f"{path.name}: page {pno + 1}: could not be parsed ({exc})")
             del page
         meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
-                "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"]}
+                "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"],
+                "vector_figures": stats["vector_figures"]}
         labels = page_labels(doc) or printed_page_labels(numbers, n)
         if labels:
             meta["page_labels"] = labels
@@ -188,6 +190,12 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     if imgs:
         # text drawn over an image (labels inside figures) stays text; images never overlap tables
         imgs = [i for i in imgs if not _inside_any(i.bbox, [t.bbox for t in tabs])]
+    if images:
+        drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs])
+        for fig in drawn:
+            fig.words = figure_words(page, fig.bbox) if ocr else ""
+        stats["vector_figures"] += len(drawn)
+        imgs = imgs + drawn
     items.extend(tabs)
     items.extend(imgs)
     ordered = reading_order(items, _bbox_of)
@@ -207,6 +215,8 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             extra: dict[str, Any] = {"caption": "", "image_path": path}
             if item in scan_imgs:
                 extra["scanned_page"] = True
+            if item.words:
+                extra["ocr_text"] = item.words
             out.append(Block(type="image", content="", page_idx=pno, bbox=_r(item.bbox), extra=extra))
     _attach_captions(out)
     return out

@@ -22,6 +22,7 @@ class ImageItem:
     bbox: BBox
     xref: int
     image_path: str | None = None
+    words: str = ""  # what OCR read inside it (vector figures, `pdf_vector_figures`)
 
 
 def page_images(page: Page, with_xrefs: bool = False) -> list[ImageItem]:

@@ -1,0 +1,99 @@
+"""Figures drawn as vector paths, and the words inside them read by OCR.
+
+A chart exported from a plotting or layout program is often a set of vector paths whose labels
+were turned into outlines: the page has no raster image and its text layer none of the chart's
+words ("Automatically registering all eligible citizens to vote", "Rep/Lean Rep 93 68 38"). Such
+a figure was invisible: no image node to count, caption or show, and no words to retrieve its
+page by. PyMuPDF groups a page's drawings into clusters of paths that touch
+(`Page.cluster_drawings`); a cluster is a figure when it is large enough to be one, holds enough
+paths to be more than a box or a rule, holds no word of the text layer (a table's ruling, a
+shaded panel behind text and a chart with real text labels all hold words, and their words are
+read as text already) and lies inside no table or raster image. Its words come from tesseract on
+a rendering of its box, the way scanned pages are read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bookindex.parsing.pdf_images import ImageItem, tessdata_dir
+from bookindex.parsing.pdf_open import import_pymupdf
+
+if TYPE_CHECKING:
+    from pymupdf import Page, Rect
+
+BBox = tuple[float, float, float, float]
+
+MIN_SIDE = 72.0  # points (an inch): a smaller drawing is an icon, a bullet or a logo
+MIN_PATHS = 8  # fewer paths make a box, a rule or a frame, not a figure
+# a figure's outlined title, axis labels and legend are clusters of their own, set apart from its
+# plot by about a line of text: word-free clusters this close to a figure are part of it
+LABEL_GAP = 14.0
+OCR_DPI = 200  # the resolution scanned pages are read at
+
+
+def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
+    """The page's vector figures (see the module's docstring), outside the boxes of `avoid`
+    (tables, raster images), as image items without an xref (their box is rendered when saved)."""
+    try:
+        clusters = page.cluster_drawings()
+    except Exception:
+        return []
+    big = [r for r in clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE]
+    if not big:
+        return []
+    make_rect = import_pymupdf().Rect
+    drawn = [make_rect(d["rect"]) for d in page.get_drawings()]
+    out: list[ImageItem] = []
+    for r in big:
+        if _overlaps_any(r, avoid) or page.get_text("words", clip=r):
+            continue
+        box = _with_labels(page, make_rect(r), [c for c in clusters if c != r], avoid)
+        inside = box + (-1, -1, 1, 1)  # a cluster's box is its paths' union, up to rounding
+        if sum(1 for d in drawn if inside.contains(d)) < MIN_PATHS:
+            continue
+        out.append(ImageItem(bbox=(float(box.x0), float(box.y0), float(box.x1), float(box.y1)), xref=0))
+    return out
+
+
+def _with_labels(page: Page, box: Rect, others: list[Rect], avoid: list[BBox]) -> Rect:
+    """`box` grown by the word-free clusters within LABEL_GAP of it, repeatedly (a title over a
+    legend over the plot)."""
+    rest = [c for c in others if not _overlaps_any(c, avoid)]
+    grown = True
+    while grown:
+        grown = False
+        near = box + (-LABEL_GAP, -LABEL_GAP, LABEL_GAP, LABEL_GAP)
+        for c in list(rest):
+            if near.intersects(c) and not page.get_text("words", clip=c):
+                box = box | c
+                rest.remove(c)
+                grown = True
+    return box
+
+
+def _overlaps_any(r: Rect, boxes: list[BBox]) -> bool:
+    """True when half of `r` or more lies inside one of `boxes`."""
+    x0, y0, x1, y1 = r.x0, r.y0, r.x1, r.y1
+    area = max(1e-6, (x1 - x0) * (y1 - y0))
+    for bx0, by0, bx1, by1 in boxes:
+        w, h = min(x1, bx1) - max(x0, bx0), min(y1, by1) - max(y0, by0)
+        if w > 0 and h > 0 and w * h >= 0.5 * area:
+            return True
+    return False
+
+
+def figure_words(page: Page, bbox: BBox, dpi: int = OCR_DPI) -> str:
+    """The words tesseract reads in `bbox` of `page`, whitespace collapsed ('' when tesseract is
+    not installed or reads nothing)."""
+    tess = tessdata_dir()
+    if tess is None:
+        return ""
+    pymupdf = import_pymupdf()
+    try:
+        pix = page.get_pixmap(clip=pymupdf.Rect(bbox), dpi=dpi)
+        with pymupdf.open("pdf", pix.pdfocr_tobytes(language="eng", tessdata=tess)) as scan:
+            text = scan[0].get_text()
+    except Exception:
+        return ""
+    return " ".join(text.split())
