@@ -109,13 +109,19 @@ def test_the_best_ranked_item_shows_the_next_subsection_on_its_page():
     assert "3.5 Warnings" not in first.text and first.title_path == ("3.5 Warnings", "3.5.1 For customers in the U.S.A.")
 
 
-def test_the_head_of_the_ranking_gets_more_room_than_its_tail():
-    blocks = [Block(type="title", content="Report", page_idx=0, level=1)]
-    for i in range(12):
+
+def _parts(n: int, verb: str, body: str, lead: list[Block] | None = None):
+    """A tree of `n` one-page parts, part i saying "Part i <verb> <body>"; the ids of those blocks."""
+    blocks = list(lead or [])
+    for i in range(n):
         blocks += [Block(type="title", content=f"Part {i}", page_idx=i, level=1),
-                   Block(type="text", content=f"Part {i} says {'something rather long about it ' * 60}", page_idx=i)]
+                   Block(type="text", content=f"Part {i} {verb} {body}", page_idx=i)]
     tree = _tree(blocks)
-    ids = [_id(tree, f"Part {i} says") for i in range(12)]
+    return tree, [_id(tree, f"Part {i} {verb}") for i in range(n)]
+
+def test_the_head_of_the_ranking_gets_more_room_than_its_tail():
+    tree, ids = _parts(12, "says", "something rather long about it " * 60,
+                       [Block(type="title", content="Report", page_idx=0, level=1)])
     packed = pack_passages(tree, ids, 10_000)
     sizes = [len(p.text) for p in packed]
     assert len(packed) == 12 and sizes[0] <= HEAD_ITEM_CHARS and sizes[0] > PACK_ITEM_CHARS
@@ -198,12 +204,7 @@ def test_the_start_of_a_table_passed_over_is_its_header_and_the_rows_asked_for()
 def test_an_item_too_long_for_the_rest_of_the_budget_is_cut_to_fit_it():
     # figures cost about a token per two characters: an item's room in characters (its share of
     # the tokens left times CHARS_PER_TOKEN) holds more tokens than are left
-    blocks = []
-    for i in range(4):
-        blocks += [Block(type="title", content=f"Part {i}", page_idx=i, level=1),
-                   Block(type="text", content=f"Part {i} counts {'1 2 3 4 5 6 7 8 9 ' * 40}", page_idx=i)]
-    tree = _tree(blocks)
-    ids = [_id(tree, f"Part {i} counts") for i in range(4)]
+    tree, ids = _parts(4, "counts", "1 2 3 4 5 6 7 8 9 " * 40)
     whole = pack_passages(tree, ids, 5000)
     budget = estimate_tokens(format_passages(whole[:1])) + 200
     packed = pack_passages(tree, ids, budget)
