@@ -110,7 +110,7 @@ def test_the_best_ranked_item_shows_the_next_subsection_on_its_page():
 
 
 
-def _parts(n: int, verb: str, body: str, lead: list[Block] | None = None):
+def _parts(n: int, verb: str, body: str, lead: list[Block] | None = None) -> tuple[DocumentTree, list[str]]:
     """A tree of `n` one-page parts, part i saying "Part i <verb> <body>"; the ids of those blocks."""
     blocks = list(lead or [])
     for i in range(n):
