@@ -321,7 +321,40 @@ def filter_candidates(blocks: list[Block], page_count: int) -> list[int]:
             b.extra["not_heading"] = reason
             continue
         out.append(i)
-    return out
+    return _bodiless_pages(blocks, out)
+
+
+# a page is "without body" when its text, list and table blocks hold no more than this many
+# characters together: a cover, a title page, a brochure page of product names, a map
+_BODY_CHARS = 40
+_BODILESS_TITLES = 3  # ... and it holds at least this many heading candidates
+
+
+def _bodiless_pages(blocks: list[Block], cands: list[int]) -> list[int]:
+    """A page of heading candidates and no body (a cover: "Version 1.3", "Revised May 2016",
+    "Produced by:", the publisher's address; a brochure page naming each wheel under "WHEELS")
+    is the page's content set large: only its largest candidates head a section, the others are
+    its text. As headings they were sections without a block, which no search can return."""
+    body: Counter = Counter()
+    for b in blocks:
+        if b.type in ("text", "list", "table"):
+            body[b.page_idx] += len(b.content.strip())
+    body_pages = {p for p, n in body.items() if n > _BODY_CHARS}
+    by_page: dict[int, list[int]] = defaultdict(list)
+    for i in cands:
+        by_page[blocks[i].page_idx].append(i)
+    keep = []
+    for page, idx in by_page.items():
+        if page in body_pages or len(idx) < _BODILESS_TITLES:
+            keep += idx
+            continue
+        top = max(float(blocks[i].features.get("font_size", 0)) for i in idx)
+        for i in idx:
+            if float(blocks[i].features.get("font_size", 0)) >= top - 0.3:
+                keep.append(i)
+            else:
+                blocks[i].extra["not_heading"] = "page without body text"
+    return sorted(keep)
 
 
 def _column_header(blocks: list[Block], i: int) -> bool:

@@ -384,3 +384,28 @@ def test_llm_pass_with_a_real_local_model(llama_settings, tmp_path) -> None:
             assert b.level is None or 1 <= b.level <= 6
     tree = build_tree("d", "d", out)
     assert len(tree.leaves()) >= 15
+
+
+def test_a_page_of_headings_without_body_keeps_only_its_largest() -> None:
+    """A page of heading candidates and no body (a brochure page naming its wheels, a report's
+    second cover) heads one section with its largest lines; the rest become its text, which a
+    search can return. A page with a paragraph keeps every heading."""
+    blocks = [
+        T("Introduction", page=0, size=16, bold=True), P(page=0),
+        T("WHEELS", page=1, size=16, bold=True),
+        T("16-in. steel wheel with wheel cover", page=1, size=12, bold=True),
+        T("18-in. black machined-finish alloy wheel", page=1, size=12, bold=True),
+        T("19-in. matte-black alloy wheel", page=1, size=12, bold=True),
+        T("Methods", page=2, size=16, bold=True),
+        T("Sampling", page=2, size=12, bold=True), T("Weighting", page=2, size=12, bold=True),
+        P("The survey sampled adults in every state and weighted their answers by census figures.", page=2),
+    ]
+    out = assign_levels(doc(blocks), use_outline=False)
+    headed = [b.content for b in out if b.type == "title" and b.level is not None]
+    assert headed == ["Introduction", "WHEELS", "Methods", "Sampling", "Weighting"]
+    assert {b.extra.get("not_heading") for b in out if "wheel" in b.content} == {"page without body text"}
+    tree = build_tree("wheels0000000000", "brochure.pdf", out, {"pages": 3})
+    wheels = next(n for n in tree.walk() if n.type == "section" and n.title == "WHEELS")
+    assert [tree.nodes[c].text for c in wheels.children] == [
+        "16-in. steel wheel with wheel cover", "18-in. black machined-finish alloy wheel",
+        "19-in. matte-black alloy wheel"]
