@@ -60,11 +60,17 @@ _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
+# an index entry's page number between its words and the next entry's capital: "options 54 Main"
+_INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
 # "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
 _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
 _TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
+# "1. From the home screen", "4) Collect", "• 6 Insert ground coffee", "20 Menu pad": a number that
+# opens a sentence or follows a bullet, before an item's first capital word, numbers a list item
+_ENUMERATOR = re.compile(r"^(?:.*[^\w\s,.;:()%$€£\-−–])?\s*$")
+_ITEM_AFTER = re.compile(r"^(?:[.)]\s+|\s+)[A-Z“\"]")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 # a call, an identifier with an underscore, quoted code, or a file path ("/usr/local", "/etc/fstab")
@@ -217,11 +223,16 @@ def _asked_once(question: str) -> Asked:
 # -- what is never an answer ---------------------------------------------------------------
 
 def is_reference_line(line: str) -> bool:
-    """An index or contents line (dot leaders, a trailing page number) or a bibliography entry."""
+    """An index or contents line (dot leaders, a trailing page number), an index's entries run
+    together on one line ("Machine options 54 Main menu functions 29 Maintenance 84 ..."), or a
+    bibliography entry."""
     s = line.strip()
     if not s:
         return True
     if len(_DOTS.findall(s)) >= 2 or (_LEADER.search(s) and len(s) < 160):
+        return True
+    entries = len(_INDEX_RUN.findall(s))
+    if entries >= 3 and entries * 8 >= len(s.split()):
         return True
     return bool(_CITE_REF.match(s) and _YEAR_PAREN.search(s))
 
@@ -470,6 +481,13 @@ def expansion(acronym: str, text: str) -> str:
     return ""
 
 
+def enumerates(text: str, start: int, end: int) -> bool:
+    """Whether the number at text[start:end] numbers a list item rather than counting anything:
+    it opens the text or follows a bullet symbol, and the item's first capital word follows it
+    ("1. From the home screen ...", "4) Collect ...", "• 6 Insert ground coffee")."""
+    return bool(_ENUMERATOR.match(text[:start])) and bool(_ITEM_AFTER.match(text[end:end + 4]))
+
+
 def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
     """The parts of a sentence that may answer, closest to the question's words first:
     (closeness, text) for each entity (or number, or noun chunk) of a fitting type that the
@@ -497,6 +515,9 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             continue
         if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
             continue
+        if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
+                                                      e[0].idx + len(e[0]) - sent.start_char):
+            continue
         cands.append((close(e.start, e.end), e.text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
@@ -507,6 +528,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
                 continue
             at = sent.start_char + m.start()
             if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]", sent.text[m.end():m.end() + 2]):
+                continue
+            if enumerates(sent.text, m.start(), m.end()):
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
             if tok is not None:
