@@ -62,6 +62,7 @@ _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
 # an index entry's page number between its words and the next entry's capital: "options 54 Main"
 _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ./&-]{0,40}?)\s?:\s+(\S.{0,80}?)[\s.;]*$")  # "Key: value", a short label
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
 # "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
@@ -194,6 +195,13 @@ def asked(question: str) -> Asked:
     target = wh.head if wh.dep_ == "det" and wh.head.pos_ == "NOUN" else None
     if target is None and wh.head.lemma_ == "be":
         target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
+        if target is None and wh.i < wh.head.i:
+            # "what is the percentages of foreign born Latinos [who] use ...": the noun the copula
+            # introduces, which the parser attached to a later verb
+            target = next((t for t in doc[wh.head.i + 1:-1] if t.pos_ == "NOUN" and t.dep_ != "compound"
+                           and all(x.pos_ in ("DET", "ADJ", "NOUN") for x in doc[wh.head.i + 1:t.i])), None)
+            if target is not None and doc[target.i + 1].pos_ != "ADP":  # "the N of / for ...": N named alone
+                target = None
     if target is not None:
         base.target = target.lemma_.lower()
         if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
@@ -418,20 +426,18 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
                or all(re.fullmatch(r"(?:19|20)\d\d", c) for c in r if c and c[0].isdigit())]
     col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
+    # a name the passage's titles carry (the company of a filing's running title) is every row's:
+    # it does not tell its rows apart
+    shared = {t for t in weights if any(t in n for n in a.names if n in context)}
     best: tuple[float, str, str] | None = None
     for r in rows:
-        label = " ".join(c for c in r if c and not _NUMBER.fullmatch(c.replace(" ", ""))).lower()
-        if not label:
-            continue
-        hit = sum(w for t, w in weights.items() if t in label)
-        if hit <= 0:
-            continue
-        # as a span's score (`span_score`): half the label's as a sentence, and the question's
-        # words right beside the cell
-        row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
-        for j, c in enumerate(r):
-            if not _NUMBER.fullmatch(c.replace(" ", "")) or re.fullmatch(r"(?:19|20)\d\d", c):
+        for j, c, label in _row_records(r):
+            hit = sum(w for t, w in weights.items() if t in label and t not in shared)
+            if hit <= 0:
                 continue
+            # as a span's score (`span_score`): half the label's as a sentence, and the question's
+            # words right beside the cell
+            row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
             head = col_text[j] if j < len(col_text) else ""
             sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head)
             if a.years:
@@ -444,6 +450,28 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
             if best is None or sc > best[0]:
                 best = (sc, c, label)
     return best
+
+
+def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
+    """The numbers of a table row with the label each belongs to: (column, cell, label lower
+    case). A label is the text cells before the run of numbers it heads, so that a row holding
+    two records side by side ("Missouri | 17 | Total Domestic store count | 978", a long table
+    typeset in two halves) gives each number its own label."""
+    out: list[tuple[int, str, str]] = []
+    label: list[str] = []
+    after_number = False
+    for j, c in enumerate(row):
+        if not c:
+            continue
+        if not _NUMBER.fullmatch(c.replace(" ", "")):
+            if after_number:
+                label, after_number = [], False
+            label.append(c)
+            continue
+        after_number = True
+        if label and not re.fullmatch(r"(?:19|20)\d\d", c):
+            out.append((j, c, " ".join(label).lower()))
+    return out
 
 
 def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
@@ -533,7 +561,9 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
             if tok is not None:
-                cands.append((close(tok.start, tok.end) - 0.1, txt))
+                # a percentage asked for is written as one ("65%", "65 percent") in a sentence
+                unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
+                cands.append((close(tok.start, tok.end) - 0.1 - unlike, txt))
     elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
@@ -695,6 +725,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
                                        section[1], order))
             verb = has_verb and sent.tokens > 3
+            keyed = _KEY_VALUE.match(sentence) if a.target else None
+            if keyed and a.target in _lemmas(keyed.group(1)) and not set(_lemmas(keyed.group(2))) & set(a.terms):
+                # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
+                # as its key gives its value
+                cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, keyed.group(2), order, verb, fits=True))
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
                 cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
