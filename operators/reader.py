@@ -143,6 +143,9 @@ class Asked:
     # "what is the N (of X)": the answer is what the document says N is, a number where the
     # evidence gives N one (`_bound`), else the sentence that says it
     value: bool = False
+    # "what kind of environment", "which type of errors": the noun after "N of", the answer
+    # being one of them, named by what qualifies it ("a quiet and relaxed environment")
+    member: str = ""
 
 
 def asked(question: str) -> Asked:
@@ -204,6 +207,8 @@ def asked(question: str) -> Asked:
                 target = None
     if target is not None:
         base.target = target.lemma_.lower()
+        base.member = next((o.lemma_.lower() for c in target.children if c.dep_ == "prep" and c.lower_ == "of"
+                            for o in c.children if o.dep_ == "pobj" and o.pos_ == "NOUN"), "")
         if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
             base.kind = STRUCTURE_TARGETS[base.target]
             return base
@@ -568,7 +573,9 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue
-            if not names_something(ch):
+            if not (names_something(ch) or (ch.root.lemma_.lower() == a.member and any(
+                    t.dep_ in ("amod", "compound", "conj") and not t.is_stop and t.lemma_.lower() not in q_words
+                    for t in ch))):
                 continue
             # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
             # a kind of it, its own head counting as a question word beside it
