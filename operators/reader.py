@@ -760,7 +760,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # "what does NARL stand for / what is NARL": the long form the document gives it
                 where = next((ln for ln in [*p.title_path, *p.text.splitlines()]
                               if re.search(rf"\(\s*{re.escape(name)}\s*\)", ln, re.I)), long_form)
-                cands.append(Candidate(3.0 + prior, k, p, " ".join(where.split())[:300], long_form))
+                # scored as a sentence with the name as its subject ("NARL is the National ..."):
+                # one that says more of what the question asks ("what does NARL study?") is better
+                said = {*re.findall(r"\w+", long_form.lower()), name}
+                hit = sum(w for t, w in weights.items() if t in said)
+                sc = max(3.0, hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6) + prior
+                cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form))
         if a.kind == "describe" and not a.procedure:
             for title in p.title_path:
                 # "3.16. /sbin : System binaries": a title that names the thing asked about and
