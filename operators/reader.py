@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -146,6 +147,9 @@ class Asked:
     # "what kind of environment", "which type of errors": the noun after "N of", the answer
     # being one of them, named by what qualifies it ("a quiet and relaxed environment")
     member: str = ""
+    # "what does a point mutation of TTT define?": the verb whose object is asked, answered by
+    # that verb's object in the evidence ("... TTT that defines phenylalanine")
+    verb: str = ""
 
 
 def asked(question: str) -> Asked:
@@ -177,6 +181,10 @@ def asked(question: str) -> Asked:
     names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
     wh = next((t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
     base = Asked(kind="describe", terms=terms, names=names, years=years)
+    last = next((t for t in reversed(doc) if not t.is_punct), None)
+    if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
+            and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
+        base.verb = last.lemma_.lower()
     if wh is None:
         if doc[0].pos_ == "AUX":
             base.kind = "yesno"
@@ -324,12 +332,16 @@ def _sentence(s: Any) -> _Sentence:
         symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
 
 
+# typographic ligatures ("deﬁnes") as their letters: the tagger and the lemmatizer know the word
+_LIGATURES = str.maketrans({c: unicodedata.normalize("NFKC", c) for c in map(chr, range(0xFB00, 0xFB07))})
+
+
 def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None) -> list[_Sentence | None]:
     """The passage's prose sentences (spaCy, block by block), without title, listing, table and
     reference lines. With `needed`, a line holding none of those words (as a substring of its
     lower-case text) is not parsed, and stands as one None: no sentence of it could score, and
     parsing is most of a first answer's time. The Nones keep which sentences are neighbours."""
-    keep = [ln[:2000] for ln in passage.text.splitlines()
+    keep = [ln[:2000].translate(_LIGATURES) for ln in passage.text.splitlines()
             if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
             and ln.strip() not in passage.title_path]
     wanted = [needed is None or any(w in ln.lower() for w in needed) for ln in keep]
@@ -587,6 +599,24 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     return [(c, t) for t, c in out.items() if t]
 
 
+def _objects(sent: Any, verb: str, weights: dict[str, float]) -> list[str]:
+    """The objects the sentence gives the verb of lemma `verb` ("... TTT that defines
+    phenylalanine": "phenylalanine"), as the noun phrase each heads, the question's own words
+    excepted."""
+    out = []
+    for t in sent:
+        if t.lemma_.lower() != verb or t.pos_ not in ("VERB", "AUX"):
+            continue
+        for o in t.children:
+            if o.dep_ in ("dobj", "attr", "oprd") and o.pos_ in ("NOUN", "PROPN", "NUM") \
+                    and o.lemma_.lower() not in weights:
+                words = [x for x in o.subtree if x.i >= o.left_edge.i and x.dep_ not in ("relcl", "punct")]
+                phrase = sent.doc[o.left_edge.i:o.i + 1].text if len(words) > 8 else \
+                    sent.doc[o.left_edge.i:o.right_edge.i + 1].text
+                out.append(phrase.strip(" ,;"))
+    return out
+
+
 def names_something(chunk: Any) -> bool:
     """Whether a noun chunk names a thing rather than describing one: it holds a proper noun, a
     number, an all-capital word or a token with symbols in it (a path, a call, a version:
@@ -732,6 +762,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
                                        section[1], order))
             verb = has_verb and sent.tokens > 3
+            if a.verb:
+                for obj in _objects(s, a.verb, weights):
+                    cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, obj, order, verb, fits=True))
             keyed = _KEY_VALUE.match(sentence) if a.target else None
             if keyed and a.target in _lemmas(keyed.group(1)) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
