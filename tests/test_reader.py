@@ -305,7 +305,10 @@ def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_d
     # a sentence that describes its subject still answers before the title
     q = _passage("vs", "/var/spool contains data which is awaiting some kind of later processing.",
                  ("5.14. /var/spool : Application spool data", "5.14.1. Purpose"), 44)
-    assert read("What does /var/spool contain?", [q])[0].startswith('From "5.14.1. Purpose", p. 44: /var/spool contains')
+    # (the object it gives the verb asked, quoted with the sentence)
+    text = read("What does /var/spool contain?", [q])[0]
+    assert text.startswith("data which is awaiting some kind of later processing [1]")
+    assert '(from "5.14.1. Purpose", p. 44: /var/spool contains data' in text
 
 
 def test_the_action_asked_weighs_as_a_name_and_titles_match_by_lemma():
