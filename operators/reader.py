@@ -820,7 +820,49 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
+        if a.kind == "quantity" and a.target:
+            counted = table_count(p, a.target, weights)
+            if counted is not None:
+                sc = counted[0] + 1.0 + 0.8 + prior
+                cands.append(Candidate(sc, k, p, counted[2], str(counted[1]), fits=True))
     return cands
+
+
+def _tables(text: str) -> list[list[list[str]]]:
+    """The text's tables, each as its rows of cells (separator rows left out)."""
+    out: list[list[list[str]]] = []
+    run: list[list[str]] = []
+    for ln in [*text.splitlines(), ""]:
+        s = ln.strip()
+        if s.startswith("|"):
+            if not re.fullmatch(r"[|\s:-]+", s):
+                run.append([c.strip() for c in s.strip("|").split("|")])
+            continue
+        if run:
+            out.append(run)
+        run = []
+    return out
+
+
+def table_count(passage: Passage, target: str, weights: dict[str, float]) -> tuple[float, int, str] | None:
+    """"How many quality levels ...": a table whose row-label column is headed by the things
+    counted ("Quality levels") lists one per row: (score, rows, "header: first, ..., last").
+    The header scores as a sentence's words do; a table the passage cuts short is not counted."""
+    best: tuple[float, int, str] | None = None
+    for rows in _tables(passage.text):
+        if len(rows) < 3 or not rows[0] or target not in _lemmas(rows[0][0]):
+            continue
+        items = [r[0] for r in rows[1:] if r and r[0]]
+        if not items or "…" in " ".join(rows[-1]):
+            continue
+        head = rows[0][0].lower()
+        hit = sum(w for t, w in weights.items() if t in head)
+        sc = hit / math.sqrt(len(head.split()) + 4) * 3
+        text = f"{rows[0][0]}: {', '.join(items[:3])}{', ...' if len(items) > 4 else ''}" \
+               f"{', ' + items[-1] if len(items) > 3 else ''}"
+        if best is None or sc > best[0]:
+            best = (sc, len(items), text)
+    return best
 
 
 def title_words(passage: Passage) -> str:
