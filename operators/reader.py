@@ -150,6 +150,7 @@ class Asked:
     # "what does a point mutation of TTT define?": the verb whose object is asked, answered by
     # that verb's object in the evidence ("... TTT that defines phenylalanine")
     verb: str = ""
+    said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
 
 
 def asked(question: str) -> Asked:
@@ -180,7 +181,8 @@ def asked(question: str) -> Asked:
             names.append(subject[-1].text.lower())
     names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
     wh = next((t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
-    base = Asked(kind="describe", terms=terms, names=names, years=years)
+    base = Asked(kind="describe", terms=terms, names=names, years=years,
+                 said=frozenset(t.lower_ for t in doc if t.is_alpha))
     last = next((t for t in reversed(doc) if not t.is_punct), None)
     if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
@@ -820,6 +822,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
+        if a.kind == "describe" or (a.kind == "entity" and not a.labels):
+            for sc, label, cell in table_rows_named(p, a, weights):
+                cands.append(Candidate(sc + prior, k, p, f"{label}: {cell}", cell))
         if a.kind == "quantity" and a.target:
             counted = table_count(p, a.target, weights)
             if counted is not None:
@@ -841,6 +846,33 @@ def _tables(text: str) -> list[list[list[str]]]:
         if run:
             out.append(run)
         run = []
+    return out
+
+
+def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> list[tuple[float, str, str]]:
+    """"What happens when you press and hold the Down button?": a table row whose label the
+    question says (most of its words, stop words too), under a title that may say the rest
+    ("Down button" > "Press and hold | Wake up the voice assistant."), answers with the row's
+    next text cell, its first sentence: (score, label, cell). Its score is a sentence's, the
+    label and the innermost title being its words, and how much of the label the question says."""
+    title = passage.title_path[-1].lower() if passage.title_path else ""
+    out: list[tuple[float, str, str]] = []
+    for rows in _tables(passage.text):
+        for r in rows[1:]:
+            cells = [c for c in _merge_units(r) if c]
+            if len(cells) < 2 or not re.search(r"[A-Za-z]{2,}.*\s.*[A-Za-z]{2,}|^[A-Za-z]{3,}", cells[1]):
+                continue  # the next cell says something: words, not a number or a sign
+            label = cells[0]
+            tokens = re.findall(r"[a-z]+", label.lower())
+            if not tokens:
+                continue
+            covered = sum(t in a.said for t in tokens) / len(tokens)
+            words = f"{label.lower()} {title}"
+            hit = sum(w for t, w in weights.items() if t in words)
+            if covered < 0.5 or not any(t in label.lower() for t in weights):
+                continue
+            answer = re.split(r"(?<=[.!?])\s+(?=[A-Z])", cells[1])[0]
+            out.append((hit / math.sqrt(len(tokens) + 4) * 3 + 1.5 * covered, label, answer))
     return out
 
 
