@@ -709,6 +709,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     by_entry = a.kind == "entity" and bool(a.target) and bool(entries)
     # "what does X do?" where the evidence holds the entry or section named X: it says
     own_entry = a.kind == "describe" and any(p.name.lower() in a.names for _, p, _ in parsed if p.name)
+    # titles every passage has (the document's own): they tell no passage apart
+    everywhere = frozenset(set.intersection(*(set(p.title_path) for _, p, _ in parsed))) \
+        if len(parsed) > 1 else frozenset()
     for rank, (k, p, sents) in enumerate(parsed):
         if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
             continue
@@ -716,7 +719,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         title = titles[rank]
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
-        section = _section_named(p, weights)
+        section = _section_named(p, weights, everywhere)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -904,10 +907,15 @@ def title_words(passage: Passage) -> str:
     return f"{title} {' '.join(sorted(_lemmas(title)))}" if title else ""
 
 
-def _section_named(passage: Passage, weights: dict[str, float]) -> tuple[float, str] | None:
+def _section_named(passage: Passage, weights: dict[str, float],
+                   shared: frozenset[str] = frozenset()) -> tuple[float, str] | None:
     """The innermost title of the passage that shares a word with the question, with the
-    question's words it holds scored as a sentence's are (by its length): (score, title)."""
+    question's words it holds scored as a sentence's are (by its length): (score, title).
+    A title every passage has (the document's own: "BEST BUY FISCAL 2023 FORM 10-K") names no
+    part of it and is passed over."""
     for title in reversed(passage.title_path):
+        if title in shared:
+            continue
         words = set(re.findall(r"\w+", title.lower()))
         hit = sum(w for t, w in weights.items() if t in words)
         if hit > 0:
