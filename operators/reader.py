@@ -530,9 +530,17 @@ def expansion(acronym: str, text: str) -> str:
 
 def enumerates(text: str, start: int, end: int) -> bool:
     """Whether the number at text[start:end] numbers a list item rather than counting anything:
-    it opens the text or follows a bullet symbol, and the item's first capital word follows it
-    ("1. From the home screen ...", "4) Collect ...", "• 6 Insert ground coffee")."""
-    return bool(_ENUMERATOR.match(text[:start])) and bool(_ITEM_AFTER.match(text[end:end + 4]))
+    it opens the text, follows a bullet symbol or stands before several items, and the item's
+    first capital word follows it ("1. From the home screen ...", "4) Collect ...", "• 6 Insert
+    ground coffee")."""
+    if not _ITEM_AFTER.match(text[end:end + 4]):
+        return False
+    if _ENUMERATOR.match(text[:start]):
+        return True
+    # a bullet typeset as a digit ("6 Start the Care menu 6 Touch Cleaning programs"): the same
+    # number before each item's capital word
+    number = re.escape(text[start:end].strip())
+    return len(re.findall(rf"(?<![\w.,]){number}(?=\s+[A-Z“\"])", text)) >= 2
 
 
 def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
