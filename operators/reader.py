@@ -834,8 +834,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
         if a.kind == "describe" or (a.kind == "entity" and not a.labels):
-            for row_score, label, said in table_rows_named(p, a, weights):
-                cands.append(Candidate(row_score + prior, k, p, f"{label}: {said}", said))
+            for row_score, label, next_cell in table_rows_named(p, a, weights):
+                cands.append(Candidate(row_score + prior, k, p, f"{label}: {next_cell}", next_cell))
         if a.kind == "quantity" and a.target:
             counted = table_count(p, a.target, weights)
             if counted is not None:
