@@ -180,7 +180,11 @@ def asked(question: str) -> Asked:
         if subject:
             names.append(subject[-1].text.lower())
     names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
-    wh = next((t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
+    # the question's own wh-word, not one of a clause that qualifies something in it ("For the
+    # dataset that uses Prover9, how many ...", "When using GPT-4 ..., how many ...")
+    whs = [t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")]
+    wh = next((t for t in whs if not any(x.dep_ in ("advcl", "relcl", "acl") for x in (t, *t.ancestors))),
+              whs[0] if whs else None)
     base = Asked(kind="describe", terms=terms, names=names, years=years,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha))
     last = next((t for t in reversed(doc) if not t.is_punct), None)

@@ -41,6 +41,9 @@ def _passage(nid: str, text: str, title: tuple[str, ...] = (), page: int = 1) ->
     ("How do I change the working directory?", "describe"),
     ("Which page describes the installation?", "page"),
     ("Which section explains the DER encoding?", "section"),
+    # the wh-word of a clause that qualifies something is not the question's
+    ("When using GPT-4 as the base model, how many datasets does Logic-LM outperform the baselines in?", "quantity"),
+    ("For the dataset that uses Prover9 as the solver, how many examples are used for evaluation?", "quantity"),
 ])
 def test_asked_reads_the_answer_type_from_the_parse(question, kind):
     assert asked(question).kind == kind
