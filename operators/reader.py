@@ -577,7 +577,10 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue
-        cands.append((close(e.start, e.end), e.text))
+        # a date with no number and no name in it is relative ("the latter half", "the year
+        # ahead"): it places nothing in time by itself
+        relative = e.label_ in ("DATE", "TIME") and not any(t.like_num or t.pos_ == "PROPN" for t in e)
+        cands.append((close(e.start, e.end) - (1.0 if relative else 0.0), e.text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
