@@ -31,6 +31,25 @@ a yes/no decision (an auxiliary opening the question), or a description ("what d
   million"), or the cell of a row that names N; else by the sentence that says it;
 - a date, a person, a place or another factoid by the entity or noun chunk that scores best,
   followed by the sentence itself; a description or a yes/no question by the sentence.
+
+What the document's layout says is read as such:
+- a number that numbers a list item ("1. From the home screen", "4) Collect", a bullet typeset
+  as a digit before each item) is not a quantity, and an index's entries run together on one
+  line ("Maintenance 84 Manual cleaning 72 ...") are not an answer;
+- a table row that holds two records side by side gives each number its own label; a name the
+  passage's titles carry (the company of a filing's running title) picks no row; "how many N"
+  counts the rows of a table whose label column is headed by N; a row whose label the question
+  says ("press and hold" under the title "Down button") answers with its next text cell;
+- a "Key: value" line whose key is the noun asked gives the value; an acronym's long form scores
+  as a sentence with the acronym as its subject; the document's own title (every passage's)
+  does not answer "which section".
+
+And what the question's parse says: its own wh-word (not that of a clause qualifying something
+in it: "For the dataset that uses Prover9, how many ..."); the noun the copula introduces when the
+parser attached it to a later verb ("what is the percentages of ..."); "what kind of N" answered
+by an N the evidence qualifies ("a quiet and relaxed environment"); "what does X define?" by the
+object the evidence gives that verb; a percentage asked by a number written as one; a relative
+date ("the latter half") placing nothing in time.
 """
 
 from __future__ import annotations
