@@ -801,7 +801,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
                                        section[1], order))
             verb = has_verb and sent.tokens > 3
-            if a.verb:
+            if a.verb and (named - entry_named > 0 or subject):  # the sentence names what is asked about
                 for obj in _objects(s, a.verb, weights):
                     cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, obj, order, verb, fits=True))
             keyed = _KEY_VALUE.match(sentence) if a.target else None

@@ -442,6 +442,10 @@ def test_what_does_x_verb_is_answered_by_the_object_the_evidence_gives_the_verb(
     p = _passage("mu", "For instance, a point mutation of the codon (TTT) that de\ufb01nes phenylalanine may change "
                  "it to another codon.", ("7. Classification of mutation",), 7)
     assert read("What does a point mutation of the codon TTT define?", [p])[0].startswith("phenylalanine [1]")
+    # the object of a sentence that does not name what is asked about does not answer
+    q = _passage("sb", "There must be no subdirectories in /sbin.\nIt may also contain commands used by scripts.",
+                 ("Chapter 3. The Root Filesystem", "3.16. /sbin : System binaries", "3.16.2. Requirements"), 22)
+    assert read("What does /sbin contain?", [q])[0].startswith("System binaries [1]")
 
 
 def test_the_documents_own_title_does_not_answer_which_section():
