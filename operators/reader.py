@@ -593,6 +593,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             continue
         if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
             continue
+        if e.label_ in NUMERIC_LABELS and re.match(r"['’]s\b", sent.doc.text[e.end_char:e.end_char + 3]):
+            continue  # "(000's)", "the 1990's": a unit or a decade, not an amount
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue
@@ -608,7 +610,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
-            if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]", sent.text[m.end():m.end() + 2]):
+            if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2]):
                 continue
             if enumerates(sent.text, m.start(), m.end()):
                 continue

@@ -454,3 +454,10 @@ def test_the_documents_own_title_does_not_answer_which_section():
     weights = {"best": 1.0, "buy": 1.0}
     assert _section_named(p, weights)[1] == "BEST BUY FISCAL 2023 FORM 10-K"  # type: ignore[index]
     assert _section_named(p, weights, frozenset({"BEST BUY FISCAL 2023 FORM 10-K"})) is None
+
+
+def test_a_number_before_an_apostrophe_s_is_a_unit_not_an_amount():
+    p = _passage("sh", "Shares repurchased (000’s): 1,358 of them in the year.", ("Stock Repurchase Programs",), 20)
+    assert read("How many shares were repurchased?", [p])[0].startswith("1,358 [1]")
+    q = _passage("sn", "The number of shares repurchased (000’s) is shown below.", ("Stock Repurchase Programs",), 20)
+    assert not read("How many shares were repurchased?", [q])[0].startswith("(000")
