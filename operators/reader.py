@@ -167,8 +167,10 @@ class Asked:
     # being one of them, named by what qualifies it ("a quiet and relaxed environment")
     member: str = ""
     # "what does a point mutation of TTT define?": the verb whose object is asked, answered by
-    # that verb's object in the evidence ("... TTT that defines phenylalanine")
+    # that verb's object in the evidence ("... TTT that defines phenylalanine"); "which
+    # transcript is included ...": the verb whose subject is asked (`role`, `_fillers`)
     verb: str = ""
+    role: str = ""  # object | subject | passive subject
     said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
 
 
@@ -209,7 +211,12 @@ def asked(question: str) -> Asked:
     last = next((t for t in reversed(doc) if not t.is_punct), None)
     if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
-        base.verb = last.lemma_.lower()
+        base.verb, base.role = last.lemma_.lower(), "object"
+    elif (wh is not None and wh.dep_ == "det" and wh.head.dep_ in ("nsubj", "nsubjpass")
+          and wh.head.head.pos_ == "VERB" and wh.head.head.lemma_ not in ("be", "have", "do")):
+        # "which transcript has been included in ...": the verb's subject is what is asked
+        base.verb = wh.head.head.lemma_.lower()
+        base.role = "subject" if wh.head.dep_ == "nsubj" else "passive subject"
     if wh is None:
         if doc[0].pos_ == "AUX":
             base.kind = "yesno"
@@ -637,21 +644,41 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     return [(c, t) for t, c in out.items() if t]
 
 
-def _objects(sent: Any, verb: str, weights: dict[str, float]) -> list[str]:
-    """The objects the sentence gives the verb of lemma `verb` ("... TTT that defines
-    phenylalanine": "phenylalanine"), as the noun phrase each heads, the question's own words
-    excepted."""
+def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
+    """Whether a sentence holds most of what the question says besides the verb and the thing
+    asked (its names, its other words, by weight): only then does the verb's subject or object
+    there answer ("It may also contain commands" does not say what /sbin contains)."""
+    rest = {t: w for t, w in weights.items() if t != a.verb and t != a.target}
+    total = sum(rest.values())
+    return total > 0 and sum(w for t, w in rest.items() if t in words) >= 0.5 * total
+
+
+def _fillers(sent: Any, a: Asked, weights: dict[str, float]) -> list[str]:
+    """What the sentence puts in the role the question asks about, for the verb of lemma
+    `a.verb`: its object ("... TTT that defines phenylalanine") or its subject ("part of the
+    un-translated region ... will be included"), a passive verb's roles swapped (the subject
+    of "X acquired Y" is the agent of "Y was acquired by X"), each as the noun phrase it heads
+    (its head and what precedes it when the phrase is long), the question's own words excepted."""
     out = []
     for t in sent:
-        if t.lemma_.lower() != verb or t.pos_ not in ("VERB", "AUX"):
+        if t.lemma_.lower() != a.verb or t.pos_ not in ("VERB", "AUX"):
             continue
-        for o in t.children:
-            if o.dep_ in ("dobj", "attr", "oprd") and o.pos_ in ("NOUN", "PROPN", "NUM") \
-                    and o.lemma_.lower() not in weights:
-                words = [x for x in o.subtree if x.i >= o.left_edge.i and x.dep_ not in ("relcl", "punct")]
-                phrase = sent.doc[o.left_edge.i:o.i + 1].text if len(words) > 8 else \
-                    sent.doc[o.left_edge.i:o.right_edge.i + 1].text
-                out.append(phrase.strip(" ,;"))
+        passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in t.children)
+        if a.role == "object" or (a.role == "passive subject" and not passive):
+            roles = ("nsubjpass",) if passive else ("dobj", "attr", "oprd")
+        elif a.role == "passive subject":
+            roles = ("nsubjpass",)
+        else:
+            roles = ("pobj",) if passive else ("nsubj",)
+        heads = [c for c in t.children if c.dep_ in roles]
+        if a.role == "subject" and passive:  # "... was acquired by X": the agent's object
+            heads = [o for c in t.children if c.dep_ == "agent" for o in c.children if o.dep_ == "pobj"]
+        for o in heads:
+            if o.pos_ not in ("NOUN", "PROPN", "NUM") or o.lemma_.lower() in weights:
+                continue
+            long = sum(1 for _ in o.subtree) > 12
+            phrase = sent.doc[o.left_edge.i:(o.i if long else o.right_edge.i) + 1].text
+            out.append(phrase.strip(" ,;"))
     return out
 
 
@@ -803,9 +830,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
                                        section[1], order))
             verb = has_verb and sent.tokens > 3
-            if a.verb and (named - entry_named > 0 or subject):  # the sentence names what is asked about
-                for obj in _objects(s, a.verb, weights):
-                    cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, obj, order, verb, fits=True))
+            if a.verb and _says_the_rest(words, a, weights):
+                for filler in _fillers(s, a, weights):
+                    cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
             keyed = _KEY_VALUE.match(sentence) if a.target else None
             if keyed and a.target in _lemmas(keyed.group(1)) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
@@ -906,9 +933,11 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
             if not tokens:
                 continue
             covered = sum(t in a.said for t in tokens) / len(tokens)
-            words = f"{label.lower()} {title}"
-            hit = sum(w for t, w in weights.items() if t in words)
-            if covered < 0.5 or not any(t in label.lower() for t in weights):
+            words = {*re.findall(r"[\w/.+-]+", f"{label.lower()} {title}"), *_lemmas(label), *_lemmas(title)}
+            held = [t for t in weights if t in words]  # whole words: "log" is not in "login"
+            hit = sum(weights[t] for t in held)
+            # one question word in a one-word label ("login", "tmp") is no evidence the row is asked about
+            if covered < 0.5 or not any(t in label.lower() for t in weights) or len(held) < 2:
                 continue
             answer = re.split(r"(?<=[.!?])\s+(?=[A-Z])", cells[1])[0]
             out.append((hit / math.sqrt(len(tokens) + 4) * 3 + 1.5 * covered, label, answer))

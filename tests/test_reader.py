@@ -398,6 +398,18 @@ def test_a_table_row_the_question_names_answers_with_its_next_text_cell():
     q = _passage("po", "Press and hold the Up button, and then touch Power off.", ("Powering off",), 11)
     text, _ = read("What will happen when you press and hold the down button?", [q, p])
     assert text.startswith("Wake up the voice assistant. [2]")
+    # one question word in a one-word label ("log" is not even in "login") is not a row asked about
+    r = _passage("lg", "| Command | Description |\n|---|---|\n| login | Utility to begin a session on the system |",
+                 ("3.4.2. Requirements",), 12)
+    s = _passage("vl", "The following files, or symbolic links to files, must be in /var/log, if the corresponding "
+                 "subsystem is installed: lastlog, record of last login of each user.", ("5.10.2. Specific Options",), 43)
+    text, _ = read("Which file in /var/log records the last login of each user?", [r, s])
+    assert "Utility to begin a session" not in text
+    from bookindex.operators.reader import table_rows_named
+    a = asked("Which file in /var/log records the last login of each user?")
+    assert table_rows_named(r, a, {t: 1.0 for t in a.terms}) == []
+    assert table_rows_named(p, asked("What will happen when you press and hold the down button?"),
+                            {"press": 1.0, "hold": 1.0, "button": 1.0})
 
 
 def test_a_key_value_line_that_names_what_is_asked_gives_the_value():
@@ -461,3 +473,16 @@ def test_a_number_before_an_apostrophe_s_is_a_unit_not_an_amount():
     assert read("How many shares were repurchased?", [p])[0].startswith("1,358 [1]")
     q = _passage("sn", "The number of shares repurchased (000’s) is shown below.", ("Stock Repurchase Programs",), 20)
     assert not read("How many shares were repurchased?", [q])[0].startswith("(000")
+
+
+def test_which_n_verb_is_answered_by_what_the_evidence_puts_in_that_role():
+    a = asked("Which transcript have been included in the translation process in Re-Sense mutation")
+    assert (a.verb, a.role) == ("include", "passive subject")
+    p = _passage("rs", "Re-sense mutation. In this case, part of the un-translated region of the mRNA transcript will be "
+                 "included within the translation process which will continue.", ("7. Classification of mutation",), 8)
+    assert read("Which transcript have been included in the translation process in Re-Sense mutation",
+                [p])[0].startswith("part of the un-translated region of the mRNA transcript [1]")
+    # a passive sentence gives the subject asked as its agent
+    assert asked("Which company acquired Whole Foods Market?").role == "subject"
+    q = _passage("wf", "In 2017 Whole Foods Market was acquired by Amazon for $13.7 billion.", ("Acquisitions",), 3)
+    assert read("Which company acquired Whole Foods Market?", [q])[0].startswith("Amazon [1]")
