@@ -39,7 +39,8 @@ What the document's layout says is read as such:
 - a table row that holds two records side by side gives each number its own label; a name the
   passage's titles carry (the company of a filing's running title) picks no row; "how many N"
   counts the rows of a table whose label column is headed by N; a row whose label the question
-  says ("press and hold" under the title "Down button") answers with its next text cell;
+  says ("press and hold" under the title "Down button", two of its words at least) answers
+  with its next text cell;
 - a "Key: value" line whose key is the noun asked gives the value; an acronym's long form scores
   as a sentence with the acronym as its subject; the document's own title (every passage's)
   does not answer "which section".
@@ -48,8 +49,10 @@ And what the question's parse says: its own wh-word (not that of a clause qualif
 in it: "For the dataset that uses Prover9, how many ..."); the noun the copula introduces when the
 parser attached it to a later verb ("what is the percentages of ..."); "what kind of N" answered
 by an N the evidence qualifies ("a quiet and relaxed environment"); "what does X define?" by the
-object the evidence gives that verb; a percentage asked by a number written as one; a relative
-date ("the latter half") placing nothing in time.
+object the evidence gives that verb, "which N was included in ..." by its subject (a passive's
+agent for an active subject), in a sentence that says the rest of the question; a percentage
+asked by a number written as one; a number before "'s" ("(000's)") a unit, not an amount; a
+relative date ("the latter half") placing nothing in time.
 """
 
 from __future__ import annotations
