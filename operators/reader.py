@@ -31,6 +31,28 @@ a yes/no decision (an auxiliary opening the question), or a description ("what d
   million"), or the cell of a row that names N; else by the sentence that says it;
 - a date, a person, a place or another factoid by the entity or noun chunk that scores best,
   followed by the sentence itself; a description or a yes/no question by the sentence.
+
+What the document's layout says is read as such:
+- a number that numbers a list item ("1. From the home screen", "4) Collect", a bullet typeset
+  as a digit before each item) is not a quantity, and an index's entries run together on one
+  line ("Maintenance 84 Manual cleaning 72 ...") are not an answer;
+- a table row that holds two records side by side gives each number its own label; a name the
+  passage's titles carry (the company of a filing's running title) picks no row; "how many N"
+  counts the rows of a table whose label column is headed by N; a row whose label the question
+  says ("press and hold" under the title "Down button", two of its words at least) answers
+  with its next text cell;
+- a "Key: value" line whose key is the noun asked gives the value; an acronym's long form scores
+  as a sentence with the acronym as its subject; the document's own title (every passage's)
+  does not answer "which section".
+
+And what the question's parse says: its own wh-word (not that of a clause qualifying something
+in it: "For the dataset that uses Prover9, how many ..."); the noun the copula introduces when the
+parser attached it to a later verb ("what is the percentages of ..."); "what kind of N" answered
+by an N the evidence qualifies ("a quiet and relaxed environment"); "what does X define?" by the
+object the evidence gives that verb, "which N was included in ..." by its subject (a passive's
+agent for an active subject), in a sentence that says the rest of the question; a percentage
+asked by a number written as one; a number before "'s" ("(000's)") a unit, not an amount; a
+relative date ("the latter half") placing nothing in time.
 """
 
 from __future__ import annotations
@@ -38,6 +60,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -60,11 +83,18 @@ _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
+# an index entry's page number between its words and the next entry's capital: "options 54 Main"
+_INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ./&-]{0,40}?)\s?:\s+(\S.{0,80}?)[\s.;]*$")  # "Key: value", a short label
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
 # "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
 _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
 _TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
+# "1. From the home screen", "4) Collect", "• 6 Insert ground coffee", "20 Menu pad": a number that
+# opens a sentence or follows a bullet, before an item's first capital word, numbers a list item
+_ENUMERATOR = re.compile(r"^(?:.*[^\w\s,.;:()%$€£\-−–])?\s*$")
+_ITEM_AFTER = re.compile(r"^(?:[.)]\s+|\s+)[A-Z“\"]")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 # a call, an identifier with an underscore, quoted code, or a file path ("/usr/local", "/etc/fstab")
@@ -136,6 +166,15 @@ class Asked:
     # "what is the N (of X)": the answer is what the document says N is, a number where the
     # evidence gives N one (`_bound`), else the sentence that says it
     value: bool = False
+    # "what kind of environment", "which type of errors": the noun after "N of", the answer
+    # being one of them, named by what qualifies it ("a quiet and relaxed environment")
+    member: str = ""
+    # "what does a point mutation of TTT define?": the verb whose object is asked, answered by
+    # that verb's object in the evidence ("... TTT that defines phenylalanine"); "which
+    # transcript is included ...": the verb whose subject is asked (`role`, `_fillers`)
+    verb: str = ""
+    role: str = ""  # object | subject | passive subject
+    said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
 
 
 def asked(question: str) -> Asked:
@@ -165,8 +204,22 @@ def asked(question: str) -> Asked:
         if subject:
             names.append(subject[-1].text.lower())
     names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
-    wh = next((t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
-    base = Asked(kind="describe", terms=terms, names=names, years=years)
+    # the question's own wh-word, not one of a clause that qualifies something in it ("For the
+    # dataset that uses Prover9, how many ...", "When using GPT-4 ..., how many ...")
+    whs = [t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")]
+    wh = next((t for t in whs if not any(x.dep_ in ("advcl", "relcl", "acl") for x in (t, *t.ancestors))),
+              whs[0] if whs else None)
+    base = Asked(kind="describe", terms=terms, names=names, years=years,
+                 said=frozenset(t.lower_ for t in doc if t.is_alpha))
+    last = next((t for t in reversed(doc) if not t.is_punct), None)
+    if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
+            and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
+        base.verb, base.role = last.lemma_.lower(), "object"
+    elif (wh is not None and wh.dep_ == "det" and wh.head.dep_ in ("nsubj", "nsubjpass")
+          and wh.head.head.pos_ == "VERB" and wh.head.head.lemma_ not in ("be", "have", "do")):
+        # "which transcript has been included in ...": the verb's subject is what is asked
+        base.verb = wh.head.head.lemma_.lower()
+        base.role = "subject" if wh.head.dep_ == "nsubj" else "passive subject"
     if wh is None:
         if doc[0].pos_ == "AUX":
             base.kind = "yesno"
@@ -188,8 +241,17 @@ def asked(question: str) -> Asked:
     target = wh.head if wh.dep_ == "det" and wh.head.pos_ == "NOUN" else None
     if target is None and wh.head.lemma_ == "be":
         target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
+        if target is None and wh.i < wh.head.i:
+            # "what is the percentages of foreign born Latinos [who] use ...": the noun the copula
+            # introduces, which the parser attached to a later verb
+            target = next((t for t in doc[wh.head.i + 1:-1] if t.pos_ == "NOUN" and t.dep_ != "compound"
+                           and all(x.pos_ in ("DET", "ADJ", "NOUN") for x in doc[wh.head.i + 1:t.i])), None)
+            if target is not None and doc[target.i + 1].pos_ != "ADP":  # "the N of / for ...": N named alone
+                target = None
     if target is not None:
         base.target = target.lemma_.lower()
+        base.member = next((o.lemma_.lower() for c in target.children if c.dep_ == "prep" and c.lower_ == "of"
+                            for o in c.children if o.dep_ == "pobj" and o.pos_ == "NOUN"), "")
         if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
             base.kind = STRUCTURE_TARGETS[base.target]
             return base
@@ -217,11 +279,16 @@ def _asked_once(question: str) -> Asked:
 # -- what is never an answer ---------------------------------------------------------------
 
 def is_reference_line(line: str) -> bool:
-    """An index or contents line (dot leaders, a trailing page number) or a bibliography entry."""
+    """An index or contents line (dot leaders, a trailing page number), an index's entries run
+    together on one line ("Machine options 54 Main menu functions 29 Maintenance 84 ..."), or a
+    bibliography entry."""
     s = line.strip()
     if not s:
         return True
     if len(_DOTS.findall(s)) >= 2 or (_LEADER.search(s) and len(s) < 160):
+        return True
+    entries = len(_INDEX_RUN.findall(s))
+    if entries >= 3 and entries * 8 >= len(s.split()):
         return True
     return bool(_CITE_REF.match(s) and _YEAR_PAREN.search(s))
 
@@ -300,12 +367,16 @@ def _sentence(s: Any) -> _Sentence:
         symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
 
 
+# typographic ligatures ("deﬁnes") as their letters: the tagger and the lemmatizer know the word
+_LIGATURES = str.maketrans({c: unicodedata.normalize("NFKC", c) for c in map(chr, range(0xFB00, 0xFB07))})
+
+
 def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None) -> list[_Sentence | None]:
     """The passage's prose sentences (spaCy, block by block), without title, listing, table and
     reference lines. With `needed`, a line holding none of those words (as a substring of its
     lower-case text) is not parsed, and stands as one None: no sentence of it could score, and
     parsing is most of a first answer's time. The Nones keep which sentences are neighbours."""
-    keep = [ln[:2000] for ln in passage.text.splitlines()
+    keep = [ln[:2000].translate(_LIGATURES) for ln in passage.text.splitlines()
             if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
             and ln.strip() not in passage.title_path]
     wanted = [needed is None or any(w in ln.lower() for w in needed) for ln in keep]
@@ -407,20 +478,18 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
                or all(re.fullmatch(r"(?:19|20)\d\d", c) for c in r if c and c[0].isdigit())]
     col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
+    # a name the passage's titles carry (the company of a filing's running title) is every row's:
+    # it does not tell its rows apart
+    shared = {t for t in weights if any(t in n for n in a.names if n in context)}
     best: tuple[float, str, str] | None = None
     for r in rows:
-        label = " ".join(c for c in r if c and not _NUMBER.fullmatch(c.replace(" ", ""))).lower()
-        if not label:
-            continue
-        hit = sum(w for t, w in weights.items() if t in label)
-        if hit <= 0:
-            continue
-        # as a span's score (`span_score`): half the label's as a sentence, and the question's
-        # words right beside the cell
-        row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
-        for j, c in enumerate(r):
-            if not _NUMBER.fullmatch(c.replace(" ", "")) or re.fullmatch(r"(?:19|20)\d\d", c):
+        for j, c, label in _row_records(r):
+            hit = sum(w for t, w in weights.items() if t in label and t not in shared)
+            if hit <= 0:
                 continue
+            # as a span's score (`span_score`): half the label's as a sentence, and the question's
+            # words right beside the cell
+            row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
             head = col_text[j] if j < len(col_text) else ""
             sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head)
             if a.years:
@@ -433,6 +502,28 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
             if best is None or sc > best[0]:
                 best = (sc, c, label)
     return best
+
+
+def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
+    """The numbers of a table row with the label each belongs to: (column, cell, label lower
+    case). A label is the text cells before the run of numbers it heads, so that a row holding
+    two records side by side ("Missouri | 17 | Total Domestic store count | 978", a long table
+    typeset in two halves) gives each number its own label."""
+    out: list[tuple[int, str, str]] = []
+    label: list[str] = []
+    after_number = False
+    for j, c in enumerate(row):
+        if not c:
+            continue
+        if not _NUMBER.fullmatch(c.replace(" ", "")):
+            if after_number:
+                label, after_number = [], False
+            label.append(c)
+            continue
+        after_number = True
+        if label and not re.fullmatch(r"(?:19|20)\d\d", c):
+            out.append((j, c, " ".join(label).lower()))
+    return out
 
 
 def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
@@ -470,6 +561,21 @@ def expansion(acronym: str, text: str) -> str:
     return ""
 
 
+def enumerates(text: str, start: int, end: int) -> bool:
+    """Whether the number at text[start:end] numbers a list item rather than counting anything:
+    it opens the text, follows a bullet symbol or stands before several items, and the item's
+    first capital word follows it ("1. From the home screen ...", "4) Collect ...", "• 6 Insert
+    ground coffee")."""
+    if not _ITEM_AFTER.match(text[end:end + 4]):
+        return False
+    if _ENUMERATOR.match(text[:start]):
+        return True
+    # a bullet typeset as a digit ("6 Start the Care menu 6 Touch Cleaning programs"): the same
+    # number before each item's capital word
+    number = re.escape(text[start:end].strip())
+    return len(re.findall(rf"(?<![\w.,]){number}(?=\s+[A-Z“\"])", text)) >= 2
+
+
 def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
     """The parts of a sentence that may answer, closest to the question's words first:
     (closeness, text) for each entity (or number, or noun chunk) of a fitting type that the
@@ -497,7 +603,15 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             continue
         if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
             continue
-        cands.append((close(e.start, e.end), e.text))
+        if e.label_ in NUMERIC_LABELS and re.match(r"['’]s\b", sent.doc.text[e.end_char:e.end_char + 3]):
+            continue  # "(000's)", "the 1990's": a unit or a decade, not an amount
+        if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
+                                                      e[0].idx + len(e[0]) - sent.start_char):
+            continue
+        # a date with no number and no name in it is relative ("the latter half", "the year
+        # ahead"): it places nothing in time by itself
+        relative = e.label_ in ("DATE", "TIME") and not any(t.like_num or t.pos_ == "PROPN" for t in e)
+        cands.append((close(e.start, e.end) - (1.0 if relative else 0.0), e.text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
@@ -506,16 +620,22 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
-            if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]", sent.text[m.end():m.end() + 2]):
+            if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2]):
+                continue
+            if enumerates(sent.text, m.start(), m.end()):
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
             if tok is not None:
-                cands.append((close(tok.start, tok.end) - 0.1, txt))
+                # a percentage asked for is written as one ("65%", "65 percent") in a sentence
+                unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
+                cands.append((close(tok.start, tok.end) - 0.1 - unlike, txt))
     elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue
-            if not names_something(ch):
+            if not (names_something(ch) or (ch.root.lemma_.lower() == a.member and any(
+                    t.dep_ in ("amod", "compound", "conj") and not t.is_stop and t.lemma_.lower() not in q_words
+                    for t in ch))):
                 continue
             # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
             # a kind of it, its own head counting as a question word beside it
@@ -525,6 +645,44 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
+    """Whether a sentence holds most of what the question says besides the verb and the thing
+    asked (its names, its other words, by weight): only then does the verb's subject or object
+    there answer ("It may also contain commands" does not say what /sbin contains)."""
+    rest = {t: w for t, w in weights.items() if t != a.verb and t != a.target}
+    total = sum(rest.values())
+    return total > 0 and sum(w for t, w in rest.items() if t in words) >= 0.5 * total
+
+
+def _fillers(sent: Any, a: Asked, weights: dict[str, float]) -> list[str]:
+    """What the sentence puts in the role the question asks about, for the verb of lemma
+    `a.verb`: its object ("... TTT that defines phenylalanine") or its subject ("part of the
+    un-translated region ... will be included"), a passive verb's roles swapped (the subject
+    of "X acquired Y" is the agent of "Y was acquired by X"), each as the noun phrase it heads
+    (its head and what precedes it when the phrase is long), the question's own words excepted."""
+    out = []
+    for t in sent:
+        if t.lemma_.lower() != a.verb or t.pos_ not in ("VERB", "AUX"):
+            continue
+        passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in t.children)
+        if a.role == "object" or (a.role == "passive subject" and not passive):
+            roles = ("nsubjpass",) if passive else ("dobj", "attr", "oprd")
+        elif a.role == "passive subject":
+            roles = ("nsubjpass",)
+        else:
+            roles = ("pobj",) if passive else ("nsubj",)
+        heads = [c for c in t.children if c.dep_ in roles]
+        if a.role == "subject" and passive:  # "... was acquired by X": the agent's object
+            heads = [o for c in t.children if c.dep_ == "agent" for o in c.children if o.dep_ == "pobj"]
+        for o in heads:
+            if o.pos_ not in ("NOUN", "PROPN", "NUM") or o.lemma_.lower() in weights:
+                continue
+            long = sum(1 for _ in o.subtree) > 12
+            phrase = sent.doc[o.left_edge.i:(o.i if long else o.right_edge.i) + 1].text
+            out.append(phrase.strip(" ,;"))
+    return out
 
 
 def names_something(chunk: Any) -> bool:
@@ -617,6 +775,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     by_entry = a.kind == "entity" and bool(a.target) and bool(entries)
     # "what does X do?" where the evidence holds the entry or section named X: it says
     own_entry = a.kind == "describe" and any(p.name.lower() in a.names for _, p, _ in parsed if p.name)
+    # titles every passage has (the document's own): they tell no passage apart
+    everywhere = frozenset(set.intersection(*(set(p.title_path) for _, p, _ in parsed))) \
+        if len(parsed) > 1 else frozenset()
     for rank, (k, p, sents) in enumerate(parsed):
         if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
             continue
@@ -624,7 +785,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         title = titles[rank]
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
-        section = _section_named(p, weights)
+        section = _section_named(p, weights, everywhere)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -672,6 +833,14 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
                                        section[1], order))
             verb = has_verb and sent.tokens > 3
+            if a.verb and _says_the_rest(words, a, weights):
+                for filler in _fillers(s, a, weights):
+                    cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
+            keyed = _KEY_VALUE.match(sentence) if a.target else None
+            if keyed and a.target in _lemmas(keyed.group(1)) and not set(_lemmas(keyed.group(2))) & set(a.terms):
+                # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
+                # as its key gives its value
+                cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, keyed.group(2), order, verb, fits=True))
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
                 cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
@@ -695,7 +864,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # "what does NARL stand for / what is NARL": the long form the document gives it
                 where = next((ln for ln in [*p.title_path, *p.text.splitlines()]
                               if re.search(rf"\(\s*{re.escape(name)}\s*\)", ln, re.I)), long_form)
-                cands.append(Candidate(3.0 + prior, k, p, " ".join(where.split())[:300], long_form))
+                # scored as a sentence with the name as its subject ("NARL is the National ..."):
+                # one that says more of what the question asks ("what does NARL study?") is better
+                said = {*re.findall(r"\w+", long_form.lower()), name}
+                hit = sum(w for t, w in weights.items() if t in said)
+                sc = max(3.0, hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6) + prior
+                cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form))
         if a.kind == "describe" and not a.procedure:
             for title in p.title_path:
                 # "3.16. /sbin : System binaries": a title that names the thing asked about and
@@ -717,7 +891,81 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
+        if a.kind == "describe" or (a.kind == "entity" and not a.labels):
+            for row_score, label, next_cell in table_rows_named(p, a, weights):
+                cands.append(Candidate(row_score + prior, k, p, f"{label}: {next_cell}", next_cell))
+        if a.kind == "quantity" and a.target:
+            counted = table_count(p, a.target, weights)
+            if counted is not None:
+                sc = counted[0] + 1.0 + 0.8 + prior
+                cands.append(Candidate(sc, k, p, counted[2], str(counted[1]), fits=True))
     return cands
+
+
+def _tables(text: str) -> list[list[list[str]]]:
+    """The text's tables, each as its rows of cells (separator rows left out)."""
+    out: list[list[list[str]]] = []
+    run: list[list[str]] = []
+    for ln in [*text.splitlines(), ""]:
+        s = ln.strip()
+        if s.startswith("|"):
+            if not re.fullmatch(r"[|\s:-]+", s):
+                run.append([c.strip() for c in s.strip("|").split("|")])
+            continue
+        if run:
+            out.append(run)
+        run = []
+    return out
+
+
+def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> list[tuple[float, str, str]]:
+    """"What happens when you press and hold the Down button?": a table row whose label the
+    question says (most of its words, stop words too), under a title that may say the rest
+    ("Down button" > "Press and hold | Wake up the voice assistant."), answers with the row's
+    next text cell, its first sentence: (score, label, cell). Its score is a sentence's, the
+    label and the innermost title being its words, and how much of the label the question says."""
+    title = passage.title_path[-1].lower() if passage.title_path else ""
+    out: list[tuple[float, str, str]] = []
+    for rows in _tables(passage.text):
+        for r in rows[1:]:
+            cells = [c for c in _merge_units(r) if c]
+            if len(cells) < 2 or not re.search(r"[A-Za-z]{2,}.*\s.*[A-Za-z]{2,}|^[A-Za-z]{3,}", cells[1]):
+                continue  # the next cell says something: words, not a number or a sign
+            label = cells[0]
+            tokens = re.findall(r"[a-z]+", label.lower())
+            if not tokens:
+                continue
+            covered = sum(t in a.said for t in tokens) / len(tokens)
+            words = {*re.findall(r"[\w/.+-]+", f"{label.lower()} {title}"), *_lemmas(label), *_lemmas(title)}
+            held = [t for t in weights if t in words]  # whole words: "log" is not in "login"
+            hit = sum(weights[t] for t in held)
+            # one question word in a one-word label ("login", "tmp") is no evidence the row is asked about
+            if covered < 0.5 or not any(t in label.lower() for t in weights) or len(held) < 2:
+                continue
+            answer = re.split(r"(?<=[.!?])\s+(?=[A-Z])", cells[1])[0]
+            out.append((hit / math.sqrt(len(tokens) + 4) * 3 + 1.5 * covered, label, answer))
+    return out
+
+
+def table_count(passage: Passage, target: str, weights: dict[str, float]) -> tuple[float, int, str] | None:
+    """"How many quality levels ...": a table whose row-label column is headed by the things
+    counted ("Quality levels") lists one per row: (score, rows, "header: first, ..., last").
+    The header scores as a sentence's words do; a table the passage cuts short is not counted."""
+    best: tuple[float, int, str] | None = None
+    for rows in _tables(passage.text):
+        if len(rows) < 3 or not rows[0] or target not in _lemmas(rows[0][0]):
+            continue
+        items = [r[0] for r in rows[1:] if r and r[0]]
+        if not items or "…" in " ".join(rows[-1]):
+            continue
+        head = rows[0][0].lower()
+        hit = sum(w for t, w in weights.items() if t in head)
+        sc = hit / math.sqrt(len(head.split()) + 4) * 3
+        text = f"{rows[0][0]}: {', '.join(items[:3])}{', ...' if len(items) > 4 else ''}" \
+               f"{', ' + items[-1] if len(items) > 3 else ''}"
+        if best is None or sc > best[0]:
+            best = (sc, len(items), text)
+    return best
 
 
 def title_words(passage: Passage) -> str:
@@ -727,10 +975,15 @@ def title_words(passage: Passage) -> str:
     return f"{title} {' '.join(sorted(_lemmas(title)))}" if title else ""
 
 
-def _section_named(passage: Passage, weights: dict[str, float]) -> tuple[float, str] | None:
+def _section_named(passage: Passage, weights: dict[str, float],
+                   shared: frozenset[str] = frozenset()) -> tuple[float, str] | None:
     """The innermost title of the passage that shares a word with the question, with the
-    question's words it holds scored as a sentence's are (by its length): (score, title)."""
+    question's words it holds scored as a sentence's are (by its length): (score, title).
+    A title every passage has (the document's own: "BEST BUY FISCAL 2023 FORM 10-K") names no
+    part of it and is passed over."""
     for title in reversed(passage.title_path):
+        if title in shared:
+            continue
         words = set(re.findall(r"\w+", title.lower()))
         hit = sum(w for t, w in weights.items() if t in words)
         if hit > 0:

@@ -41,6 +41,9 @@ def _passage(nid: str, text: str, title: tuple[str, ...] = (), page: int = 1) ->
     ("How do I change the working directory?", "describe"),
     ("Which page describes the installation?", "page"),
     ("Which section explains the DER encoding?", "section"),
+    # the wh-word of a clause that qualifies something is not the question's
+    ("When using GPT-4 as the base model, how many datasets does Logic-LM outperform the baselines in?", "quantity"),
+    ("For the dataset that uses Prover9 as the solver, how many examples are used for evaluation?", "quantity"),
 ])
 def test_asked_reads_the_answer_type_from_the_parse(question, kind):
     assert asked(question).kind == kind
@@ -305,7 +308,10 @@ def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_d
     # a sentence that describes its subject still answers before the title
     q = _passage("vs", "/var/spool contains data which is awaiting some kind of later processing.",
                  ("5.14. /var/spool : Application spool data", "5.14.1. Purpose"), 44)
-    assert read("What does /var/spool contain?", [q])[0].startswith('From "5.14.1. Purpose", p. 44: /var/spool contains')
+    # (the object it gives the verb asked, quoted with the sentence)
+    text = read("What does /var/spool contain?", [q])[0]
+    assert text.startswith("data which is awaiting some kind of later processing [1]")
+    assert '(from "5.14.1. Purpose", p. 44: /var/spool contains data' in text
 
 
 def test_the_action_asked_weighs_as_a_name_and_titles_match_by_lemma():
@@ -336,3 +342,147 @@ def test_a_file_path_in_the_question_is_a_name_the_titles_gloss():
                   "Rationale"), 23)
     text, _ = read("What is /srv for?", [p])
     assert text.startswith("Data for services provided by this system [1]")
+
+
+# -- list numbers, tables read by their structure, what the question's parse names ---------------
+
+def test_a_number_that_numbers_a_list_item_is_not_a_quantity():
+    from bookindex.operators.reader import enumerates
+    for text, number in [("1. From the home screen press Up.", "1"), ("4) Collect the available data:", "4"),
+                         ("• 6 Insert ground coffee", "6"), ("6 Start the menu 6 Touch Cleaning", "6")]:
+        at = text.index(number)
+        assert enumerates(text, at, at + len(number)), text
+    for text, number in [("The 20 stores opened.", "20"), ("65% of users agree.", "65"), ("In 2019 Apple grew.", "2019")]:
+        at = text.index(number)
+        assert not enumerates(text, at, at + len(number)), text
+    # the steps of an instruction are numbered; the amount is the quantity asked
+    p = _passage("mi", "6 Open manual insert lid 6 Insert ground coffee (max. 16 g) 6 Close manual insert lid",
+                 ("3.11 Manual insert",), 24)
+    assert read("How many grams of coffee can be put in the manual insert?", [p])[0].startswith("16 [1]")
+
+
+def test_index_entries_run_together_on_one_line_are_a_reference_line():
+    assert is_reference_line("Machine options 54 Main menu functions 29 Maintenance 84 Manual cleaning 72 "
+                             "Manual insert 25 Manual insert pad 44")
+    assert not is_reference_line("In 2019 revenue grew 5 Percent and in 2020 it grew 7 Percent while costs fell.")
+
+
+def test_a_table_row_holding_two_records_gives_each_number_its_own_label():
+    from bookindex.operators.reader import _row_records
+    records = _row_records(["Missouri", "", "17", "Total Domestic store count", "", "978"])
+    assert records == [(2, "17", "missouri"), (5, "978", "total domestic store count")]
+    assert [c for _, c, _ in _row_records(["Best Buy", "956", "2", "(20)"])] == ["956", "2", "(20)"]
+    # the company a filing's running title names is every row's: it picks no row
+    p = _passage("st", "| | U.S. Stores |  | | U.S. Stores | |\n|---|---|---|---|---|---|\n"
+                 "| Alabama | | 11 | Nebraska | | 5 |\n| Missouri | | 17 | Total Domestic store count | | 978 |",
+                 ("BEST BUY FISCAL 2023 FORM 10-K", "Domestic Stores"), 5)
+    q = _passage("sp", "| | Stores |\n|---|---|\n| Best Buy | 925 |\n| Outlet Centers | 19 |",
+                 ("BEST BUY FISCAL 2023 FORM 10-K", "Segment Performance Summary"), 25)
+    assert read("How many Domestic stores does Best Buy have?", [q, p])[0].startswith("978 [2]")
+
+
+def test_how_many_counts_the_rows_of_a_table_headed_by_what_is_counted():
+    p = _passage("ql", "The quality levels influence the coffee brewing.\n| Quality levels | |\n|---|---|\n"
+                 + "\n".join(f"| {i} | Stronger pressing {i}. |" for i in range(1, 8)), ("Change recipes",), 39)
+    text, _ = read("How many coffee quality levels can the coffee machine be set to?", [p])
+    assert text.startswith("7 [1]") and "Quality levels: 1, 2, 3, ..., 7" in text
+    cut = _passage("qc", p.text + "\n| 8 | Stronger …", ("Change recipes",), 39)  # a table the passage cuts short
+    assert not read("How many coffee quality levels can the coffee machine be set to?", [cut])[0].startswith("8 [1]")
+
+
+def test_a_table_row_the_question_names_answers_with_its_next_text_cell():
+    p = _passage("db", "| Operation | Function | Remarks |\n|---|---|---|\n"
+                 "| Press once | Access the set customized feature. | Exceptions apply. |\n"
+                 "| Press and hold | Wake up the voice assistant. Only in some regions. | Supported in some regions. |",
+                 ("Buttons and screen control", "Down button"), 11)
+    q = _passage("po", "Press and hold the Up button, and then touch Power off.", ("Powering off",), 11)
+    text, _ = read("What will happen when you press and hold the down button?", [q, p])
+    assert text.startswith("Wake up the voice assistant. [2]")
+    # one question word in a one-word label ("log" is not even in "login") is not a row asked about
+    r = _passage("lg", "| Command | Description |\n|---|---|\n| login | Utility to begin a session on the system |",
+                 ("3.4.2. Requirements",), 12)
+    s = _passage("vl", "The following files, or symbolic links to files, must be in /var/log, if the corresponding "
+                 "subsystem is installed: lastlog, record of last login of each user.", ("5.10.2. Specific Options",), 43)
+    text, _ = read("Which file in /var/log records the last login of each user?", [r, s])
+    assert "Utility to begin a session" not in text
+    from bookindex.operators.reader import table_rows_named
+    a = asked("Which file in /var/log records the last login of each user?")
+    assert table_rows_named(r, a, {t: 1.0 for t in a.terms}) == []
+    assert table_rows_named(p, asked("What will happen when you press and hold the down button?"),
+                            {"press": 1.0, "hold": 1.0, "button": 1.0})
+
+
+def test_a_key_value_line_that_names_what_is_asked_gives_the_value():
+    p = _passage("kv", "The lawyers of the firm are listed below.\nEmail: lnahmiash@infavocats.com", ("INF LLP",), 14)
+    assert read("What is the email of the firm?", [p])[0].startswith("lnahmiash@infavocats.com [1]")
+
+
+def test_the_noun_the_copula_introduces_is_what_is_asked():
+    # the parser attaches "percentages" to the later verb; it is still what the question asks for
+    a = asked("What is the percentages of Foreign born Latinos most often uses the name of their origin country?")
+    assert a.target == "percentage" and a.kind == "quantity"
+    # a noun named alone ("days payable outstanding") is not read as the thing asked
+    assert asked("What is FY2018 days payable outstanding for Walmart?").kind != "date"
+    # and a percentage asked is answered by one written as a percentage
+    p = _passage("pc", "A total of 795 were foreign born. Two-thirds (65%) of immigrant Latinos most often use the "
+                 "name of their origin country.", ("Identity",), 10)
+    assert read("What is the percentages of foreign born Latinos most often uses the name of their origin country?",
+                [p])[0].startswith("65%")
+
+
+def test_what_kind_of_n_is_answered_by_the_n_the_evidence_qualifies():
+    assert asked("What kind of environment should the user stay in?").member == "environment"
+    p = _passage("hr", "Measure your resting heart rate in a quiet and relaxed environment when you are awake.",
+                 ("3.1 Monitoring your heart rate",), 24)
+    text, _ = read("If the reading fails, what kind of environment should the user measure the heart rate in?", [p])
+    assert text.startswith("a quiet and relaxed environment [1]")
+
+
+def test_an_acronyms_long_form_answers_what_it_stands_for_before_sentences_about_it():
+    p = _passage("na", "National Atmospheric Research Laboratory (NARL)\nNARL gives equal emphasis to technology "
+                 "development, observations and modeling.", ("Space Centres",), 19)
+    assert read("What is NARL stand for in this document?", [p])[0].startswith(
+        "National Atmospheric Research Laboratory [1]")
+    # a question about what it does is answered by the sentence that says
+    assert "technology development" in read("What does NARL emphasise in technology development?", [p])[0]
+
+
+def test_what_does_x_verb_is_answered_by_the_object_the_evidence_gives_the_verb():
+    assert asked("What does a point mutation of the codon TTT define?").verb == "define"
+    assert asked("What does asn1_der_coding do?").verb == ""
+    # a ligature ("deﬁnes") reads as its letters
+    p = _passage("mu", "For instance, a point mutation of the codon (TTT) that de\ufb01nes phenylalanine may change "
+                 "it to another codon.", ("7. Classification of mutation",), 7)
+    assert read("What does a point mutation of the codon TTT define?", [p])[0].startswith("phenylalanine [1]")
+    # the object of a sentence that does not name what is asked about does not answer
+    q = _passage("sb", "There must be no subdirectories in /sbin.\nIt may also contain commands used by scripts.",
+                 ("Chapter 3. The Root Filesystem", "3.16. /sbin : System binaries", "3.16.2. Requirements"), 22)
+    assert read("What does /sbin contain?", [q])[0].startswith("System binaries [1]")
+
+
+def test_the_documents_own_title_does_not_answer_which_section():
+    from bookindex.operators.reader import _section_named
+    p = _passage("a", "x", ("BEST BUY FISCAL 2023 FORM 10-K", "Critical Accounting Estimates"))
+    weights = {"best": 1.0, "buy": 1.0}
+    assert _section_named(p, weights)[1] == "BEST BUY FISCAL 2023 FORM 10-K"  # type: ignore[index]
+    assert _section_named(p, weights, frozenset({"BEST BUY FISCAL 2023 FORM 10-K"})) is None
+
+
+def test_a_number_before_an_apostrophe_s_is_a_unit_not_an_amount():
+    p = _passage("sh", "Shares repurchased (000’s): 1,358 of them in the year.", ("Stock Repurchase Programs",), 20)
+    assert read("How many shares were repurchased?", [p])[0].startswith("1,358 [1]")
+    q = _passage("sn", "The number of shares repurchased (000’s) is shown below.", ("Stock Repurchase Programs",), 20)
+    assert not read("How many shares were repurchased?", [q])[0].startswith("(000")
+
+
+def test_which_n_verb_is_answered_by_what_the_evidence_puts_in_that_role():
+    a = asked("Which transcript have been included in the translation process in Re-Sense mutation")
+    assert (a.verb, a.role) == ("include", "passive subject")
+    p = _passage("rs", "Re-sense mutation. In this case, part of the un-translated region of the mRNA transcript will be "
+                 "included within the translation process which will continue.", ("7. Classification of mutation",), 8)
+    assert read("Which transcript have been included in the translation process in Re-Sense mutation",
+                [p])[0].startswith("part of the un-translated region of the mRNA transcript [1]")
+    # a passive sentence gives the subject asked as its agent
+    assert asked("Which company acquired Whole Foods Market?").role == "subject"
+    q = _passage("wf", "In 2017 Whole Foods Market was acquired by Amazon for $13.7 billion.", ("Acquisitions",), 3)
+    assert read("Which company acquired Whole Foods Market?", [q])[0].startswith("Amazon [1]")
