@@ -881,6 +881,18 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     hit = sum(w for t, w in weights.items() if t in glossed)
                     sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
                     cands.append(Candidate(sc, k, p, title, m.group(2).strip()))
+        if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
+            for title in p.title_path:
+                # "5.10. /var/log : Log files and directories": a title that names a place of the
+                # document's own kind (a path, a command) and glosses it with the question's words
+                # answers "where are log files kept?" with the place
+                m = _TITLE_GLOSS.match(title)
+                if m and _CODEISH.fullmatch(m.group(1).strip()):
+                    glossed = set(_lemmas(m.group(2)))
+                    hit = sum(w for t, w in weights.items() if t in glossed)
+                    if hit > 0:
+                        sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + prior
+                        cands.append(Candidate(sc, k, p, title, m.group(1).strip(), fits=True))
         if a.kind == "quantity" or a.value:
             cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
             if cell is not None and cell[0] > 0:

@@ -314,6 +314,21 @@ def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_d
     assert '(from "5.14.1. Purpose", p. 44: /var/spool contains data' in text
 
 
+def test_where_is_answered_by_the_place_a_title_glosses_with_the_questions_words():
+    """"5.10. /var/log : Log files and directories" names a place and says what it holds: it
+    answers "where are log files kept?", not a table row elsewhere that holds "files"."""
+    log = _passage("lg", "This directory contains miscellaneous log files. Most logs must be written to this "
+                         "directory or an appropriate subdirectory.",
+                   ("Chapter 5. The /var Hierarchy", "5.10. /var/log : Log files and directories", "5.10.1. Purpose"), 43)
+    table = _passage("rq", "The following directories are required in /var:\n| log | Log files and directories |\n"
+                           "tmp Temporary files preserved between system reboots", ("5.2. Requirements",), 37)
+    text, cites = read("Where are log files kept?", [log, table])
+    assert text.startswith("/var/log [1]") and cites == [1]
+    # a title that glosses a plain word (no path, command or identifier) is not a place
+    plain = _passage("pl", "Logs are rotated weekly.", ("4. Logging : Log files and rotation",), 8)
+    assert not read("Where are log files kept?", [plain])[0].startswith("Logging")
+
+
 def test_the_action_asked_weighs_as_a_name_and_titles_match_by_lemma():
     # "how do I merge two zoo series": in a manual about zoo series, "merge" tells passages apart
     assert asked("How do I merge two zoo series?").terms["merge"] == 1.5
