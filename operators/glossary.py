@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bookindex.providers.lexical import ANALYSER, stem_words
+from bookindex.providers.lexical import word_stems
 
 _IS = "consolidated statements of operations income"
 _BS = "consolidated balance sheets"
@@ -97,15 +97,11 @@ def line_items(question: str) -> list[str]:
     return list(dict.fromkeys(i for t in terms_in(question) for i in t.items))
 
 
-def _stems(text: str) -> frozenset[str]:
-    return frozenset(stem_words(ANALYSER(text)))
-
-
 def named_statements(question: str) -> list[str]:
     """The statements `question` names itself, in any order of the heading's words ("the income
     statement", "the cash flow statement", "balance sheet")."""
-    have = _stems(question)
-    return [st for st, alts in STATEMENT_TITLES.items() if any(_stems(a) <= have for a in alts)]
+    have = word_stems(question)
+    return [st for st, alts in STATEMENT_TITLES.items() if any(word_stems(a) <= have for a in alts)]
 
 
 def statement_titles(question: str) -> list[str]:

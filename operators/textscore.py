@@ -22,7 +22,7 @@ from bookindex.core.model import DocumentTree, entry_of, is_entry, name_words, n
 from bookindex.core.protocols import LexicalIndex
 from bookindex.operators.context import IndexContext
 from bookindex.operators.glossary import expansion, statement_titles
-from bookindex.providers.lexical import ANALYSER, Analyser, stem_words, table_titles
+from bookindex.providers.lexical import ANALYSER, Analyser, stem_words, table_titles, word_stems
 from bookindex.providers.lexical import LexicalIndex as BM25Index
 
 
@@ -59,7 +59,6 @@ class TextIndex:
     # each leaf's enclosing section titles, each as a set of stemmed words (`under_heading`),
     # built on first use
     heading_stems: list[tuple[frozenset[str], ...]] | None = None
-    tree: DocumentTree | None = None
 
     @classmethod
     def build(cls, ctx: IndexContext) -> "TextIndex":
@@ -104,25 +103,22 @@ class TextIndex:
                    lexical_index=lexical, vec_rows=rows, vectors=mat, prev_idx=prev_idx, next_idx=next_idx,
                    entry_mask=mask if mask.any() else None, stemmed=stemmed, name_terms=names,
                    rows=table_rows, row_table=row_table if table_rows is not None else None,
-                   table_titles=table_title_words(tree) if table_rows is not None else None, tree=tree)
+                   table_titles=table_title_words(tree) if table_rows is not None else None)
 
-    def under_heading(self, titles: list[str]) -> np.ndarray:
-        """1 for each leaf inside a section whose own title holds every word (by stem) of one of
-        `titles`, else 0: the leaves a document itself heads with a name the query gives. One
-        title must hold them all: a note on "Non-operating income" under "Notes to Consolidated
-        Financial Statements" is not a statement of income."""
+    def under_heading(self, tree: DocumentTree, titles: list[str]) -> np.ndarray:
+        """1 for each leaf of `tree` (the tree this index was built from) inside a section whose
+        own title holds every word (by stem) of one of `titles`, else 0: the leaves a document
+        itself heads with a name the query gives. One title must hold them all: a note on
+        "Non-operating income" under "Notes to Consolidated Financial Statements" is not a
+        statement of income."""
         out = np.zeros(len(self.ids), dtype=np.float32)
-        if not titles or self.tree is None:
+        if not titles:
             return out
         if self.heading_stems is None:
-            tree = self.tree
-            stems: dict[str, frozenset[str]] = {}
-            for n in tree.walk():
-                if n.type == "section" and n.title:
-                    stems[n.id] = frozenset(stem_words(ANALYSER(n.title)))
+            stems = {n.id: word_stems(n.title) for n in tree.walk() if n.type == "section" and n.title}
             self.heading_stems = [tuple(stems[p.id] for p in tree.parent_path(tree.nodes[i]) if p.id in stems)
                                   for i in self.ids]
-        wanted = [w for w in (frozenset(stem_words(ANALYSER(t))) for t in titles) if w]
+        wanted = [w for w in map(word_stems, titles) if w]
         for k, heads in enumerate(self.heading_stems):
             if any(w <= h for h in heads for w in wanted):
                 out[k] = 1.0
@@ -286,7 +282,7 @@ def _hybrid(ctx: IndexContext, idx: TextIndex, query: str, lexical_weight: float
         # in full whatever its words (a statement's rows are many, its line items a few of them)
         w = glossary_weight
         extra_lex = _norm_max(idx.lexical(extra)) if extra else np.zeros_like(lex)
-        lex = (1 - w) * lex + w * np.maximum(extra_lex, idx.under_heading(statements))
+        lex = (1 - w) * lex + w * np.maximum(extra_lex, idx.under_heading(ctx.tree, statements))
     if idx.stemmed is not None and idx.entry_mask is not None:
         lex = np.where(idx.entry_mask, np.maximum(lex, _norm_max(idx.stemmed.scores(query))), lex)
     row = idx.table_row_lexical(query)

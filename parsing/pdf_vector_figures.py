@@ -14,6 +14,7 @@ a rendering of its box, the way scanned pages are read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bookindex.parsing.pdf_images import ImageItem, tessdata_dir
@@ -39,16 +40,24 @@ def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
         clusters = page.cluster_drawings()
     except Exception:
         return []
-    big = [r for r in clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE]
-    if not big:
+    if not any(r.width >= MIN_SIDE and r.height >= MIN_SIDE for r in clusters):
         return []
     make_rect = import_pymupdf().Rect
     drawn = [make_rect(d["rect"]) for d in page.get_drawings()]
+    wordless: dict[int, bool] = {}  # per cluster: no text-layer word in it (one extraction each)
+
+    def word_free(k: int) -> bool:
+        if k not in wordless:
+            wordless[k] = not page.get_text("words", clip=clusters[k])
+        return wordless[k]
+
+    clear = [j for j, c in enumerate(clusters) if not _overlaps_any(c, avoid)]  # outside tables, images
     out: list[ImageItem] = []
-    for r in big:
-        if _overlaps_any(r, avoid) or page.get_text("words", clip=r):
+    for k in clear:
+        r = clusters[k]
+        if r.width < MIN_SIDE or r.height < MIN_SIDE or not word_free(k):
             continue
-        box = _with_labels(page, make_rect(r), [c for c in clusters if c != r], avoid)
+        box = _with_labels(make_rect(r), [j for j in clear if j != k], clusters, word_free)
         inside = box + (-1, -1, 1, 1)  # a cluster's box is its paths' union, up to rounding
         if sum(1 for d in drawn if inside.contains(d)) < MIN_PATHS:
             continue
@@ -56,18 +65,18 @@ def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
     return out
 
 
-def _with_labels(page: Page, box: Rect, others: list[Rect], avoid: list[BBox]) -> Rect:
-    """`box` grown by the word-free clusters within LABEL_GAP of it, repeatedly (a title over a
-    legend over the plot)."""
-    rest = [c for c in others if not _overlaps_any(c, avoid)]
+def _with_labels(box: Rect, others: list[int], clusters: list[Rect], word_free: Callable[[int], bool]) -> Rect:
+    """`box` grown by the word-free clusters (`others`, indices into `clusters`) within
+    LABEL_GAP of it, repeatedly (a title over a legend over the plot)."""
+    rest = list(others)
     grown = True
     while grown:
         grown = False
         near = box + (-LABEL_GAP, -LABEL_GAP, LABEL_GAP, LABEL_GAP)
-        for c in list(rest):
-            if near.intersects(c) and not page.get_text("words", clip=c):
-                box = box | c
-                rest.remove(c)
+        for j in list(rest):
+            if near.intersects(clusters[j]) and word_free(j):
+                box = box | clusters[j]
+                rest.remove(j)
                 grown = True
     return box
 

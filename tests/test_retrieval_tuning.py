@@ -99,7 +99,7 @@ def test_statement_headings_outrank_prose_that_names_them() -> None:
     pages = [ctx.tree.nodes[i].page_idx for i in sorted(scores, key=lambda i: -scores[i])]
     assert set(pages[:2]) == {2, 3}
     index = get_text_index(ctx)
-    under = index.under_heading(statement_titles("return on assets"))
+    under = index.under_heading(ctx.tree, statement_titles("return on assets"))
     assert {ctx.tree.nodes[i].page_idx for i, u in zip(index.ids, under) if u} == {2, 3}
 
 

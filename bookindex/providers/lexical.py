@@ -84,6 +84,12 @@ class Analyser:
 ANALYSER = Analyser()
 
 
+def word_stems(text: str) -> frozenset[str]:
+    """The distinct stems of `text`'s words (the shared analyser, then Porter2): the same words
+    in any order and any inflection ("Statement of Cash Flows", "cash flow statements")."""
+    return frozenset(stem_words(ANALYSER(text)))
+
+
 def tokenize(text: str) -> list[str]:
     """The default analyser's terms of `text` (lower-cased, without stopwords)."""
     return ANALYSER(text)
