@@ -52,6 +52,11 @@ def _pattern(word: str) -> re.Pattern[str]:
                       rf"(?!\s*(?:and|,|–|-)\s*\d)", re.I)
 
 
+# a contents entry: the label's line runs into dot leaders and a page number ("Appendix A:
+# Participants ....... 4"), a reference to the part printed before it
+_CONTENTS_ENTRY = re.compile(r"^[^\n]{0,160}?(?:\.\s?){4,}\s*\d")
+
+
 # the number a displayed equation carries at its right: "E = mc^2 (3)", "… , (2.1)"
 _EQ_NUMBER = re.compile(r"\((\d+(?:\.\d+)*[a-z]?)\)\s*[.,;]?\s*$")
 
@@ -64,6 +69,7 @@ def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None)
     word = label_word(unit)
     rx = _pattern(word)
     seen: dict[str, Labelled] = {}
+    listed: dict[str, Labelled] = {}  # parts seen only as a contents entry so far
     for n in tree.walk():
         if n.type == "document" or (scope is not None and n.id not in scope):
             continue
@@ -77,9 +83,18 @@ def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None)
             m = rx.match(text)
             if m:
                 key = m.group(1).upper().rstrip(".")
-                if key not in seen:
-                    seen[key] = Labelled(f"{word.capitalize()} {m.group(1)}", n.id, n.page_idx + 1)
+                part = Labelled(f"{word.capitalize()} {m.group(1)}", n.id, n.page_idx + 1)
+                if _CONTENTS_ENTRY.match(text[m.end():]):
+                    listed.setdefault(key, part)
+                elif key not in seen:
+                    seen[key] = part
                 break
+    # a part the contents lists but the body never labels is still a part (found where listed)
+    order = {n.id: k for k, n in enumerate(tree.walk())} if listed.keys() - seen.keys() else {}
+    for key, part in listed.items():
+        seen.setdefault(key, part)
+    if order:
+        return sorted(seen.values(), key=lambda p: order.get(p.node_id, 0))
     return list(seen.values())
 
 

@@ -52,6 +52,12 @@ def asks_where(question: str) -> str | None:
 
 def named_part(tree: DocumentTree, question: str) -> Labelled | None:
     """The one labelled part the question names and the document has (None: none, or several)."""
+    found = named_parts(tree, question)
+    return found[0] if len(found) == 1 else None
+
+
+def named_parts(tree: DocumentTree, question: str) -> list[Labelled]:
+    """The labelled parts the question names and the document has, in the question's order."""
     found: dict[str, Labelled] = {}
     for m in _NAMED.finditer(question):
         word = m.group(1).lower().rstrip(".")
@@ -62,8 +68,26 @@ def named_part(tree: DocumentTree, question: str) -> Labelled | None:
             if sec is not None:
                 part = Labelled(" ".join(sec.title.split())[:100], sec.id, sec.page_idx + 1)
         if part is not None:
-            found[part.node_id] = part
-    return next(iter(found.values())) if len(found) == 1 else None
+            found.setdefault(part.node_id, part)
+    return list(found.values())
+
+
+def named_evidence(tree: DocumentTree, question: str, scores: dict[str, float],
+                   units: set[str] | frozenset[str]) -> list[str]:
+    """The node that stands for each part the question names ("In Figure 5, ...", "in Appendix
+    E"): a figure's, table's or equation's own node; for a section, its best-scoring unit of
+    content (its first when none scored). Retrieval ranks the sentences that mention a part; the
+    part is what the question is about."""
+    out: list[str] = []
+    for part in named_parts(tree, question)[:3]:
+        node = tree.nodes[part.node_id]
+        if node.type != "section":
+            out.append(part.node_id)
+            continue
+        inside = [n.id for n in tree.walk(node) if n.id in units]
+        if inside:
+            out.append(max(inside, key=lambda i: scores.get(i, 0.0)))  # max keeps the first of ties
+    return list(dict.fromkeys(out))
 
 
 def printed_page(page: int, labels: list[str] | None) -> str:

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, entry_of, node_text
 from bookindex.operators.base import Operator, Params, State, top_items
+from bookindex.operators.lookup import named_evidence
 from bookindex.operators.structure import doc_structure, unit_ids
 from bookindex.operators.textscore import hybrid_scores, page_references
 
@@ -410,6 +411,8 @@ class SkylineRankerParams(Params):
     page_decay: float = 0.0
     leaves_only: bool = True
     keep_ranked: bool = True
+    # the parts the question names by label ("Figure 5", "Appendix E") lead the ranking
+    named_first: bool = True
 
 
 class SkylineRanker(Operator[SkylineRankerParams]):
@@ -457,7 +460,12 @@ class SkylineRanker(Operator[SkylineRankerParams]):
             kept, layers = self._frontier(pool, dims, combined, state)
         else:
             kept, layers = self._weighted(pool, dims, combined, state)
-        state.ranked = [(i, combined[i]) for i in kept]
+        if p.named_first and state.question:
+            named = named_evidence(tree, state.question, combined, structure.unit_set)
+            if named:
+                kept = list(dict.fromkeys(named + kept))[: max(p.max_results, len(named))]
+                self.note(named_parts=named)
+        state.ranked = [(i, combined.get(i, 0.0)) for i in kept]
         state.candidates = kept
         self.note(mode=p.mode, criteria=dims, layers=[len(x) for x in layers], returned=len(kept), pool=len(pool),
                   ranking="skyline" if len(dims) >= 2 else "single-criterion ranking",

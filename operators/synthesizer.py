@@ -224,6 +224,14 @@ class Map(Operator[MapParams]):
         return state
 
 
+def _lead_with(state: State, ids: list[str]) -> None:
+    """The counted parts are the answer's evidence: first in the ranking, in document order."""
+    counted = list(dict.fromkeys(ids))
+    score_of, first = dict(state.ranked), set(counted)
+    state.ranked = [(i, score_of.get(i, 0.0)) for i in counted] + [(i, sc) for i, sc in state.ranked if i not in first]
+    state.emit("evidence", [i for i, _ in state.ranked])
+
+
 class ReduceParams(Params):
     operation: Literal["ANSWER", "COUNT", "LIST", "SUMMARIZE", "ANALYZE"] = "ANSWER"
     use_llm: bool = True
@@ -316,6 +324,8 @@ class Reduce(Operator[ReduceParams]):
         listing: list[dict[str, Any]] = [{"node_id": x.node_id, "type": self.ctx.tree.nodes[x.node_id].type,
                                           "page": x.page, "label": x.label} for x in parts]
         state.structural = {"operation": op, "count": len(parts), "items": listing, "counted": how}
+        if how != "pages":
+            _lead_with(state, [x.node_id for x in parts])
         if terms:
             state.structural["must_contain"] = terms
         if note:
@@ -333,6 +343,16 @@ class Reduce(Operator[ReduceParams]):
                 state.answer += f"\nNote: {note}"
         self.note(outputs={"count": len(parts)}, source=f"tree: {how}")
         return True
+
+    def lead_with_counted(self, state: State) -> None:
+        """Put the parts a COUNT/LIST counts first in the evidence ranking without answering (a
+        search ranks what the answer would count)."""
+        if self.params.operation not in ("COUNT", "LIST") or not self.params.unit or \
+                self.params.unit in ("columns", "rows"):
+            return
+        found = self._parts(state, [t for t in self.params.must_contain if t.strip()])
+        if found is not None and found[1] != "pages":
+            _lead_with(state, [x.node_id for x in found[0]])
 
     def _table_dimension(self, state: State) -> bool:
         """"How many columns / rows does <the table> have?": counted on the table's grid

@@ -19,6 +19,7 @@ from bookindex.operators.grounding import GroundedAnswer, grounded_answer, refus
 from bookindex.operators.passages import format_passages, pack_passages, passage_sources
 from bookindex.operators.synthesizer import (
     NOT_ANSWERABLE,
+    Reduce,
     evidence_tokens,
     extractive_answer,
     rank_candidates,
@@ -165,21 +166,28 @@ def retrieval_plan(ctx: IndexContext, question: str) -> Plan:
     single-hop question's plan is `planner.retrieval_steps`; a multi-hop one runs them per
     sub-question; a global one filters. Executed without a model too (`retrieve`), so no step
     (entity extraction, the section choice of Select_by_Section) can ask one."""
-    q = _check_question(question)
-    planned = make_plan(q, _without_models(ctx))
+    return _cut_before_map(make_plan(_check_question(question), _without_models(ctx)))
+
+
+def _cut_before_map(planned: Plan) -> Plan:
     steps = [s for s in planned.steps if s.op not in ("Map", "Reduce")]
-    return Plan(question=q, query_type=planned.query_type, steps=steps,
+    return Plan(question=planned.question, query_type=planned.query_type, steps=steps,
                 planner={**planned.planner, "search": "retrieval only: no Map/Reduce, no LLM"})
 
 
 def retrieve(ctx: IndexContext, question: str) -> list[Evidence]:
     """bookindex's ranked evidence for a question, as `ask` ranks it without a model, and no
-    answer: `retrieval_plan` executed, then a global plan's filtered nodes ranked as Map ranks them."""
+    answer: `retrieval_plan` executed, then a global plan's filtered nodes ranked as Map ranks
+    them, the parts its COUNT/LIST would count first."""
     bare = _without_models(ctx)
-    plan_ = retrieval_plan(bare, question)
+    planned = make_plan(_check_question(question), bare)
+    plan_ = _cut_before_map(planned)
     state = execute(plan_, bare)
     if plan_.query_type == "global":
         rank_candidates(bare, state)
+        reduce = next((s for s in planned.steps if s.op == "Reduce"), None)
+        if reduce is not None:
+            Reduce(bare, reduce.params).lead_with_counted(state)
     return ranked_evidence(state, bare)
 
 

@@ -11,8 +11,8 @@ from bookindex.core.config import load_settings
 from bookindex.core.model import Block, build_tree
 from bookindex.evaluation.short_answers import question_kind, short_answer
 from bookindex.operators.context import IndexContext, MemoryIndex
-from bookindex.operators.labels import outline_parts, qualifiers
-from bookindex.operators.lookup import asks_where, lookup
+from bookindex.operators.labels import labelled_parts, outline_parts, qualifiers
+from bookindex.operators.lookup import asks_where, lookup, named_evidence
 from bookindex.operators.passages import Passage, build_passages
 from bookindex.operators.reader import read
 from bookindex.retrieval import ask
@@ -259,3 +259,50 @@ def test_equations_are_counted_by_the_numbers_they_carry():
 def test_a_section_named_anywhere_in_a_count_scopes_it():
     a = _ask("How many pages does chapter 2 span?", _chapters_ctx())
     assert a.answer.startswith("2 (pp. 2-3)")
+
+
+# -- contents entries and the evidence of a count ------------------------------------------------
+
+def _appendices_ctx() -> IndexContext:
+    """A plan whose contents page lists its appendices before the body labels them."""
+    B = Block
+    blocks = [B("text", "Table of Contents", 0, (50, 20, 300, 40)),
+              B("text", "Appendix A: Participants ........ 4 Appendix B: Monitoring ........ 6", 0, (50, 50, 500, 70)),
+              B("title", "Appendices: the documents and appendix reports", 1, (50, 20, 300, 40), level=1),
+              B("text", "Executive summary: the appendices appear in the document and name the documents "
+                        "the plan drew on.", 1, (50, 50, 300, 70)),
+              B("title", "Appendix A Participants", 3, (50, 20, 300, 40), level=1),
+              B("text", "Everyone who took part in the meetings.", 3, (50, 50, 300, 70)),
+              B("title", "Appendix B Monitoring", 5, (50, 20, 300, 40), level=1),
+              B("text", "How the plan is monitored each quarter.", 5, (50, 50, 300, 70)),
+              B("title", "Appendix C Resources", 6, (50, 20, 300, 40), level=1),
+              B("text", "State health assessment; agency status report.", 6, (50, 50, 300, 70))]
+    tree = build_tree("ap", "plan.pdf", blocks, {"pages": 7})
+    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+
+
+def test_a_contents_entry_is_not_the_part_it_lists():
+    parts = labelled_parts(_appendices_ctx().tree, "appendices")
+    assert [(p.label, p.page) for p in parts] == [("Appendix A", 4), ("Appendix B", 6), ("Appendix C", 7)]
+
+
+def test_a_part_only_the_contents_lists_is_found_where_listed():
+    B = Block
+    blocks = [B("text", "Appendix A: Participants ........ 4", 0, (50, 50, 500, 70)),
+              B("title", "Appendix B Monitoring", 3, (50, 20, 300, 40), level=1),
+              B("text", "How the plan is monitored.", 3, (50, 50, 300, 70))]
+    tree = build_tree("ap2", "plan.pdf", blocks, {"pages": 4})
+    assert [(p.label, p.page) for p in labelled_parts(tree, "appendices")] == [("Appendix A", 1), ("Appendix B", 4)]
+
+
+def test_the_counted_parts_lead_the_evidence_in_document_order():
+    a = _ask("How many appendices appear in the document?", _appendices_ctx())
+    assert a.structural["count"] == 3
+    assert a.pages[:3] == [4, 6, 7]
+
+
+def test_a_part_the_question_names_leads_the_ranking():
+    ctx = _appendices_ctx()
+    a = _ask("Which documents are named in Appendix C?", ctx)
+    assert a.evidence[0].page == 7 and a.evidence[0].snippet.startswith("State health assessment")
+    assert named_evidence(ctx.tree, "What is in Appendix Z?", {}, set()) == []
