@@ -22,12 +22,12 @@ from bookindex.core.model import BBox, Block
 from bookindex.parsing.base import OutlineEntry, ParsedDocument
 from bookindex.parsing.numbering import parse_numbering
 from bookindex.parsing.page_numbers import page_number_candidates, printed_page_labels
-from bookindex.parsing.pdf_images import ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
+from bookindex.parsing.pdf_images import OCR_FONT, ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
 from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
-from bookindex.parsing.pdf_vector_figures import figure_words, vector_figures
+from bookindex.parsing.pdf_vector_figures import drawn_text_page, figure_words, vector_figures
 from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
@@ -142,6 +142,7 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     nchars = sum(len(ln.text) for blk in mu_blocks for ln in blk)
     imgs = page_images(page, with_xrefs=img_dir is not None) if (images or nchars < 10) else []
     scan_imgs: list[ImageItem] = []
+    read_by_ocr = False
     if nchars < 10:
         cover = sum((i.bbox[2] - i.bbox[0]) * (i.bbox[3] - i.bbox[1]) for i in imgs) / max(1.0, W * H)
         if cover >= 0.3:
@@ -150,7 +151,7 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
                 scanned = ocr_page_dict(page, flags)
             if scanned is not None:
                 warnings.append(f"page {pno + 1}: no text layer (scanned); text recognized with tesseract OCR")
-                mu_blocks = page_lines(scanned)
+                mu_blocks, read_by_ocr = page_lines(scanned), True
                 stats["ocr_pages"] += 1
                 imgs = [i for i in imgs if (i.bbox[2] - i.bbox[0]) * (i.bbox[3] - i.bbox[1]) < 0.5 * W * H] if images else []
             else:
@@ -161,6 +162,12 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
                     imgs = scan_imgs
     elif not images:
         imgs = []
+    if ocr and not read_by_ocr and _body_chars(mu_blocks, H) < 10 and drawn_text_page(page):
+        outlines = ocr_page_dict(page, flags)
+        if outlines is not None:
+            warnings.append(f"page {pno + 1}: text drawn as outlines; recognized with tesseract OCR")
+            mu_blocks, read_by_ocr = page_lines(outlines), True
+            stats["ocr_pages"] += 1
 
     if numbers is not None:
         numbers[pno] = page_number_candidates([(ln.bbox, ln.text) for blk in mu_blocks for ln in blk], H, MARGIN_FRAC)
@@ -220,6 +227,12 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             out.append(Block(type="image", content="", page_idx=pno, bbox=_r(item.bbox), extra=extra))
     _attach_captions(out)
     return out
+
+
+def _body_chars(blocks: list[list[Line]], height: float) -> int:
+    """Characters of text-layer lines between the running header and footer bands."""
+    lo, hi = MARGIN_FRAC * height, (1 - MARGIN_FRAC) * height
+    return sum(len(ln.text) for blk in blocks for ln in blk if lo <= (ln.bbox[1] + ln.bbox[3]) / 2 <= hi)
 
 
 def _bbox_of(item: Any) -> tuple[float, float, float, float]:
@@ -352,6 +365,11 @@ def _classify(blocks: list[Block], body: float) -> list[Block]:
         f = b.features
         if f.get("mono"):
             b.type = "code"
+        elif f.get("font_name") == OCR_FONT:
+            # recognized text: its sizes are estimates from pixel boxes and its words may be
+            # misread, so a map's labels or a scan's noise would become headings
+            if BULLET_RE.match(b.content):
+                b.type = "list"
         elif is_title_candidate(b.content, f, body):
             b.type = "title"
         elif f.get("math", 0) >= 0.5 and len(b.content) < 300 and not _LEADERS.search(b.content):

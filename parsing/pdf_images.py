@@ -103,6 +103,9 @@ def tessdata_dir() -> str | None:
     return None
 
 
+OCR_FONT = "GlyphLessFont"  # the stand-in font MuPDF gives the text tesseract recognizes
+
+
 def ocr_page_dict(page: Page, flags: int, dpi: int = 200) -> dict | None:
     """OCR a scanned page with MuPDF's tesseract binding; a text dict like get_text('dict')."""
     tess = tessdata_dir()
@@ -110,6 +113,13 @@ def ocr_page_dict(page: Page, flags: int, dpi: int = 200) -> dict | None:
         return None
     try:
         tp = page.get_textpage_ocr(flags=flags, language="eng", dpi=dpi, full=True, tessdata=tess)
-        return page.get_text("dict", textpage=tp, flags=flags)
+        d = page.get_text("dict", textpage=tp, flags=flags)
     except Exception:
         return None
+    # recognized text comes in one stand-in font flagged monospaced: that says nothing about the
+    # page's typography, and would make every recognized line read as code
+    for block in d.get("blocks", []):
+        for line in block.get("lines", []):
+            for span in line.get("spans", []):
+                span["flags"] = int(span.get("flags", 0)) & ~8
+    return d

@@ -31,6 +31,24 @@ MIN_PATHS = 8  # fewer paths make a box, a rule or a frame, not a figure
 # plot by about a line of text: word-free clusters this close to a figure are part of it
 LABEL_GAP = 14.0
 OCR_DPI = 200  # the resolution scanned pages are read at
+# a page whose text is drawn as outlines: at least this many clusters the height of a line of text
+DRAWN_LINES_MIN = 10
+LINE_HEIGHT = (4.0, 24.0)  # points: from small print to a heading
+
+
+def drawn_text_page(page: Page) -> bool:
+    """Whether the page's text is drawn as outlines (a brochure or annual-report page exported
+    with its fonts converted to curves): no text layer to read, but many clusters of paths each
+    the height of a line of text and wider than tall, and none the size of a figure (a figure
+    drawn as paths is `vector_figures`' job). Such a page is read by OCR, as a scan is."""
+    try:
+        clusters = page.cluster_drawings()
+    except Exception:
+        return False
+    if any(r.width >= MIN_SIDE and r.height >= MIN_SIDE for r in clusters):
+        return False
+    lo, hi = LINE_HEIGHT
+    return sum(1 for r in clusters if lo <= r.height <= hi and r.width >= r.height) >= DRAWN_LINES_MIN
 
 
 def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:

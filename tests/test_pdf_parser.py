@@ -35,6 +35,7 @@ from bookindex.parsing.heading_eval import score_headings  # noqa: E402
 from bookindex.parsing.pdf import parse_pdf  # noqa: E402
 from bookindex.parsing.pdf_images import tessdata_dir  # noqa: E402
 from bookindex.parsing.pdf_lines import is_bold_span  # noqa: E402
+from bookindex.parsing.pdf_open import import_pymupdf  # noqa: E402
 from bookindex.parsing.pdf_order import reading_order  # noqa: E402
 from bookindex.parsing.pdf_words import rejoin  # noqa: E402
 from bookindex.parsing.sections import assign_levels  # noqa: E402
@@ -280,6 +281,43 @@ def test_scanned_page_ocr(tmp_path: Path) -> None:
     text = " ".join(b.content for b in doc.blocks)
     assert "Installation guide" in text and "power button" in text
     assert doc.meta["ocr_pages"] == 1
+    # recognized text is read as prose, never as code or as headings guessed from pixel sizes
+    assert {b.type for b in doc.blocks if b.content.strip()} <= {"text", "list"}
+
+
+def _outlined_text_pdf(path: Path, header: bool) -> Path:
+    """A page of prose whose text is drawn as outlines (through SVG with text as paths), with a
+    real text-layer running header when `header`."""
+    pymupdf = import_pymupdf()
+    src = pymupdf.open()
+    page = src.new_page(width=595, height=842)
+    lines = ["Board of Directors and Bankers", "The bankers of the company are State Bank of India,",
+             "Bank of Baroda and Citibank N.A. The registrars and transfer agents are",
+             "Sharepro Services, whose office is in Mumbai. The auditors are A.F. Ferguson",
+             "and Co., chartered accountants. The solicitors are Crawford Bayley and Co."] * 3
+    for k, line in enumerate(lines):
+        page.insert_text((60, 150 + 28 * k), line, fontsize=12)
+    outlined = pymupdf.open("pdf", pymupdf.open("svg", page.get_svg_image(text_as_path=True).encode()).convert_to_pdf())
+    if header:
+        outlined[0].insert_text((60, 40), "ANNUAL REPORT 2003", fontsize=9)
+    outlined.save(path)
+    return path
+
+
+@pytest.mark.skipif(tessdata_dir() is None, reason="tesseract not installed")
+@pytest.mark.parametrize("header", [False, True])
+def test_a_page_of_text_drawn_as_outlines_is_read_by_ocr(tmp_path: Path, header: bool) -> None:
+    doc = parse_pdf(_outlined_text_pdf(tmp_path / "outlined.pdf", header), ocr=True)
+    assert any("drawn as outlines" in w for w in doc.warnings)
+    text = " ".join(b.content for b in doc.blocks)
+    assert "State Bank of India" in text and "Crawford Bayley" in text
+    assert doc.meta["ocr_pages"] == 1
+
+
+def test_drawn_text_is_not_read_without_ocr(tmp_path: Path) -> None:
+    doc = parse_pdf(_outlined_text_pdf(tmp_path / "outlined.pdf", True), ocr=False)
+    assert not any("outlines" in w for w in doc.warnings)
+    assert "State Bank" not in " ".join(b.content for b in doc.blocks)
 
 
 # -- a real handbook shipped in data/ -----------------------------------------------------
