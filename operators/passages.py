@@ -374,6 +374,24 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
     return _PageWalk(ordered, parts, gaps)
 
 
+def _table_below(tree: DocumentTree, nodes: list[Node], room: int, shown: set[str], tidy: bool,
+                 terms: Sequence[str]) -> _PageWalk:
+    """`nodes` and, when the block after the last of them on its page is a table they leave out,
+    the start of that table in the room left (its header rows and the rows holding the question's
+    `terms`, `focused_table`): a caption, a table's column-heading line the parser set apart, or
+    "the following table presents …" ranks, and its table holds the answer."""
+    last = nodes[-1]
+    seq = _page_sequence(tree, last.page_idx)
+    at = next((k for k, n in enumerate(seq) if n.id == last.id), None)
+    if at is None or at + 1 >= len(seq):
+        return _PageWalk(nodes, {}, set())
+    table = seq[at + 1]
+    left = room - sum(len(_shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
+    if table.type != "table" or table.id in shown or any(n.id == table.id for n in nodes) or left < PART_MIN_CHARS:
+        return _PageWalk(nodes, {}, set())
+    return _PageWalk([*nodes, table], {table.id: _start_of(tree, table, left, terms, tidy)}, set())
+
+
 def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
              page: bool = False, tidy: bool = False) -> Passage:
     """The passage of one ranked node in at most `room` characters, skipping context in `shown`.
@@ -387,6 +405,9 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     walk = _PageWalk(nodes, {}, set())
     if page and node.type != "section" and nodes:
         walk = _on_its_page(tree, node, nodes, room, shown, tidy, terms)
+        nodes = walk.nodes
+    elif node.type != "section" and nodes:
+        walk = _table_below(tree, nodes, room, shown, tidy, terms)
         nodes = walk.nodes
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
     for n in nodes:

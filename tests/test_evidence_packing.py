@@ -238,3 +238,23 @@ def test_a_ranked_line_of_a_scanned_page_brings_the_next_lines():
     ranked = _id(tree, "The Centres of")
     for p in (build_passages(tree, [ranked])[0], pack_passages(tree, [_id(tree, "* Station number 59"), ranked], 1000)[1]):
         assert p.text.startswith("The Centres of\nIndian Space Programme\n* Station number 0")
+
+
+def test_a_ranked_line_over_a_table_brings_the_table_rows_asked_for():
+    rows = "\n".join(f"| Other asset number {i} | {100 + i} | {90 + i} |" for i in range(40))
+    table = "| | 2019 | 2018 |\n|---|---|---|\n" + rows + "\n| Merchandise inventories | 5,409 | 5,209 |\n" + rows
+    tree = _tree([Block(type="title", content="Results", page_idx=0, level=1),
+                  Block(type="text", content="Revenue grew in every quarter of the year. " * 8, page_idx=0),
+                  Block(type="title", content="Consolidated Balance Sheets", page_idx=1, level=1),
+                  Block(type="text", content="$ in millions, except per share amounts", page_idx=1),
+                  Block(type="table", content=table, page_idx=1),
+                  Block(type="text", content="See Notes to Consolidated Financial Statements.", page_idx=1)])
+    question = "What is the total amount of inventories in FY2019?"
+    line = _id(tree, "$ in millions")
+    # ranked second (no page walk), the line brings its table's header and the row asked for
+    second = pack_passages(tree, [_id(tree, "Revenue grew"), line], 1000, question=question)[1]
+    assert second.node_id == line and "| Merchandise inventories | 5,409 | 5,209 |" in second.text
+    assert "| | 2019 | 2018 |" in second.text and "Other asset number 20 " not in second.text
+    # a table already shown is not shown again
+    again = pack_passages(tree, [_id(tree, "| |"), line], 1000, question=question)
+    assert again[1].text.count("Merchandise inventories") == 0
