@@ -206,9 +206,54 @@ _SPLIT = re.compile(r"\s*(?:\bcompared (?:to|with)\b|\bversus\b|\bvs\.?\s|,?\s+\
 def split_question(question: str) -> tuple[list[str], str]:
     """No-LLM decomposition: split on comparisons and conjunctions, keep the question frame.
 
-    "What is the difference between the accuracy of A and B?" → ["... accuracy of A", "... accuracy
-    of B"] plus the original question as the synthesis step.
+    A part that is a question or a clause of its own is asked as it is; a bare noun phrase stands
+    for its parallel in the first part (`_in_place_of`): "How much lower is the accuracy of GPT-4
+    on SituatedQA compared to MMLU Chemistry?" → "... accuracy of GPT-4 on SituatedQA?", "...
+    accuracy of GPT-4 on MMLU Chemistry?". The original question is the synthesis step.
     """
+    q = question.strip().rstrip("?").strip()
+    parts = [p.strip(" ,") for p in _SPLIT.split(q) if p and p.strip(" ,")]
+    if len(parts) < 2:
+        return [question], question
+    nlp = english_if_installed()
+    if nlp is None:
+        return _split_by_frame(question), question
+    first = nlp(_COMPARISON.sub("", parts[0]))  # each part is looked up alone: "What is the png terminal?"
+    subs = [first.text + "?"]
+    for part in parts[1:4]:
+        doc = nlp(part)
+        if _ASKS.match(part) or any(t.pos_ in ("VERB", "AUX") for t in doc):
+            subs.append(part + "?")
+        else:
+            subs.append(_in_place_of(first, doc) + "?")
+    return subs, question
+
+
+_COMPARISON = re.compile(r"\b(?:the\s+)?(?:differences?|comparison)\s+(?:between|of|in)\s+", re.I)
+
+
+_ASKS = re.compile(r"^(what|which|who|whom|whose|how|when|where|why|is|are|was|were|does|do|did|can)\b", re.I)
+
+
+def _in_place_of(first: Any, part: Any) -> str:
+    """The first part with `part` (a noun phrase, both parsed by spaCy) in place of its parallel:
+    from the noun chunk whose head noun is the part's ("the width of thin lines" / "the width of
+    thick lines"), else its last noun chunk ("... on SituatedQA" / "MMLU Chemistry")."""
+    head = next((c.root.lemma_.lower() for c in part.noun_chunks), part[-1].lemma_.lower())
+    same = next((t for t in first if t.lemma_.lower() == head and t.pos_ in ("NOUN", "PROPN")), None)
+    if same is not None:
+        start = same.left_edge.idx
+    else:
+        chunks = list(first.noun_chunks)
+        if not chunks:
+            return f"{first.text} {part.text}"
+        start = chunks[-1].start_char
+    return f"{first.text[:start]}{part.text}".strip()
+
+
+def _split_by_frame(question: str) -> list[str]:
+    """Without spaCy: the question's frame ("What is the difference between") taken off and
+    "What is" (or the frame's start) put before each part."""
     q = question.strip().rstrip("?").strip()
     m = re.match(r"^(?P<head>.*?\b(?:difference|differ|compare|comparison|between|greater|higher|lower|larger|smaller"
                  r"|more|less)\b.*?\b(?:between|of|than|in)\b)\s+(?P<rest>.+)$", q, re.I)
@@ -217,15 +262,11 @@ def split_question(question: str) -> tuple[list[str], str]:
         head, rest = m.group("head"), m.group("rest")
     parts = [p.strip(" ,") for p in _SPLIT.split(rest) if p and p.strip(" ,")]
     if len(parts) < 2:
-        return [question], question
+        return [question]
     frame = re.sub(r"\b(?:the )?(?:difference|differ|compare|comparison)\b.*$", "", head, flags=re.I).strip()
     if not frame or len(frame.split()) < 2:
         frame = "What is"
-    subs = []
-    for part in parts[:4]:
-        asks = re.match(r"^(what|which|who|how|when|where|why|is|are|does|do)\b", part, re.I)
-        subs.append(part + "?" if asks else f"{frame} {part}?")
-    return subs, question
+    return [part + "?" if _ASKS.match(part) else f"{frame} {part}?" for part in parts[:4]]
 
 
 class DecomposeParams(Params):

@@ -414,8 +414,20 @@ def test_llm_failure_falls_back_and_trace_says_so(fake_llm):
 
 def test_split_question_rules():
     subs, synth = split_question("Which is larger, the width of thin lines or the width of thick lines?")
-    assert len(subs) == 2 and synth.startswith("Which is larger")
+    assert subs == ["Which is larger, the width of thin lines?", "Which is larger, the width of thick lines?"]
+    assert synth.startswith("Which is larger")
     assert split_question("What is the default linewidth?")[0] == ["What is the default linewidth?"]
+
+
+def test_a_bare_noun_phrase_stands_in_for_its_parallel_in_the_first_part():
+    subs, _ = split_question("How much lower is the accuracy of GPT-4 on SituatedQA compared to MMLU Chemistry?")
+    assert subs == ["How much lower is the accuracy of GPT-4 on SituatedQA?",
+                    "How much lower is the accuracy of GPT-4 on MMLU Chemistry?"]
+    subs, _ = split_question("How many people are in the Executive Leadership and the Prosecution Services Staff?")
+    assert subs[1] == "How many people are in the Prosecution Services Staff?"
+    # a part that is a question or a clause of its own is asked as it is
+    subs, _ = split_question("What is the revenue in 2019 and how many stores were opened?")
+    assert subs == ["What is the revenue in 2019?", "how many stores were opened?"]
 
 
 def test_reduce_count_and_list_are_exact(ctx):
