@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bookindex.core.model import DocumentTree
+from bookindex.core.model import FIGURE_KINDS, DocumentTree
 from bookindex.providers.nlp import english_if_installed
 
 # what the question may call a part that documents caption as a figure (the planner's modal nouns)
@@ -122,6 +122,37 @@ def qualifiers(question: str, unit: str) -> list[str]:
             return [c.lower_ for c in tok.children
                     if c.dep_ in ("compound", "amod") and c.i < tok.i and c.is_alpha and not c.is_stop]
     return []
+
+
+def asked_figure_kind(unit: str, quals: list[str]) -> str | None:
+    """The kind of figure a count asks for, one of FIGURE_KINDS: "pie" of "pie charts" -> "pie
+    chart", "line" of "line plots" -> "line chart", "photos" -> "photo"; None when the unit is not
+    a figure or no word names a kind."""
+    if label_word(unit) != "figure":
+        return None
+    words = {re.sub(r"s$", "", w.lower().strip()) for w in [*quals, unit.split()[-1] if unit.split() else ""]}
+    words = {"photo" if w == "photograph" else w for w in words}
+    return next((k for k in FIGURE_KINDS if k.split()[0] in words), None)
+
+
+def kind_parts(tree: DocumentTree, kind: str, scope: set[str] | None = None) -> tuple[list[Labelled], int]:
+    """The image nodes whose figure kind (meta["figure_kind"], told by the parser from the figure's
+    pixels) is `kind`, in document order, each named by the label it is captioned with ("Figure
+    4") or by its kind; and how many other image nodes have no known kind. A sub-figure counts on
+    its own: "how many pie charts" counts the two pies of "Figure 6: Left ... Right ..."."""
+    labels = {x.node_id: x.label for x in labelled_parts(tree, "figure", scope)}
+    found: list[Labelled] = []
+    unknown = 0
+    for n in tree.walk():
+        if n.type != "image" or n.meta.get("scanned_page") or (scope is not None and n.id not in scope):
+            continue
+        have = n.meta.get("figure_kind")
+        if have == kind:
+            name = f"{labels[n.id]} ({kind})" if n.id in labels else kind.capitalize()
+            found.append(Labelled(name, n.id, n.page_idx + 1))
+        elif not have:
+            unknown += 1
+    return found, unknown
 
 
 def outline_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None) -> list[Labelled]:
