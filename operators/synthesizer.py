@@ -32,6 +32,7 @@ from bookindex.operators.labels import (
     node_type,
     outline_parts,
     part_text,
+    recurring_images,
 )
 from bookindex.operators.lookup import lookup
 from bookindex.operators.passages import (
@@ -417,6 +418,8 @@ class Reduce(Operator[ReduceParams]):
             if self.params.unit and self._count_parts(state, op, terms):
                 return state
             items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+            decoration = recurring_images(tree)  # a banner on every page is no figure to count
+            items = [i for i in items if i not in decoration]
             if terms:
                 pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
                 items = [i for i in items if all(p.search(tree.nodes[i].content) for p in pats)]

@@ -138,7 +138,9 @@ def _kinds_context() -> IndexContext:
               img(2, 50, "bar chart", "Figure 2: Income by region"),
               img(3, 50, "photo"),
               img(3, 300, None, "Figure 3: The survey form")]
-    tree = build_tree("kinds", "report.pdf", blocks, {"pages": 4})
+    # the report's banner, the same picture at the top of every page: no figure, of no kind
+    blocks += [Block("image", "", p, (0, 0, 600, 40), extra={"caption": ""}) for p in range(4)]
+    tree = build_tree("kinds", "report.pdf", blocks, {"pages": 4, "page_sizes": [[600, 800]] * 4})
     return IndexContext(index=MemoryIndex(tree=tree))
 
 
@@ -170,3 +172,13 @@ def test_a_kind_no_figure_has_falls_back_to_the_labelled_parts() -> None:
     a = ask(_kinds_context(), "How many line charts are in the report?")
     assert a.structural["counted"] == "document labels" and a.structural["count"] == 3
     assert "every one is counted" in a.answer
+
+
+def test_a_picture_repeated_on_every_page_is_not_counted() -> None:
+    blocks = [Block("text", "Our offices and the people in them.", 0, (50, 50, 500, 80))]
+    blocks += [Block("image", "", p, (0, 0, 600, 40), extra={"caption": ""}) for p in range(3)]  # a banner
+    blocks += [Block("image", "", 1, (50, 100, 300, 300), extra={"caption": ""}),
+               Block("image", "", 2, (50, 100, 300, 300), extra={"caption": ""})]
+    tree = build_tree("banner", "offices.pdf", blocks, {"pages": 3, "page_sizes": [[600, 800]] * 3})
+    a = ask(IndexContext(index=MemoryIndex(tree=tree)), "How many images are in the report?")
+    assert a.structural["count"] == 2 and [x["page"] for x in a.structural["items"]] == [2, 3]
