@@ -13,7 +13,7 @@ sees them) and read with a few measures of the pixels:
   more flat colours (the wedges) that meet at its centre and run out to its rim (a shaded wheel
   has no flat colour; a plug's pins do not reach the rim);
 - a bar chart holds three or more solid rectangles of one colour and thickness standing on one
-  baseline (bottoms, tops, left or right edges aligned), apart at a regular stride, with different
+  baseline (bottoms, tops, left or right edges aligned), in evenly spaced slots, with different
   lengths (table shading has equal lengths, a QR code no regular row);
 - a line chart holds a long thin stroke of one hue that crosses each column once, rises or falls
   across the plot and bends (gridlines and axes stay on one row, a leader line is straight, a row
@@ -178,7 +178,7 @@ def _colour_parts(ink: np.ndarray, bins: np.ndarray, top: int = 6) -> list[tuple
 
 def _has_bars(ink: np.ndarray, bins: np.ndarray) -> bool:
     """Three or more solid rectangles of one colour and one thickness standing on one baseline
-    (their bottoms, tops, left or right edges aligned), set apart at a regular stride, of
+    (their bottoms, tops, left or right edges aligned), in evenly spaced slots, of
     different lengths: bars. Table shading has equal lengths, a QR code or an icon no regular
     stride of equal-thickness blocks."""
     rects: dict[int, list[tuple[int, int, int, int]]] = {}
@@ -205,16 +205,23 @@ def _has_bars(ink: np.ndarray, bins: np.ndarray) -> bool:
 
 def _a_row_of_bars(group: list[tuple[int, int, int, int]], pos: int,
                    length: Callable[[tuple[int, int, int, int]], int]) -> bool:
-    """Bars (sorted along the baseline) of two or more lengths, with a gap between neighbours
-    and the same stride from one to the next."""
+    """Bars (sorted along the baseline) of two or more lengths, with a gap between neighbours,
+    standing in evenly spaced slots."""
     starts = [b[pos] for b in group]
     ends = [b[pos + 2] for b in group]
     if any(starts[i + 1] - ends[i] < 1 for i in range(len(group) - 1)):
         return False  # touching blocks: cells, a pattern, not bars
-    strides = np.diff(starts)
-    if float(strides.max() - strides.min()) > max(2.0, 0.15 * float(strides.mean())):
+    # bars stand in evenly spaced slots: every gap is a whole number of the smallest one (a slot
+    # whose bar is too short to see at this size leaves a double gap)
+    strides = np.diff(starts).astype(float)
+    base = float(strides.min())
+    if base < 2:
         return False
-    return len({length(b) for b in group}) >= 2
+    ratios = strides / base
+    if float(np.abs(ratios - np.round(ratios)).max() * base) > max(2.0, 0.15 * base):
+        return False
+    lengths = [length(b) for b in group]  # values differ: equal blocks are a pattern (a plug's pins)
+    return max(lengths) - min(lengths) >= max(3, 0.1 * max(lengths))
 
 
 def _has_line(ink: np.ndarray, rgb: np.ndarray) -> bool:
