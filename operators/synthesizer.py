@@ -436,6 +436,12 @@ class Reduce(Operator[ReduceParams]):
                                                   f"p. {pages})" if kinds else "")
             else:
                 state.answer = "\n".join(f"- {x['label']} (p. {x['page']})" for x in listing) or "none"
+            kind = asked_figure_kind(self.params.unit or "", self.params.qualifiers)
+            if kind and any(x["type"] == "image" for x in listing):
+                # the kind asked was told of no figure: the count is of every figure, and says so
+                note = f"no figure was told to be a {kind} from its pixels: every one is counted"
+                state.structural["note"] = note
+                state.answer += f". Note: {note}" if op == "COUNT" else f"\nNote: {note}"
             self.note(outputs={"count": len(items)}, source="tree")
             return state
         if op == "ANSWER" and not state.sub_results and self._lookup(state):

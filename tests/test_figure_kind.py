@@ -182,3 +182,13 @@ def test_a_picture_repeated_on_every_page_is_not_counted() -> None:
     tree = build_tree("banner", "offices.pdf", blocks, {"pages": 3, "page_sizes": [[600, 800]] * 3})
     a = ask(IndexContext(index=MemoryIndex(tree=tree)), "How many images are in the report?")
     assert a.structural["count"] == 2 and [x["page"] for x in a.structural["items"]] == [2, 3]
+
+
+def test_a_kind_no_unlabelled_figure_has_counts_them_all_and_says_so() -> None:
+    blocks = [Block("text", "The restrictions and the public's views of them.", 0, (50, 50, 500, 80))]
+    blocks += [Block("image", "", p, (50, 100, 300, 300), extra={"caption": "", "figure_kind": "bar chart"})
+               for p in range(2)]
+    tree = build_tree("lines", "report.pdf", blocks, {"pages": 2, "page_sizes": [[600, 800]] * 2})
+    a = ask(IndexContext(index=MemoryIndex(tree=tree)), "How many line plots are in this report?")
+    assert a.structural["count"] == 2
+    assert a.answer.endswith("Note: no figure was told to be a line chart from its pixels: every one is counted")
