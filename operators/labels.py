@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bookindex.core.model import DocumentTree
+from bookindex.core.model import FIGURE_KINDS, DocumentTree, Node
 from bookindex.providers.nlp import english_if_installed
 
 # what the question may call a part that documents caption as a figure (the planner's modal nouns)
 FIGURE_NOUNS = ("figure", "image", "picture", "photo", "photograph", "chart", "plot", "graph", "diagram",
                 "illustration")
+MARGIN_SHARE = 0.1  # top and bottom share of a page holding running headers, footers and banners
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,62 @@ def qualifiers(question: str, unit: str) -> list[str]:
             return [c.lower_ for c in tok.children
                     if c.dep_ in ("compound", "amod") and c.i < tok.i and c.is_alpha and not c.is_stop]
     return []
+
+
+def asked_figure_kind(unit: str, quals: list[str]) -> str | None:
+    """The kind of figure a count asks for, one of FIGURE_KINDS: "pie" of "pie charts" -> "pie
+    chart", "line" of "line plots" -> "line chart", "photos" -> "photo"; None when the unit is not
+    a figure or no word names a kind."""
+    if label_word(unit) != "figure":
+        return None
+    words = {re.sub(r"s$", "", w.lower().strip()) for w in [*quals, unit.split()[-1] if unit.split() else ""]}
+    words = {"photo" if w == "photograph" else w for w in words}
+    return next((k for k in FIGURE_KINDS if k.split()[0] in words), None)
+
+
+def recurring_images(tree: DocumentTree, min_pages: int = 3) -> frozenset[str]:
+    """Image nodes drawn in the same box in the top or bottom band of `min_pages` or more pages
+    (MARGIN_SHARE of the page's height, where running headers live): a banner or a logo, the
+    pictures' running header, not a figure of the document. Figures in the body of the page at
+    the same place on several pages (a manual's screenshots) stay figures."""
+    sizes = tree.meta.get("page_sizes") or []
+
+    def in_margin(n: Node) -> bool:
+        if not n.bbox or n.page_idx >= len(sizes):
+            return False
+        height = float(sizes[n.page_idx][1])
+        centre = (n.bbox[1] + n.bbox[3]) / 2
+        return centre <= MARGIN_SHARE * height or centre >= (1 - MARGIN_SHARE) * height
+
+    pages: dict[tuple[int, ...], set[int]] = {}
+    images = [n for n in tree.walk() if n.type == "image" and in_margin(n)]
+    for n in images:
+        pages.setdefault(tuple(round(v) for v in n.bbox or ()), set()).add(n.page_idx)
+    common = {box for box, ps in pages.items() if len(ps) >= min_pages}
+    return frozenset(n.id for n in images if tuple(round(v) for v in n.bbox or ()) in common)
+
+
+def kind_parts(tree: DocumentTree, kind: str, scope: set[str] | None = None) -> tuple[list[Labelled], int]:
+    """The image nodes whose figure kind (meta["figure_kind"], told by the parser from the figure's
+    pixels) is `kind`, in document order, each named by the label it is captioned with ("Figure
+    4") or by its kind; and how many other image nodes have no known kind. A sub-figure counts on
+    its own: "how many pie charts" counts the two pies of "Figure 6: Left ... Right ...". A picture
+    repeated on every page (`recurring_images`) is no figure and not counted either way."""
+    labels = {x.node_id: x.label for x in labelled_parts(tree, "figure", scope)}
+    decoration = recurring_images(tree)
+    found: list[Labelled] = []
+    unknown = 0
+    for n in tree.walk():
+        if n.type != "image" or n.meta.get("scanned_page") or n.id in decoration \
+                or (scope is not None and n.id not in scope):
+            continue
+        have = n.meta.get("figure_kind")
+        if have == kind:
+            name = f"{labels[n.id]} ({kind})" if n.id in labels else kind.capitalize()
+            found.append(Labelled(name, n.id, n.page_idx + 1))
+        elif not have:
+            unknown += 1
+    return found, unknown
 
 
 def outline_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None) -> list[Labelled]:

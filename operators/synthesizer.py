@@ -23,7 +23,17 @@ from bookindex.operators.grounding import (
     grounded_answer,
     refusal_fallback_on,
 )
-from bookindex.operators.labels import Labelled, label_word, labelled_parts, node_type, outline_parts, part_text
+from bookindex.operators.labels import (
+    Labelled,
+    asked_figure_kind,
+    kind_parts,
+    label_word,
+    labelled_parts,
+    node_type,
+    outline_parts,
+    part_text,
+    recurring_images,
+)
 from bookindex.operators.lookup import lookup
 from bookindex.operators.passages import (
     ITEM_CHARS,
@@ -294,6 +304,12 @@ class Reduce(Operator[ReduceParams]):
         filtered = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
         if filtered and all(tree.nodes[i].type != node_type(unit) for i in filtered):
             return None  # the filters (an edited plan) select other parts than the unit: count those
+        quals = [q for q in self.params.qualifiers if q.strip()]
+        kind = asked_figure_kind(unit, quals)
+        if kind:
+            by_kind = self._kind_parts(kind, scope, terms, quals)
+            if by_kind is not None:
+                return by_kind
         parts, how = labelled_parts(tree, unit, scope), "document labels"
         if not parts and label_word(unit) in ("section", "chapter", "subsection"):
             parts, how = outline_parts(tree, unit, scope), "document outline"
@@ -303,7 +319,6 @@ class Reduce(Operator[ReduceParams]):
             pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
             parts = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
         note = ""
-        quals = [q for q in self.params.qualifiers if q.strip()]
         if quals and parts:
             pats = [re.compile(rf"(?<!\w){re.escape(q)}", re.I) for q in quals]
             named = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
@@ -313,6 +328,29 @@ class Reduce(Operator[ReduceParams]):
                 note = (f"no {unit} says {' '.join(quals)!r} in its caption or text: the kind of each is not in "
                         f"the text, so every one is counted")
         return parts, how, note
+
+    def _kind_parts(self, kind: str, scope: set[str] | None, terms: list[str],
+                    quals: list[str]) -> tuple[list[Labelled], str, str] | None:
+        """The figures of the asked kind ("pie chart" of "how many pie charts"), by the kind the
+        parser told from each figure's pixels; None when no figure has that kind (the labelled
+        parts are counted, `_parts`). The note says how many figures have no known kind and which
+        of the question's words could not be checked ("exterior" of "exterior photos")."""
+        tree = self.ctx.tree
+        parts, unknown = kind_parts(tree, kind, scope)
+        if terms:
+            pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
+            parts = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
+        if not parts:
+            return None
+        notes = []
+        if unknown:
+            notes.append(f"{unknown} other figure{'s' if unknown > 1 else ''} of no known kind "
+                         f"{'are' if unknown > 1 else 'is'} not counted")
+        kind_words = set(kind.split()) | {"photograph"}
+        unchecked = [q for q in quals if q.lower() not in kind_words]
+        if unchecked:
+            notes.append(f"{' '.join(unchecked)!r} is not checked: every {kind} is counted")
+        return parts, f"figure kind ({kind})", "; ".join(notes)
 
     def _count_parts(self, state: State, op: str, terms: list[str]) -> bool:
         """COUNT/LIST of the parts `_parts` finds, each cited by its label and page; False when
@@ -400,6 +438,8 @@ class Reduce(Operator[ReduceParams]):
             if self.params.unit and self._count_parts(state, op, terms):
                 return state
             items = [i for i in (state.candidates or []) if tree.nodes[i].type != "document"]
+            decoration = recurring_images(tree)  # a banner on every page is no figure to count
+            items = [i for i in items if i not in decoration]
             if terms:
                 pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
                 items = [i for i in items if all(p.search(tree.nodes[i].content) for p in pats)]
@@ -416,6 +456,12 @@ class Reduce(Operator[ReduceParams]):
                                                   f"p. {pages})" if kinds else "")
             else:
                 state.answer = "\n".join(f"- {x['label']} (p. {x['page']})" for x in listing) or "none"
+            kind = asked_figure_kind(self.params.unit or "", self.params.qualifiers)
+            if kind and any(x["type"] == "image" for x in listing):
+                # the kind asked was told of no figure: the count is of every figure, and says so
+                note = f"no figure was told to be a {kind} from its pixels: every one is counted"
+                state.structural["note"] = note
+                state.answer += f". Note: {note}" if op == "COUNT" else f"\nNote: {note}"
             self.note(outputs={"count": len(items)}, source="tree")
             return state
         if op == "ANSWER" and not state.sub_results and self._lookup(state):

@@ -4,8 +4,9 @@ have?", "how many rows does the largest table in the appendix contain?".
 The table is the one the question names by its label, else the only table of the question's
 range, else the one a size superlative picks ("largest" / "smallest": by the area of its box on
 the page). Columns and rows count only where they hold text: a parser's empty spacer columns
-(a cell under a spanning header, a gutter) are layout, not columns of the table. Rows are the
-rows below the header row.
+(a cell under a spanning header, a gutter) are layout, not columns of the table, and so is a
+gutter holding a few cells of text drawn off the edge of the column beside it. Rows are the rows
+below the header row.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _TABLE = re.compile(r"\btables?\b", re.I)
 # the size a superlative asks for: its lemma's direction (bigger or smaller box)
 _LARGER = ("large", "big", "wide", "long", "tall")
 _SMALLER = ("small", "little", "narrow", "short")
+SPILL_SHARE = 0.1  # a column with text in fewer of the rows may be a gutter's spill (`_spilled`)
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,26 @@ def grid(node: Node) -> list[list[str]]:
 
 
 def shape(node: Node) -> Shape:
-    """Rows (below the header) and columns that hold text."""
+    """Rows (below the header) and columns that hold text, a gutter's spilled cells aside
+    (`_spilled`)."""
     rows = grid(node)
     if not rows:
         return Shape(0, 0)
     width = max(len(r) for r in rows)
-    columns = sum(any(j < len(r) and r[j] for r in rows) for j in range(width))
+    columns = sum(any(j < len(r) and r[j] for r in rows) and not _spilled(rows, j) for j in range(width))
     body = sum(any(c for c in r) for r in rows[1:])
     return Shape(body, columns)
+
+
+def _spilled(rows: list[list[str]], j: int) -> bool:
+    """Column j is a gutter the parser split off a column: text in few of the rows (under
+    SPILL_SHARE of those holding any), each time beside an empty cell of a neighbouring column
+    in the same row (the words belong to that column, drawn a little off its edge)."""
+    filled = [r for r in rows if any(r)]
+    mine = [r for r in filled if j < len(r) and r[j]]
+    if not mine or len(mine) >= SPILL_SHARE * len(filled):
+        return False
+    return all(any(0 <= k < len(r) and not r[k] for k in (j - 1, j + 1)) for r in mine)
 
 
 def _size_direction(question: str) -> int:

@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from bookindex.core.model import BBox, Block
 from bookindex.parsing.base import OutlineEntry, ParsedDocument
+from bookindex.parsing.figure_kind import figure_kind
 from bookindex.parsing.numbering import parse_numbering
 from bookindex.parsing.page_numbers import page_number_candidates, printed_page_labels
 from bookindex.parsing.pdf_images import OCR_FONT, ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
@@ -70,7 +71,7 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
             del page
         meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
                 "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"],
-                "vector_figures": stats["vector_figures"]}
+                "vector_figures": stats["vector_figures"], "figure_kinds": stats["figure_kinds"]}
         labels = page_labels(doc) or printed_page_labels(numbers, n)
         if labels:
             meta["page_labels"] = labels
@@ -222,6 +223,11 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             extra: dict[str, Any] = {"caption": "", "image_path": path}
             if item in scan_imgs:
                 extra["scanned_page"] = True
+            else:
+                kind = figure_kind(page, item.bbox)  # photo, pie/bar/line chart; None when unsure
+                if kind:
+                    extra["figure_kind"] = kind
+                    stats["figure_kinds"] += 1
             if item.words:
                 extra["ocr_text"] = item.words
             out.append(Block(type="image", content="", page_idx=pno, bbox=_r(item.bbox), extra=extra))

@@ -48,6 +48,7 @@ from bookindex.retrieval.api import METHODS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_GOLD_CHARS = 60
+QUESTION_KINDS = ("date", "number", "structure", "text", "yes-no")  # short_answers.question_kind's values
 
 
 def short_gold(q: MMLongBenchQuestion) -> bool:
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ref-index", type=Path, help="library holding libtasn1.pdf and gnuplot.pdf")
     ap.add_argument("--questions", type=Path, default=ROOT / "tests" / "data" / "reference_lookup.jsonl")
     ap.add_argument("--limit", type=int, default=0, help="first N short-answer questions per set (0: all)")
+    ap.add_argument("--kind", choices=QUESTION_KINDS,
+                    help="only the questions of this type (by the gold's form and the question, as the tables' columns)")
     ap.add_argument("--method", default="bookindex",
                     help="comma-separated: bookindex and/or baseline retrievers (hybrid, bm25, dense, ...)")
     ap.add_argument("--k", type=int, default=10, help="a baseline's top-k nodes that are read (default 10)")
@@ -174,12 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     llm = "" if settings.llm.provider == "none" else (settings.llm.model or settings.llm.provider)
     result: dict[str, Any] = {"label": a.label, "date": time.strftime("%Y-%m-%d", time.gmtime()),
-                              "settings": {k: str(v) for k, v in overrides.items()}, "limit": a.limit,
+                              "settings": {k: str(v) for k, v in overrides.items()}, "limit": a.limit, "kind": a.kind,
                               "runs": {}, "sets": {}, "reference": []}
     engines = {name: Engine(lib, settings) for name, lib in jobs}
     questions: dict[str, list[MMLongBenchQuestion]] = {}
     for name, _ in jobs:
-        qs = [q for q in load_questions(a.data / name) if short_gold(q)]
+        qs = [q for q in load_questions(a.data / name) if short_gold(q)
+              and (a.kind is None or question_kind(q.text, q.answer, q.answer_format) == a.kind)]
         questions[name] = qs[:a.limit] if a.limit else qs
     runs = {m: run_name(m, a.k, llm) for m in methods}
     for run in runs.values():

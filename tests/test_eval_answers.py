@@ -39,3 +39,14 @@ def test_the_tables_compare_the_runs_per_set_and_type_and_count_refusals() -> No
     assert "| dev | bookindex | 2 | **0.500** | 1.000 (1) | 0.000 (1) | 0 |" in md  # number, text
     assert "| dev | hybrid top-10 + llamacpp | 2 | **0.500** | 0.000 (1) | 1.000 (1) | 2 |" in md
     assert "By what the question asks for" in md and "| describe | quantity |" in md
+
+
+def test_kind_restricts_to_the_question_types_the_tables_show() -> None:
+    from bookindex.evaluation.short_answers import question_kind
+
+    kinds = script().QUESTION_KINDS
+    assert question_kind("How many pie charts are there in the paper?", "5", "Int") == "structure" in kinds
+    assert question_kind("What was the revenue in 2019?", "5.2", "Float") in kinds
+    assert question_kind("Who wrote the report?", "Pew", "Str") in kinds
+    with pytest.raises(SystemExit):  # argparse names the choices and exits 2
+        script().main(["data", "--kind", "pie", "--out", "/nonexistent"])

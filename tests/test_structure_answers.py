@@ -15,6 +15,7 @@ from bookindex.operators.labels import labelled_parts, outline_parts, qualifiers
 from bookindex.operators.lookup import asks_where, lookup, named_evidence
 from bookindex.operators.passages import Passage, build_passages
 from bookindex.operators.reader import read
+from bookindex.operators.table_shape import shape
 from bookindex.retrieval import ask
 from bookindex.retrieval.planner import global_plan
 
@@ -202,6 +203,21 @@ def test_columns_of_a_named_table_count_only_columns_holding_text():
     a = _ask("How many columns does Table 1 have?", _tables_ctx())
     assert a.answer.startswith("3 (columns holding text in Table 1, p. 1)")
     assert a.structural["counted"] == "table columns"
+
+
+def test_a_gutter_holding_a_few_spilled_cells_is_not_a_column():
+    # a specification table of 27 rows whose last two rows' words were drawn a little right of
+    # their column: the parser put them in the gutter column beside it, leaving the column empty
+    rows = [f"| Item {k} | value {k} |  |" for k in range(24)] + ["| Inputs |  | VGA |", "|  |  | HDMI |"]
+    node = build_tree("g", "g.pdf", [Block("table", "| Name | Value |  |\n|---|---|---|\n" + "\n".join(rows), 0,
+                                           (50, 50, 500, 400))], {"pages": 1})
+    table = next(n for n in node.walk() if n.type == "table")
+    assert shape(table).columns == 2
+    # the same cells in a column of their own (its neighbour holds text on those rows) count
+    rows[-2:] = ["| Inputs | two | VGA |", "| Outputs | one | HDMI |"]
+    node = build_tree("g", "g.pdf", [Block("table", "| Name | Value |  |\n|---|---|---|\n" + "\n".join(rows), 0,
+                                           (50, 50, 500, 400))], {"pages": 1})
+    assert shape(next(n for n in node.walk() if n.type == "table")).columns == 3
 
 
 def test_rows_are_counted_below_the_header():

@@ -18,6 +18,9 @@ BBox = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, top-le
 BLOCK_TYPES = ("title", "text", "list", "table", "image", "equation", "code")
 LEAF_TYPES = ("text", "list", "table", "image", "equation", "code")
 NODE_TYPES = ("document", "section") + LEAF_TYPES
+# what an image node's meta["figure_kind"] may say it is (parsing.figure_kind tells it from the
+# figure's pixels; a count of "pie charts" or "photos" counts by it, operators.labels)
+FIGURE_KINDS = ("photo", "pie chart", "bar chart", "line chart")
 
 
 @dataclass
@@ -27,7 +30,8 @@ class Block:
     `level` is set by section filtering on title blocks: 1 for a top-level section, 2 below it,
     ...; a title block whose level stays None is demoted to text when the tree is built.
     `extra` carries modality data: tables `markdown`, `html`, `caption`; images `image_path`,
-    `caption`, `footnote`, `ocr_text`; equations `latex`.
+    `caption`, `footnote`, `ocr_text`, `figure_kind` (`parsing.figure_kind`: "photo", "pie chart",
+    "bar chart", "line chart"; absent when unsure); equations `latex`.
     """
 
     type: str
