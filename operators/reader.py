@@ -88,14 +88,15 @@ _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-
 _KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ./&-]{0,40}?)\s?:\s+(\S.{0,80}?)[\s.;]*$")  # "Key: value", a short label
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
-# "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
-_LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
+# "Figure 1", "Table 6-", "RQ", "E.", "Quiz #2": a number that labels a figure, table or section, not a quantity
+_LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.|#\s?)$")
 _TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
 # "1. From the home screen", "4) Collect", "• 6 Insert ground coffee", "20 Menu pad": a number that
 # opens a sentence or follows a bullet, before an item's first capital word, numbers a list item
 _ENUMERATOR = re.compile(r"^(?:.*[^\w\s,.;:()%$€£\-−–])?\s*$")
 _ITEM_AFTER = re.compile(r"^(?:[.)]\s+|\s+)[A-Z“\"]")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|20)\d\d(?:\s?[-–/]\s?(?:(?:1[89]|20)\d\d|\d\d))?(?!\d)")
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 # a call, an identifier with an underscore, quoted code, or a file path ("/usr/local", "/etc/fstab")
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`|(?<![\w/])/\w[\w.+-]*(?:/[\w.+-]+)*")
@@ -174,7 +175,10 @@ class Asked:
     # transcript is included ...": the verb whose subject is asked (`role`, `_fillers`)
     verb: str = ""
     role: str = ""  # object | subject | passive subject
-    said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
+    said: frozenset[str] = frozenset()
+    # the entity label of the unit the question asks its answer in, a unit named without a number
+    # ("Answer in USD millions": MONEY): a value in another unit (a percentage) does not answer
+    unit: str = ""  # every word of the question, lower case (stop words too)
 
 
 def asked(question: str) -> Asked:
@@ -210,7 +214,9 @@ def asked(question: str) -> Asked:
     wh = next((t for t in whs if not any(x.dep_ in ("advcl", "relcl", "acl") for x in (t, *t.ancestors))),
               whs[0] if whs else None)
     base = Asked(kind="describe", terms=terms, names=names, years=years,
-                 said=frozenset(t.lower_ for t in doc if t.is_alpha))
+                 said=frozenset(t.lower_ for t in doc if t.is_alpha),
+                 unit=next((e.label_ for e in doc.ents if e.label_ in ("MONEY", "PERCENT")
+                            and not any(t.like_num for t in e)), ""))
     last = next((t for t in reversed(doc) if not t.is_punct), None)
     if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
@@ -474,7 +480,7 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
     if len(rows) < 2:
         return None
     width = max(len(r) for r in rows)
-    headers = [r for r in rows[:3] if sum(bool(_NUMBER.fullmatch(c.replace(" ", ""))) for c in r[1:]) <= len(r) // 2
+    headers = [r for r in rows[:3] if sum(bool(cell_value(c)) for c in r[1:]) <= len(r) // 2
                or all(re.fullmatch(r"(?:19|20)\d\d", c) for c in r if c and c[0].isdigit())]
     col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
@@ -491,7 +497,7 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
             # words right beside the cell
             row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
             head = col_text[j] if j < len(col_text) else ""
-            sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head)
+            sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head) - _other_unit(a, c)
             if a.years:
                 if any(y in head for y in a.years):
                     sc += 2.0
@@ -515,15 +521,30 @@ def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
     for j, c in enumerate(row):
         if not c:
             continue
-        if not _NUMBER.fullmatch(c.replace(" ", "")):
+        value = cell_value(c)
+        if not value:
             if after_number:
                 label, after_number = [], False
             label.append(c)
             continue
         after_number = True
-        if label and not re.fullmatch(r"(?:19|20)\d\d", c):
-            out.append((j, c, " ".join(label).lower()))
+        if label and not re.fullmatch(r"(?:19|20)\d\d", value):
+            out.append((j, value, " ".join(label).lower()))
     return out
+
+
+_SPREAD = re.compile(r"\s*[(\[]\s*[±+-]?\s*\d[\d.,]*\s?%?\s*[)\]]\s*$")  # "(1.9%)", "[±0.4]"
+
+
+def cell_value(cell: str) -> str:
+    """The number a table cell holds, "" when it holds text: the cell itself, or its first
+    number when a spread or deviation follows it in brackets ("73.2% (1.9%)", "63.2(1.2)": a
+    result reported with its standard deviation)."""
+    if _NUMBER.fullmatch(cell.replace(" ", "")):
+        return cell
+    m = _SPREAD.search(cell)
+    head = cell[:m.start()].strip() if m else ""
+    return head if head and _NUMBER.fullmatch(head.replace(" ", "")) else ""
 
 
 def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
@@ -587,8 +608,16 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     anchors = [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
                if t.lemma_.lower() in weights or t.lower_ in weights]
     q_words = set(weights)
+    # a line of labels and values without a verb ("Net cash provided by operating activities
+    # 3,676.2 Purchases of ... (460.8) Free cash flow $3,215.4", a table flattened to text) gives
+    # each value the words since the value before it: its label, not the next value's
+    values = [t.i for t in sent if t.like_num] if not any(
+        t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in sent) else []
 
     def close(start: int, end: int) -> float:
+        if values:
+            after = max((v for v in values if v < start), default=sent.start - 1)
+            return sum(w / (1 + (start - j) / 3) for j, w in anchors if after < j < start)
         return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
 
     if a.kind == "quantity" or not a.labels:
@@ -611,7 +640,16 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         # a date with no number and no name in it is relative ("the latter half", "the year
         # ahead"): it places nothing in time by itself
         relative = e.label_ in ("DATE", "TIME") and not any(t.like_num or t.pos_ == "PROPN" for t in e)
-        cands.append((close(e.start, e.end) - (1.0 if relative else 0.0), e.text))
+        text = e.text
+        if e.label_ in ("DATE", "TIME") and a.target == "year":
+            # "which year ...": the year the date holds ("the financial year ended 31st March,
+            # 2007" → "2007", "2015-16" as written); a date without one does not say it
+            year = _YEAR.search(text)
+            if year is None:
+                relative = True
+            else:
+                text = year.group(0)
+        cands.append((close(e.start, e.end) - (1.0 if relative else 0.0) - _other_unit(a, text), text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
@@ -628,7 +666,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             if tok is not None:
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
                 unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
-                cands.append((close(tok.start, tok.end) - 0.1 - unlike, txt))
+                cands.append((close(tok.start, tok.end) - 0.1 - max(unlike, _other_unit(a, txt)), txt))
     elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
@@ -645,6 +683,15 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _other_unit(a: Asked, text: str) -> float:
+    """What a value written in another unit than the one the question asks its answer in loses
+    ("Answer in USD millions": a percentage; "in percent": an amount of money): 2.0, else 0."""
+    percent = bool(re.search(r"%|percent", text, re.I))
+    if (a.unit == "MONEY" and percent) or (a.unit == "PERCENT" and not percent and re.search(r"[$€£]", text)):
+        return 2.0
+    return 0.0
 
 
 def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
@@ -893,7 +940,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     if hit > 0:
                         sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + prior
                         cands.append(Candidate(sc, k, p, title, m.group(1).strip(), fits=True))
-        if a.kind == "quantity" or a.value:
+        if a.kind == "quantity" or a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
+            # "what goodwill does X have", "what score did X achieve in Y": a number the table
+            # gives the row and column the question names answers as well as a name does
             cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
             if cell is not None and cell[0] > 0:
                 bound = bool(a.target) and a.target in _lemmas(cell[2])
