@@ -213,15 +213,18 @@ def asked(question: str) -> Asked:
     whs = [t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")]
     wh = next((t for t in whs if not any(x.dep_ in ("advcl", "relcl", "acl") for x in (t, *t.ancestors))),
               whs[0] if whs else None)
+    # "which judges' opinions": a WDT before its noun determines it, however the parser attached it
+    det = wh is not None and (wh.dep_ == "det" or (wh.tag_ == "WDT" and wh.head.pos_ == "NOUN"
+                                                   and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha),
                  unit=next((e.label_ for e in doc.ents if e.label_ in ("MONEY", "PERCENT")
                             and not any(t.like_num for t in e)), ""))
     last = next((t for t in reversed(doc) if not t.is_punct), None)
-    if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
+    if (wh is not None and wh.lower_ == "what" and not det and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
         base.verb, base.role = last.lemma_.lower(), "object"
-    elif (wh is not None and wh.dep_ == "det" and wh.head.dep_ in ("nsubj", "nsubjpass")
+    elif (wh is not None and det and wh.head.dep_ in ("nsubj", "nsubjpass")
           and wh.head.head.pos_ == "VERB" and wh.head.head.lemma_ not in ("be", "have", "do")):
         # "which transcript has been included in ...": the verb's subject is what is asked
         base.verb = wh.head.head.lemma_.lower()
@@ -244,7 +247,7 @@ def asked(question: str) -> Asked:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
         return base
     # what / which: the noun it determines ("what percentage"), or the subject it asks about
-    target = wh.head if wh.dep_ == "det" and wh.head.pos_ == "NOUN" else None
+    target = wh.head if det and wh.head.pos_ == "NOUN" else None
     if target is None and wh.head.lemma_ == "be":
         target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
         if target is None and wh.i < wh.head.i:
@@ -271,7 +274,7 @@ def asked(question: str) -> Asked:
         return base
     # "which N" / "what N": one of the things the evidence names; "what is the N of X" (purpose, role,
     # colour ...) with an N no entity label describes: the sentence that says it
-    base.kind = "entity" if base.target and (lw == "which" or wh.dep_ == "det") else "describe"
+    base.kind = "entity" if base.target and (lw == "which" or det) else "describe"
     base.value = base.kind == "describe" and bool(base.target)
     return base
 
@@ -675,9 +678,14 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
                     t.dep_ in ("amod", "compound", "conj") and not t.is_stop and t.lemma_.lower() not in q_words
                     for t in ch))):
                 continue
-            # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
-            # a kind of it, its own head counting as a question word beside it
-            kind_of = weights.get(ch.root.lemma_.lower(), 0.0)
+            # "what type of court" → "the SUPERIOR COURT": a chunk headed by the noun asked names a
+            # kind of it, its own head counting as a question word beside it; one headed by another
+            # noun of the question ("which judges' opinions" → "UNPUBLISHED OPINION") names what
+            # the question already says
+            root = ch.root.lemma_.lower()
+            if root in q_words and root not in (a.target, a.member):
+                continue
+            kind_of = weights.get(root, 0.0)
             cands.append((close(ch.start, ch.end) + kind_of - 0.2, ch.text))
     out: dict[str, float] = {}
     for c, text in sorted(cands, key=lambda x: -x[0]):

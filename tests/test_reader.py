@@ -555,3 +555,14 @@ def test_what_n_does_x_have_is_answered_by_the_cell_of_the_row_named_n():
                  "and Best Buy Health.", ("Critical Accounting Estimates",), 31)
     text, _ = read("what goodwill does Best Buy have for the fiscal year ending January 28, 2023?", [s, t])
     assert text.startswith("1,383 [2]")
+
+
+def test_which_before_its_noun_determines_it_however_the_parser_attached_it():
+    a = asked("The document represents which judges' opinions?")
+    assert (a.kind, a.target) == ("entity", "judge")
+
+
+def test_a_name_headed_by_another_noun_of_the_question_does_not_answer():
+    p = _passage("op", "UNPUBLISHED OPINION.\nE. SCOTT BRADLEY, Judge.\nEND OF DOCUMENT", (), 1)
+    text, _ = read("The document represents which judges' opinions?", [p])
+    assert text.startswith("E. SCOTT BRADLEY [1]")
