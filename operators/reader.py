@@ -176,8 +176,8 @@ class Asked:
     verb: str = ""
     role: str = ""  # object | subject | passive subject
     said: frozenset[str] = frozenset()
-    # the entity label of the unit the question asks its answer in, a unit named without a number
-    # ("Answer in USD millions": MONEY): a value in another unit (a percentage) does not answer
+    # the unit the question asks its answer in (`_answer_unit`): MONEY for an amount, PERCENT
+    # for a percentage; a value in the other unit does not answer
     unit: str = ""  # every word of the question, lower case (stop words too)
 
 
@@ -218,8 +218,7 @@ def asked(question: str) -> Asked:
                                                    and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha),
-                 unit=next((e.label_ for e in doc.ents if e.label_ in ("MONEY", "PERCENT")
-                            and not any(t.like_num for t in e)), ""))
+                 unit=_answer_unit(doc))
     last = next((t for t in reversed(doc) if not t.is_punct), None)
     if (wh is not None and wh.lower_ == "what" and not det and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
@@ -277,6 +276,19 @@ def asked(question: str) -> Asked:
     base.kind = "entity" if base.target and (lw == "which" or det) else "describe"
     base.value = base.kind == "describe" and bool(base.target)
     return base
+
+
+def _answer_unit(doc: Any) -> str:
+    """The unit a question asks its answer in, named without a number: a currency or percentage
+    entity ("Answer in USD millions": MONEY), or a number word a preposition governs ("Answer in
+    billion", "in millions": an amount of that scale, MONEY)."""
+    for e in doc.ents:
+        if e.label_ in ("MONEY", "PERCENT") and not any(t.like_num and any(c.isdigit() for c in t.text) for t in e):
+            return str(e.label_)
+    for t in doc:
+        if t.like_num and t.is_alpha and t.dep_ == "pobj" and t.head.lower_ == "in":
+            return "MONEY"
+    return ""
 
 
 @lru_cache(maxsize=1024)
@@ -646,17 +658,16 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
         text = e.text
         if e.label_ in ("DATE", "TIME") and a.target == "year":
             # "which year ...": the year the date holds ("the financial year ended 31st March,
-            # 2007" → "2007", "2015-16" as written); a date without one does not say it
+            # 2007" → "2007", "2015-16" as written); a date without one ("the 12th") does not say it
             year = _YEAR.search(text)
             if year is None:
-                relative = True
-            else:
-                text = year.group(0)
+                continue
+            text = year.group(0)
         cands.append((close(e.start, e.end) - (1.0 if relative else 0.0) - _other_unit(a, text), text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
-            txt = m.group(0).strip()
+            txt = _balanced(m.group(0).strip())
             before = sent.text[:m.start()]
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
@@ -691,6 +702,16 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _balanced(number: str) -> str:
+    """A number without the bracket of a parenthesis it opens or closes ("(80%" of "(80% in
+    2017)", "150)" of "(population 150)"); "(460.8)", a negative amount, keeps both."""
+    if number.startswith("(") and not number.endswith(")"):
+        return number[1:].lstrip()
+    if number.endswith(")") and not number.startswith("("):
+        return number[:-1].rstrip()
+    return number
 
 
 def _other_unit(a: Asked, text: str) -> float:

@@ -566,3 +566,24 @@ def test_a_name_headed_by_another_noun_of_the_question_does_not_answer():
     p = _passage("op", "UNPUBLISHED OPINION.\nE. SCOTT BRADLEY, Judge.\nEND OF DOCUMENT", (), 1)
     text, _ = read("The document represents which judges' opinions?", [p])
     assert text.startswith("E. SCOTT BRADLEY [1]")
+
+
+def test_a_scale_the_question_names_asks_for_an_amount_not_a_percentage():
+    assert asked("What amount is liabilities for unredeemed gift cards? Answer in billion.").unit == "MONEY"
+    assert asked("How many of the five datasets are multiple choice?").unit == ""
+    p = _passage("gc", "We issued $872 million of new 5.200% senior notes due 2025.", ("Long-term debt",), 56)
+    text, _ = read("What is the amount of the new senior notes issued? Answer in million.", [p])
+    assert text.startswith("$872 million [1]")
+
+
+def test_which_year_passes_over_a_date_without_a_year():
+    p = _passage("ye", "The report of the year ahead.\nThe report was written in 2015.", ("Annual report",), 3)
+    text, _ = read("What year is the report for?", [p])
+    assert text.startswith("2015 [1]")
+
+
+def test_a_number_read_from_a_parenthesis_does_not_keep_half_of_it():
+    from bookindex.operators.reader import _balanced
+    assert _balanced("(80%") == "80%"
+    assert _balanced("150)") == "150"
+    assert _balanced("(460.8)") == "(460.8)"  # a negative amount
