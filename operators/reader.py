@@ -612,7 +612,34 @@ def enumerates(text: str, start: int, end: int) -> bool:
     return len(re.findall(rf"(?<![\w.,]){number}(?=\s+[A-Z“\"])", text)) >= 2
 
 
-def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
+_PART_LABEL = re.compile(r"^\s*([A-Z][A-Za-z]{2,})\.?\s+(\d+(?:\.\d+)*)\b")
+_LABEL_NUMBER = re.compile(r"\b([A-Z][A-Za-z]{2,})\.?\s+(\d+(?:\.\d+)*)\b")
+
+
+def part_labels(passages: list[Passage]) -> frozenset[str]:
+    """The words the evidence numbers its parts with (lower case): a capitalised word that opens
+    a line or a title followed by a number ("Figure 1: An example ...", "Unit 16 Key Assignments")
+    and that stands before two or more different numbers in the evidence. A number after such a
+    word names a part ("shown in Figure 6", "Table 2: ..."): it counts nothing."""
+    texts = [ln for p in passages for ln in [*p.title_path, *p.text.splitlines()] if not ln.lstrip().startswith("|")]
+    opening = {m.group(1).lower() for ln in texts if (m := _PART_LABEL.match(ln))}
+    numbers: dict[str, set[str]] = {}
+    for ln in texts:
+        for m in _LABEL_NUMBER.finditer(ln):
+            if m.group(1).lower() in opening:
+                numbers.setdefault(m.group(1).lower(), set()).add(m.group(2))
+    return frozenset(w for w, ns in numbers.items() if len(ns) >= 2)
+
+
+def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
+    """Whether the number at `start_char` of the sentence's document follows a word the evidence
+    numbers its parts with (`part_labels`)."""
+    m = re.search(r"([A-Za-z]+)\.?\s*$", sent.doc.text[max(0, start_char - 30):start_char])
+    return bool(parts) and m is not None and m.group(1).lower() in parts
+
+
+def _spans(sent: Any, a: Asked, weights: dict[str, float],
+           parts: frozenset[str] = frozenset()) -> list[tuple[float, str]]:
     """The parts of a sentence that may answer, closest to the question's words first:
     (closeness, text) for each entity (or number, or noun chunk) of a fitting type that the
     question does not already say. A sentence often holds several numbers of the asked kind
@@ -649,6 +676,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             continue
         if e.label_ in NUMERIC_LABELS and re.match(r"['’]s\b", sent.doc.text[e.end_char:e.end_char + 3]):
             continue  # "(000's)", "the 1990's": a unit or a decade, not an amount
+        if e.label_ in NUMERIC_LABELS and _names_a_part(sent, e.start_char, parts):
+            continue  # "Figure 6", "Unit 16": the number of a part
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue
@@ -672,6 +701,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
+            if _names_a_part(sent, at, parts):
+                continue
             if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2]):
                 continue
             if enumerates(sent.text, m.start(), m.end()):
@@ -844,6 +875,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     texts = [s.text if s is not None else "" for _, _, ss in parsed for s in ss]
     weights = _idf(a.terms, texts or [p.text for _, p, _ in parsed])
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
+    parts = part_labels([p for _, p, _ in parsed]) if a.kind == "quantity" or a.value or a.kind == "entity" \
+        else frozenset()
     cands: list[Candidate] = []
     # "which function / command ..." over a reference manual (a document with reference entries):
     # the answer is the name of a unit the manual names (an entry or a section), and the rank
@@ -901,7 +934,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 continue
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
-                spans = _spans(s, a, weights)[:SPANS_PER_SENTENCE]
+                spans = _spans(s, a, weights, parts)[:SPANS_PER_SENTENCE]
             if a.kind == "entity" and a.target and not a.labels and section:
                 # "which directory / step ...": the section the sentence is in, named by its
                 # innermost title that shares a word with the question; against the sentence's
@@ -930,7 +963,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
-                for close, span in _spans(s, numeric, weights)[:SPANS_PER_SENTENCE]:
+                for close, span in _spans(s, numeric, weights, parts)[:SPANS_PER_SENTENCE]:
                     bound = _bound(s, span, a.target)
                     cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
                                            fits=bound and a.value))

@@ -587,3 +587,13 @@ def test_a_number_read_from_a_parenthesis_does_not_keep_half_of_it():
     assert _balanced("(80%") == "80%"
     assert _balanced("150)") == "150"
     assert _balanced("(460.8)") == "(460.8)"  # a negative amount
+
+
+def test_a_number_after_a_word_the_evidence_numbers_its_parts_with_counts_nothing():
+    from bookindex.operators.reader import part_labels
+    cap = _passage("f1", "Figure 1: An example of question-guided reasoning for fact-checking claims.", ("1 Introduction",), 1)
+    ex = _passage("ex", "We raise two questions about a claim, as shown in Figure 6.", ("3 Method",), 3)
+    assert part_labels([cap, ex]) == frozenset({"figure"})
+    assert part_labels([ex]) == frozenset()  # "Figure 6" inside a sentence only: no part is labelled
+    text, _ = read("How many numbers are mentioned in the example figure of question-guided reasoning?", [cap, ex])
+    assert text.startswith("2 [2]")
