@@ -175,10 +175,11 @@ class Asked:
     # transcript is included ...": the verb whose subject is asked (`role`, `_fillers`)
     verb: str = ""
     role: str = ""  # object | subject | passive subject
-    said: frozenset[str] = frozenset()
+    said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
     # the unit the question asks its answer in (`_answer_unit`): MONEY for an amount, PERCENT
     # for a percentage; a value in the other unit does not answer
-    unit: str = ""  # every word of the question, lower case (stop words too)
+    unit: str = ""
+    scale: str = ""  # "Answer in USD millions": the scale word (thousand, million, billion) asked for
 
 
 def asked(question: str) -> Asked:
@@ -218,7 +219,9 @@ def asked(question: str) -> Asked:
                                                    and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha),
-                 unit=_answer_unit(doc))
+                 unit=_answer_unit(doc),
+                 scale=next((t.lower_.rstrip("s") for t in doc if t.lower_.rstrip("s") in SCALES
+                             and any(x.lower_ == "in" for x in doc[max(0, t.i - 2):t.i])), ""))
     last = next((t for t in reversed(doc) if not t.is_punct), None)
     if (wh is not None and wh.lower_ == "what" and not det and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
@@ -735,6 +738,44 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     return [(c, t) for t, c in out.items() if t]
 
 
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+# a statement's declared scale: "(in thousands)", "$ in millions", "(Amounts in millions, ...)",
+# "(000's)"; not the scale of another quantity ("shares in thousands")
+_DECLARED = re.compile(r"(?:\(\s*|\$\s*|\b(?:amounts|dollars)\s+)in\s+(thousand|million|billion)s\b|\((000)['’]?s\)", re.I)
+_OWN_SCALE = re.compile(r"\b(thousand|million|billion|trillion)s?\b", re.I)
+
+
+def declared_scale(passage: Passage, at: int) -> str:
+    """The scale the passage declares for the values after it, the nearest declaration before
+    text offset `at` ("(in thousands)" over a statement), else one in its titles ("In Millions
+    Fiscal 2020"): "thousand", "million", "billion", or ""."""
+    found = [m for m in _DECLARED.finditer(passage.text) if m.start() < at]
+    m = found[-1] if found else None
+    if m is None:
+        m = next((x for t in passage.title_path if (x := re.search(r"\bin\s+(thousand|million|billion)s\b", t, re.I))),
+                 None)
+        return m.group(1).lower() if m else ""
+    return "thousand" if m.group(2) else m.group(1).lower()
+
+
+def in_scale(value: str, asked: str, declared: str) -> str:
+    """`value` restated in the scale the question asks for ("$381,603" declared in thousands,
+    asked in millions: "$381.603 million"), "" when it needs no restating or cannot be: a value
+    with its own scale word ("$3.2 billion") is in that scale, else in the one declared."""
+    own = _OWN_SCALE.search(value)
+    scale = own.group(1).lower() if own else declared
+    if not asked or not scale or scale == asked or re.search(r"%|percent", value, re.I):
+        return ""
+    m = re.search(r"\d[\d,]*(?:\.\d+)?", value)
+    if m is None:
+        return ""
+    amount = float(m.group(0).replace(",", "")) * SCALES[scale] / SCALES[asked]
+    negative = value.strip().startswith(("(", "-", "−")) and not own
+    currency = next((c for c in "$€£" if c in value), "")
+    number = f"{amount:,.3f}".rstrip("0").rstrip(".")
+    return f"{'-' if negative else ''}{currency}{number} {asked}"
+
+
 def _balanced(number: str) -> str:
     """A number without the bracket of a parenthesis it opens or closes ("(80%" of "(80% in
     2017)", "150)" of "(population 150)"); "(460.8)", a negative amount, keeps both."""
@@ -1156,6 +1197,15 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
         best.span = best.passage.name
     if best.span and (a.kind == "quantity" or a.value) and spelled_number(best.span):
         best.span = spelled_number(best.span)
+    if best.span and a.scale and best.fits:
+        # "Answer in USD millions" over a statement "(in thousands)": the value in the scale asked,
+        # then as the document prints it
+        digits = re.search(r"\d[\d,.]*", best.span)
+        at = best.passage.text.find(digits.group(0)) if digits else -1
+        declared = declared_scale(best.passage, at if at >= 0 else len(best.passage.text))
+        restated = in_scale(best.span, a.scale, declared)
+        if restated:
+            best.span = f"{restated} ({best.span}{'' if _OWN_SCALE.search(best.span) else f' in {declared}s'})"
     if best.span:
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"

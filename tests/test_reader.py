@@ -597,3 +597,23 @@ def test_a_number_after_a_word_the_evidence_numbers_its_parts_with_counts_nothin
     assert part_labels([ex]) == frozenset()  # "Figure 6" inside a sentence only: no part is labelled
     text, _ = read("How many numbers are mentioned in the example figure of question-guided reasoning?", [cap, ex])
     assert text.startswith("2 [2]")
+
+
+def test_a_value_is_restated_in_the_scale_the_question_asks_for():
+    from bookindex.operators.reader import declared_scale, in_scale
+    assert asked("How much cash did operations generate in FY2020? Answer in USD millions.").scale == "million"
+    assert in_scale("$381,603", "million", "thousand") == "$381.603 million"
+    assert in_scale("$3.2 billion", "million", "") == "$3,200 million"  # its own scale word
+    assert in_scale("8,802", "million", "million") == ""
+    assert in_scale("12%", "million", "thousand") == ""
+    p = _passage("cf", "The following table summarizes our cash flow activities (in thousands):\n"
+                 "| | Year Ended December 31, 2020 | | 2019 |\n|---|---|---|---|\n"
+                 "| Net cash provided by operating activities | $ | 381,603 | $ | 465,699 |", ("Cash Flow Activities",), 74)
+    assert declared_scale(p, p.text.find("381,603")) == "thousand"
+    shares = _passage("sh", "Share repurchases were as follows (shares in thousands): 1,200", ("Equity",), 60)
+    assert declared_scale(shares, shares.text.find("1,200")) == ""  # the scale of a count of shares
+    assert declared_scale(_passage("t", "Free cash flow 3,215.4", ("In Millions Fiscal 2020",)), 0) == "million"
+    text, _ = read("How much did the company generate in cash flow from operating activities in FY2020? "
+                   "Answer in USD millions.", [p])
+    assert text.startswith("$381.603 million ($381,603 in thousands) [1]")
+    assert short_answer("How much cash?", text) == "$381.603"
