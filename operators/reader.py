@@ -1052,7 +1052,10 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # the row names what is asked: the target, or two of the question's words that are
                 # not the name of whom it is asked about (the company the question names)
                 named = sum(1 for t in weights if t in cell[2] and not any(t in n for n in a.names))
-                sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
+                # the table's titles count as a sentence's do ("MGM RESORTS INTERNATIONAL >
+                # CONSOLIDATED BALANCE SHEETS": the statement of the company the question names)
+                titled = sum(w for t, w in weights.items() if t in titles[rank] and t not in cell[2])
+                sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior + 0.3 * titled
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
         if a.kind == "describe" or (a.kind == "entity" and not a.labels):

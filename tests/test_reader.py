@@ -617,3 +617,12 @@ def test_a_value_is_restated_in_the_scale_the_question_asks_for():
                    "Answer in USD millions.", [p])
     assert text.startswith("$381.603 million ($381,603 in thousands) [1]")
     assert short_answer("How much cash?", text) == "$381.603"
+
+
+def test_a_table_is_read_with_its_titles_the_statement_of_the_company_named_first():
+    sub = _passage("s1", "| | 2018 | | 2017 | |\n|---|---|---|---|---|\n| Accounts payable | $ | 25,758 | $ | 24,950 |",
+                   ("Las Vegas, Nevada February 27, 2019", "CONSOLIDATED BALANCE SHEETS"), 174)
+    own = _passage("s2", "| | 2018 | | 2017 | |\n|---|---|---|---|---|\n| Accounts payable | $ | 302,578 | $ | 255,028 |",
+                   ("MGM RESORTS INTERNATIONAL", "CONSOLIDATED BALANCE SHEETS"), 57)
+    text, _ = read("What is the year end FY2018 amount of accounts payable for MGM Resorts?", [sub, own])
+    assert text.startswith("$302,578 [2]")
