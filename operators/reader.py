@@ -558,11 +558,17 @@ def cell_value(cell: str) -> str:
     """The number a table cell holds, "" when it holds text: the cell itself, or its first
     number when a spread or deviation follows it in brackets ("73.2% (1.9%)", "63.2(1.2)": a
     result reported with its standard deviation)."""
-    if _NUMBER.fullmatch(cell.replace(" ", "")):
+    if _one_number(cell):
         return cell
     m = _SPREAD.search(cell)
     head = cell[:m.start()].strip() if m else ""
-    return head if head and _NUMBER.fullmatch(head.replace(" ", "")) else ""
+    return head if head and _one_number(head) else ""
+
+
+def _one_number(text: str) -> bool:
+    """Whether a cell's text is one number: spaces only beside its signs ("$ 1,234", "(460.8 )",
+    "12 %"); "12 12 13 13", a column of values the parser ran into one cell, is not."""
+    return bool(_NUMBER.fullmatch(re.sub(r"(?<=[$€£(−-])\s+|\s+(?=[%)])", "", text.strip())))
 
 
 def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:

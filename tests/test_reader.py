@@ -540,6 +540,8 @@ def test_a_cell_reported_with_its_deviation_is_read_as_its_number():
     assert cell_value("63.2(1.2)") == "63.2"
     assert cell_value("1,383") == "1,383"
     assert cell_value("Step-Back (ours)") == ""
+    assert cell_value("$ 1,234") == "$ 1,234"
+    assert cell_value("12 12 12 13 13") == ""  # a column of values run into one cell is no one value
     t = _passage("sb", "| Method | | | MMLU Physics | MMLU Chemistry |\n|---|---|---|---|---|\n"
                  "| PaLM-2L | + | CoT | 68.5% (2.1%) | 80.0% (1.6%) |\n"
                  "| PaLM-2L | + | Step-Back (ours) | 73.2% (1.9%) | 81.8% (1.4%) |", ("4.1 Step-back prompting",), 4)
