@@ -687,6 +687,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             continue  # "(000's)", "the 1990's": a unit or a decade, not an amount
         if e.label_ in NUMERIC_LABELS and _names_a_part(sent, e.start_char, parts):
             continue  # "Figure 6", "Unit 16": the number of a part
+        if e.label_ in NUMERIC_LABELS and re.fullmatch(r"\d+(?:\.\d+){2,}", e.text.strip()):
+            continue  # "6.4.1": a section's (or a version's) number
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue

@@ -628,3 +628,9 @@ def test_a_table_is_read_with_its_titles_the_statement_of_the_company_named_firs
                    ("MGM RESORTS INTERNATIONAL", "CONSOLIDATED BALANCE SHEETS"), 57)
     text, _ = read("What is the year end FY2018 amount of accounts payable for MGM Resorts?", [sub, own])
     assert text.startswith("$302,578 [2]")
+
+
+def test_a_section_number_is_not_a_quantity():
+    p = _passage("ds", "Start the Care menu. Touch Descaling. Continue with 6.4.1 or with 6.4.2 of the main menu.",
+                 ("6.4 Descaling",), 68)
+    assert not read("How many types of main menu functions are there?", [p])[0].startswith("6.4.")
