@@ -689,6 +689,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             continue  # "Figure 6", "Unit 16": the number of a part
         if e.label_ in NUMERIC_LABELS and re.fullmatch(r"\d+(?:\.\d+){2,}", e.text.strip()):
             continue  # "6.4.1": a section's (or a version's) number
+        if e.label_ in NUMERIC_LABELS and _cites(sent.doc.text, e.start_char, e.end_char):
+            continue
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue
@@ -712,7 +714,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
-            if _names_a_part(sent, at, parts):
+            if _names_a_part(sent, at, parts) or _cites(sent.doc.text, at, sent.start_char + m.end()):
                 continue
             if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2]):
                 continue
@@ -782,6 +784,13 @@ def in_scale(value: str, asked: str, declared: str) -> str:
     currency = next((c for c in "$€£" if c in value), "")
     number = f"{amount:,.3f}".rstrip("0").rstrip(".")
     return f"{'-' if negative else ''}{currency}{number} {asked}"
+
+
+def _cites(text: str, start: int, end: int) -> bool:
+    """Whether the number at text[start:end] is a citation marker ("a strategy [96]", "[3, 12]"):
+    it numbers a reference, it counts nothing."""
+    return bool(re.search(r"\[[\d,\s–-]*$", text[max(0, start - 12):start])
+                and re.match(r"[\d,\s–-]*\]", text[end:end + 12]))
 
 
 def _balanced(number: str) -> str:

@@ -634,3 +634,14 @@ def test_a_section_number_is_not_a_quantity():
     p = _passage("ds", "Start the Care menu. Touch Descaling. Continue with 6.4.1 or with 6.4.2 of the main menu.",
                  ("6.4 Descaling",), 68)
     assert not read("How many types of main menu functions are there?", [p])[0].startswith("6.4.")
+
+
+def test_a_citation_marker_is_not_a_quantity():
+    from bookindex.operators.reader import _cites
+    text = "we develop a prompting strategy [96] inspired by the engine [3, 12] with 24 steps"
+    assert _cites(text, text.find("96"), text.find("96") + 2)
+    assert _cites(text, text.find("12"), text.find("12") + 2)
+    assert not _cites(text, text.find("24"), text.find("24") + 2)
+    p = _passage("cc", "Specifically, we develop CausalCoT, a chain-of-thought prompting strategy [96] that prompts "
+                 "the model to extract the causal graph.", ("Method",), 4)
+    assert not read("How many directed edges are there in the causal graph?", [p])[0].startswith("96")
