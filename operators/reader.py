@@ -490,10 +490,13 @@ def _column_headers(headers: list[list[str]], width: int) -> list[str]:
     return [c.lower() for c in cols]
 
 
-def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[float, str, str] | None:
+def table_cell(passage: Passage, a: Asked, weights: dict[str, float],
+               subject: frozenset[str] = frozenset()) -> tuple[float, str, str] | None:
     """The number at the row whose label and the column whose header hold the question's words
     (and the fiscal year it names): (score, cell, row label). A row label scores as a span in a
-    sentence does (`span_score`), its column header adds half its words' weight."""
+    sentence does (`span_score`), its column header adds half its words' weight. `subject`: the
+    names the question gives that most of the evidence says (`document_subject`), which pick no
+    row either."""
     rows = [_merge_units(r) for r in _table_rows(passage.text)]
     if len(rows) < 2:
         return None
@@ -504,7 +507,7 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
     context = " ".join(passage.title_path).lower()
     # a name the passage's titles carry (the company of a filing's running title) is every row's:
     # it does not tell its rows apart
-    shared = {t for t in weights if any(t in n for n in a.names if n in context)}
+    shared = {t for t in weights if any(t in n for n in a.names if n in context or n in subject)}
     best: tuple[float, str, str] | None = None
     for r in rows:
         for j, c, label in _row_records(r):
@@ -526,6 +529,17 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
             if best is None or sc > best[0]:
                 best = (sc, c, label)
     return best
+
+
+def document_subject(a: Asked, passages: list[Passage]) -> frozenset[str]:
+    """The names the question gives that half or more of the passages say, in their text or
+    titles (the company of a filing: "COSTCO" in "How much did COSTCO spend ..."): what the
+    whole evidence is about tells none of its table rows apart ("net income attributable to
+    Costco" is not what Costco spent); a name few passages say ("Missouri") still picks its row."""
+    if len(passages) < 2:
+        return frozenset()
+    texts = [f"{' '.join(p.title_path)} {p.text}".lower() for p in passages]
+    return frozenset(n for n in a.names if sum(n in t for t in texts) * 2 >= len(texts))
 
 
 def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
@@ -933,6 +947,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     texts = [s.text if s is not None else "" for _, _, ss in parsed for s in ss]
     weights = _idf(a.terms, texts or [p.text for _, p, _ in parsed])
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
+    about = document_subject(a, [p for _, p, _ in parsed])
     parts = part_labels([p for _, p, _ in parsed]) if a.kind == "quantity" or a.value or a.kind == "entity" \
         else frozenset()
     cands: list[Candidate] = []
@@ -1063,7 +1078,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         if a.kind == "quantity" or a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
             # "what goodwill does X have", "what score did X achieve in Y": a number the table
             # gives the row and column the question names answers as well as a name does
-            cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
+            cell = table_cell(p, a if a.kind == "quantity" else numeric, weights, about)
             if cell is not None and cell[0] > 0:
                 bound = bool(a.target) and a.target in _lemmas(cell[2])
                 # the row names what is asked: the target, or two of the question's words that are

@@ -645,3 +645,16 @@ def test_a_citation_marker_is_not_a_quantity():
     p = _passage("cc", "Specifically, we develop CausalCoT, a chain-of-thought prompting strategy [96] that prompts "
                  "the model to extract the causal graph.", ("Method",), 4)
     assert not read("How many directed edges are there in the causal graph?", [p])[0].startswith("96")
+
+
+def test_a_name_most_of_the_evidence_says_picks_no_table_row():
+    from bookindex.operators.reader import document_subject
+    ni = _passage("ni", "| | 2021 | | 2020 |\n|---|---|---|---|\n| Net income attributable to Costco | $ | 5,007 | $ | 4,002 |",
+                  ("Note 10—Net Income per Share",), 60)
+    eq = _passage("eq", "| | 2021 | | 2020 |\n|---|---|---|---|\n| Repurchases of common stock | | (496) | | (196) |",
+                  ("Consolidated Statements of Cash Flows",), 38)
+    ab = _passage("ab", "Costco operates membership warehouses.", ("Business",), 3)
+    q = "How much did COSTCO spend on repurchases of common stock in FY2021?"
+    assert document_subject(asked(q), [ni, eq, ab]) == frozenset({"costco"})
+    assert read(q, [ni, eq, ab])[0].startswith("(496) [2]")
+    assert not read("How much did COSTCO spend in FY2021?", [ni, eq, ab])[0].startswith("$5,007")
