@@ -594,8 +594,22 @@ def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
     years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
     if len(years) < 2 or years.count(a.years[0]) != 1:
         return []
+    # the values as written ("$364.39 and $308.45", "approximately $495 and $198": the entity
+    # recogniser may take a currency sign apart from its number, or two values as one entity)
+    dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
+    values = []
+    for m in _NUMBER.finditer(sent.text):
+        at = sent.start_char + m.start()
+        text = m.group(0).rstrip(", ")
+        if (text.strip() in years or any(lo <= at < hi for lo, hi in dates)
+                or re.search(r"\d[.\-/]$", sent.text[:m.start()])  # "31.3.2003", "1-2": part of a date or a range
+                or re.match(r"[.\-–/]\d|[A-Za-z]", sent.text[m.start() + len(text):m.start() + len(text) + 2])):
+            continue
+        span = sent.doc.char_span(at, at + len(text), alignment_mode="expand")
+        if span is not None:
+            values.append(span)
     runs: list[list[Any]] = []
-    for e in (e for e in sent.ents if e.label_ in NUMERIC_LABELS):
+    for e in values:
         gap = sent.doc.text[runs[-1][-1].end_char:e.start_char] if runs else "x"
         if runs and re.fullmatch(r"[\s,;]*(?:and|or)?\s*", gap):
             runs[-1].append(e)

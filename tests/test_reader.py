@@ -658,3 +658,13 @@ def test_a_name_most_of_the_evidence_says_picks_no_table_row():
     assert document_subject(asked(q), [ni, eq, ab]) == frozenset({"costco"})
     assert read(q, [ni, eq, ab])[0].startswith("(496) [2]")
     assert not read("How much did COSTCO spend in FY2021?", [ni, eq, ab])[0].startswith("$5,007")
+
+
+def test_listed_values_are_read_as_written_at_the_position_of_the_year_asked():
+    p = _passage("r", "During 2021 and 2020, the shares were bought at average prices of $364.39 and $308.45, "
+                 "respectively.", ("Stock Repurchase Programs",), 29)
+    assert read("What was the average price of the shares bought in 2020?", [p])[0].startswith("$308.45 [1]")
+    assert read("What was the average price of the shares bought in 2021?", [p])[0].startswith("$364.39 [1]")
+    q = _passage("t", "During 2021 and 2020, repurchases totaled approximately $495 and $198, respectively.",
+                 ("Stock Repurchase Programs",), 29)
+    assert read("How much did the repurchases total in 2020?", [q])[0].startswith("$198 [1]")
