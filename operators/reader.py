@@ -45,6 +45,19 @@ What the document's layout says is read as such:
   as a sentence with the acronym as its subject; the document's own title (every passage's)
   does not answer "which section".
 
+Numbers read as the document writes them and the question asks them: a number after a word the
+evidence numbers its parts with ("Figure 6", "Unit 16", "Quiz #2"), a section's dotted number
+("6.4.1") or a citation marker ("[96]") counts nothing; a line of labels and values without a verb
+(a table flattened to text) gives each value the words since the value before it; a table cell
+reported with its deviation ("73.2% (1.9%)") is its first number, a cell holding several numbers
+none; a table is read with its passage's titles, and a name most of the evidence says (the
+filing's company) picks no row, and "what N does X have" / "what score did X achieve in Y" is
+answered by the cell of the row and column the question names; values listed per year are read
+as written. The unit the question
+asks in decides between values ("Answer in USD millions": not a percentage), and a value is
+restated in the scale asked when the statement declares another ("(in thousands)": "$381,603" →
+"$381.603 million"); "which year" is answered by the year a date holds.
+
 And what the question's parse says: its own wh-word (not that of a clause qualifying something
 in it: "For the dataset that uses Prover9, how many ..."); the noun the copula introduces when the
 parser attached it to a later verb ("what is the percentages of ..."); "what kind of N" answered
@@ -52,7 +65,9 @@ by an N the evidence qualifies ("a quiet and relaxed environment"); "what does X
 object the evidence gives that verb, "which N was included in ..." by its subject (a passive's
 agent for an active subject), in a sentence that says the rest of the question; a percentage
 asked by a number written as one; a number before "'s" ("(000's)") a unit, not an amount; a
-relative date ("the latter half") placing nothing in time.
+relative date ("the latter half") placing nothing in time; "which N" before its noun determining
+it however the parser attached it ("which judges' opinions"), and a name headed by another noun
+of the question ("UNPUBLISHED OPINION") not answering it.
 """
 
 from __future__ import annotations
