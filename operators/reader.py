@@ -778,10 +778,10 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
                 continue
             # "what type of court" → "the SUPERIOR COURT": a chunk headed by the noun asked names a
             # kind of it, its own head counting as a question word beside it; one headed by another
-            # noun of the question ("which judges' opinions" → "UNPUBLISHED OPINION") names what
-            # the question already says
+            # common noun of the question ("which judges' opinions" → "UNPUBLISHED OPINION") names
+            # what the question already says (a name the question gives, "/var/games", may answer)
             root = ch.root.lemma_.lower()
-            if root in q_words and root not in (a.target, a.member):
+            if root in q_words and root not in (a.target, a.member) and ch.text.lower().strip() not in a.names:
                 continue
             kind_of = weights.get(root, 0.0)
             cands.append((close(ch.start, ch.end) + kind_of - 0.2, ch.text))

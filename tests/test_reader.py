@@ -668,3 +668,10 @@ def test_listed_values_are_read_as_written_at_the_position_of_the_year_asked():
     q = _passage("t", "During 2021 and 2020, repurchases totaled approximately $495 and $198, respectively.",
                  ("Stock Repurchase Programs",), 29)
     assert read("How much did the repurchases total in 2020?", [q])[0].startswith("$198 [1]")
+
+
+def test_a_name_the_question_gives_may_still_answer_where():
+    p = _passage("vg", "Any modifiable files, such as score files, game play logs, and so forth, should be placed "
+                 "in /var/games.", ("4.11.1. Purpose",), 29)
+    text, _ = read("Where should a game keep its score files, and what belongs in /var/games?", [p])
+    assert text.startswith("/var/games [1]")
