@@ -67,7 +67,8 @@ agent for an active subject), in a sentence that says the rest of the question; 
 asked by a number written as one; a number before "'s" ("(000's)") a unit, not an amount; a
 relative date ("the latter half") placing nothing in time; "which N" before its noun determining
 it however the parser attached it ("which judges' opinions"), and a name headed by another noun
-of the question ("UNPUBLISHED OPINION") not answering it.
+of the question ("UNPUBLISHED OPINION") not answering it, unless it is a name the question gives
+("where ..., and what belongs in /var/games?").
 """
 
 from __future__ import annotations
