@@ -45,6 +45,19 @@ What the document's layout says is read as such:
   as a sentence with the acronym as its subject; the document's own title (every passage's)
   does not answer "which section".
 
+Numbers read as the document writes them and the question asks them: a number after a word the
+evidence numbers its parts with ("Figure 6", "Unit 16", "Quiz #2"), a section's dotted number
+("6.4.1") or a citation marker ("[96]") counts nothing; a line of labels and values without a verb
+(a table flattened to text) gives each value the words since the value before it; a table cell
+reported with its deviation ("73.2% (1.9%)") is its first number, a cell holding several numbers
+none; a table is read with its passage's titles, and a name most of the evidence says (the
+filing's company) picks no row, and "what N does X have" / "what score did X achieve in Y" is
+answered by the cell of the row and column the question names; values listed per year are read
+as written. The unit the question
+asks in decides between values ("Answer in USD millions": not a percentage), and a value is
+restated in the scale asked when the statement declares another ("(in thousands)": "$381,603" →
+"$381.603 million"); "which year" is answered by the year a date holds.
+
 And what the question's parse says: its own wh-word (not that of a clause qualifying something
 in it: "For the dataset that uses Prover9, how many ..."); the noun the copula introduces when the
 parser attached it to a later verb ("what is the percentages of ..."); "what kind of N" answered
@@ -52,7 +65,10 @@ by an N the evidence qualifies ("a quiet and relaxed environment"); "what does X
 object the evidence gives that verb, "which N was included in ..." by its subject (a passive's
 agent for an active subject), in a sentence that says the rest of the question; a percentage
 asked by a number written as one; a number before "'s" ("(000's)") a unit, not an amount; a
-relative date ("the latter half") placing nothing in time.
+relative date ("the latter half") placing nothing in time; "which N" before its noun determining
+it however the parser attached it ("which judges' opinions"), and a name headed by another noun
+of the question ("UNPUBLISHED OPINION") not answering it, unless it is a name the question gives
+("where ..., and what belongs in /var/games?").
 """
 
 from __future__ import annotations
@@ -88,14 +104,15 @@ _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-
 _KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ./&-]{0,40}?)\s?:\s+(\S.{0,80}?)[\s.;]*$")  # "Key: value", a short label
 _DOTS = re.compile(r"(?:\.\s?){4,}|…{2,}")
 _LABELLED = re.compile(r"^\s*(?:\[\w+\]\s*)?[\w*.-]+\s?:\s")  # "name: the name of ..." (a parameter list item)
-# "Figure 1", "Table 6-", "RQ", "E.": a number that labels a figure, table or section, not a quantity
-_LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.)$")
+# "Figure 1", "Table 6-", "RQ", "E.", "Quiz #2": a number that labels a figure, table or section, not a quantity
+_LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.|#\s?)$")
 _TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
 # "1. From the home screen", "4) Collect", "• 6 Insert ground coffee", "20 Menu pad": a number that
 # opens a sentence or follows a bullet, before an item's first capital word, numbers a list item
 _ENUMERATOR = re.compile(r"^(?:.*[^\w\s,.;:()%$€£\-−–])?\s*$")
 _ITEM_AFTER = re.compile(r"^(?:[.)]\s+|\s+)[A-Z“\"]")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
+_YEAR = re.compile(r"(?<!\d)(?:1[89]|20)\d\d(?:\s?[-–/]\s?(?:(?:1[89]|20)\d\d|\d\d))?(?!\d)")
 _FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 # a call, an identifier with an underscore, quoted code, or a file path ("/usr/local", "/etc/fstab")
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`|(?<![\w/])/\w[\w.+-]*(?:/[\w.+-]+)*")
@@ -175,6 +192,10 @@ class Asked:
     verb: str = ""
     role: str = ""  # object | subject | passive subject
     said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
+    # the unit the question asks its answer in (`_answer_unit`): MONEY for an amount, PERCENT
+    # for a percentage; a value in the other unit does not answer
+    unit: str = ""
+    scale: str = ""  # "Answer in USD millions": the scale word (thousand, million, billion) asked for
 
 
 def asked(question: str) -> Asked:
@@ -209,13 +230,19 @@ def asked(question: str) -> Asked:
     whs = [t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")]
     wh = next((t for t in whs if not any(x.dep_ in ("advcl", "relcl", "acl") for x in (t, *t.ancestors))),
               whs[0] if whs else None)
+    # "which judges' opinions": a WDT before its noun determines it, however the parser attached it
+    det = wh is not None and (wh.dep_ == "det" or (wh.tag_ == "WDT" and wh.head.pos_ == "NOUN"
+                                                   and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years,
-                 said=frozenset(t.lower_ for t in doc if t.is_alpha))
+                 said=frozenset(t.lower_ for t in doc if t.is_alpha),
+                 unit=_answer_unit(doc),
+                 scale=next((t.lower_.rstrip("s") for t in doc if t.lower_.rstrip("s") in SCALES
+                             and any(x.lower_ == "in" for x in doc[max(0, t.i - 2):t.i])), ""))
     last = next((t for t in reversed(doc) if not t.is_punct), None)
-    if (wh is not None and wh.lower_ == "what" and wh.dep_ != "det" and wh.i + 1 < len(doc)
+    if (wh is not None and wh.lower_ == "what" and not det and wh.i + 1 < len(doc)
             and doc[wh.i + 1].lemma_ == "do" and last is not None and last.i > wh.i + 2 and last.lemma_ != "do"):
         base.verb, base.role = last.lemma_.lower(), "object"
-    elif (wh is not None and wh.dep_ == "det" and wh.head.dep_ in ("nsubj", "nsubjpass")
+    elif (wh is not None and det and wh.head.dep_ in ("nsubj", "nsubjpass")
           and wh.head.head.pos_ == "VERB" and wh.head.head.lemma_ not in ("be", "have", "do")):
         # "which transcript has been included in ...": the verb's subject is what is asked
         base.verb = wh.head.head.lemma_.lower()
@@ -238,7 +265,7 @@ def asked(question: str) -> Asked:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
         return base
     # what / which: the noun it determines ("what percentage"), or the subject it asks about
-    target = wh.head if wh.dep_ == "det" and wh.head.pos_ == "NOUN" else None
+    target = wh.head if det and wh.head.pos_ == "NOUN" else None
     if target is None and wh.head.lemma_ == "be":
         target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
         if target is None and wh.i < wh.head.i:
@@ -265,9 +292,22 @@ def asked(question: str) -> Asked:
         return base
     # "which N" / "what N": one of the things the evidence names; "what is the N of X" (purpose, role,
     # colour ...) with an N no entity label describes: the sentence that says it
-    base.kind = "entity" if base.target and (lw == "which" or wh.dep_ == "det") else "describe"
+    base.kind = "entity" if base.target and (lw == "which" or det) else "describe"
     base.value = base.kind == "describe" and bool(base.target)
     return base
+
+
+def _answer_unit(doc: Any) -> str:
+    """The unit a question asks its answer in, named without a number: a currency or percentage
+    entity ("Answer in USD millions": MONEY), or a number word a preposition governs ("Answer in
+    billion", "in millions": an amount of that scale, MONEY)."""
+    for e in doc.ents:
+        if e.label_ in ("MONEY", "PERCENT") and not any(t.like_num and any(c.isdigit() for c in t.text) for t in e):
+            return str(e.label_)
+    for t in doc:
+        if t.like_num and t.is_alpha and t.dep_ == "pobj" and t.head.lower_ == "in":
+            return "MONEY"
+    return ""
 
 
 @lru_cache(maxsize=1024)
@@ -466,21 +506,24 @@ def _column_headers(headers: list[list[str]], width: int) -> list[str]:
     return [c.lower() for c in cols]
 
 
-def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[float, str, str] | None:
+def table_cell(passage: Passage, a: Asked, weights: dict[str, float],
+               subject: frozenset[str] = frozenset()) -> tuple[float, str, str] | None:
     """The number at the row whose label and the column whose header hold the question's words
     (and the fiscal year it names): (score, cell, row label). A row label scores as a span in a
-    sentence does (`span_score`), its column header adds half its words' weight."""
+    sentence does (`span_score`), its column header adds half its words' weight. `subject`: the
+    names the question gives that most of the evidence says (`document_subject`), which pick no
+    row either."""
     rows = [_merge_units(r) for r in _table_rows(passage.text)]
     if len(rows) < 2:
         return None
     width = max(len(r) for r in rows)
-    headers = [r for r in rows[:3] if sum(bool(_NUMBER.fullmatch(c.replace(" ", ""))) for c in r[1:]) <= len(r) // 2
+    headers = [r for r in rows[:3] if sum(bool(cell_value(c)) for c in r[1:]) <= len(r) // 2
                or all(re.fullmatch(r"(?:19|20)\d\d", c) for c in r if c and c[0].isdigit())]
     col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
     # a name the passage's titles carry (the company of a filing's running title) is every row's:
     # it does not tell its rows apart
-    shared = {t for t in weights if any(t in n for n in a.names if n in context)}
+    shared = {t for t in weights if any(t in n for n in a.names if n in context or n in subject)}
     best: tuple[float, str, str] | None = None
     for r in rows:
         for j, c, label in _row_records(r):
@@ -491,7 +534,7 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
             # words right beside the cell
             row_score = 0.5 * hit / math.sqrt(len(label.split()) + 4) * 3 + 0.75 * hit
             head = col_text[j] if j < len(col_text) else ""
-            sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head)
+            sc = row_score + 0.5 * sum(w for t, w in weights.items() if t in head) - _other_unit(a, c)
             if a.years:
                 if any(y in head for y in a.years):
                     sc += 2.0
@@ -502,6 +545,17 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float]) -> tuple[f
             if best is None or sc > best[0]:
                 best = (sc, c, label)
     return best
+
+
+def document_subject(a: Asked, passages: list[Passage]) -> frozenset[str]:
+    """The names the question gives that half or more of the passages say, in their text or
+    titles (the company of a filing: "COSTCO" in "How much did COSTCO spend ..."): what the
+    whole evidence is about tells none of its table rows apart ("net income attributable to
+    Costco" is not what Costco spent); a name few passages say ("Missouri") still picks its row."""
+    if len(passages) < 2:
+        return frozenset()
+    texts = [f"{' '.join(p.title_path)} {p.text}".lower() for p in passages]
+    return frozenset(n for n in a.names if sum(n in t for t in texts) * 2 >= len(texts))
 
 
 def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
@@ -515,15 +569,36 @@ def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
     for j, c in enumerate(row):
         if not c:
             continue
-        if not _NUMBER.fullmatch(c.replace(" ", "")):
+        value = cell_value(c)
+        if not value:
             if after_number:
                 label, after_number = [], False
             label.append(c)
             continue
         after_number = True
-        if label and not re.fullmatch(r"(?:19|20)\d\d", c):
-            out.append((j, c, " ".join(label).lower()))
+        if label and not re.fullmatch(r"(?:19|20)\d\d", value):
+            out.append((j, value, " ".join(label).lower()))
     return out
+
+
+_SPREAD = re.compile(r"\s*[(\[]\s*[±+-]?\s*\d[\d.,]*\s?%?\s*[)\]]\s*$")  # "(1.9%)", "[±0.4]"
+
+
+def cell_value(cell: str) -> str:
+    """The number a table cell holds, "" when it holds text: the cell itself, or its first
+    number when a spread or deviation follows it in brackets ("73.2% (1.9%)", "63.2(1.2)": a
+    result reported with its standard deviation)."""
+    if _one_number(cell):
+        return cell
+    m = _SPREAD.search(cell)
+    head = cell[:m.start()].strip() if m else ""
+    return head if head and _one_number(head) else ""
+
+
+def _one_number(text: str) -> bool:
+    """Whether a cell's text is one number: spaces only beside its signs ("$ 1,234", "(460.8 )",
+    "12 %"); "12 12 13 13", a column of values the parser ran into one cell, is not."""
+    return bool(_NUMBER.fullmatch(re.sub(r"(?<=[$€£(−-])\s+|\s+(?=[%)])", "", text.strip())))
 
 
 def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
@@ -535,8 +610,22 @@ def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
     years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
     if len(years) < 2 or years.count(a.years[0]) != 1:
         return []
+    # the values as written ("$364.39 and $308.45", "approximately $495 and $198": the entity
+    # recogniser may take a currency sign apart from its number, or two values as one entity)
+    dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
+    values = []
+    for m in _NUMBER.finditer(sent.text):
+        at = sent.start_char + m.start()
+        text = m.group(0).rstrip(", ")
+        if (text.strip() in years or any(lo <= at < hi for lo, hi in dates)
+                or re.search(r"\d[.\-/]$", sent.text[:m.start()])  # "31.3.2003", "1-2": part of a date or a range
+                or re.match(r"[.\-–/]\d|[A-Za-z]", sent.text[m.start() + len(text):m.start() + len(text) + 2])):
+            continue
+        span = sent.doc.char_span(at, at + len(text), alignment_mode="expand")
+        if span is not None:
+            values.append(span)
     runs: list[list[Any]] = []
-    for e in (e for e in sent.ents if e.label_ in NUMERIC_LABELS):
+    for e in values:
         gap = sent.doc.text[runs[-1][-1].end_char:e.start_char] if runs else "x"
         if runs and re.fullmatch(r"[\s,;]*(?:and|or)?\s*", gap):
             runs[-1].append(e)
@@ -576,7 +665,34 @@ def enumerates(text: str, start: int, end: int) -> bool:
     return len(re.findall(rf"(?<![\w.,]){number}(?=\s+[A-Z“\"])", text)) >= 2
 
 
-def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
+_PART_LABEL = re.compile(r"^\s*([A-Z][A-Za-z]{2,})\.?\s+(\d+(?:\.\d+)*)\b")
+_LABEL_NUMBER = re.compile(r"\b([A-Z][A-Za-z]{2,})\.?\s+(\d+(?:\.\d+)*)\b")
+
+
+def part_labels(passages: list[Passage]) -> frozenset[str]:
+    """The words the evidence numbers its parts with (lower case): a capitalised word that opens
+    a line or a title followed by a number ("Figure 1: An example ...", "Unit 16 Key Assignments")
+    and that stands before two or more different numbers in the evidence. A number after such a
+    word names a part ("shown in Figure 6", "Table 2: ..."): it counts nothing."""
+    texts = [ln for p in passages for ln in [*p.title_path, *p.text.splitlines()] if not ln.lstrip().startswith("|")]
+    opening = {m.group(1).lower() for ln in texts if (m := _PART_LABEL.match(ln))}
+    numbers: dict[str, set[str]] = {}
+    for ln in texts:
+        for m in _LABEL_NUMBER.finditer(ln):
+            if m.group(1).lower() in opening:
+                numbers.setdefault(m.group(1).lower(), set()).add(m.group(2))
+    return frozenset(w for w, ns in numbers.items() if len(ns) >= 2)
+
+
+def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
+    """Whether the number at `start_char` of the sentence's document follows a word the evidence
+    numbers its parts with (`part_labels`)."""
+    m = re.search(r"([A-Za-z]+)\.?\s*$", sent.doc.text[max(0, start_char - 30):start_char])
+    return bool(parts) and m is not None and m.group(1).lower() in parts
+
+
+def _spans(sent: Any, a: Asked, weights: dict[str, float],
+           parts: frozenset[str] = frozenset()) -> list[tuple[float, str]]:
     """The parts of a sentence that may answer, closest to the question's words first:
     (closeness, text) for each entity (or number, or noun chunk) of a fitting type that the
     question does not already say. A sentence often holds several numbers of the asked kind
@@ -587,8 +703,16 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
     anchors = [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
                if t.lemma_.lower() in weights or t.lower_ in weights]
     q_words = set(weights)
+    # a line of labels and values without a verb ("Net cash provided by operating activities
+    # 3,676.2 Purchases of ... (460.8) Free cash flow $3,215.4", a table flattened to text) gives
+    # each value the words since the value before it: its label, not the next value's
+    values = [t.i for t in sent if t.like_num] if not any(
+        t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in sent) else []
 
     def close(start: int, end: int) -> float:
+        if values:
+            after = max((v for v in values if v < start), default=sent.start - 1)
+            return sum(w / (1 + (start - j) / 3) for j, w in anchors if after < j < start)
         return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
 
     if a.kind == "quantity" or not a.labels:
@@ -605,21 +729,37 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             continue
         if e.label_ in NUMERIC_LABELS and re.match(r"['’]s\b", sent.doc.text[e.end_char:e.end_char + 3]):
             continue  # "(000's)", "the 1990's": a unit or a decade, not an amount
+        if e.label_ in NUMERIC_LABELS and _names_a_part(sent, e.start_char, parts):
+            continue  # "Figure 6", "Unit 16": the number of a part
+        if e.label_ in NUMERIC_LABELS and re.fullmatch(r"\d+(?:\.\d+){2,}", e.text.strip()):
+            continue  # "6.4.1": a section's (or a version's) number
+        if e.label_ in NUMERIC_LABELS and _cites(sent.doc.text, e.start_char, e.end_char):
+            continue
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue
         # a date with no number and no name in it is relative ("the latter half", "the year
         # ahead"): it places nothing in time by itself
         relative = e.label_ in ("DATE", "TIME") and not any(t.like_num or t.pos_ == "PROPN" for t in e)
-        cands.append((close(e.start, e.end) - (1.0 if relative else 0.0), e.text))
+        text = e.text
+        if e.label_ in ("DATE", "TIME") and a.target == "year":
+            # "which year ...": the year the date holds ("the financial year ended 31st March,
+            # 2007" → "2007", "2015-16" as written); a date without one ("the 12th") does not say it
+            year = _YEAR.search(text)
+            if year is None:
+                continue
+            text = year.group(0)
+        cands.append((close(e.start, e.end) - (1.0 if relative else 0.0) - _other_unit(a, text), text))
     if a.kind == "quantity":
         dates = [(e.start_char, e.end_char) for e in sent.ents if e.label_ in ("DATE", "TIME")]
         for m in _NUMBER.finditer(sent.text):
-            txt = m.group(0).strip()
+            txt = _balanced(m.group(0).strip())
             before = sent.text[:m.start()]
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
+            if _names_a_part(sent, at, parts) or _cites(sent.doc.text, at, sent.start_char + m.end()):
+                continue
             if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2]):
                 continue
             if enumerates(sent.text, m.start(), m.end()):
@@ -628,7 +768,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
             if tok is not None:
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
                 unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
-                cands.append((close(tok.start, tok.end) - 0.1 - unlike, txt))
+                cands.append((close(tok.start, tok.end) - 0.1 - max(unlike, _other_unit(a, txt)), txt))
     elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
@@ -637,14 +777,83 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, 
                     t.dep_ in ("amod", "compound", "conj") and not t.is_stop and t.lemma_.lower() not in q_words
                     for t in ch))):
                 continue
-            # "what type of court" → "the SUPERIOR COURT": a chunk headed by the question's noun names
-            # a kind of it, its own head counting as a question word beside it
-            kind_of = weights.get(ch.root.lemma_.lower(), 0.0)
+            # "what type of court" → "the SUPERIOR COURT": a chunk headed by the noun asked names a
+            # kind of it, its own head counting as a question word beside it; one headed by another
+            # common noun of the question ("which judges' opinions" → "UNPUBLISHED OPINION") names
+            # what the question already says (a name the question gives, "/var/games", may answer)
+            root = ch.root.lemma_.lower()
+            if root in q_words and root not in (a.target, a.member) and ch.text.lower().strip() not in a.names:
+                continue
+            kind_of = weights.get(root, 0.0)
             cands.append((close(ch.start, ch.end) + kind_of - 0.2, ch.text))
     out: dict[str, float] = {}
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+# a statement's declared scale: "(in thousands)", "$ in millions", "(Amounts in millions, ...)",
+# "(000's)"; not the scale of another quantity ("shares in thousands")
+_DECLARED = re.compile(r"(?:\(\s*|\$\s*|\b(?:amounts|dollars)\s+)in\s+(thousand|million|billion)s\b|\((000)['’]?s\)", re.I)
+_OWN_SCALE = re.compile(r"\b(thousand|million|billion|trillion)s?\b", re.I)
+
+
+def declared_scale(passage: Passage, at: int) -> str:
+    """The scale the passage declares for the values after it, the nearest declaration before
+    text offset `at` ("(in thousands)" over a statement), else one in its titles ("In Millions
+    Fiscal 2020"): "thousand", "million", "billion", or ""."""
+    found = [m for m in _DECLARED.finditer(passage.text) if m.start() < at]
+    m = found[-1] if found else None
+    if m is None:
+        m = next((x for t in passage.title_path if (x := re.search(r"\bin\s+(thousand|million|billion)s\b", t, re.I))),
+                 None)
+        return m.group(1).lower() if m else ""
+    return "thousand" if m.group(2) else m.group(1).lower()
+
+
+def in_scale(value: str, asked: str, declared: str) -> str:
+    """`value` restated in the scale the question asks for ("$381,603" declared in thousands,
+    asked in millions: "$381.603 million"), "" when it needs no restating or cannot be: a value
+    with its own scale word ("$3.2 billion") is in that scale, else in the one declared."""
+    own = _OWN_SCALE.search(value)
+    scale = own.group(1).lower() if own else declared
+    if not asked or not scale or scale == asked or re.search(r"%|percent", value, re.I):
+        return ""
+    m = re.search(r"\d[\d,]*(?:\.\d+)?", value)
+    if m is None:
+        return ""
+    amount = float(m.group(0).replace(",", "")) * SCALES[scale] / SCALES[asked]
+    negative = value.strip().startswith(("(", "-", "−")) and not own
+    currency = next((c for c in "$€£" if c in value), "")
+    number = f"{amount:,.3f}".rstrip("0").rstrip(".")
+    return f"{'-' if negative else ''}{currency}{number} {asked}"
+
+
+def _cites(text: str, start: int, end: int) -> bool:
+    """Whether the number at text[start:end] is a citation marker ("a strategy [96]", "[3, 12]"):
+    it numbers a reference, it counts nothing."""
+    return bool(re.search(r"\[[\d,\s–-]*$", text[max(0, start - 12):start])
+                and re.match(r"[\d,\s–-]*\]", text[end:end + 12]))
+
+
+def _balanced(number: str) -> str:
+    """A number without the bracket of a parenthesis it opens or closes ("(80%" of "(80% in
+    2017)", "150)" of "(population 150)"); "(460.8)", a negative amount, keeps both."""
+    if number.startswith("(") and not number.endswith(")"):
+        return number[1:].lstrip()
+    if number.endswith(")") and not number.startswith("("):
+        return number[:-1].rstrip()
+    return number
+
+
+def _other_unit(a: Asked, text: str) -> float:
+    """What a value written in another unit than the one the question asks its answer in loses
+    ("Answer in USD millions": a percentage; "in percent": an amount of money): 2.0, else 0."""
+    percent = bool(re.search(r"%|percent", text, re.I))
+    if (a.unit == "MONEY" and percent) or (a.unit == "PERCENT" and not percent and re.search(r"[$€£]", text)):
+        return 2.0
+    return 0.0
 
 
 def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
@@ -768,6 +977,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     texts = [s.text if s is not None else "" for _, _, ss in parsed for s in ss]
     weights = _idf(a.terms, texts or [p.text for _, p, _ in parsed])
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
+    about = document_subject(a, [p for _, p, _ in parsed])
+    parts = part_labels([p for _, p, _ in parsed]) if a.kind == "quantity" or a.value or a.kind == "entity" \
+        else frozenset()
     cands: list[Candidate] = []
     # "which function / command ..." over a reference manual (a document with reference entries):
     # the answer is the name of a unit the manual names (an entry or a section), and the rank
@@ -825,7 +1037,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 continue
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
-                spans = _spans(s, a, weights)[:SPANS_PER_SENTENCE]
+                spans = _spans(s, a, weights, parts)[:SPANS_PER_SENTENCE]
             if a.kind == "entity" and a.target and not a.labels and section:
                 # "which directory / step ...": the section the sentence is in, named by its
                 # innermost title that shares a word with the question; against the sentence's
@@ -854,7 +1066,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
-                for close, span in _spans(s, numeric, weights)[:SPANS_PER_SENTENCE]:
+                for close, span in _spans(s, numeric, weights, parts)[:SPANS_PER_SENTENCE]:
                     bound = _bound(s, span, a.target)
                     cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
                                            fits=bound and a.value))
@@ -893,14 +1105,19 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     if hit > 0:
                         sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + prior
                         cands.append(Candidate(sc, k, p, title, m.group(1).strip(), fits=True))
-        if a.kind == "quantity" or a.value:
-            cell = table_cell(p, a if a.kind == "quantity" else numeric, weights)
+        if a.kind == "quantity" or a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
+            # "what goodwill does X have", "what score did X achieve in Y": a number the table
+            # gives the row and column the question names answers as well as a name does
+            cell = table_cell(p, a if a.kind == "quantity" else numeric, weights, about)
             if cell is not None and cell[0] > 0:
                 bound = bool(a.target) and a.target in _lemmas(cell[2])
                 # the row names what is asked: the target, or two of the question's words that are
                 # not the name of whom it is asked about (the company the question names)
                 named = sum(1 for t in weights if t in cell[2] and not any(t in n for n in a.names))
-                sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior
+                # the table's titles count as a sentence's do ("MGM RESORTS INTERNATIONAL >
+                # CONSOLIDATED BALANCE SHEETS": the statement of the company the question names)
+                titled = sum(w for t, w in weights.items() if t in titles[rank] and t not in cell[2])
+                sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior + 0.3 * titled
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
         if a.kind == "describe" or (a.kind == "entity" and not a.labels):
@@ -1045,6 +1262,15 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
         best.span = best.passage.name
     if best.span and (a.kind == "quantity" or a.value) and spelled_number(best.span):
         best.span = spelled_number(best.span)
+    if best.span and a.scale and best.fits:
+        # "Answer in USD millions" over a statement "(in thousands)": the value in the scale asked,
+        # then as the document prints it
+        digits = re.search(r"\d[\d,.]*", best.span)
+        at = best.passage.text.find(digits.group(0)) if digits else -1
+        declared = declared_scale(best.passage, at if at >= 0 else len(best.passage.text))
+        restated = in_scale(best.span, a.scale, declared)
+        if restated:
+            best.span = f"{restated} ({best.span}{'' if _OWN_SCALE.search(best.span) else f' in {declared}s'})"
     if best.span:
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"
