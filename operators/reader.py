@@ -691,6 +691,9 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
     return bool(parts) and m is not None and m.group(1).lower() in parts
 
 
+PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
+
+
 def _spans(sent: Any, a: Asked, weights: dict[str, float],
            parts: frozenset[str] = frozenset()) -> list[tuple[float, str]]:
     """The parts of a sentence that may answer, closest to the question's words first:
@@ -769,7 +772,24 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
                 unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
                 cands.append((close(tok.start, tok.end) - 0.1 - max(unlike, _other_unit(a, txt)), txt))
-    elif a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
+    if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
+        # "where are X stored?": the place the sentence gives the question's own verb, the object
+        # of a preposition on it ("are stored in <mandir>/<locale>/man<section>"), however the
+        # parser cut a path into tokens
+        for t in sent:
+            if t.dep_ != "prep" or t.head.pos_ not in ("VERB", "AUX") or t.head.lemma_.lower() not in q_words:
+                continue
+            objs = [c for c in t.children if c.dep_ == "pobj"]
+            if not objs:
+                continue
+            lo, hi = min(c.left_edge.i for c in objs), max(c.right_edge.i for c in objs) + 1
+            while hi < sent.end and not sent.doc[hi - 1].whitespace_ and sent.doc[hi].text not in ".,;:":
+                hi += 1  # the rest of a word the parser split off ("<arch" + ">")
+            span = sent.doc[lo:hi]
+            if all(x.is_punct or x.is_stop or x.lemma_.lower() in q_words for x in span):
+                continue
+            cands.append((close(lo, hi) + PLACED, span.text.strip(" .,;")))
+    if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
                 continue

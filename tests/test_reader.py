@@ -314,6 +314,20 @@ def test_a_title_that_names_the_thing_asked_and_says_what_it_is_answers_a_weak_d
     assert '(from "5.14.1. Purpose", p. 44: /var/spool contains data' in text
 
 
+def test_where_is_answered_by_the_place_the_sentence_gives_the_questions_verb():
+    """"Manual pages are stored in <mandir>/<locale>/man<section>/<arch>": the object of the
+    preposition on the question's verb is the place, however the parser cut the path; not the
+    object of another verb in a sentence that also says "store" ("omit the <locale> substring")."""
+    general = _passage("mp", "This section details the organization for manual pages throughout the system. "
+                             "Manual pages are stored in <mandir>/<locale>/man<section>/<arch>.",
+                       ("4.11.6. /usr/share/man : Manual pages", "4.11.6.1. Purpose"), 31)
+    option = _passage("op", "Systems which use a unique language and code set for all manual pages may omit the "
+                            "<locale> substring and store all manual pages in <mandir>.",
+                      ("4.11.6. /usr/share/man : Manual pages", "4.11.6.2. Specific Options"), 33)
+    text, cites = read("Where are the manual pages stored?", [general, option])
+    assert text.startswith("<mandir>/<locale>/man<section>/<arch> [1]") and cites == [1]
+
+
 def test_where_is_answered_by_the_place_a_title_glosses_with_the_questions_words():
     """"5.10. /var/log : Log files and directories" names a place and says what it holds: it
     answers "where are log files kept?", not a table row elsewhere that holds "files"."""
