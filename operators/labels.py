@@ -71,7 +71,9 @@ def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None)
     rx = _pattern(word)
     seen: dict[str, Labelled] = {}
     listed: dict[str, Labelled] = {}  # parts seen only as a contents entry so far
+    order: dict[str, int] = {}  # node id -> position in document order
     for n in tree.walk():
+        order[n.id] = len(order)
         if n.type == "document" or (scope is not None and n.id not in scope):
             continue
         if word == "equation" and n.type == "equation":
@@ -91,12 +93,9 @@ def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None)
                     seen[key] = part
                 break
     # a part the contents lists but the body never labels is still a part (found where listed)
-    order = {n.id: k for k, n in enumerate(tree.walk())} if listed.keys() - seen.keys() else {}
     for key, part in listed.items():
         seen.setdefault(key, part)
-    if order:
-        return sorted(seen.values(), key=lambda p: order.get(p.node_id, 0))
-    return list(seen.values())
+    return sorted(seen.values(), key=lambda p: order[p.node_id])
 
 
 def find_labelled(tree: DocumentTree, unit: str, key: str) -> Labelled | None:

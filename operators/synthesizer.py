@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from bookindex.core.model import DocumentTree
@@ -234,6 +235,13 @@ class Map(Operator[MapParams]):
         return state
 
 
+def _holds_all(terms: list[str]) -> Callable[[str], bool]:
+    """Whether a text holds every one of `terms` as whole words, case-insensitive (the "F1" of
+    "how many tables include "F1"?")."""
+    pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
+    return lambda text: all(p.search(text) for p in pats)
+
+
 def _lead_with(state: State, ids: list[str]) -> None:
     """The counted parts are the answer's evidence: first in the ranking, in document order."""
     counted = list(dict.fromkeys(ids))
@@ -316,8 +324,8 @@ class Reduce(Operator[ReduceParams]):
         if not parts:
             return None
         if terms:
-            pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
-            parts = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
+            holds = _holds_all(terms)
+            parts = [x for x in parts if holds(part_text(tree, x.node_id))]
         note = ""
         if quals and parts:
             pats = [re.compile(rf"(?<!\w){re.escape(q)}", re.I) for q in quals]
@@ -338,8 +346,8 @@ class Reduce(Operator[ReduceParams]):
         tree = self.ctx.tree
         parts, unknown = kind_parts(tree, kind, scope)
         if terms:
-            pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
-            parts = [x for x in parts if all(p.search(part_text(tree, x.node_id)) for p in pats)]
+            holds = _holds_all(terms)
+            parts = [x for x in parts if holds(part_text(tree, x.node_id))]
         if not parts:
             return None
         notes = []
@@ -441,8 +449,8 @@ class Reduce(Operator[ReduceParams]):
             decoration = recurring_images(tree)  # a banner on every page is no figure to count
             items = [i for i in items if i not in decoration]
             if terms:
-                pats = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.I) for t in terms]
-                items = [i for i in items if all(p.search(tree.nodes[i].content) for p in pats)]
+                holds = _holds_all(terms)
+                items = [i for i in items if holds(tree.nodes[i].content)]
             listing: list[dict[str, Any]] = [{"node_id": i, "type": tree.nodes[i].type, "page": tree.nodes[i].page_idx + 1,
                         "label": tree.nodes[i].label} for i in items]
             state.structural = {"operation": op, "count": len(items), "items": listing}

@@ -188,9 +188,9 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             lines = [ln for ln in lines if not _inside_any(ln.bbox, [t.bbox for t in tabs])]
         body: list[Line] = []
         for ln in lines:
-            cy = (ln.bbox[1] + ln.bbox[3]) / 2
-            if cy < MARGIN_FRAC * H or cy > (1 - MARGIN_FRAC) * H:
-                items.append(Group([ln], kind="margin", key=_furniture_key(ln.text) + ("|top" if cy < H / 2 else "|bottom")))
+            if _in_margin(ln.bbox, H):
+                top = (ln.bbox[1] + ln.bbox[3]) / 2 < H / 2
+                items.append(Group([ln], kind="margin", key=_furniture_key(ln.text) + ("|top" if top else "|bottom")))
             else:
                 body.append(ln)
         if body:
@@ -235,10 +235,15 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     return out
 
 
+def _in_margin(bbox: tuple, height: float) -> bool:
+    """Whether a line's middle lies in the top or bottom band where running headers live."""
+    cy = (bbox[1] + bbox[3]) / 2
+    return cy < MARGIN_FRAC * height or cy > (1 - MARGIN_FRAC) * height
+
+
 def _body_chars(blocks: list[list[Line]], height: float) -> int:
     """Characters of text-layer lines between the running header and footer bands."""
-    lo, hi = MARGIN_FRAC * height, (1 - MARGIN_FRAC) * height
-    return sum(len(ln.text) for blk in blocks for ln in blk if lo <= (ln.bbox[1] + ln.bbox[3]) / 2 <= hi)
+    return sum(len(ln.text) for blk in blocks for ln in blk if not _in_margin(ln.bbox, height))
 
 
 def _bbox_of(item: Any) -> tuple[float, float, float, float]:

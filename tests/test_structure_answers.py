@@ -8,7 +8,7 @@ import pytest
 from retrieval_fixture import make_context, make_tree, node
 
 from bookindex.core.config import load_settings
-from bookindex.core.model import Block, build_tree
+from bookindex.core.model import Block, DocumentTree, build_tree
 from bookindex.evaluation.short_answers import question_kind, short_answer
 from bookindex.operators.context import IndexContext, MemoryIndex
 from bookindex.operators.labels import labelled_parts, outline_parts, qualifiers
@@ -18,6 +18,11 @@ from bookindex.operators.reader import read
 from bookindex.operators.table_shape import shape
 from bookindex.retrieval import ask
 from bookindex.retrieval.planner import global_plan
+
+
+def _ctx(tree: DocumentTree) -> IndexContext:
+    """A context over `tree`, with the fixture's graph."""
+    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
 
 
 def _ask(question: str, ctx: IndexContext | None = None):
@@ -106,7 +111,7 @@ def test_which_page_is_the_page_of_the_labelled_part_cited_by_it():
 def test_which_page_gives_the_printed_page_where_the_pdf_labels_pages():
     tree = make_tree()
     tree.meta["page_labels"] = [str(i) for i in range(101, 113)]
-    ctx = IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+    ctx = _ctx(tree)
     found = lookup(tree, "What page is Figure 3 on?", ctx.page_labels)
     assert found is not None and found.answer.startswith("Page 11 (printed page 111) [1]")
 
@@ -168,7 +173,7 @@ def _chapters_ctx() -> IndexContext:
               B("title", "2.2. Options", 2, (50, 130, 300, 150), level=2),
               B("text", "Options change what the tool does.", 2, (50, 160, 300, 180))]
     tree = build_tree("c", "manual.pdf", blocks, {"pages": 3})
-    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+    return _ctx(tree)
 
 
 def test_a_chapter_named_by_its_label_scopes_the_count():
@@ -196,7 +201,7 @@ def _tables_ctx() -> IndexContext:
               B("table", "| Pin | Signal |\n|---|---|\n| 1 | GND |", 1, (50, 50, 200, 100),
                 extra={"caption": "Table 2: Pins"})]
     tree = build_tree("s", "spec.pdf", blocks, {"pages": 2})
-    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+    return _ctx(tree)
 
 
 def test_columns_of_a_named_table_count_only_columns_holding_text():
@@ -267,7 +272,7 @@ def test_equations_are_counted_by_the_numbers_they_carry():
               B("text", "As in (1), the slope is a.", 0, (50, 100, 500, 120)),
               B("equation", "z = y^2 , (2)", 1, (50, 50, 500, 70))]
     tree = build_tree("e", "e.pdf", blocks, {"pages": 2})
-    ctx = IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+    ctx = _ctx(tree)
     a = _ask("How many equations are in the paper?", ctx)
     assert a.answer.startswith("2 (Equation (1), p. 1; Equation (2), p. 2)")
 
@@ -294,7 +299,7 @@ def _appendices_ctx() -> IndexContext:
               B("title", "Appendix C Resources", 6, (50, 20, 300, 40), level=1),
               B("text", "State health assessment; agency status report.", 6, (50, 50, 300, 70))]
     tree = build_tree("ap", "plan.pdf", blocks, {"pages": 7})
-    return IndexContext(index=MemoryIndex(tree=tree, graph=make_context().graph), settings=load_settings())
+    return _ctx(tree)
 
 
 def test_a_contents_entry_is_not_the_part_it_lists():
