@@ -692,6 +692,49 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
 
 
 PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
+NAMED_AS = 1.0  # what a name the sentence gives the noun asked about adds to its closeness (`named_as`)
+# the word right after a noun, past an "of" or a copula ("a status of 127", "the status is 126"),
+# and the word right before it
+_NEXT_WORD = re.compile(r"\s+(?:(?:of|is|was|are|were)\s+)?([^\s,;:()]+)")
+_PREV_WORD = re.compile(r"([^\s,;:()]+)\s+$")
+
+
+def is_identifier(word: str) -> bool:
+    """Whether a word is a name by its spelling, the way manuals write functions, files, options,
+    packages and codes: a digit, a capital after its first letter, a path, a dotted or underscored
+    name or a call ("read.fwf", "/etc/profile", "odbcConnect", "RODBC", "--login", "127"); not a
+    plain word ("that", "Package") or a word ending a sentence."""
+    w = word.strip("`'\"‘’“”").rstrip(".")
+    if len(w) < 2 or not re.search(r"[A-Za-z0-9]", w):
+        return False
+    return bool(re.search(r"\d", w) or re.search(r"[A-Z]", w[1:]) or _CODEISH.fullmatch(w)
+                or re.fullmatch(r"-{1,2}[A-Za-z][\w-]*", w) or re.fullmatch(r"\w+(?:[./]\w+)+", w))
+
+
+def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
+    """The names the sentence gives the noun a "which N" question asks about, in apposition
+    ("Function read.fwf provides ...", "from the file /etc/profile", "the read.spss function"),
+    as its "of" ("returns a status of 127") or after a copula ("the return status is 126"):
+    (first token, end token, name). A manual states
+    which function, file or code does a thing this way, and its section title (the place the
+    sentence is in) or a plain word next to the noun is not that name."""
+    out: list[tuple[int, int, str]] = []
+    text, base = sent.doc.text, sent.start_char
+    end_char = sent.end_char
+    for t in sent:
+        if t.lemma_.lower() != target and t.lower_ != target:
+            continue
+        after = _NEXT_WORD.match(text, t.idx + len(t.text), end_char)
+        before = _PREV_WORD.search(text, base, t.idx)
+        for m in (after, before):
+            if m is None or not is_identifier(m.group(1)):
+                continue
+            word = m.group(1).strip("`'\"‘’“”")
+            word = word[:-1] if word.endswith(".") and not _CODEISH.fullmatch(word) else word
+            span = sent.doc.char_span(m.start(1), m.end(1), alignment_mode="expand")
+            if span is not None:
+                out.append((span.start, span.end, word))
+    return out
 
 
 def _spans(sent: Any, a: Asked, weights: dict[str, float],
@@ -789,6 +832,11 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             if all(x.is_punct or x.is_stop or x.lemma_.lower() in q_words for x in span):
                 continue
             cands.append((close(lo, hi) + PLACED, span.text.strip(" .,;")))
+    if a.kind == "entity" and a.target and not a.labels:
+        # "which function reads fixed-width files?": the name the sentence gives that noun
+        for lo, hi, word in named_as(sent, a.target):
+            if word.lower() not in q_words and word.lower() not in a.names:
+                cands.append((close(lo, hi) + NAMED_AS, word))
     if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
@@ -963,8 +1011,8 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
          page_labels: list[str] | None = None) -> tuple[str, list[int]]:
     """The extractive answer to `question` from the numbered `passages`: (text, citations);
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
-    and footers (`recurring_blocks`); `entries`: the ids of reference entries, whose name answers
-    a "which function / command ..." question; `page_labels`: the numbers the document prints on
+    and footers (`recurring_blocks`); `entries`: the ids of reference entries and of their blocks,
+    an entry's name answering a "which function / command ..." question asked of its passage; `page_labels`: the numbers the document prints on
     its pages, named in a which-page answer where they differ from the PDF's."""
     a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
@@ -1011,8 +1059,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     everywhere = frozenset(set.intersection(*(set(p.title_path) for _, p, _ in parsed))) \
         if len(parsed) > 1 else frozenset()
     for rank, (k, p, sents) in enumerate(parsed):
-        if (by_entry and not p.name) or (own_entry and p.name.lower() not in a.names):
+        if own_entry and p.name.lower() not in a.names:
             continue
+        # a passage of a reference entry is answered by the entry's name; one of another section
+        # ("2.2 Fixed-width-format files") by what its sentences name (`named_as`)
+        in_entry = by_entry and bool(p.name) and (p.node_id in entries or not entries.isdisjoint(p.node_ids))
         prior = 0.6 / (1 + rank)
         title = titles[rank]
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
@@ -1035,9 +1086,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             has_verb = sent.has_verb
             # the question's words in the sentence count by its length; in its section title once
             sc = hit / math.sqrt(sent.tokens + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior
-            if (a.kind in ("describe", "yesno", "page", "section") or by_entry) and (not has_verb or sent.tokens < 4):
+            if (a.kind in ("describe", "yesno", "page", "section") or in_entry) and (not has_verb or sent.tokens < 4):
                 sc -= 1.0  # a fragment ("show output", a heading) does not describe
-            if a.kind == "describe" or by_entry:
+            if a.kind == "describe" or in_entry:
                 # a description states what its subject does: the name as subject, or a sentence
                 # opening with the present-tense verb of a reference entry ("Creates the ...");
                 # a "name: ..." item describes a parameter, not the entry
@@ -1050,7 +1101,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
             sentence = " ".join(text.split())
-            if by_entry and p.name.lower() not in a.names:
+            if in_entry and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is
                 cands.append(Candidate(0.1 * sc + 2.0 / (1 + rank), k, p, sentence, p.name))
@@ -1076,14 +1127,17 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
                 cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
+            # "which function ...": a name the sentence gives the noun asked about is of the kind asked
+            named_kind = {w for _, _, w in named_as(s, a.target)} if a.kind == "entity" and a.target \
+                and not a.labels else set()
             for close, span in spans:
                 # each span of the sentence, scored by how closely the question's words surround it
                 bound = bool(a.target) and _bound(s, span, a.target)
                 cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
-                                       fits=bool(a.labels)))
+                                       fits=bool(a.labels) or span in named_kind))
             if not spans and a.kind not in ("quantity", "date", "entity"):
                 cands.append(Candidate(sc, k, p, sentence, "", order, verb))
-            if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
+            if a.value or (a.kind == "entity" and a.target and not a.labels and not in_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
                 for close, span in _spans(s, numeric, weights, parts)[:SPANS_PER_SENTENCE]:
@@ -1125,7 +1179,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     if hit > 0:
                         sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + prior
                         cands.append(Candidate(sc, k, p, title, m.group(1).strip(), fits=True))
-        if a.kind == "quantity" or a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
+        if a.kind == "quantity" or a.value or (a.kind == "entity" and a.target and not a.labels and not in_entry):
             # "what goodwill does X have", "what score did X achieve in Y": a number the table
             # gives the row and column the question names answers as well as a name does
             cell = table_cell(p, a if a.kind == "quantity" else numeric, weights, about)

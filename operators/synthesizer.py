@@ -115,7 +115,8 @@ def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
     best-matching sentences when the reader finds no sentence holding the question's words."""
     if ctx.views.furniture is None:
         ctx.views.furniture = recurring_blocks(ctx.tree)
-    entries = frozenset(doc_structure(ctx).entry.values())
+    entry_of = doc_structure(ctx).entry  # a block -> its reference entry
+    entries = frozenset(entry_of) | frozenset(entry_of.values())
     text, cites = read(question, passages, numbers, ctx.views.furniture, entries, ctx.page_labels)
     if text:
         return text, cites
