@@ -707,8 +707,13 @@ def is_identifier(word: str) -> bool:
     w = word.strip("`'\"‘’“”").rstrip(".")
     if len(w) < 2 or not re.search(r"[A-Za-z0-9]", w):
         return False
-    return bool(re.search(r"\d", w) or re.search(r"[A-Z]", w[1:]) or _CODEISH.fullmatch(w)
-                or re.fullmatch(r"-{1,2}[A-Za-z][\w-]*", w) or re.fullmatch(r"\w+(?:[./]\w+)+", w))
+    return bool(re.search(r"\d", w) or re.search(r"[A-Z]", w[1:]) or _is_code(w)
+                or re.fullmatch(r"-{1,2}[A-Za-z][\w-]*", w))
+
+
+def _is_code(word: str) -> bool:
+    w = word.strip("`'\"‘’“”").rstrip(".")
+    return bool(_CODEISH.fullmatch(w) or re.fullmatch(r"\w+(?:[./]\w+)+", w))
 
 
 def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
@@ -727,13 +732,28 @@ def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
         after = _NEXT_WORD.match(text, t.idx + len(t.text), end_char)
         before = _PREV_WORD.search(text, base, t.idx)
         for m in (after, before):
-            if m is None or not is_identifier(m.group(1)):
+            # before the noun a capitalised word qualifies it ("the mRNA transcript"); only code names it
+            if m is None or not is_identifier(m.group(1)) or (m is before and not _is_code(m.group(1))):
                 continue
             word = m.group(1).strip("`'\"‘’“”")
             word = word[:-1] if word.endswith(".") and not _CODEISH.fullmatch(word) else word
             span = sent.doc.char_span(m.start(1), m.end(1), alignment_mode="expand")
             if span is not None:
                 out.append((span.start, span.end, word))
+    return out
+
+
+def _named_spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
+    """(closeness, name) for each name the sentence gives the noun asked about (`named_as`) that
+    the question does not already say, closeness as `_spans` measures it plus `NAMED_AS`."""
+    anchors = [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
+               if t.lemma_.lower() in weights or t.lower_ in weights]
+    out = []
+    for lo, hi, word in named_as(sent, a.target):
+        if word.lower() in weights or word.lower() in a.names:
+            continue
+        close = sum(w / (1 + max(lo - j, j - hi + 1) / 3) for j, w in anchors if not lo <= j < hi)
+        out.append((close + NAMED_AS, word))
     return out
 
 
@@ -834,9 +854,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             cands.append((close(lo, hi) + PLACED, span.text.strip(" .,;")))
     if a.kind == "entity" and a.target and not a.labels:
         # "which function reads fixed-width files?": the name the sentence gives that noun
-        for lo, hi, word in named_as(sent, a.target):
-            if word.lower() not in q_words and word.lower() not in a.names:
-                cands.append((close(lo, hi) + NAMED_AS, word))
+        cands.extend(_named_spans(sent, a, weights))
     if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
@@ -1101,10 +1119,15 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
             sentence = " ".join(text.split())
-            if in_entry and p.name.lower() not in a.names:
+            if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
-                # rank retrieval gave the entry is the strongest evidence of which one it is
-                cands.append(Candidate(0.1 * sc + 2.0 / (1 + rank), k, p, sentence, p.name))
+                # rank retrieval gave the entry is the strongest evidence of which one it is. Outside
+                # an entry, a name the sentence gives the noun asked ("Function read.fwf reads
+                # ...") is the answer, and the section's name only where the sentence gives none.
+                entry_score = 0.1 * sc + 2.0 / (1 + rank)
+                for close, word in ([] if in_entry else _named_spans(s, a, weights)):
+                    cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, fits=True))
+                cands.append(Candidate(entry_score, k, p, sentence, p.name))
                 continue
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):

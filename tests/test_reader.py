@@ -13,6 +13,7 @@ from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
 from bookindex.operators.reader import (
     asked,
+    is_identifier,
     is_reference_line,
     listing_share,
     read,
@@ -98,6 +99,44 @@ def test_which_function_is_answered_by_the_reference_entry_named():
     text, _ = read("Which function creates the DER encoding of a structure?", [ENTRY, other],
                    entries=frozenset({"e1", "e2"}))
     assert text.startswith("asn1_der_coding [1]")
+
+
+@pytest.mark.parametrize(("word", "name"), [
+    ("read.fwf", True), ("/etc/profile", True), ("odbcConnect", True), ("RODBC", True), ("127", True),
+    ("--login", True), ("asn1_der_coding", True), ("that", False), ("Package", False), ("files.", False),
+])
+def test_a_name_is_told_by_its_spelling(word, name):
+    assert is_identifier(word) is name
+
+
+def test_which_n_is_answered_by_the_name_the_sentence_gives_that_noun_not_the_section_title():
+    p = _passage("s1", "Sometimes data files have no field delimiters but have fields in pre-specified columns. "
+                 "Function read.fwf provides a simple way to read such files, specifying a vector of field widths.",
+                 ("2 Spreadsheet-like data", "2.2 Fixed-width-format files"), 15)
+    text, cites = read("Which function reads fixed-width format files?", [p])
+    assert text.startswith("read.fwf [1]") and cites == [1]
+    shell = _passage("s2", "When Bash is invoked as an interactive login shell, it first reads and executes commands "
+                     "from the file /etc/profile, if that file exists.", ("6.2 Bash Startup Files",), 99)
+    assert read("Which file does a login shell read first?", [shell])[0].startswith("/etc/profile [1]")
+
+
+def test_a_value_stated_after_its_noun_answers_what_n():
+    p = _passage("s1", "If a command is found but is not executable, the return status is 126.",
+                 ("3.7.5 Exit Status",), 50)
+    assert read("What return status does a command have when it is found but is not executable?",
+                [p])[0].startswith("126 [1]")
+
+
+def test_a_section_title_answers_which_function_only_in_a_reference_entry():
+    # the same question over a manual with entries: a passage of another section is read for the
+    # name its sentence gives, an entry's passage answers with the entry's name
+    prose = _passage("s1", "Function read.fwf provides a simple way to read such files.",
+                     ("2.2 Fixed-width-format files",), 15)
+    assert read("Which function reads fixed-width format files?", [prose],
+                entries=frozenset({"e1"}))[0].startswith("read.fwf [1]")
+    entry = _passage("e1", "read_fixed\nReads a file whose fields have fixed widths.", ("Reference", "read_fixed"), 40)
+    assert read("Which function reads fixed-width format files?", [entry],
+                entries=frozenset({"e1"}))[0].startswith("read_fixed [1]")
 
 
 def test_how_many_is_answered_by_the_number_with_its_citation():
@@ -195,7 +234,7 @@ def test_no_llm_answers_on_libtasn1(libtasn1_library):
     assert ". . ." not in ans.answer and ans.citation_check == "extractive"
     assert ans.citations and all(1 <= c <= len(ans.evidence) for c in ans.citations)
     which = engine.ask("Which function decodes a DER encoded buffer into an ASN.1 structure?", doc="libtasn1.pdf")
-    assert which.answer.startswith("asn1_der_decoding [")
+    assert which.answer.startswith("asn1_der_decoding ["), which.answer
 
 
 def test_a_listed_value_is_read_at_the_position_of_the_year_asked():
