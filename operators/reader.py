@@ -41,6 +41,11 @@ What the document's layout says is read as such:
   counts the rows of a table whose label column is headed by N; a row whose label the question
   says ("press and hold" under the title "Down button", two of its words at least) answers
   with its next text cell;
+- "which N" / "what N" (a function, a file, a status) is answered by the name the sentence gives
+  N: in apposition ("Function read.fwf provides ...", "from the file /etc/profile"), as its "of"
+  or after a copula ("returns a status of 127", "the return status is 126"), a name told by its
+  spelling (a path, a dotted or underscored name, a capital inside it, a digit); a section's
+  title answers only a question over a reference entry (its name) or where no sentence names one;
 - a "Key: value" line whose key is the noun asked gives the value; an acronym's long form scores
   as a sentence with the acronym as its subject; the document's own title (every passage's)
   does not answer "which section".
@@ -1030,8 +1035,9 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
     """The extractive answer to `question` from the numbered `passages`: (text, citations);
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries and of their blocks,
-    an entry's name answering a "which function / command ..." question asked of its passage; `page_labels`: the numbers the document prints on
-    its pages, named in a which-page answer where they differ from the PDF's."""
+    an entry's name answering a "which function / command ..." question asked of its passage;
+    `page_labels`: the numbers the document prints on its pages, named in a which-page answer
+    where they differ from the PDF's."""
     a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
