@@ -716,21 +716,6 @@ def is_identifier(word: str) -> bool:
                 or re.fullmatch(r"-{1,2}[A-Za-z][\w-]*", w))
 
 
-def item_term(passage: Passage, sentence: str) -> str:
-    """The term a definition list gives the item whose description opens with `sentence`: the
-    line right before it when that line is one word named by its spelling or written in lower
-    case ("nocasematch" over "If set, Bash matches patterns in a case-insensitive fashion ...",
-    "MAILCHECK" over "How often ..."). Options, variables and commands are listed this way in
-    manuals, and the description never repeats the term. '' when the sentence opens no item."""
-    at = passage.text.find(sentence[:60])
-    if at <= 0 or passage.text[at - 1] != "\n":
-        return ""
-    prev = passage.text[:at - 1].rsplit("\n", 1)[-1].strip()
-    if not prev or " " in prev or len(prev) > 40 or prev in passage.title_path or prev[-1] in ".:;,!?":
-        return ""
-    return prev if is_identifier(prev) or (prev[0].islower() and re.search(r"[a-z]", prev)) else ""
-
-
 def _is_code(word: str) -> bool:
     w = word.strip("`'\"‘’“”").rstrip(".")
     return bool(_CODEISH.fullmatch(w) or re.fullmatch(r"\w+(?:[./]\w+)+", w))
@@ -1148,9 +1133,6 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 entry_score = 0.1 * sc + 2.0 / (1 + rank)
                 for close, word in ([] if in_entry else _named_spans(s, a, weights)):
                     cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, fits=True))
-                term = "" if in_entry else item_term(p, text)
-                if term and term.lower() not in weights:
-                    cands.append(Candidate(span_score(sc, NAMED_AS, True), k, p, sentence, term, order, fits=True))
                 cands.append(Candidate(entry_score, k, p, sentence, p.name))
                 continue
             spans: list[tuple[float, str]] = []
@@ -1177,10 +1159,6 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # "which function ...": a name the sentence gives the noun asked about is of the kind asked
             named_kind = {w for _, _, w in named_as(s, a.target)} if a.kind == "entity" and a.target \
                 and not a.labels else set()
-            # "which option ...": the term of the definition-list item the sentence describes
-            term = item_term(p, text) if a.kind == "entity" and a.target and not a.labels else ""
-            if term and term.lower() not in weights:
-                cands.append(Candidate(span_score(sc, NAMED_AS, True), k, p, sentence, term, order, verb, fits=True))
             for close, span in spans:
                 # each span of the sentence, scored by how closely the question's words surround it
                 bound = bool(a.target) and _bound(s, span, a.target)
