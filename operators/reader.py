@@ -197,6 +197,9 @@ class Asked:
     verb: str = ""
     role: str = ""  # object | subject | passive subject
     said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
+    # "what does the shift builtin do?": the words of the thing described, one of which the
+    # document may list as a term ("shift" on a line of its own) over its description
+    described: tuple[str, ...] = ()
     # the unit the question asks its answer in (`_answer_unit`): MONEY for an amount, PERCENT
     # for a percentage; a value in the other unit does not answer
     unit: str = ""
@@ -229,6 +232,10 @@ def asked(question: str) -> Asked:
         subject = [t for t in doc[aux.i + 1:aux.head.i] if not (t.is_stop or t.is_punct)]
         if subject:
             names.append(subject[-1].text.lower())
+    # the words that name it, not the class noun the verb takes as subject ("builtin", "function"
+    # in "the shift builtin", "the scan function"), unless that is all there is ("na.locf")
+    naming = [t for t in subject if t.head.i != aux.head.i] if aux is not None and subject else []
+    described = tuple(t.text.lower().strip("`()") for t in (naming or subject)) if aux is not None and subject else ()
     names = list(dict.fromkeys(n.strip("`()") for n in names if n.strip("`()")))
     # the question's own wh-word, not one of a clause that qualifies something in it ("For the
     # dataset that uses Prover9, how many ...", "When using GPT-4 ..., how many ...")
@@ -238,7 +245,7 @@ def asked(question: str) -> Asked:
     # "which judges' opinions": a WDT before its noun determines it, however the parser attached it
     det = wh is not None and (wh.dep_ == "det" or (wh.tag_ == "WDT" and wh.head.pos_ == "NOUN"
                                                    and wh.head.i == wh.i + 1))
-    base = Asked(kind="describe", terms=terms, names=names, years=years,
+    base = Asked(kind="describe", terms=terms, names=names, years=years, described=described,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha),
                  unit=_answer_unit(doc),
                  scale=next((t.lower_.rstrip("s") for t in doc if t.lower_.rstrip("s") in SCALES
@@ -716,6 +723,42 @@ def is_identifier(word: str) -> bool:
                 or re.fullmatch(r"-{1,2}[A-Za-z][\w-]*", w))
 
 
+ITEM_CHARS = 600  # how far a definition list's item runs after its term at most (`term_items`)
+IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
+
+
+def term_items(text: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where a passage lists one of `words` as a definition list's term: the line that is the
+    word alone, or the word with its synopsis ("shift [n]", "mapfile [-d delim] ..."), and the
+    text after it up to the next line that is one word of its own (the next term) or
+    `ITEM_CHARS`: (start, end) offsets in `text`. A manual describes a command, an option or a
+    variable there, in sentences that never repeat its name. The term's own line and its synopsis
+    lines are not part of the item."""
+    out: list[tuple[int, int]] = []
+    wanted = {w for w in words if w}
+    pos = 0
+    lines = text.split("\n")
+    for i, ln in enumerate(lines):
+        head = ln.strip().split(" ", 1)
+        if out and pos < out[-1][1]:
+            pass
+        elif head[0].lower() in wanted and (len(head) == 1 or head[1][:1] in "[(<-{"):
+            start = end = pos + len(ln) + 1
+            for nxt in lines[i + 1:]:
+                one = nxt.strip()
+                if end == start and (one.split(" ", 1)[0] == head[0] or one[:1] in "[-"):
+                    start = end = end + len(nxt) + 1  # its synopsis: "shift" over "shift [n]"
+                    continue
+                if end - start > ITEM_CHARS or (one and " " not in one and one.lower() not in wanted
+                                                and not one.endswith((".", ",", ";", ":"))):
+                    break
+                end += len(nxt) + 1
+            if end > start:
+                out.append((start, min(end, start + ITEM_CHARS)))
+        pos += len(ln) + 1
+    return out
+
+
 def _is_code(word: str) -> bool:
     w = word.strip("`'\"‘’“”").rstrip(".")
     return bool(_CODEISH.fullmatch(w) or re.fullmatch(r"\w+(?:[./]\w+)+", w))
@@ -1062,7 +1105,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         # only the lines holding one
         title = title_words(p)
         titles.append(title)
-        parsed.append((k, p, _sentences(nlp, p, None if any(t in title for t in terms) else terms)))
+        # the item of a term asked about is read whole: its sentences need not repeat the name
+        whole = any(t in title for t in terms) or (a.kind == "describe" and bool(term_items(p.text, a.described)))
+        parsed.append((k, p, _sentences(nlp, p, None if whole else terms)))
     if a.kind in ("quantity", "date", "entity") or a.value:  # answered by an entity of the sentence (`_spans`)
         _with_entities(nlp, [s for _, _, ss in parsed for s in ss if s is not None])
     # a line left unparsed holds none of the words, so it counts in n and in no word's df
@@ -1093,23 +1138,36 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
         section = _section_named(p, weights, everywhere)
+        items = term_items(p.text, a.described) if a.kind == "describe" and a.described else []
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
             s, words = sent.span, sent.words
             # the name of the entry asked about says nothing more in its own sentences (its
             # prototype repeats it): there the sentence scores by the question's other words
-            hit = sum(w for t, w in weights.items() if t in words and t not in own)
-            in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
-            if hit + in_title <= 0 or not sent.alpha:
-                continue
             text = sent.text
+            at = p.text.find(text[:60]) if items else -1
+            # "Shift the positional parameters ..." under the term "shift": the manual's own
+            # description of the thing asked, as an entry's sentences are, its first most of all;
+            # each of them speaks of the term whether or not it repeats its name
+            in_item = any(lo <= at < hi for lo, hi in items)
+            opens_item = any(lo <= at <= lo + 2 for lo, _ in items)
+            hit = sum(w for t, w in weights.items() if (t in words or (in_item and t in a.described)) and t not in own)
+            in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
+            if (hit + in_title <= 0 and not in_item) or not sent.alpha:
+                continue
+            head = text.strip().split(" ", 1)
+            if a.described and head[0].lower() in a.described and (len(head) == 1 or head[1][:1] in "[(<-{"):
+                continue  # the term's own line or its synopsis ("caller", "caller [expr]") names it
             low = text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
             subject = bool(sent.subjects.intersection(a.names))  # "lapply returns a list ..."
+            if opens_item:
+                subject, named = True, named + 1
             has_verb = sent.has_verb
             # the question's words in the sentence count by its length; in its section title once
-            sc = hit / math.sqrt(sent.tokens + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior
+            sc = hit / math.sqrt(sent.tokens + 4) * 3 + 0.3 * in_title + 0.8 * named + 1.2 * subject + prior \
+                + (IN_ITEM if opens_item else 0.0)
             if (a.kind in ("describe", "yesno", "page", "section") or in_entry) and (not has_verb or sent.tokens < 4):
                 sc -= 1.0  # a fragment ("show output", a heading) does not describe
             if a.kind == "describe" or in_entry:
