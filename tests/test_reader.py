@@ -15,6 +15,7 @@ from bookindex.operators.reader import (
     asked,
     is_identifier,
     is_reference_line,
+    term_items,
     listing_share,
     read,
     recurring_blocks,
@@ -125,6 +126,29 @@ def test_a_value_stated_after_its_noun_answers_what_n():
                  ("3.7.5 Exit Status",), 50)
     assert read("What return status does a command have when it is found but is not executable?",
                 [p])[0].startswith("126 [1]")
+
+
+BUILTINS = ("logout\nlogout [n]\nExit a login shell, returning a status of n to the shell's parent.\n"
+            "mapfile\nmapfile [-d delim] [-n count] [-O origin]\n[-t] [-u fd] [array]\n"
+            "Read lines from the standard input into the indexed array variable array. "
+            "The variable MAPFILE is the default array.\nprintf\nprintf [-v var] format [arguments]\n"
+            "Write the formatted arguments to the standard output.")
+
+
+def test_a_definition_list_item_runs_from_after_its_synopsis_to_the_next_term():
+    (lo, hi), = term_items(BUILTINS, ("mapfile",))
+    assert BUILTINS[lo:].startswith("Read lines from the standard input")
+    assert BUILTINS[lo:hi].rstrip().endswith("The variable MAPFILE is the default array.")
+    assert term_items(BUILTINS, ("shift",)) == []
+
+
+def test_what_does_x_do_is_answered_by_the_first_sentence_of_the_item_of_term_x():
+    p = _passage("b1", BUILTINS, ("4 Shell Builtin Commands", "4.2 Bash Builtin Commands"), 67)
+    shopt = _passage("b2", "If set, the mapfile builtin prints a warning when the mapfile array is not empty.",
+                     ("4.3.2 The Shopt Builtin",), 82)
+    assert asked("What does the mapfile builtin do?").described == ("mapfile",)
+    text, _ = read("What does the mapfile builtin do?", [shopt, p])
+    assert text.startswith('From "4.2 Bash Builtin Commands", p. 67: Read lines from the standard input'), text
 
 
 def test_a_section_title_answers_which_function_only_in_a_reference_entry():
