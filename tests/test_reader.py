@@ -15,10 +15,10 @@ from bookindex.operators.reader import (
     asked,
     is_identifier,
     is_reference_line,
-    term_items,
     listing_share,
     read,
     recurring_blocks,
+    term_items,
     title_words,
 )
 from bookindex.retrieval.planner import counted_unit
