@@ -698,9 +698,13 @@ def part_labels(passages: list[Passage]) -> frozenset[str]:
 
 def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
     """Whether the number at `start_char` of the sentence's document follows a word the evidence
-    numbers its parts with (`part_labels`)."""
+    numbers its parts with (`part_labels`), or the word of a part every document has: a page, a
+    section, a chapter, an appendix ("see Section 6.9 [Controlling the Prompt], page 104")."""
     m = re.search(r"([A-Za-z]+)\.?\s*$", sent.doc.text[max(0, start_char - 30):start_char])
-    return bool(parts) and m is not None and m.group(1).lower() in parts
+    if m is None:
+        return False
+    word = m.group(1).lower()
+    return word in parts or word.rstrip("s") in STRUCTURE_TARGETS
 
 
 PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
