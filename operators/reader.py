@@ -1399,6 +1399,32 @@ def _usage_line(passage: Passage, a: Asked) -> str:
     return ""
 
 
+INTRODUCED_LINES = 4  # the lines a sentence ending in a colon brings with it at most (`introduced`)
+INTRODUCED_CHARS = 300
+
+
+def introduced(passage: Passage, sentence: str) -> str:
+    """What a sentence ending in a colon introduces: the lines after it in the passage ("&>word",
+    "and", ">&word" after "There are two formats for redirecting standard output and standard
+    error:"), up to `INTRODUCED_LINES` lines or `INTRODUCED_CHARS` characters, joined by " / ";
+    '' when the passage has no line after it."""
+    words = sentence.split()[-6:]
+    m = re.search(r"\s+".join(map(re.escape, words)), passage.text) if words else None
+    if m is None:
+        return ""
+    out: list[str] = []
+    for ln in passage.text[m.end():].split("\n"):
+        ln = " ".join(ln.split())
+        if not ln or ln.startswith("|"):
+            continue
+        if out and sum(map(len, out)) + len(ln) > INTRODUCED_CHARS:
+            break
+        out.append(ln[:INTRODUCED_CHARS])
+        if len(out) == INTRODUCED_LINES:
+            break
+    return " / ".join(out)
+
+
 def _sentence_page(passage: Passage, sentence: str) -> int:
     """The page of the first prose line of the passage (not a title or table line, as
     `_sentences` reads them) that holds the start of `sentence`."""
@@ -1440,8 +1466,13 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"
     follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
-    if a.kind == "describe" and follow:  # a description often goes on in its next sentence
-        text += f" {follow[0].sentence[:300]} [{best.number}]"
+    last = best.sentence
+    if a.kind == "describe" and follow and not last.rstrip().endswith(":"):
+        text += f" {follow[0].sentence[:300]} [{best.number}]"  # a description often goes on in its next sentence
+        last = follow[0].sentence
+    shown = introduced(best.passage, last) if last.rstrip().endswith(":") else ""
+    if shown:  # "There are two formats for ...:" says nothing until what it introduces
+        text += f" {shown} [{best.number}]"
     usage = _usage_line(best.passage, a) if a.procedure else ""
     if usage and usage not in text:  # "how do I ...": the command as the manual writes it
         text += f" Usage: {usage} [{best.number}]"

@@ -151,6 +151,14 @@ def test_what_does_x_do_is_answered_by_the_first_sentence_of_the_item_of_term_x(
     assert text.startswith('From "4.2 Bash Builtin Commands", p. 67: Read lines from the standard input'), text
 
 
+def test_a_sentence_ending_in_a_colon_brings_what_it_introduces():
+    p = _passage("r1", "Bash allows both the standard output and the standard error to be redirected to the file.\n"
+                 "There are two formats for redirecting standard output and standard error:\n&>word\nand\n>&word\n"
+                 "Of the two forms, the first is preferred.", ("3.6.4 Redirecting Standard Output and Standard Error",), 46)
+    text, _ = read("How do I redirect both standard output and standard error to a file?", [p])
+    assert "standard error: [1] &>word / and / >&word" in text, text
+
+
 def test_a_section_title_answers_which_function_only_in_a_reference_entry():
     # the same question over a manual with entries: a passage of another section is read for the
     # name its sentence gives, an entry's passage answers with the entry's name
