@@ -153,7 +153,8 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
     shorter of the next following and the next preceding block first (the following one on a
     tie: a paragraph cut by a page or column break continues there), so that one long block on
     one side does not crowd out the short ones on the other (a label and its value, a table's
-    total under it). Each block costs its length and the line break that joins it.
+    total under it); a term or a label (`_introduces`) takes what follows it first. Each block
+    costs its length and the line break that joins it.
     """
     if node.type == "section":
         picked: list[Node] = []
@@ -180,10 +181,13 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
     lo, hi = pos, pos
     used = len(_flat(tree, node, tidy))
     open_sides = {1, -1}
+    # a term or a label ("umask" over its synopsis and description) introduces what follows it
+    leads = _introduces(_flat(tree, node, tidy))
     while open_sides:
         nxt = {step: (hi + 1 if step == 1 else lo - 1) for step in open_sides}
-        step = min(open_sides, key=lambda st: (len(_flat(tree, siblings[nxt[st]], tidy)) if 0 <= nxt[st] < len(siblings)
-                                               else math.inf, -st))
+        step = 1 if leads and 1 in open_sides else min(
+            open_sides, key=lambda st: (len(_flat(tree, siblings[nxt[st]], tidy)) if 0 <= nxt[st] < len(siblings)
+                                        else math.inf, -st))
         j = nxt[step]
         if not 0 <= j < len(siblings):
             open_sides.discard(step)
@@ -196,6 +200,16 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
         used += cost
         lo, hi = min(lo, j), max(hi, j)
     return siblings[lo:hi + 1]
+
+
+INTRO_CHARS = 40  # a block this short that ends no sentence names what follows it (`_introduces`)
+
+
+def _introduces(text: str) -> bool:
+    """Whether a block is a term or a label of what follows it: one short line that ends no
+    sentence ("umask", "PS2", "--login", "Options:"). Its neighbours after it are what it names."""
+    t = text.strip()
+    return bool(t) and "\n" not in t and len(t) <= INTRO_CHARS and t[-1] not in ".!?"
 
 
 OMITTED = "| … |"  # where a focused table leaves rows out
