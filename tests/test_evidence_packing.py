@@ -52,13 +52,15 @@ def test_short_neighbours_come_before_a_long_one_and_the_passage_is_never_cut_at
 
 
 def test_a_ranked_term_brings_what_follows_it_before_what_precedes_it():
-    before = "The return status is zero unless a sigspec does not specify a valid signal. " * 3
+    before = "The return status is zero unless a sigspec does not specify a valid signal. " * 2
     tree = _tree([Block(type="title", content="Bourne Shell Builtins", page_idx=0, level=1),
                   Block(type="text", content=before, page_idx=0),
                   Block(type="code", content="umask", page_idx=0),
                   Block(type="code", content="umask [-p] [-S] [mode]", page_idx=0),
-                  Block(type="text", content="Set the shell process's file creation mask to mode. " * 4, page_idx=0)])
+                  Block(type="text", content="Set the shell process's file creation mask to mode. " * 6, page_idx=0)])
     nid = _id(tree, "umask")
+    # room for the term, its synopsis and one of its neighbours: the shorter one before it would
+    # crowd out the description after it
     [p] = build_passages(tree, [nid], budget_chars=400, item_chars=400)
     assert "Set the shell process's file creation mask" in p.text and "sigspec" not in p.text
 
