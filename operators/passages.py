@@ -182,7 +182,7 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
     used = len(_flat(tree, node, tidy))
     open_sides = {1, -1}
     # a term or a label ("umask" over its synopsis and description) introduces what follows it
-    leads = _introduces(_flat(tree, node, tidy))
+    leads = node.type == "code" and _introduces(_flat(tree, node, tidy))
     while open_sides:
         nxt = {step: (hi + 1 if step == 1 else lo - 1) for step in open_sides}
         step = 1 if leads and 1 in open_sides else min(
@@ -206,8 +206,10 @@ INTRO_CHARS = 40  # a block this short that ends no sentence names what follows 
 
 
 def _introduces(text: str) -> bool:
-    """Whether a block is a term or a label of what follows it: one short line that ends no
-    sentence ("umask", "PS2", "--login", "Options:"). Its neighbours after it are what it names."""
+    """Whether a code block is the term of what follows it: one short line that ends no sentence
+    ("umask", "PS2", "--login"), as a manual types a command, an option or a variable over its
+    description. Its neighbours after it are what it names. (A short line of prose is not: a
+    map's or a chart's labels are short lines whose context is on both sides.)"""
     t = text.strip()
     return bool(t) and "\n" not in t and len(t) <= INTRO_CHARS and t[-1] not in ".!?"
 
