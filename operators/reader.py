@@ -1399,6 +1399,25 @@ def _usage_line(passage: Passage, a: Asked) -> str:
     return ""
 
 
+_SYNOPSIS = re.compile(r"^[\w.-]+\s+[\[(<-]")  # "export [-fn] [-p] [name[=value]]": a term and its arguments
+SYNOPSIS_LINES = 6  # how far above a description its item's synopsis may be (`item_synopsis`)
+
+
+def item_synopsis(passage: Passage, sentence: str) -> str:
+    """The synopsis of the definition-list item a sentence describes: the nearest line above it,
+    within `SYNOPSIS_LINES`, that is a term followed by its arguments ("export [-fn] [-p]
+    [name[=value]]" over "Mark each name to be passed to child processes in the environment.").
+    "How do I ..." is answered with the command as the manual writes it; '' when there is none."""
+    at = passage.text.find(sentence[:60])
+    if at <= 0:
+        return ""
+    for ln in reversed(passage.text[:at].split("\n")[-SYNOPSIS_LINES - 1:]):
+        t = ln.strip()
+        if _SYNOPSIS.match(t) and len(t) <= 120:
+            return t
+    return ""
+
+
 INTRODUCED_LINES = 4  # the lines a sentence ending in a colon brings with it at most (`introduced`)
 INTRODUCED_CHARS = 300
 
@@ -1473,7 +1492,7 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     shown = introduced(best.passage, last) if last.rstrip().endswith(":") else ""
     if shown:  # "There are two formats for ...:" says nothing until what it introduces
         text += f" {shown} [{best.number}]"
-    usage = _usage_line(best.passage, a) if a.procedure else ""
+    usage = (_usage_line(best.passage, a) or item_synopsis(best.passage, best.sentence)) if a.procedure else ""
     if usage and usage not in text:  # "how do I ...": the command as the manual writes it
         text += f" Usage: {usage} [{best.number}]"
     return text, [best.number]

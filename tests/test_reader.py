@@ -159,6 +159,13 @@ def test_a_sentence_ending_in_a_colon_brings_what_it_introduces():
     assert "standard error: [1] &>word / and / >&word" in text, text
 
 
+def test_how_do_i_names_the_synopsis_of_the_item_the_answer_describes():
+    p = _passage("x1", "export\nexport [-fn] [-p] [name[=value]]\n"
+                 "Mark each name to be passed to child processes in the environment.", ("4.1 Bourne Shell Builtins",), 56)
+    text, _ = read("How do I make a variable available to child processes?", [p])
+    assert text.endswith("Usage: export [-fn] [-p] [name[=value]] [1]"), text
+
+
 def test_a_section_title_answers_which_function_only_in_a_reference_entry():
     # the same question over a manual with entries: a passage of another section is read for the
     # name its sentence gives, an entry's passage answers with the entry's name
