@@ -750,8 +750,11 @@ def term_items(text: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
             start = end = pos + len(ln) + 1
             for nxt in lines[i + 1:]:
                 one = nxt.strip()
-                if end == start and (one.split(" ", 1)[0] == head[0] or one[:1] in "[-"):
-                    start = end = end + len(nxt) + 1  # its synopsis: "shift" over "shift [n]"
+                names_it = len(one) <= 120 and not one.endswith(".") and re.search(
+                    rf"(?<![\w.]){re.escape(head[0])}(?![\w.])", one)
+                if end == start and (names_it or one[:1] in "[-"):
+                    # its synopsis or prototype: "shift" over "shift [n]", "int asn1_delete_structure (...)"
+                    start = end = end + len(nxt) + 1
                     continue
                 if end - start > ITEM_CHARS or (one and " " not in one and one.lower() not in wanted
                                                 and not one.endswith((".", ",", ";", ":"))):
@@ -1155,7 +1158,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # description of the thing asked, as an entry's sentences are, its first most of all;
             # each of them speaks of the term whether or not it repeats its name
             in_item = any(lo <= at < hi for lo, hi in items)
-            opens_item = any(lo <= at <= lo + 2 for lo, _ in items)
+            opens_item = any(lo <= at <= lo + 2 for lo, _ in items) and not _LABELLED.match(text)
             hit = sum(w for t, w in weights.items() if (t in words or (in_item and t in a.described)) and t not in own)
             in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
             if (hit + in_title <= 0 and not in_item) or not sent.alpha:

@@ -159,6 +159,16 @@ def test_a_sentence_ending_in_a_colon_brings_what_it_introduces():
     assert "standard error: [1] &>word / and / >&word" in text, text
 
 
+def test_an_entry_prototype_and_parameter_lines_are_not_its_description():
+    p = _passage("d1", "asn1_delete_structure\nint asn1_delete_structure (asn1 node * structure) [Function]\n"
+                 "structure: pointer to the structure that you want to delete.\nDeletes the structure * structure.",
+                 ("4 Function reference", "asn1_delete_structure"), 12)
+    (lo, _), = term_items(p.text, ("asn1_delete_structure",))
+    assert p.text[lo:].startswith("structure: pointer")
+    text, _ = read("What does asn1_delete_structure do?", [p])
+    assert "Deletes the structure" in text and "int asn1_delete_structure (" not in text, text
+
+
 def test_how_do_i_names_the_synopsis_of_the_item_the_answer_describes():
     p = _passage("x1", "export\nexport [-fn] [-p] [name[=value]]\n"
                  "Mark each name to be passed to child processes in the environment.", ("4.1 Bourne Shell Builtins",), 56)
