@@ -43,7 +43,7 @@ MAX_PER_DOCUMENT = 60  # images read per document
 # consonants, in one case or capitalised. What it makes of a texture or a photo's edges is short
 # tokens and mixed case ("Is gee i ae o* oy"), a chart's or a diagram's labels hold real words
 MIN_WORDS = 2
-_WORD = re.compile(r"^(?:[A-Z]?[a-z]{3,}|[A-Z]{4,})$")
+_WORD = re.compile(r"^(?=.{4})(?:[A-Z]?[a-z]+|[A-Z]+)$")  # four letters or more, one case or capitalised
 _EDGES = re.compile(r"^\W+|\W+$")
 _VOWELS = frozenset("aeiouyAEIOUY")
 
