@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 BBox = tuple[float, float, float, float]
 
 MIN_SIDE = 72.0  # points (an inch) each way: a smaller picture is an icon, a bullet or a logo
-MAX_PER_DOCUMENT = 60  # images read per document
+MAX_PER_DOCUMENT = 40  # images read per document: 20-30 s of OCR at most
 # tesseract's reading is kept when it holds this many words: four or more letters, vowels and
 # consonants, in one case or capitalised. What it makes of a texture or a photo's edges is short
 # tokens and mixed case ("Is gee i ae o* oy"), a chart's or a diagram's labels hold real words
