@@ -1,8 +1,9 @@
 """The `pymupdf` parser: PDF → blocks in reading order (BookRAG §4.2.1, layout parsing).
 
 One pass over the pages (streamed: only the current page's objects are alive) turns spans
-into lines and lines into groups, finds tables on pages with ruling lines and raster images,
-and orders everything by an XY-cut that handles column layouts. A second pass over the light
+into lines and lines into groups, finds tables on pages with ruling lines and raster images
+(reading the words inside charts and diagrams with tesseract: `pdf_raster_figures`,
+`pdf_vector_figures`), and orders everything by an XY-cut that handles column layouts. A second pass over the light
 blocks removes running headers/footers (margin text repeated across pages), types blocks
 (title candidates, text, list, code, equation) against the document's body font size and
 attaches "Table n"/"Figure n" captions. The outline is read but not applied: that is section
