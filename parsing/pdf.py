@@ -215,10 +215,10 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
         if item not in scan_imgs:
             item.kind = figure_kind(page, item.bbox)  # photo, pie/bar/line chart; None when unsure
     if raster is not None and not read_by_ocr:  # a page read by OCR has its pictures' words already
-        text_lines = [(ln.bbox, ln.text) for blk in mu_blocks for ln in blk]
+        text_boxes = [ln.bbox for blk in mu_blocks for ln in blk]
         for item in imgs:
-            if item not in scan_imgs and raster.wants(item):
-                item.words = raster.words(page, item, text_lines)
+            if item not in scan_imgs and raster.wants(item, text_boxes):
+                item.words = raster.words(page, item)
     if images:
         drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs])
         for fig in drawn:
