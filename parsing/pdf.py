@@ -1,8 +1,9 @@
 """The `pymupdf` parser: PDF → blocks in reading order (BookRAG §4.2.1, layout parsing).
 
 One pass over the pages (streamed: only the current page's objects are alive) turns spans
-into lines and lines into groups, finds tables on pages with ruling lines and raster images,
-and orders everything by an XY-cut that handles column layouts. A second pass over the light
+into lines and lines into groups, finds tables on pages with ruling lines and raster images
+(reading the words inside charts and diagrams with tesseract: `pdf_raster_figures`,
+`pdf_vector_figures`), and orders everything by an XY-cut that handles column layouts. A second pass over the light
 blocks removes running headers/footers (margin text repeated across pages), types blocks
 (title candidates, text, list, code, equation) against the document's body font size and
 attaches "Table n"/"Figure n" captions. The outline is read but not applied: that is section
@@ -23,12 +24,21 @@ from bookindex.parsing.base import OutlineEntry, ParsedDocument
 from bookindex.parsing.figure_kind import figure_kind
 from bookindex.parsing.numbering import parse_numbering
 from bookindex.parsing.page_numbers import page_number_candidates, printed_page_labels
-from bookindex.parsing.pdf_images import OCR_FONT, ImageItem, ocr_page_dict, page_images, save_image, tessdata_dir
+from bookindex.parsing.pdf_images import (
+    OCR_FONT,
+    ImageItem,
+    figure_words,
+    ocr_page_dict,
+    page_images,
+    save_image,
+    tessdata_dir,
+)
 from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
+from bookindex.parsing.pdf_raster_figures import RasterReader
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
-from bookindex.parsing.pdf_vector_figures import drawn_text_page, figure_words, vector_figures
+from bookindex.parsing.pdf_vector_figures import drawn_text_page, vector_figures
 from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
@@ -53,6 +63,7 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
     img_dir = Path(image_dir) if image_dir is not None else None
     stats: Counter[str] = Counter()
     numbers: dict[int, set[int]] = {}  # the numbers each page may print as its own (parsing.page_numbers)
+    raster = RasterReader() if ocr and images else None
     try:
         outline = read_outline(doc)
         n = doc.page_count
@@ -65,13 +76,14 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
             try:
                 blocks.extend(_parse_page(doc, page, pno, flags, tables=tables, images=images, ocr=ocr,
                                           img_dir=img_dir, stem=path.stem, warnings=warnings, stats=stats,
-                                          numbers=numbers))
+                                          numbers=numbers, raster=raster))
             except Exception as exc:  # one broken page must not lose the whole document
                 warnings.append(f"{path.name}: page {pno + 1}: could not be parsed ({exc})")
             del page
         meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
                 "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"],
-                "vector_figures": stats["vector_figures"], "figure_kinds": stats["figure_kinds"]}
+                "vector_figures": stats["vector_figures"], "figure_kinds": stats["figure_kinds"],
+                "raster_ocr": {"read": raster.read, "kept": raster.kept} if raster is not None else None}
         labels = page_labels(doc) or printed_page_labels(numbers, n)
         if labels:
             meta["page_labels"] = labels
@@ -134,8 +146,9 @@ def _target_point(doc: Document, pno: int | None, dest: dict) -> tuple[float | N
 
 def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool, images: bool, ocr: bool,
                 img_dir: Path | None, stem: str, warnings: list[str], stats: Counter,
-                numbers: dict[int, set[int]] | None = None) -> list[Block]:
-    """One page's blocks; `numbers` gets the numbers the page may print as its own."""
+                numbers: dict[int, set[int]] | None = None, raster: RasterReader | None = None) -> list[Block]:
+    """One page's blocks; `numbers` gets the numbers the page may print as its own; `raster`
+    (None: OCR off) reads the words inside raster charts and diagrams."""
     W, H = float(page.rect.width), float(page.rect.height)
     d = page.get_text("dict", flags=flags)
     mu_blocks = page_lines(d)
@@ -198,10 +211,19 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     if imgs:
         # text drawn over an image (labels inside figures) stays text; images never overlap tables
         imgs = [i for i in imgs if not _inside_any(i.bbox, [t.bbox for t in tabs])]
+    for item in imgs:
+        if item not in scan_imgs:
+            item.kind = figure_kind(page, item.bbox)  # photo, pie/bar/line chart; None when unsure
+    if raster is not None and not read_by_ocr:  # a page read by OCR has its pictures' words already
+        text_boxes = [ln.bbox for blk in mu_blocks for ln in blk]
+        for item in imgs:
+            if item not in scan_imgs and raster.wants(item, text_boxes):
+                item.words = raster.words(page, item)
     if images:
         drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs])
         for fig in drawn:
             fig.words = figure_words(page, fig.bbox) if ocr else ""
+            fig.kind = figure_kind(page, fig.bbox)
         stats["vector_figures"] += len(drawn)
         imgs = imgs + drawn
     items.extend(tabs)
@@ -223,11 +245,9 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             extra: dict[str, Any] = {"caption": "", "image_path": path}
             if item in scan_imgs:
                 extra["scanned_page"] = True
-            else:
-                kind = figure_kind(page, item.bbox)  # photo, pie/bar/line chart; None when unsure
-                if kind:
-                    extra["figure_kind"] = kind
-                    stats["figure_kinds"] += 1
+            elif item.kind:
+                extra["figure_kind"] = item.kind
+                stats["figure_kinds"] += 1
             if item.words:
                 extra["ocr_text"] = item.words
             out.append(Block(type="image", content="", page_idx=pno, bbox=_r(item.bbox), extra=extra))

@@ -1,4 +1,5 @@
-"""Raster images of a page (bbox, extracted file) and OCR of pages without a text layer."""
+"""Raster images of a page (bbox, extracted file) and tesseract OCR: of pages without a text
+layer (`ocr_page_dict`) and of one figure's box (`figure_words`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 from bookindex.parsing.pdf_open import import_pymupdf
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
-    from pymupdf import Document, Page
+    from pymupdf import Document, Page, Pixmap
 
 BBox = tuple[float, float, float, float]
 _MIN_SIDE = 24.0  # points: smaller images are icons, bullets, rules
@@ -22,7 +23,8 @@ class ImageItem:
     bbox: BBox
     xref: int
     image_path: str | None = None
-    words: str = ""  # what OCR read inside it (vector figures, `pdf_vector_figures`)
+    words: str = ""  # what OCR read inside it (`pdf_vector_figures`, `pdf_raster_figures`)
+    kind: str | None = None  # the kind of figure its pixels show (`figure_kind`), once computed
 
 
 def page_images(page: Page, with_xrefs: bool = False) -> list[ImageItem]:
@@ -103,10 +105,11 @@ def tessdata_dir() -> str | None:
     return None
 
 
+OCR_DPI = 200  # the resolution scanned pages and figures are read at
 OCR_FONT = "GlyphLessFont"  # the stand-in font MuPDF gives the text tesseract recognizes
 
 
-def ocr_page_dict(page: Page, flags: int, dpi: int = 200) -> dict | None:
+def ocr_page_dict(page: Page, flags: int, dpi: int = OCR_DPI) -> dict | None:
     """OCR a scanned page with MuPDF's tesseract binding; a text dict like get_text('dict')."""
     tess = tessdata_dir()
     if tess is None:
@@ -123,3 +126,28 @@ def ocr_page_dict(page: Page, flags: int, dpi: int = 200) -> dict | None:
             for span in line.get("spans", []):
                 span["flags"] = int(span.get("flags", 0)) & ~8
     return d
+
+
+def figure_words(page: Page, bbox: BBox, dpi: int = OCR_DPI) -> str:
+    """The words tesseract reads in `bbox` of `page`, whitespace collapsed ('' when tesseract is
+    not installed or reads nothing)."""
+    try:
+        pix = page.get_pixmap(clip=import_pymupdf().Rect(bbox), dpi=dpi)
+    except Exception:
+        return ""
+    return pixmap_words(pix)
+
+
+def pixmap_words(pix: Pixmap) -> str:
+    """The words tesseract reads in a rendering, whitespace collapsed ('' when tesseract is not
+    installed or reads nothing)."""
+    tess = tessdata_dir()
+    if tess is None:
+        return ""
+    pymupdf = import_pymupdf()
+    try:
+        with pymupdf.open("pdf", pix.pdfocr_tobytes(language="eng", tessdata=tess)) as scan:
+            text = scan[0].get_text()
+    except Exception:
+        return ""
+    return " ".join(text.split())

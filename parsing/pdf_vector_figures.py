@@ -9,7 +9,7 @@ page by. PyMuPDF groups a page's drawings into clusters of paths that touch
 paths to be more than a box or a rule, holds no word of the text layer (a table's ruling, a
 shaded panel behind text and a chart with real text labels all hold words, and their words are
 read as text already) and lies inside no table or raster image. Its words come from tesseract on
-a rendering of its box, the way scanned pages are read.
+a rendering of its box, the way scanned pages are read (`pdf_images.figure_words`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bookindex.parsing.pdf_images import ImageItem, tessdata_dir
+from bookindex.parsing.pdf_images import ImageItem
 from bookindex.parsing.pdf_open import import_pymupdf
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ MIN_PATHS = 8  # fewer paths make a box, a rule or a frame, not a figure
 # a figure's outlined title, axis labels and legend are clusters of their own, set apart from its
 # plot by about a line of text: word-free clusters this close to a figure are part of it
 LABEL_GAP = 14.0
-OCR_DPI = 200  # the resolution scanned pages are read at
 # a page whose text is drawn as outlines: at least this many clusters the height of a line of text
 DRAWN_LINES_MIN = 10
 LINE_HEIGHT = (4.0, 24.0)  # points: from small print to a heading
@@ -108,19 +107,3 @@ def _overlaps_any(r: Rect, boxes: list[BBox]) -> bool:
         if w > 0 and h > 0 and w * h >= 0.5 * area:
             return True
     return False
-
-
-def figure_words(page: Page, bbox: BBox, dpi: int = OCR_DPI) -> str:
-    """The words tesseract reads in `bbox` of `page`, whitespace collapsed ('' when tesseract is
-    not installed or reads nothing)."""
-    tess = tessdata_dir()
-    if tess is None:
-        return ""
-    pymupdf = import_pymupdf()
-    try:
-        pix = page.get_pixmap(clip=pymupdf.Rect(bbox), dpi=dpi)
-        with pymupdf.open("pdf", pix.pdfocr_tobytes(language="eng", tessdata=tess)) as scan:
-            text = scan[0].get_text()
-    except Exception:
-        return ""
-    return " ".join(text.split())
