@@ -393,14 +393,16 @@ def _table_below(tree: DocumentTree, nodes: list[Node], room: int, shown: set[st
 
 
 def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
-             page: bool = False, tidy: bool = False) -> Passage:
+             page: bool = False, tidy: bool = False, focus_blocks: bool = True) -> Passage:
     """The passage of one ranked node in at most `room` characters, skipping context in `shown`.
     A ranked table longer than `room` shows the rows holding the question's `terms`
     (`focused_table`), a longer block the stretch of it that holds them (`focused_text`). With
     `page`, what room its section leaves goes to the blocks next to it on its page
-    (`_on_its_page`). With `tidy`, runs of one punctuation mark are shortened to "…"."""
+    (`_on_its_page`). With `tidy`, runs of one punctuation mark are shortened to "…". Without
+    `focus_blocks`, only tables are focused on the terms: a long block shows its start."""
     node = tree.nodes[nid]
-    long_block = node.type not in ("section", "table") and bool(terms) and len(_flat(tree, node, tidy)) > room
+    long_block = (focus_blocks and node.type not in ("section", "table") and bool(terms)
+                  and len(_flat(tree, node, tidy)) > room)
     nodes = [node] if long_block else _context(tree, node, room, shown, tidy)
     walk = _PageWalk(nodes, {}, set())
     if page and node.type != "section" and nodes:
@@ -448,16 +450,17 @@ def question_terms(question: str) -> list[str]:
 
 
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,
-                   item_chars: int = ITEM_CHARS, question: str = "") -> list[Passage]:
+                   item_chars: int = ITEM_CHARS, question: str = "", focus_blocks: bool = True) -> list[Passage]:
     """One passage per ranked id (same order). Each gets an equal share of `budget_chars`
     (between MIN_ITEM_CHARS and `item_chars`); context shown by an earlier passage is skipped.
-    A long table shows the rows that hold the `question`'s terms (`focused_table`)."""
+    A long table shows the rows that hold the `question`'s terms (`focused_table`), and, with
+    `focus_blocks`, a long text block the stretch that holds them (`focused_text`)."""
     room = max(MIN_ITEM_CHARS, min(item_chars, budget_chars // max(1, len(ids))))
     terms = question_terms(question)
     shown: set[str] = set()
     out = []
     for nid in ids:
-        p = _passage(tree, nid, room, shown, terms)
+        p = _passage(tree, nid, room, shown, terms, focus_blocks=focus_blocks)
         shown.update(p.node_ids)
         shown.add(nid)
         out.append(p)

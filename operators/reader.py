@@ -850,6 +850,24 @@ def in_scale(value: str, asked: str, declared: str) -> str:
     return f"{'-' if negative else ''}{currency}{number} {asked}"
 
 
+def _scale_printed(value: str, passages: list[Passage]) -> str:
+    """The scale declared for `value` where it is printed: in the first of `passages` (the one
+    the answer is read from), else in another passage that prints the same digits under a
+    declared scale (a statement's table shown without the "(in thousands)" above it, the same
+    amount in a summary table that declares it)."""
+    digits = re.search(r"\d[\d,.]*\d|\d", value)
+    first = passages[0]
+    if digits is None:
+        return declared_scale(first, len(first.text))
+    at = first.text.find(digits.group(0))
+    declared = declared_scale(first, at if at >= 0 else len(first.text))
+    for p in {id(p): p for p in passages[1:]}.values() if not declared and len(digits.group(0)) >= 4 else ():
+        at = p.text.find(digits.group(0))
+        if at >= 0 and (declared := declared_scale(p, at)):
+            break
+    return declared
+
+
 def _cites(text: str, start: int, end: int) -> bool:
     """Whether the number at text[start:end] is a citation marker ("a strategy [96]", "[3, 12]"):
     it numbers a reference, it counts nothing."""
@@ -1285,9 +1303,7 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     if best.span and a.scale and best.fits:
         # "Answer in USD millions" over a statement "(in thousands)": the value in the scale asked,
         # then as the document prints it
-        digits = re.search(r"\d[\d,.]*", best.span)
-        at = best.passage.text.find(digits.group(0)) if digits else -1
-        declared = declared_scale(best.passage, at if at >= 0 else len(best.passage.text))
+        declared = _scale_printed(best.span, [best.passage, *(c.passage for c in cands)])
         restated = in_scale(best.span, a.scale, declared)
         if restated:
             best.span = f"{restated} ({best.span}{'' if _OWN_SCALE.search(best.span) else f' in {declared}s'})"
