@@ -180,6 +180,12 @@ class Asked:
     years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
     target: str = ""  # the noun a "what N" question asks for
     procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
+    # "how does Best Buy record inventories?", "how is X measured?": a manner asked of a third
+    # party, answered by the phrase the evidence attaches to the question's verb (`_placed`)
+    manner: bool = False
+    # (verb lemma, preposition) of each prepositional phrase the question attaches to a verb
+    # ("performs best on Cladder": ("perform", "on")): a slot the question fills itself
+    slots: frozenset[tuple[str, str]] = frozenset()
     # "what is the N (of X)": the answer is what the document says N is, a number where the
     # evidence gives N one (`_bound`), else the sentence that says it
     value: bool = False
@@ -235,6 +241,8 @@ def asked(question: str) -> Asked:
                                                    and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha),
+                 slots=frozenset((t.head.lemma_.lower(), t.lower_) for t in doc if t.dep_ == "prep"
+                                 and t.head.pos_ in ("VERB", "AUX") and any(c.dep_ == "pobj" for c in t.children)),
                  unit=_answer_unit(doc),
                  scale=next((t.lower_.rstrip("s") for t in doc if t.lower_.rstrip("s") in SCALES
                              and any(x.lower_ == "in" for x in doc[max(0, t.i - 2):t.i])), ""))
@@ -260,6 +268,10 @@ def asked(question: str) -> Asked:
                 base.target = nxt.head.lemma_.lower()
         else:
             base.procedure = True
+            # "how do I / how can we ...": the reader's own action (a first or second person
+            # subject); any other subject's is a manner the evidence states
+            base.manner = not any(t.dep_ in ("nsubj", "nsubjpass") and set(t.morph.get("Person")) & {"1", "2"}
+                                  for t in doc)
         return base
     if lw in _LABELS_BY_WH:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
@@ -692,6 +704,7 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
 
 
 PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
+MANNER = 0.05  # what a sentence's phrase on the question's verb adds to its score (`Asked.manner`)
 
 
 def _spans(sent: Any, a: Asked, weights: dict[str, float],
@@ -772,23 +785,11 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
                 unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
                 cands.append((close(tok.start, tok.end) - 0.1 - max(unlike, _other_unit(a, txt)), txt))
-    if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
-        # "where are X stored?": the place the sentence gives the question's own verb, the object
-        # of a preposition on it ("are stored in <mandir>/<locale>/man<section>"), however the
-        # parser cut a path into tokens
-        for t in sent:
-            if t.dep_ != "prep" or t.head.pos_ not in ("VERB", "AUX") or t.head.lemma_.lower() not in q_words:
-                continue
-            objs = [c for c in t.children if c.dep_ == "pobj"]
-            if not objs:
-                continue
-            lo, hi = min(c.left_edge.i for c in objs), max(c.right_edge.i for c in objs) + 1
-            while hi < sent.end and not sent.doc[hi - 1].whitespace_ and sent.doc[hi].text not in ".,;:":
-                hi += 1  # the rest of a word the parser split off ("<arch" + ">")
-            span = sent.doc[lo:hi]
-            if all(x.is_punct or x.is_stop or x.lemma_.lower() in q_words for x in span):
-                continue
-            cands.append((close(lo, hi) + PLACED, span.text.strip(" .,;")))
+    if a.kind == "entity" and (a.labels == _LABELS_BY_WH["where"] or (a.target and not a.labels)):
+        # "where are X stored?", "what channel is X sold by?": the place or the means the
+        # sentence gives the question's own verb (`_placed`)
+        for lo, hi, text in _placed(sent, q_words, a.slots):
+            cands.append((close(lo, hi) + PLACED, text))
     if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
@@ -810,6 +811,37 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _placed(sent: Any, q_words: set[str], slots: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[int, int, str]]:
+    """The objects of the prepositions the sentence attaches to the question's own verb (a verb
+    whose lemma the question says): where, how or by what it is done ("are stored in
+    <mandir>/<locale>/man<section>", "are recorded at the lower of cost or net realizable
+    value", "sell the majority of our products through a software subscription model where
+    ..."), as (start, end, text): the phrase the object heads, without a clause that qualifies
+    it, however the parser cut a path into tokens; not one the question already says, nor one
+    of a preposition the question gives the same verb itself (`Asked.slots`: "which model
+    performs best on Cladder?" is not answered by "performs best on commonsensical data")."""
+    out = []
+    for t in sent:
+        if t.dep_ != "prep" or t.head.pos_ not in ("VERB", "AUX") or t.head.lemma_.lower() not in q_words:
+            continue
+        if (t.head.lemma_.lower(), t.lower_) in slots:
+            continue
+        objs = [c for c in t.children if c.dep_ == "pobj"]
+        if not objs:
+            continue
+        lo, hi = min(c.left_edge.i for c in objs), max(c.right_edge.i for c in objs) + 1
+        clauses = [c.left_edge.i for o in objs for c in o.children if c.dep_ in ("relcl", "acl") and c.left_edge.i > o.i]
+        if clauses:
+            hi = min(clauses)  # "a software subscription model [where our customers ...]"
+        while hi < sent.end and not sent.doc[hi - 1].whitespace_ and sent.doc[hi].text not in ".,;:":
+            hi += 1  # the rest of a word the parser split off ("<arch" + ">")
+        span = sent.doc[lo:hi]
+        if all(x.is_punct or x.is_stop or x.lemma_.lower() in q_words for x in span):
+            continue
+        out.append((lo, hi, span.text.strip(" .,;")))
+    return out
 
 
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
@@ -1101,6 +1133,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                                        fits=bool(a.labels)))
             if not spans and a.kind not in ("quantity", "date", "entity"):
                 cands.append(Candidate(sc, k, p, sentence, "", order, verb))
+            if a.manner and verb:
+                # "how does X record Y?": the sentence's own phrase on the question's verb ("at the
+                # lower of cost ..."), the sentence's answer when it is the best one
+                for _, _, placed in _placed(s, set(weights), a.slots)[:1]:
+                    cands.append(Candidate(sc + MANNER, k, p, sentence, placed, order, verb))
             if a.value or (a.kind == "entity" and a.target and not a.labels and not by_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
