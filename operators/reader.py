@@ -534,8 +534,12 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float],
     col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
     # a name the passage's titles carry (the company of a filing's running title) is every row's:
-    # it does not tell its rows apart
-    shared = {t for t in weights if any(t in n for n in a.names if n in context or n in subject)}
+    # it does not tell its rows apart, nor does the name most of the evidence is about (`subject`).
+    # A question word the table always writes capitalised is a name, however the question wrote
+    # it ("for costco": "COSTCO WHOLESALE ...", "Total Costco stockholders' equity")
+    names = [*a.names, *(t for t in weights if t.isalpha() and t in context and t not in a.names
+                         and _always_capitalised(t, [" ".join(passage.title_path), passage.text]))]
+    shared = {t for t in weights if any(t in n for n in names if n in context or n in subject)}
     best: tuple[float, str, str] | None = None
     for r in rows:
         for j, c, label in _row_records(r):
@@ -568,6 +572,16 @@ def document_subject(a: Asked, passages: list[Passage]) -> frozenset[str]:
         return frozenset()
     texts = [f"{' '.join(p.title_path)} {p.text}".lower() for p in passages]
     return frozenset(n for n in a.names if sum(n in t for t in texts) * 2 >= len(texts))
+
+
+def _always_capitalised(word: str, texts: list[str]) -> bool:
+    """Whether `word` occurs in `texts` as a whole word only with a capital first letter, and
+    so within a sentence at least once (after a lower-case word): a row label's or a
+    sentence's first word ("Total current assets") is capitalised whatever it is."""
+    rx = re.compile(rf"\b{re.escape(word)}\b", re.I)
+    seen = [(m.group(0), t[max(0, m.start() - 3):m.start()]) for t in texts for m in rx.finditer(t)]
+    return (bool(seen) and all(w[0].isupper() for w, _ in seen)
+            and any(re.fullmatch(r".*[a-z,] ", before) for _, before in seen))
 
 
 def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
@@ -926,6 +940,16 @@ def _other_unit(a: Asked, text: str) -> float:
     return 0.0
 
 
+def _keyed(key: str, a: Asked) -> bool:
+    """Whether a "Key: value" line's key names what the question asks: the noun asked for
+    ("Email: ..." for "what is the email"), or a short key made of the question's own words
+    ("Fax : 514-312-0292" for "What is INF's FAX No?")."""
+    if a.target and a.target in _lemmas(key):
+        return True
+    words = re.findall(r"[a-z]+", key.lower())
+    return bool(words) and len(words) <= 3 and all(w in a.said for w in words)
+
+
 def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
     """Whether a sentence holds most of what the question says besides the verb and the thing
     asked (its names, its other words, by weight): only then does the verb's subject or object
@@ -1118,8 +1142,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.verb and _says_the_rest(words, a, weights):
                 for filler in _fillers(s, a, weights):
                     cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
-            keyed = _KEY_VALUE.match(sentence) if a.target else None
-            if keyed and a.target in _lemmas(keyed.group(1)) and not set(_lemmas(keyed.group(2))) & set(a.terms):
+            keyed = _KEY_VALUE.match(sentence) if a.target or a.kind == "describe" else None
+            if keyed and _keyed(keyed.group(1), a) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
                 # as its key gives its value
                 cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, keyed.group(2), order, verb, fits=True))
