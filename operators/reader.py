@@ -98,6 +98,8 @@ _LABELS_BY_WH = {"when": ("DATE", "TIME"), "who": ("PERSON", "ORG", "NORP"), "wh
 _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*)+(?:,|and|&))")
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
+# a sentence ending in a footnote's mark ("... must take the form <username>. 7")
+_FOOTNOTED = re.compile(r"\w\W*[.!?;:]\s\d{1,3}\s*$")
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
 # an index entry's page number between its words and the next entry's capital: "options 54 Main"
 _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
@@ -346,9 +348,11 @@ def is_reference_line(line: str) -> bool:
 
 
 def listing_share(text: str) -> float:
-    """The share of a block's lines that are index, contents or bibliography lines."""
+    """The share of a block's lines that are index, contents or bibliography lines; a sentence
+    ending in a footnote's mark is not one, however much it looks like an entry's page number
+    (a passage of two such sentences is prose)."""
     lines = [x for x in text.splitlines() if x.strip()]
-    return sum(is_reference_line(x) for x in lines) / len(lines) if lines else 0.0
+    return sum(is_reference_line(x) and not _FOOTNOTED.search(x) for x in lines) / len(lines) if lines else 0.0
 
 
 def recurring_blocks(tree: DocumentTree, min_pages: int = 3) -> frozenset[str]:
@@ -676,6 +680,36 @@ def expansion(acronym: str, text: str) -> str:
     return ""
 
 
+def entry_glosses(text: str, names: list[str]) -> list[tuple[str, str]]:
+    """A line of entries, each a name and what it does ("na.omit omit NAs na.contiguous compute
+    longest sequence of non-NA observations na.locf impute NAs by carrying forward the last
+    observation"; a reference card's two columns flattened): for each name the question gives
+    that is not a plain word, the words after it up to the next name of the same shape (letters,
+    digits and symbols in the same order), when the line holds three different such names or
+    more, each followed by words of its own: (name, gloss)."""
+    out = []
+    for name in names:
+        if name.isalpha() or not re.search(r"[A-Za-z]", name):
+            continue
+        shape = "".join(r"[A-Za-z]+" if c.isalpha() else r"\d+" if c.isdigit() else re.escape(c)
+                        for c in re.sub(r"([A-Za-z])[A-Za-z]+|(\d)\d+", r"\1\2", name))
+        rx = re.compile(rf"(?<!\S){shape}(?!\S)")
+        for ln in text.splitlines():
+            if name not in ln.lower():
+                continue
+            entries = list(rx.finditer(ln))
+            gaps = [ln[m.end():n.start()].split() for m, n in zip(entries, entries[1:])]
+            if len({m.group(0) for m in entries}) < 3 or any(len(g) < 1 or not g[0][0].isalpha() for g in gaps):
+                continue
+            for i, m in enumerate(entries):
+                if m.group(0).lower() == name:
+                    end = entries[i + 1].start() if i + 1 < len(entries) else len(ln)
+                    gloss = ln[m.end():end].strip()
+                    if len(gloss.split()) >= 2:
+                        out.append((m.group(0), gloss))
+    return out
+
+
 def enumerates(text: str, start: int, end: int) -> bool:
     """Whether the number at text[start:end] numbers a list item rather than counting anything:
     it opens the text, follows a bullet symbol or stands before several items, and the item's
@@ -993,9 +1027,10 @@ def names_something(chunk: Any) -> bool:
     number, an all-capital word or a token with symbols in it (a path, a call, a version:
     "/usr/local", "na.locf", "the SUPERIOR COURT"). "some binary software" or "the following
     directories" only describe, and a described thing does not answer "which ..."; the
-    sentence then answers."""
-    return any(t.pos_ in ("PROPN", "NUM") or t.like_num or (t.is_upper and len(t.text) > 1)
-               or not (t.is_alpha or t.is_punct) for t in chunk)
+    sentence then answers. A word in lower case is no proper noun, whatever the tagger says
+    ("Loadable kernel modules (optional)")."""
+    return any((t.pos_ == "PROPN" and not t.is_lower) or t.pos_ == "NUM" or t.like_num
+               or (t.is_upper and len(t.text) > 1) or not (t.is_alpha or t.is_punct) for t in chunk)
 
 
 def span_score(sentence_score: float, close: float, bound: bool) -> float:
@@ -1182,6 +1217,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = max(3.0, hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6) + prior
                 cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form))
         if a.kind == "describe" and not a.procedure:
+            for name, gloss in entry_glosses(p.text, a.names):
+                # "na.locf impute NAs by carrying forward ...": the entry's own words on a line of
+                # entries (a reference card), scored as a sentence with the name as its subject
+                said = {*re.findall(r"[\w.]+", gloss.lower()), name}
+                hit = sum(w for t, w in weights.items() if t in said)
+                sc = hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
+                cands.append(Candidate(sc, k, p, f"{name} {gloss}", ""))
             for title in p.title_path:
                 # "3.16. /sbin : System binaries": a title that names the thing asked about and
                 # says what it is, after a colon or a dash
