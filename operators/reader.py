@@ -99,7 +99,7 @@ _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
 # a sentence ending in a footnote's mark ("... must take the form <username>. 7")
-_FOOTNOTED = re.compile(r"\w\W*[.!?;:]\s\d{1,3}\s*$")
+_FOOTNOTED = re.compile(r"[^\s.…][.!?;:]\s\d{1,3}\s*$")
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
 # an index entry's page number between its words and the next entry's capital: "options 54 Main"
 _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
@@ -539,10 +539,12 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float],
     context = " ".join(passage.title_path).lower()
     # a name the passage's titles carry (the company of a filing's running title) is every row's:
     # it does not tell its rows apart, nor does the name most of the evidence is about (`subject`).
-    # A question word the table always writes capitalised is a name, however the question wrote
-    # it ("for costco": "COSTCO WHOLESALE ...", "Total Costco stockholders' equity")
+    # A question word the table always writes capitalised, and that the tagger reads as a proper
+    # noun inside a row's label, is a name, however the question wrote it ("for costco": "COSTCO
+    # WHOLESALE ...", "Total Costco stockholders' equity"; not "Total Domestic store count")
     names = [*a.names, *(t for t in weights if t.isalpha() and t in context and t not in a.names
-                         and _always_capitalised(t, [" ".join(passage.title_path), passage.text]))]
+                         and _always_capitalised(t, [" ".join(passage.title_path), passage.text])
+                         and any(_proper_inside(t, r[0]) for r in rows if r))]
     shared = {t for t in weights if any(t in n for n in names if n in context or n in subject)}
     best: tuple[float, str, str] | None = None
     for r in rows:
@@ -576,6 +578,16 @@ def document_subject(a: Asked, passages: list[Passage]) -> frozenset[str]:
         return frozenset()
     texts = [f"{' '.join(p.title_path)} {p.text}".lower() for p in passages]
     return frozenset(n for n in a.names if sum(n in t for t in texts) * 2 >= len(texts))
+
+
+@lru_cache(maxsize=4096)
+def _proper_inside(word: str, label: str) -> bool:
+    """Whether the tagger reads `word` as a proper noun inside `label` (not as its first word,
+    which a label capitalises whatever it is)."""
+    nlp = english_if_installed()
+    if nlp is None or word not in label.lower():
+        return False
+    return any(t.pos_ == "PROPN" and t.lower_ == word and t.i > 0 for t in nlp(label[:300], disable=["parser", "ner"]))
 
 
 def _always_capitalised(word: str, texts: list[str]) -> bool:
@@ -1079,7 +1091,7 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
-    return _answer(a, cands, page_labels)
+    return _answer(a, cands, page_labels, passages)
 
 
 def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
@@ -1389,7 +1401,8 @@ def _sentence_page(passage: Passage, sentence: str) -> int:
     return passage.first_page
 
 
-def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None) -> tuple[str, list[int]]:
+def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None,
+            passages: list[Passage] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.fits, c.score, -c.number))
@@ -1406,7 +1419,7 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     if best.span and a.scale and best.fits:
         # "Answer in USD millions" over a statement "(in thousands)": the value in the scale asked,
         # then as the document prints it
-        declared = _scale_printed(best.span, [best.passage, *(c.passage for c in cands)])
+        declared = _scale_printed(best.span, [best.passage, *(passages or (c.passage for c in cands))])
         restated = in_scale(best.span, a.scale, declared)
         if restated:
             best.span = f"{restated} ({best.span}{'' if _OWN_SCALE.search(best.span) else f' in {declared}s'})"
