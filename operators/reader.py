@@ -272,7 +272,7 @@ def asked(question: str) -> Asked:
             base.procedure = True
             # "how do I / how can we ...": the reader's own action (a first or second person
             # subject); any other subject's is a manner the evidence states
-            base.manner = not any(t.dep_ in ("nsubj", "nsubjpass") and set(t.morph.get("Person")) & {"1", "2"}
+            base.manner = not any(t.dep_ in ("nsubj", "nsubjpass") and set(t.morph.get("Person", [])) & {"1", "2"}
                                   for t in doc)
         return base
     if lw in _LABELS_BY_WH:
