@@ -69,6 +69,20 @@ relative date ("the latter half") placing nothing in time; "which N" before its 
 it however the parser attached it ("which judges' opinions"), and a name headed by another noun
 of the question ("UNPUBLISHED OPINION") not answering it, unless it is a name the question gives
 ("where ..., and what belongs in /var/games?").
+
+What the sentence attaches to the question's own verb answers where, how and by what means: the
+object of a preposition on a verb whose lemma the question says (`_placed`), for "where",
+"what channel is X sold by" (a noun no entity label describes) and "how does X record Y" (a
+manner asked of a third party, `Asked.manner`; "how do I" stays a procedure), not a preposition
+the question gives that verb itself ("performs best on Cladder", `Asked.slots`). A "Key: value"
+line whose key is the question's own words gives its value ("Fax : 514-312-0292"); a line of
+entries, each a name and its gloss (a reference card), gives the name asked its own gloss
+(`entry_glosses`); a question word a table always capitalises and the tagger reads as a proper
+noun in a row label is a name, which picks no row ("costco": "Total Costco stockholders'
+equity"); a word in lower case is no proper noun whatever the tagger says ("(optional)"); a
+sentence ending in a footnote's mark is prose, not an index line; and a value is restated in
+the scale declared where another passage prints the same digits when its own passage declares
+none.
 """
 
 from __future__ import annotations
