@@ -1000,14 +1000,26 @@ def _other_unit(a: Asked, text: str) -> float:
     return 0.0
 
 
-def _keyed(key: str, a: Asked) -> bool:
+def _continues(text: str) -> bool:
+    """Whether `text` opens with a stop word in lower case ("and other current liabilities"):
+    the rest of a label the layout cut, not a value of its own."""
+    first = re.match(r"[a-z]+\b", text.strip())
+    nlp = english_if_installed()
+    return first is not None and nlp is not None and bool(nlp.vocab[first.group(0)].is_stop)
+
+
+def _keyed(key: str, value: str, a: Asked) -> bool:
     """Whether a "Key: value" line's key names what the question asks: the noun asked for
-    ("Email: ..." for "what is the email"), or a short key made of the question's own words
-    ("Fax : 514-312-0292" for "What is INF's FAX No?")."""
+    ("Email: ..." for "what is the email"), or, for a description, a short key made of the
+    question's own content words ("Fax : 514-312-0292" for "What is INF's FAX No?"; not "The
+    answer: Yes", nor "UNIT 15: ..." for "UNIT 14") over a value that names something (not a
+    letter, not a phrase opening with a stop word: a row label run on past its colon)."""
+    if len(re.sub(r"\W", "", value)) < 2 or _continues(value):
+        return False
     if a.target and a.target in _lemmas(key):
         return True
-    words = re.findall(r"[a-z]+", key.lower())
-    return bool(words) and len(words) <= 3 and all(w in a.said for w in words)
+    words = re.findall(r"\w+", key.lower())
+    return a.kind == "describe" and bool(words) and len(words) <= 3 and all(w in a.terms for w in words)
 
 
 def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
@@ -1204,7 +1216,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 for filler in _fillers(s, a, weights):
                     cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
             keyed = _KEY_VALUE.match(sentence) if a.target or a.kind == "describe" else None
-            if keyed and _keyed(keyed.group(1), a) and not set(_lemmas(keyed.group(2))) & set(a.terms):
+            if keyed and _keyed(keyed.group(1), keyed.group(2), a) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
                 # as its key gives its value
                 cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, keyed.group(2), order, verb, fits=True))
@@ -1327,6 +1339,8 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
             cells = [c for c in _merge_units(r) if c]
             if len(cells) < 2 or not re.search(r"[A-Za-z]{2,}.*\s.*[A-Za-z]{2,}|^[A-Za-z]{3,}", cells[1]):
                 continue  # the next cell says something: words, not a number or a sign
+            if _continues(cells[1]):
+                continue  # "Accounts payable | and other current liabilities": the label run on
             label = cells[0]
             tokens = re.findall(r"[a-z]+", label.lower())
             if not tokens:

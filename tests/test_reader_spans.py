@@ -66,6 +66,17 @@ def test_a_key_of_the_questions_own_words_gives_its_value():
     assert text.startswith("514-312-0292 [1]")
 
 
+def test_a_key_of_stop_words_another_number_or_a_label_run_on_gives_no_value():
+    # "the answer" is said by the question, but "the" is no content word: not a key it names
+    ps = [_passage("a", "The answer: Yes", ("Prompts for Validator",))]
+    assert not read("Which prompt gives the answer in the validator's examples?", ps)[0].startswith("Yes [1]")
+    ps = [_passage("a", "UNIT 15: Understanding Money and Financial Institutions", ("Unit 14 Key Assignments:",))]
+    assert not read("what's the topic of UNIT 14?", ps)[0].startswith("Understanding Money")
+    ps = [_passage("a", "| Liabilities | |\n|---|---|\n| Accounts payable | and other current liabilities |",
+                   ("Consolidated Balance Sheets",))]
+    assert not read("What is the accounts payable of Corning?", ps)[0].startswith("and other current liabilities")
+
+
 def test_a_question_word_the_table_always_capitalises_picks_no_row():
     # "costco" is no proper noun to the tagger in lower case; the table writes it "COSTCO" and
     # "Costco" only, in its title and a row's label: a name, which tells no row apart
