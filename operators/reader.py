@@ -865,8 +865,13 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
         for lo, hi, text in _placed(sent, q_words, a.slots):
             cands.append((close(lo, hi) + PLACED, text))
     if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
+        # a chunk inside an entity of a type not asked is that type ("by January each year" is a
+        # date, not who did it)
+        other = [(e.start, e.end) for e in sent.ents if a.labels and e.label_ not in a.labels]
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
+                continue
+            if any(lo <= ch.root.i < hi for lo, hi in other):
                 continue
             if not (names_something(ch) or (ch.root.lemma_.lower() == a.member and any(
                     t.dep_ in ("amod", "compound", "conj") and not t.is_stop and t.lemma_.lower() not in q_words

@@ -57,6 +57,15 @@ def test_a_slot_the_question_fills_itself_is_not_the_answer():
     assert text.startswith("GPT-4 [1]")
 
 
+def test_a_noun_inside_an_entity_of_another_type_is_not_who():
+    # the recogniser reads "January each year" as a date: its noun chunk "January" is no producer
+    ps = [_passage("b", "This document will be reviewed and revised by January each year, based on an assessment "
+                        "of availability of resources.", ("Monitoring Summary",)),
+          _passage("a", "Florida Department of Health\n4052 Bald Cypress Way", ("Revised May 2016",))]
+    text, _ = read("Who produced the document that was revised on May 2016?", ps)
+    assert text.startswith("Florida Department of Health [2]")
+
+
 # -- "Key: value" lines, names in tables -------------------------------------------------------
 
 def test_a_key_of_the_questions_own_words_gives_its_value():
