@@ -201,12 +201,16 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
 OMITTED = "| … |"  # where a focused table leaves rows out
 
 
+_YEARS_ROW = re.compile(r"\|(?:\s*(?:(?:FY\s?|fiscal\s+)?(?:19|20)\d\d)?\s*\|)+", re.I)  # cells empty or a year
+
+
 def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     """A Markdown table too long for `room` characters as its header rows (through the separator
     line) and the body rows that hold most of the question's `terms`, in the table's order, with
     `OMITTED` where rows are left out. A row's score sums, over the terms it holds, their inverse
     frequency among the table's rows ("liabilities" in one row counts more than "total" in ten):
-    the question names a row ("total liabilities") and the table names its columns in its header.
+    the question names a row ("total liabilities") and the table names its columns in its header
+    (with the rows of years right below the separator line, where the parser often puts them).
     A table that fits, that is not Markdown, or without any term in a row: returned whole. The
     room the rows do not fill is left to the next passages (filling it with the table's first
     rows showed financebench's gold page for 0.48 of short-answer questions instead of 0.56, and
@@ -218,6 +222,10 @@ def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     if rule is None or not terms:
         return text
     head, body = lines[:rule + 1], lines[rule + 1:]
+    # the columns' years the parser set below the rule ("|  | 2018 |  | 2017 |") head the table too:
+    # without them a statement's columns are not told apart
+    while body and _YEARS_ROW.fullmatch(body[0].strip()) and re.search(r"\b(?:19|20)\d\d\b", body[0]):
+        head, body = [*head, body[0]], body[1:]
     wanted = set(terms)
     row_terms = [wanted.intersection(tokenize(ln)) for ln in body]
     df = {t: sum(t in rt for rt in row_terms) for t in wanted}
