@@ -217,12 +217,16 @@ def _introduces(text: str) -> bool:
 OMITTED = "| … |"  # where a focused table leaves rows out
 
 
+_YEARS_ROW = re.compile(r"\|(?:\s*(?:(?:FY\s?|fiscal\s+)?(?:19|20)\d\d)?\s*\|)+", re.I)  # cells empty or a year
+
+
 def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     """A Markdown table too long for `room` characters as its header rows (through the separator
     line) and the body rows that hold most of the question's `terms`, in the table's order, with
     `OMITTED` where rows are left out. A row's score sums, over the terms it holds, their inverse
     frequency among the table's rows ("liabilities" in one row counts more than "total" in ten):
-    the question names a row ("total liabilities") and the table names its columns in its header.
+    the question names a row ("total liabilities") and the table names its columns in its header
+    (with the rows of years right below the separator line, where the parser often puts them).
     A table that fits, that is not Markdown, or without any term in a row: returned whole. The
     room the rows do not fill is left to the next passages (filling it with the table's first
     rows showed financebench's gold page for 0.48 of short-answer questions instead of 0.56, and
@@ -234,6 +238,10 @@ def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     if rule is None or not terms:
         return text
     head, body = lines[:rule + 1], lines[rule + 1:]
+    # the columns' years the parser set below the rule ("|  | 2018 |  | 2017 |") head the table too:
+    # without them a statement's columns are not told apart
+    while body and _YEARS_ROW.fullmatch(body[0].strip()) and re.search(r"\b(?:19|20)\d\d\b", body[0]):
+        head, body = [*head, body[0]], body[1:]
     wanted = set(terms)
     row_terms = [wanted.intersection(tokenize(ln)) for ln in body]
     df = {t: sum(t in rt for rt in row_terms) for t in wanted}
@@ -409,14 +417,16 @@ def _table_below(tree: DocumentTree, nodes: list[Node], room: int, shown: set[st
 
 
 def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
-             page: bool = False, tidy: bool = False) -> Passage:
+             page: bool = False, tidy: bool = False, focus_blocks: bool = True) -> Passage:
     """The passage of one ranked node in at most `room` characters, skipping context in `shown`.
     A ranked table longer than `room` shows the rows holding the question's `terms`
     (`focused_table`), a longer block the stretch of it that holds them (`focused_text`). With
     `page`, what room its section leaves goes to the blocks next to it on its page
-    (`_on_its_page`). With `tidy`, runs of one punctuation mark are shortened to "…"."""
+    (`_on_its_page`). With `tidy`, runs of one punctuation mark are shortened to "…". Without
+    `focus_blocks`, only tables are focused on the terms: a long block shows its start."""
     node = tree.nodes[nid]
-    long_block = node.type not in ("section", "table") and bool(terms) and len(_flat(tree, node, tidy)) > room
+    long_block = (focus_blocks and node.type not in ("section", "table") and bool(terms)
+                  and len(_flat(tree, node, tidy)) > room)
     nodes = [node] if long_block else _context(tree, node, room, shown, tidy)
     walk = _PageWalk(nodes, {}, set())
     if page and node.type != "section" and nodes:
@@ -464,16 +474,17 @@ def question_terms(question: str) -> list[str]:
 
 
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,
-                   item_chars: int = ITEM_CHARS, question: str = "") -> list[Passage]:
+                   item_chars: int = ITEM_CHARS, question: str = "", focus_blocks: bool = True) -> list[Passage]:
     """One passage per ranked id (same order). Each gets an equal share of `budget_chars`
     (between MIN_ITEM_CHARS and `item_chars`); context shown by an earlier passage is skipped.
-    A long table shows the rows that hold the `question`'s terms (`focused_table`)."""
+    A long table shows the rows that hold the `question`'s terms (`focused_table`), and, with
+    `focus_blocks`, a long text block the stretch that holds them (`focused_text`)."""
     room = max(MIN_ITEM_CHARS, min(item_chars, budget_chars // max(1, len(ids))))
     terms = question_terms(question)
     shown: set[str] = set()
     out = []
     for nid in ids:
-        p = _passage(tree, nid, room, shown, terms)
+        p = _passage(tree, nid, room, shown, terms, focus_blocks=focus_blocks)
         shown.update(p.node_ids)
         shown.add(nid)
         out.append(p)

@@ -74,6 +74,20 @@ relative date ("the latter half") placing nothing in time; "which N" before its 
 it however the parser attached it ("which judges' opinions"), and a name headed by another noun
 of the question ("UNPUBLISHED OPINION") not answering it, unless it is a name the question gives
 ("where ..., and what belongs in /var/games?").
+
+What the sentence attaches to the question's own verb answers where, how and by what means: the
+object of a preposition on a verb whose lemma the question says (`_placed`), for "where",
+"what channel is X sold by" (a noun no entity label describes) and "how does X record Y" (a
+manner asked of a third party, `Asked.manner`; "how do I" stays a procedure), not a preposition
+the question gives that verb itself ("performs best on Cladder", `Asked.slots`). A "Key: value"
+line whose key is the question's own words gives its value ("Fax : 514-312-0292"); a line of
+entries, each a name and its gloss (a reference card), gives the name asked its own gloss
+(`entry_glosses`); a question word a table always capitalises and the tagger reads as a proper
+noun in a row label is a name, which picks no row ("costco": "Total Costco stockholders'
+equity"); a word in lower case is no proper noun whatever the tagger says ("(optional)"); a
+sentence ending in a footnote's mark is prose, not an index line; and a value is restated in
+the scale declared where another passage prints the same digits when its own passage declares
+none.
 """
 
 from __future__ import annotations
@@ -103,6 +117,8 @@ _LABELS_BY_WH = {"when": ("DATE", "TIME"), "who": ("PERSON", "ORG", "NORP"), "wh
 _CITE_REF = re.compile(r"^\s*(?:\[\d+\]|\d+\.\s+[A-Z][\w'-]+,\s+[A-Z]\.|[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*)+(?:,|and|&))")
 _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z]?\.")
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
+# a sentence ending in a footnote's mark ("... must take the form <username>. 7")
+_FOOTNOTED = re.compile(r"[^\s.…][.!?;:]\s\d{1,3}\s*$")
 _NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
 # an index entry's page number between its words and the next entry's capital: "options 54 Main"
 _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
@@ -185,6 +201,12 @@ class Asked:
     years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
     target: str = ""  # the noun a "what N" question asks for
     procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
+    # "how does Best Buy record inventories?", "how is X measured?": a manner asked of a third
+    # party, answered by the phrase the evidence attaches to the question's verb (`_placed`)
+    manner: bool = False
+    # (verb lemma, preposition) of each prepositional phrase the question attaches to a verb
+    # ("performs best on Cladder": ("perform", "on")): a slot the question fills itself
+    slots: frozenset[tuple[str, str]] = frozenset()
     # "what is the N (of X)": the answer is what the document says N is, a number where the
     # evidence gives N one (`_bound`), else the sentence that says it
     value: bool = False
@@ -247,6 +269,8 @@ def asked(question: str) -> Asked:
                                                    and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years, described=described,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha),
+                 slots=frozenset((t.head.lemma_.lower(), t.lower_) for t in doc if t.dep_ == "prep"
+                                 and t.head.pos_ in ("VERB", "AUX") and any(c.dep_ == "pobj" for c in t.children)),
                  unit=_answer_unit(doc),
                  scale=next((t.lower_.rstrip("s") for t in doc if t.lower_.rstrip("s") in SCALES
                              and any(x.lower_ == "in" for x in doc[max(0, t.i - 2):t.i])), ""))
@@ -272,6 +296,10 @@ def asked(question: str) -> Asked:
                 base.target = nxt.head.lemma_.lower()
         else:
             base.procedure = True
+            # "how do I / how can we ...": the reader's own action (a first or second person
+            # subject); any other subject's is a manner the evidence states
+            base.manner = not any(t.dep_ in ("nsubj", "nsubjpass") and set(t.morph.get("Person", [])) & {"1", "2"}
+                                  for t in doc)
         return base
     if lw in _LABELS_BY_WH:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
@@ -346,9 +374,11 @@ def is_reference_line(line: str) -> bool:
 
 
 def listing_share(text: str) -> float:
-    """The share of a block's lines that are index, contents or bibliography lines."""
+    """The share of a block's lines that are index, contents or bibliography lines; a sentence
+    ending in a footnote's mark is not one, however much it looks like an entry's page number
+    (a passage of two such sentences is prose)."""
     lines = [x for x in text.splitlines() if x.strip()]
-    return sum(is_reference_line(x) for x in lines) / len(lines) if lines else 0.0
+    return sum(is_reference_line(x) and not _FOOTNOTED.search(x) for x in lines) / len(lines) if lines else 0.0
 
 
 def recurring_blocks(tree: DocumentTree, min_pages: int = 3) -> frozenset[str]:
@@ -534,8 +564,14 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float],
     col_text = _column_headers(headers, width)
     context = " ".join(passage.title_path).lower()
     # a name the passage's titles carry (the company of a filing's running title) is every row's:
-    # it does not tell its rows apart
-    shared = {t for t in weights if any(t in n for n in a.names if n in context or n in subject)}
+    # it does not tell its rows apart, nor does the name most of the evidence is about (`subject`).
+    # A question word the table always writes capitalised, and that the tagger reads as a proper
+    # noun inside a row's label, is a name, however the question wrote it ("for costco": "COSTCO
+    # WHOLESALE ...", "Total Costco stockholders' equity"; not "Total Domestic store count")
+    names = [*a.names, *(t for t in weights if t.isalpha() and t in context and t not in a.names
+                         and _always_capitalised(t, [" ".join(passage.title_path), passage.text])
+                         and any(_proper_inside(t, r[0]) for r in rows if r))]
+    shared = {t for t in weights if any(t in n for n in names if n in context or n in subject)}
     best: tuple[float, str, str] | None = None
     for r in rows:
         for j, c, label in _row_records(r):
@@ -568,6 +604,26 @@ def document_subject(a: Asked, passages: list[Passage]) -> frozenset[str]:
         return frozenset()
     texts = [f"{' '.join(p.title_path)} {p.text}".lower() for p in passages]
     return frozenset(n for n in a.names if sum(n in t for t in texts) * 2 >= len(texts))
+
+
+@lru_cache(maxsize=4096)
+def _proper_inside(word: str, label: str) -> bool:
+    """Whether the tagger reads `word` as a proper noun inside `label` (not as its first word,
+    which a label capitalises whatever it is)."""
+    nlp = english_if_installed()
+    if nlp is None or word not in label.lower():
+        return False
+    return any(t.pos_ == "PROPN" and t.lower_ == word and t.i > 0 for t in nlp(label[:300], disable=["parser", "ner"]))
+
+
+def _always_capitalised(word: str, texts: list[str]) -> bool:
+    """Whether `word` occurs in `texts` as a whole word only with a capital first letter, and
+    so within a sentence at least once (after a lower-case word): a row label's or a
+    sentence's first word ("Total current assets") is capitalised whatever it is."""
+    rx = re.compile(rf"\b{re.escape(word)}\b", re.I)
+    seen = [(m.group(0), t[max(0, m.start() - 3):m.start()]) for t in texts for m in rx.finditer(t)]
+    return (bool(seen) and all(w[0].isupper() for w, _ in seen)
+            and any(re.fullmatch(r".*[a-z,] ", before) for _, before in seen))
 
 
 def _row_records(row: list[str]) -> list[tuple[int, str, str]]:
@@ -662,6 +718,36 @@ def expansion(acronym: str, text: str) -> str:
     return ""
 
 
+def entry_glosses(text: str, names: list[str]) -> list[tuple[str, str]]:
+    """A line of entries, each a name and what it does ("na.omit omit NAs na.contiguous compute
+    longest sequence of non-NA observations na.locf impute NAs by carrying forward the last
+    observation"; a reference card's two columns flattened): for each name the question gives
+    that is not a plain word, the words after it up to the next name of the same shape (letters,
+    digits and symbols in the same order), when the line holds three different such names or
+    more, each followed by words of its own: (name, gloss)."""
+    out = []
+    for name in names:
+        if name.isalpha() or not re.search(r"[A-Za-z]", name):
+            continue
+        shape = "".join(r"[A-Za-z]+" if c.isalpha() else r"\d+" if c.isdigit() else re.escape(c)
+                        for c in re.sub(r"([A-Za-z])[A-Za-z]+|(\d)\d+", r"\1\2", name))
+        rx = re.compile(rf"(?<!\S){shape}(?!\S)")
+        for ln in text.splitlines():
+            if name not in ln.lower():
+                continue
+            entries = list(rx.finditer(ln))
+            gaps = [ln[m.end():n.start()].split() for m, n in zip(entries, entries[1:])]
+            if len({m.group(0) for m in entries}) < 3 or any(len(g) < 1 or not g[0][0].isalpha() for g in gaps):
+                continue
+            for i, m in enumerate(entries):
+                if m.group(0).lower() == name:
+                    end = entries[i + 1].start() if i + 1 < len(entries) else len(ln)
+                    gloss = ln[m.end():end].strip()
+                    if len(gloss.split()) >= 2:
+                        out.append((m.group(0), gloss))
+    return out
+
+
 def enumerates(text: str, start: int, end: int) -> bool:
     """Whether the number at text[start:end] numbers a list item rather than counting anything:
     it opens the text, follows a bullet symbol or stands before several items, and the item's
@@ -708,6 +794,7 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
 
 
 PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
+MANNER = 0.05  # what a sentence's phrase on the question's verb adds to its score (`Asked.manner`)
 NAMED_AS = 1.0  # what a name the sentence gives the noun asked about adds to its closeness (`named_as`)
 # the word right after a noun, past an "of" or a copula ("a status of 127", "the status is 126"),
 # and the word right before it
@@ -890,29 +977,22 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
                 unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
                 cands.append((close(tok.start, tok.end) - 0.1 - max(unlike, _other_unit(a, txt)), txt))
-    if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
-        # "where are X stored?": the place the sentence gives the question's own verb, the object
-        # of a preposition on it ("are stored in <mandir>/<locale>/man<section>"), however the
-        # parser cut a path into tokens
-        for t in sent:
-            if t.dep_ != "prep" or t.head.pos_ not in ("VERB", "AUX") or t.head.lemma_.lower() not in q_words:
-                continue
-            objs = [c for c in t.children if c.dep_ == "pobj"]
-            if not objs:
-                continue
-            lo, hi = min(c.left_edge.i for c in objs), max(c.right_edge.i for c in objs) + 1
-            while hi < sent.end and not sent.doc[hi - 1].whitespace_ and sent.doc[hi].text not in ".,;:":
-                hi += 1  # the rest of a word the parser split off ("<arch" + ">")
-            span = sent.doc[lo:hi]
-            if all(x.is_punct or x.is_stop or x.lemma_.lower() in q_words for x in span):
-                continue
-            cands.append((close(lo, hi) + PLACED, span.text.strip(" .,;")))
+    if a.kind == "entity" and (a.labels == _LABELS_BY_WH["where"] or (a.target and not a.labels)):
+        # "where are X stored?", "what channel is X sold by?": the place or the means the
+        # sentence gives the question's own verb (`_placed`)
+        for lo, hi, text in _placed(sent, q_words, a.slots):
+            cands.append((close(lo, hi) + PLACED, text))
     if a.kind == "entity" and a.target and not a.labels:
         # "which function reads fixed-width files?": the name the sentence gives that noun
         cands.extend(_named_spans(sent, a, weights))
     if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
+        # a chunk inside an entity of a type not asked is that type ("by January each year" is a
+        # date, not who did it)
+        other = [(e.start, e.end) for e in sent.ents if a.labels and e.label_ not in a.labels]
         for ch in sent.noun_chunks:
             if all(t.lemma_.lower() in q_words or t.lower_ in q_words or t.is_stop for t in ch):
+                continue
+            if any(lo <= ch.root.i < hi for lo, hi in other):
                 continue
             if not (names_something(ch) or (ch.root.lemma_.lower() == a.member and any(
                     t.dep_ in ("amod", "compound", "conj") and not t.is_stop and t.lemma_.lower() not in q_words
@@ -931,6 +1011,37 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _placed(sent: Any, q_words: set[str], slots: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[int, int, str]]:
+    """The objects of the prepositions the sentence attaches to the question's own verb (a verb
+    whose lemma the question says): where, how or by what it is done ("are stored in
+    <mandir>/<locale>/man<section>", "are recorded at the lower of cost or net realizable
+    value", "sell the majority of our products through a software subscription model where
+    ..."), as (start, end, text): the phrase the object heads, without a clause that qualifies
+    it, however the parser cut a path into tokens; not one the question already says, nor one
+    of a preposition the question gives the same verb itself (`Asked.slots`: "which model
+    performs best on Cladder?" is not answered by "performs best on commonsensical data")."""
+    out = []
+    for t in sent:
+        if t.dep_ != "prep" or t.head.pos_ not in ("VERB", "AUX") or t.head.lemma_.lower() not in q_words:
+            continue
+        if (t.head.lemma_.lower(), t.lower_) in slots:
+            continue
+        objs = [c for c in t.children if c.dep_ == "pobj"]
+        if not objs:
+            continue
+        lo, hi = min(c.left_edge.i for c in objs), max(c.right_edge.i for c in objs) + 1
+        clauses = [c.left_edge.i for o in objs for c in o.children if c.dep_ in ("relcl", "acl") and c.left_edge.i > o.i]
+        if clauses:
+            hi = min(clauses)  # "a software subscription model [where our customers ...]"
+        while hi < sent.end and not sent.doc[hi - 1].whitespace_ and sent.doc[hi].text not in ".,;:":
+            hi += 1  # the rest of a word the parser split off ("<arch" + ">")
+        span = sent.doc[lo:hi]
+        if all(x.is_punct or x.is_stop or x.lemma_.lower() in q_words for x in span):
+            continue
+        out.append((lo, hi, span.text.strip(" .,;")))
+    return out
 
 
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
@@ -971,6 +1082,24 @@ def in_scale(value: str, asked: str, declared: str) -> str:
     return f"{'-' if negative else ''}{currency}{number} {asked}"
 
 
+def _scale_printed(value: str, passages: list[Passage]) -> str:
+    """The scale declared for `value` where it is printed: in the first of `passages` (the one
+    the answer is read from), else in another passage that prints the same digits under a
+    declared scale (a statement's table shown without the "(in thousands)" above it, the same
+    amount in a summary table that declares it)."""
+    digits = re.search(r"\d[\d,.]*\d|\d", value)
+    first = passages[0]
+    if digits is None:
+        return declared_scale(first, len(first.text))
+    at = first.text.find(digits.group(0))
+    declared = declared_scale(first, at if at >= 0 else len(first.text))
+    for p in {id(p): p for p in passages[1:]}.values() if not declared and len(digits.group(0)) >= 4 else ():
+        at = p.text.find(digits.group(0))
+        if at >= 0 and (declared := declared_scale(p, at)):
+            break
+    return declared
+
+
 def _cites(text: str, start: int, end: int) -> bool:
     """Whether the number at text[start:end] is a citation marker ("a strategy [96]", "[3, 12]"):
     it numbers a reference, it counts nothing."""
@@ -995,6 +1124,28 @@ def _other_unit(a: Asked, text: str) -> float:
     if (a.unit == "MONEY" and percent) or (a.unit == "PERCENT" and not percent and re.search(r"[$€£]", text)):
         return 2.0
     return 0.0
+
+
+def _continues(text: str) -> bool:
+    """Whether `text` opens with a stop word in lower case ("and other current liabilities"):
+    the rest of a label the layout cut, not a value of its own."""
+    first = re.match(r"[a-z]+\b", text.strip())
+    nlp = english_if_installed()
+    return first is not None and nlp is not None and bool(nlp.vocab[first.group(0)].is_stop)
+
+
+def _keyed(key: str, value: str, a: Asked) -> bool:
+    """Whether a "Key: value" line's key names what the question asks: the noun asked for
+    ("Email: ..." for "what is the email"), or, for a description, a short key made of the
+    question's own content words ("Fax : 514-312-0292" for "What is INF's FAX No?"; not "The
+    answer: Yes", nor "UNIT 15: ..." for "UNIT 14") over a value that names something (not a
+    letter, not a phrase opening with a stop word: a row label run on past its colon)."""
+    if len(re.sub(r"\W", "", value)) < 2 or _continues(value):
+        return False
+    if a.target and a.target in _lemmas(key):
+        return True
+    words = re.findall(r"\w+", key.lower())
+    return a.kind == "describe" and bool(words) and len(words) <= 3 and all(w in a.terms for w in words)
 
 
 def _says_the_rest(words: frozenset[str], a: Asked, weights: dict[str, float]) -> bool:
@@ -1040,9 +1191,10 @@ def names_something(chunk: Any) -> bool:
     number, an all-capital word or a token with symbols in it (a path, a call, a version:
     "/usr/local", "na.locf", "the SUPERIOR COURT"). "some binary software" or "the following
     directories" only describe, and a described thing does not answer "which ..."; the
-    sentence then answers."""
-    return any(t.pos_ in ("PROPN", "NUM") or t.like_num or (t.is_upper and len(t.text) > 1)
-               or not (t.is_alpha or t.is_punct) for t in chunk)
+    sentence then answers. A word in lower case is no proper noun, whatever the tagger says
+    ("Loadable kernel modules (optional)")."""
+    return any((t.pos_ == "PROPN" and not t.is_lower) or t.pos_ == "NUM" or t.like_num
+               or (t.is_upper and len(t.text) > 1) or not (t.is_alpha or t.is_punct) for t in chunk)
 
 
 def span_score(sentence_score: float, close: float, bound: bool) -> float:
@@ -1092,7 +1244,7 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
-    return _answer(a, cands, page_labels)
+    return _answer(a, cands, page_labels, passages)
 
 
 def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
@@ -1213,8 +1365,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.verb and _says_the_rest(words, a, weights):
                 for filler in _fillers(s, a, weights):
                     cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
-            keyed = _KEY_VALUE.match(sentence) if a.target else None
-            if keyed and a.target in _lemmas(keyed.group(1)) and not set(_lemmas(keyed.group(2))) & set(a.terms):
+            keyed = _KEY_VALUE.match(sentence) if a.target or a.kind == "describe" else None
+            if keyed and _keyed(keyed.group(1), keyed.group(2), a) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
                 # as its key gives its value
                 cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, keyed.group(2), order, verb, fits=True))
@@ -1231,6 +1383,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                                        fits=bool(a.labels) or span in named_kind))
             if not spans and a.kind not in ("quantity", "date", "entity"):
                 cands.append(Candidate(sc, k, p, sentence, "", order, verb))
+            if a.manner and verb:
+                # "how does X record Y?": the sentence's own phrase on the question's verb ("at the
+                # lower of cost ..."), the sentence's answer when it is the best one
+                for _, _, placed in _placed(s, set(weights), a.slots)[:1]:
+                    cands.append(Candidate(sc + MANNER, k, p, sentence, placed, order, verb))
             if a.value or (a.kind == "entity" and a.target and not a.labels and not in_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
@@ -1251,6 +1408,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = max(3.0, hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6) + prior
                 cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form))
         if a.kind == "describe" and not a.procedure:
+            for name, gloss in entry_glosses(p.text, a.names):
+                # "na.locf impute NAs by carrying forward ...": the entry's own words on a line of
+                # entries (a reference card), scored as a sentence with the name as its subject
+                said = {*re.findall(r"[\w.]+", gloss.lower()), name}
+                hit = sum(w for t, w in weights.items() if t in said)
+                sc = hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
+                cands.append(Candidate(sc, k, p, f"{name} {gloss}", ""))
             for title in p.title_path:
                 # "3.16. /sbin : System binaries": a title that names the thing asked about and
                 # says what it is, after a colon or a dash
@@ -1328,6 +1492,8 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
             cells = [c for c in _merge_units(r) if c]
             if len(cells) < 2 or not re.search(r"[A-Za-z]{2,}.*\s.*[A-Za-z]{2,}|^[A-Za-z]{3,}", cells[1]):
                 continue  # the next cell says something: words, not a number or a sign
+            if _continues(cells[1]):
+                continue  # "Accounts payable | and other current liabilities": the label run on
             label = cells[0]
             tokens = re.findall(r"[a-z]+", label.lower())
             if not tokens:
@@ -1461,7 +1627,8 @@ def _sentence_page(passage: Passage, sentence: str) -> int:
     return passage.first_page
 
 
-def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None) -> tuple[str, list[int]]:
+def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None,
+            passages: list[Passage] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
     best = max(cands, key=lambda c: (c.fits, c.score, -c.number))
@@ -1478,9 +1645,7 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     if best.span and a.scale and best.fits:
         # "Answer in USD millions" over a statement "(in thousands)": the value in the scale asked,
         # then as the document prints it
-        digits = re.search(r"\d[\d,.]*", best.span)
-        at = best.passage.text.find(digits.group(0)) if digits else -1
-        declared = declared_scale(best.passage, at if at >= 0 else len(best.passage.text))
+        declared = _scale_printed(best.span, [best.passage, *(passages or (c.passage for c in cands))])
         restated = in_scale(best.span, a.scale, declared)
         if restated:
             best.span = f"{restated} ({best.span}{'' if _OWN_SCALE.search(best.span) else f' in {declared}s'})"

@@ -102,11 +102,15 @@ def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: in
     return " ".join(out), cites
 
 
-def reader_passages(tree: DocumentTree, ids: list[str]) -> list[Passage]:
+def reader_passages(tree: DocumentTree, ids: list[str], question: str = "") -> list[Passage]:
     """What the extractive reader reads: every ranked item with up to ITEM_CHARS of context. A
     model's prompt is packed to its token budget (`pack_passages`); the reader costs no prompt
-    tokens, and the answer is often further down the ranking than a small budget reaches."""
-    return build_passages(tree, ids, budget_chars=ITEM_CHARS * max(1, len(ids)))
+    tokens, and the answer is often further down the ranking than a small budget reaches. A
+    table longer than its room shows the rows holding the `question`'s words (`focused_table`),
+    as the prompt does: a statement's first rows rarely hold the line item asked about. A long
+    text block shows its start, where its topic is stated."""
+    return build_passages(tree, ids, budget_chars=ITEM_CHARS * max(1, len(ids)), question=question,
+                          focus_blocks=False)
 
 
 def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
@@ -227,7 +231,7 @@ class Map(Operator[MapParams]):
                     self.note(fallback=self.llm_failed(exc))
                     use_llm = False
             if "answer" not in part:
-                text, cites = (extractive_answer(self.ctx, question, build_passages(tree, ids), nums)
+                text, cites = (extractive_answer(self.ctx, question, build_passages(tree, ids, question=question, focus_blocks=False), nums)
                                if ids else (NOT_ANSWERABLE, []))
                 part.update(answer=text, source="extractive", cites=cites)
             state.partials.append(part)
@@ -499,7 +503,7 @@ class Reduce(Operator[ReduceParams]):
         def read() -> tuple[str, list[int]]:
             if not read_ids:
                 return NOT_ANSWERABLE, []
-            return extractive_answer(self.ctx, state.question, reader_passages(tree, read_ids))
+            return extractive_answer(self.ctx, state.question, reader_passages(tree, read_ids, state.question))
 
         def extractive() -> tuple[str, list[int]]:
             if state.partials and state.sub_results:

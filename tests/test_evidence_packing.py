@@ -13,6 +13,7 @@ from bookindex.operators.passages import (
     TAIL_ITEM_CHARS,
     build_passages,
     estimate_tokens,
+    focused_table,
     focused_text,
     format_passages,
     pack_passages,
@@ -272,3 +273,15 @@ def test_a_ranked_line_over_a_table_brings_the_table_rows_asked_for():
     # a table already shown is not shown again
     again = pack_passages(tree, [_id(tree, "| |"), line], 1000, question=question)
     assert again[1].text.count("Merchandise inventories") == 0
+
+
+def test_a_focused_table_keeps_the_years_set_below_its_separator():
+    rows = "\n".join(f"| Line item {i} | {i},000 |  | {i},500 |  |" for i in range(40))
+    table = ("|  | December 31, |  |  |  |\n|---|---|---|---|---|\n|  | 2018 |  | 2017 |  |\n"
+             f"{rows}\n| Accounts payable | $ | 302,578 | $ | 255,028 |")
+    shown = focused_table(table, 300, tokenize("What are the accounts payable?"))
+    assert shown.splitlines()[:3] == table.splitlines()[:3]
+    assert "302,578" in shown and "Line item 39" not in shown
+    # a first body row with other numbers than years is a row like any other
+    plain = table.replace("|  | 2018 |  | 2017 |  |", "| Cash | 2018 |  | 12 |  |")
+    assert "| Cash |" not in focused_table(plain, 300, tokenize("accounts payable"))
