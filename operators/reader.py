@@ -97,6 +97,7 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -802,12 +803,19 @@ _NEXT_WORD = re.compile(r"\s+(?:(?:of|is|was|are|were)\s+)?([^\s,;:()]+)")
 _PREV_WORD = re.compile(r"([^\s,;:()]+)\s+$")
 
 
+_QUOTES = "`'\"‘’“”"
+
+
+def _unquoted(word: str) -> str:
+    return word.strip(_QUOTES).rstrip(".")
+
+
 def is_identifier(word: str) -> bool:
     """Whether a word is a name by its spelling, the way manuals write functions, files, options,
     packages and codes: a digit, a capital after its first letter, a path, a dotted or underscored
     name or a call ("read.fwf", "/etc/profile", "odbcConnect", "RODBC", "--login", "127"); not a
     plain word ("that", "Package") or a word ending a sentence."""
-    w = word.strip("`'\"‘’“”").rstrip(".")
+    w = _unquoted(word)
     if len(w) < 2 or not re.search(r"[A-Za-z0-9]", w):
         return False
     return bool(re.search(r"\d", w) or re.search(r"[A-Z]", w[1:]) or _is_code(w)
@@ -816,6 +824,16 @@ def is_identifier(word: str) -> bool:
 
 ITEM_CHARS = 600  # how far a definition list's item runs after its term at most (`term_items`)
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
+
+
+_ARGUMENTS = "[(<-{"  # what a synopsis's first argument opens with ("shift [n]", "set -o")
+
+
+def names_term(line: str, words: Collection[str]) -> bool:
+    """Whether a line is one of `words` alone or with its arguments: a definition list's term
+    line or its synopsis ("caller", "caller [expr]")."""
+    head = line.strip().split(" ", 1)
+    return head[0].lower() in words and (len(head) == 1 or head[1][:1] in _ARGUMENTS)
 
 
 def term_items(text: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -830,15 +848,13 @@ def term_items(text: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
     pos = 0
     lines = text.split("\n")
     for i, ln in enumerate(lines):
-        head = ln.strip().split(" ", 1)
-        if out and pos < out[-1][1]:
-            pass
-        elif head[0].lower() in wanted and (len(head) == 1 or head[1][:1] in "[(<-{"):
+        if (not out or pos >= out[-1][1]) and names_term(ln, wanted):
+            term = ln.strip().split(" ", 1)[0]
             start = end = pos + len(ln) + 1
             for nxt in lines[i + 1:]:
                 one = nxt.strip()
                 names_it = len(one) <= 120 and not one.endswith(".") and re.search(
-                    rf"(?<![\w.]){re.escape(head[0])}(?![\w.])", one)
+                    rf"(?<![\w.]){re.escape(term)}(?![\w.])", one)
                 if end == start and (names_it or one[:1] in "[-"):
                     # its synopsis or prototype: "shift" over "shift [n]", "int asn1_delete_structure (...)"
                     start = end = end + len(nxt) + 1
@@ -854,7 +870,7 @@ def term_items(text: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
 
 
 def _is_code(word: str) -> bool:
-    w = word.strip("`'\"‘’“”").rstrip(".")
+    w = _unquoted(word)
     return bool(_CODEISH.fullmatch(w) or re.fullmatch(r"\w+(?:[./]\w+)+", w))
 
 
@@ -877,7 +893,7 @@ def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
             # before the noun a capitalised word qualifies it ("the mRNA transcript"); only code names it
             if m is None or not is_identifier(m.group(1)) or (m is before and not _is_code(m.group(1))):
                 continue
-            word = m.group(1).strip("`'\"‘’“”")
+            word = m.group(1).strip(_QUOTES)
             word = word[:-1] if word.endswith(".") and not _CODEISH.fullmatch(word) else word
             span = sent.doc.char_span(m.start(1), m.end(1), alignment_mode="expand")
             if span is not None:
@@ -885,22 +901,28 @@ def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def _anchors(sent: Any, weights: dict[str, float]) -> list[tuple[int, float]]:
+    """(token index, weight) of each of the question's words in the sentence."""
+    return [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
+            if t.lemma_.lower() in weights or t.lower_ in weights]
+
+
+def _near(anchors: list[tuple[int, float]], start: int, end: int) -> float:
+    """How closely the question's words surround tokens [start, end): each word's weight divided
+    by its distance in tokens."""
+    return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
+
+
 def _named_spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
     """(closeness, name) for each name the sentence gives the noun asked about (`named_as`) that
     the question does not already say, closeness as `_spans` measures it plus `NAMED_AS`."""
-    anchors = [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
-               if t.lemma_.lower() in weights or t.lower_ in weights]
-    out = []
-    for lo, hi, word in named_as(sent, a.target):
-        if word.lower() in weights or word.lower() in a.names:
-            continue
-        close = sum(w / (1 + max(lo - j, j - hi + 1) / 3) for j, w in anchors if not lo <= j < hi)
-        out.append((close + NAMED_AS, word))
-    return out
+    anchors = _anchors(sent, weights)
+    return [(_near(anchors, lo, hi) + NAMED_AS, word) for lo, hi, word in named_as(sent, a.target)
+            if word.lower() not in weights and word.lower() not in a.names]
 
 
 def _spans(sent: Any, a: Asked, weights: dict[str, float],
-           parts: frozenset[str] = frozenset()) -> list[tuple[float, str]]:
+           parts: frozenset[str] = frozenset(), named: Sequence[tuple[float, str]] = ()) -> list[tuple[float, str]]:
     """The parts of a sentence that may answer, closest to the question's words first:
     (closeness, text) for each entity (or number, or noun chunk) of a fitting type that the
     question does not already say. A sentence often holds several numbers of the asked kind
@@ -908,8 +930,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     one the question's words surround is the answer: closeness sums each question word's
     weight divided by its distance in tokens (a sentence that repeats the question but states
     its number far from those words is not close)."""
-    anchors = [(t.i, weights.get(t.lemma_.lower(), weights.get(t.lower_, 0.0))) for t in sent
-               if t.lemma_.lower() in weights or t.lower_ in weights]
+    anchors = _anchors(sent, weights)
     q_words = set(weights)
     # a line of labels and values without a verb ("Net cash provided by operating activities
     # 3,676.2 Purchases of ... (460.8) Free cash flow $3,215.4", a table flattened to text) gives
@@ -921,7 +942,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
         if values:
             after = max((v for v in values if v < start), default=sent.start - 1)
             return sum(w / (1 + (start - j) / 3) for j, w in anchors if after < j < start)
-        return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
+        return _near(anchors, start, end)
 
     if a.kind == "quantity" or not a.labels:
         aligned = _respectively(sent, a)
@@ -982,9 +1003,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
         # sentence gives the question's own verb (`_placed`)
         for lo, hi, text in _placed(sent, q_words, a.slots):
             cands.append((close(lo, hi) + PLACED, text))
-    if a.kind == "entity" and a.target and not a.labels:
-        # "which function reads fixed-width files?": the name the sentence gives that noun
-        cands.extend(_named_spans(sent, a, weights))
+    # "which function reads fixed-width files?": the names the sentence gives that noun (`_named_spans`)
+    cands.extend(named)
     if a.kind == "entity" and "DATE" not in a.labels and not cands:  # a date is a date; a name the recogniser missed
         # a chunk inside an entity of a type not asked is that type ("by January each year" is a
         # date, not who did it)
@@ -1257,6 +1277,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     terms = tuple(a.terms)
     parsed: list[tuple[int, Passage, list[_Sentence | None]]] = []
     titles: list[str] = []  # each parsed passage's `title_words`
+    items_of: list[list[tuple[int, int]]] = []  # each parsed passage's `term_items` of the thing described
     for k, p in zip(nums, passages):
         if set(p.node_ids) <= furniture or listing_share(p.text) >= 0.5:
             continue
@@ -1264,8 +1285,10 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         # only the lines holding one
         title = title_words(p)
         titles.append(title)
+        items = term_items(p.text, a.described) if a.kind == "describe" and a.described else []
+        items_of.append(items)
         # the item of a term asked about is read whole: its sentences need not repeat the name
-        whole = any(t in title for t in terms) or (a.kind == "describe" and bool(term_items(p.text, a.described)))
+        whole = any(t in title for t in terms) or bool(items)
         parsed.append((k, p, _sentences(nlp, p, None if whole else terms)))
     if a.kind in ("quantity", "date", "entity") or a.value:  # answered by an entity of the sentence (`_spans`)
         _with_entities(nlp, [s for _, _, ss in parsed for s in ss if s is not None])
@@ -1297,7 +1320,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         entry_named = sum(1 for n in a.names if n in p.name.lower())  # the passage is the entry asked about
         own = {n for n in a.names if n == p.name.lower()}
         section = _section_named(p, weights, everywhere)
-        items = term_items(p.text, a.described) if a.kind == "describe" and a.described else []
+        items = items_of[rank]
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -1315,8 +1338,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
             if (hit + in_title <= 0 and not in_item) or not sent.alpha:
                 continue
-            head = text.strip().split(" ", 1)
-            if a.described and head[0].lower() in a.described and (len(head) == 1 or head[1][:1] in "[(<-{"):
+            if a.described and names_term(text, a.described):
                 continue  # the term's own line or its synopsis ("caller", "caller [expr]") names it
             low = text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
@@ -1342,19 +1364,21 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
             sentence = " ".join(text.split())
+            # "which function ...": the names the sentence gives the noun asked about (`named_as`)
+            given = _named_spans(s, a, weights) if a.kind == "entity" and a.target else []
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is. Outside
                 # an entry, a name the sentence gives the noun asked ("Function read.fwf reads
                 # ...") is the answer, and the section's name only where the sentence gives none.
                 entry_score = 0.1 * sc + 2.0 / (1 + rank)
-                for close, word in ([] if in_entry else _named_spans(s, a, weights)):
+                for close, word in ([] if in_entry else given):
                     cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, fits=True))
                 cands.append(Candidate(entry_score, k, p, sentence, p.name))
                 continue
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
-                spans = _spans(s, a, weights, parts)[:SPANS_PER_SENTENCE]
+                spans = _spans(s, a, weights, parts, given if not a.labels else [])[:SPANS_PER_SENTENCE]
             if a.kind == "entity" and a.target and not a.labels and section:
                 # "which directory / step ...": the section the sentence is in, named by its
                 # innermost title that shares a word with the question; against the sentence's
@@ -1373,9 +1397,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
                 cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
-            # "which function ...": a name the sentence gives the noun asked about is of the kind asked
-            named_kind = {w for _, _, w in named_as(s, a.target)} if a.kind == "entity" and a.target \
-                and not a.labels else set()
+            named_kind = {w for _, w in given} if not a.labels else set()  # of the kind asked
             for close, span in spans:
                 # each span of the sentence, scored by how closely the question's words surround it
                 bound = bool(a.target) and _bound(s, span, a.target)

@@ -214,7 +214,7 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     for item in imgs:
         if item not in scan_imgs:
             item.kind = figure_kind(page, item.bbox)  # photo, pie/bar/line chart; None when unsure
-    if raster is not None and not read_by_ocr:  # a page read by OCR has its pictures' words already
+    if raster is not None and imgs and not read_by_ocr:  # a page read by OCR has its pictures' words already
         text_boxes = [ln.bbox for blk in mu_blocks for ln in blk]
         for item in imgs:
             if item not in scan_imgs and raster.wants(item, text_boxes):
