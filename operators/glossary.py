@@ -88,6 +88,37 @@ STATEMENT_TITLES: dict[str, tuple[str, ...]] = {
 }
 
 
+# a line item as questions name it, and as statements print it (the first that a statement of the
+# document prints is read): the whole name must match
+LINE_ITEM_NAMES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(p, re.I), tuple(x.strip() for x in names.split(";"))) for p, names in (
+        (r"(?:total |net )?(?:revenues?|sales)|top[- ]line", "revenue; net revenues; total net revenues; "
+         "net sales; total net sales; total revenues"),
+        (r"capex|capital expenditures?", "purchases of property and equipment; purchases of property, plant and "
+         "equipment; capital expenditures; purchases of land, buildings and equipment"),
+        (r"cogs|cost of (?:goods )?sold|cost of goods sold", "cost of sales; cost of goods sold; cost of revenue"),
+        (r"(?:net )?pp&?e|(?:net )?ppne|fixed assets", "property and equipment, net; property, plant and equipment, net; "
+         "net property, plant and equipment; land, buildings and equipment"),
+        (r"net (?:profit|earnings)|net income attributable to (?:shareholders|stockholders)",
+         "net income; net earnings; net income attributable"),
+        (r"(?:cash (?:flow )?from|operating) (?:operations|operating activities)|operating cash flow",
+         "net cash provided by operating activities; cash provided by operations; "
+         "net cash provided by operations"),
+        (r"(?:unadjusted )?operating (?:income|profit)", "operating income; operating profit; income from operations"),
+        (r"inventor(?:y|ies)", "inventories; merchandise inventories"),
+        (r"accounts receivables?|receivables?", "accounts receivable; receivables"),
+        (r"d&a|depreciation and amortization", "depreciation and amortization; depreciation, amortization"),
+    )
+]
+
+
+def line_item_names(name: str) -> tuple[str, ...]:
+    """What statements call the line item a question names `name` ("capex": "purchases of
+    property and equipment", ...); () when the glossary does not know it."""
+    n = " ".join(name.lower().split())
+    return next((names for rx, names in LINE_ITEM_NAMES if rx.fullmatch(n)), ())
+
+
 def terms_in(question: str) -> list[Term]:
     return [t for t in FINANCE if t.pattern.search(question)]
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from bookindex.core.model import DocumentTree
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
+from bookindex.operators.computed import computed_answer
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import (
     MODEL_CHECKS,
@@ -440,6 +441,21 @@ class Reduce(Operator[ReduceParams]):
         self.note(source="tree: labelled part", outputs={"asked": found.asked, "node": found.node_id})
         return True
 
+    def _compute(self, state: State) -> bool:
+        """"What is the FY2016 working capital ratio? Define it as ...": the arithmetic the
+        question asks, over the line items the document's tables print (`operators.computed`),
+        cited by those tables. Without an LLM only: a model reads the same tables as evidence."""
+        found = computed_answer(self.ctx.tree, state.question)
+        if found is None:
+            return False
+        first = set(found.node_ids)
+        state.ranked = [(i, 1.0) for i in found.node_ids] + [(i, sc) for i, sc in state.ranked if i not in first]
+        state.answer, state.citations = found.answer, list(range(1, len(found.node_ids) + 1))
+        state.structural = found.structural
+        state.emit("evidence", [i for i, _ in state.ranked])
+        self.note(source="tree: computed from table cells", outputs={"value": found.structural["value"]})
+        return True
+
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
         op = self.params.operation
@@ -478,6 +494,8 @@ class Reduce(Operator[ReduceParams]):
             self.note(outputs={"count": len(items)}, source="tree")
             return state
         if op == "ANSWER" and not state.sub_results and self._lookup(state):
+            return state
+        if op in ("ANSWER", "ANALYZE") and not (self.params.use_llm and self.ctx.llm_available) and self._compute(state):
             return state
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]

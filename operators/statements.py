@@ -1,0 +1,241 @@
+"""A line item's value at a fiscal year, found in the document's own tables.
+
+`operators.formula` turns "what is the FY2016 working capital ratio? Define it as total current
+assets divided by total current liabilities" into items ("total current assets" at 2016); this
+module reads each one off the tables of the tree: the row whose label holds the item's words (by
+stem, every one of them; the label with the fewest other words wins) and the column whose header
+holds the year ("2016", "December 31, 2016", "January 28, 2023"). Every table of the document is
+read, not only the ranked evidence: a ratio's two items are often on two statements.
+
+Which table, when several print the row: a table under the heading of a statement the question
+names or that prints the item ("Consolidated Balance Sheets", by `glossary.STATEMENT_TITLES`)
+first, then the best label, then the earlier table (the statements precede the notes that repeat
+their rows). A table declares its unit in its own text or its section's ("in millions", "(in
+thousands)"); a value is kept with that scale so that items of two tables compute together.
+
+An item named in other words than statements print it ("capex", "COGS", "PP&E", "revenue") is
+also looked up by the line items `glossary.line_item_names` gives for it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from bookindex.core.model import DocumentTree
+from bookindex.operators.formula import Item, Value
+from bookindex.operators.glossary import STATEMENT_TITLES, line_item_names
+from bookindex.operators.reader import _column_headers, _merge_units, _row_records, _table_rows
+from bookindex.providers.lexical import word_stems
+
+_SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b|\(\s*(thousands|millions|billions)\b|"
+                    r"\$\s*(?:in\s+)?(000|mm|m)\b", re.I)
+_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9, "000": 1e3, "mm": 1e6, "m": 1e6}
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_CASH_FLOWS = next(st for st in STATEMENT_TITLES if "cash flows" in st)
+_SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect)\b", re.I)  # names of signed amounts
+_TRAILING_SIGN = re.compile(r"\s+[$€£]$")
+
+
+@dataclass(frozen=True)
+class _Row:
+    label: str
+    stems: frozenset[str]
+    values: tuple[tuple[str, str], ...]  # (year, cell)
+
+
+@dataclass(frozen=True)
+class _Table:
+    node_id: str
+    page: int
+    order: int
+    statements: frozenset[str]  # the statements whose heading it is under
+    scale: float
+    rows: tuple[_Row, ...]
+
+
+def _amount(cell: str) -> float | None:
+    """A printed amount as a number: "(1,234)" and "−1,234" negative, "$" and "%" dropped."""
+    s = cell.strip().replace("−", "-").replace("–", "-").replace("$", "").replace("€", "").replace("£", "")
+    s = s.replace("%", "").replace(",", "").replace(" ", "")
+    neg = s.startswith("(") and s.endswith(")") or s.startswith("-")
+    s = s.strip("()-")
+    try:
+        v = float(s)
+    except ValueError:
+        return None
+    return -v if neg else v
+
+
+def _statements_of(titles: list[str]) -> frozenset[str]:
+    heads = [word_stems(t) for t in titles if t]
+    return frozenset(st for st, alts in STATEMENT_TITLES.items()
+                     if any(w and w <= h for h in heads for w in map(word_stems, alts)))
+
+
+def _scale_of(texts: list[str]) -> float:
+    for t in texts:
+        m = _SCALE.search(t)
+        if m:
+            word = next(g for g in m.groups() if g)
+            return _SCALES[word.lower()]
+    return 1.0
+
+
+def _year_columns(rows: list[list[str]], width: int) -> list[str]:
+    """The year each column's header names ("" for none): the header rows are the rows before
+    the first row with a number under a label, and the rows that hold only years."""
+    headers = []
+    for r in rows[:6]:
+        if _row_records(r) and not all(_YEAR.fullmatch(c) for c in r if c and c[0].isdigit()):
+            break
+        headers.append(r)
+    cols = _column_headers(headers, width)
+    out = []
+    for c in cols:
+        ys = _YEAR.findall(c)
+        out.append(ys[-1] if len(set(ys)) == 1 else "")
+    return out
+
+
+def tables(tree: DocumentTree) -> tuple[_Table, ...]:
+    """Every table of `tree` read into rows of (year, cell) by column (cached per tree)."""
+    return _tables(id(tree), tree)
+
+
+_CACHE: dict[int, tuple[DocumentTree, tuple[_Table, ...]]] = {}
+
+
+_MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b,?", re.I)
+# a line of text that is a statement's row: a label, then two to six amounts and nothing else
+_TEXT_ROW = re.compile(r"^(?P<label>[A-Za-z][^\d()$]{1,120}?)[\s$]+(?P<nums>(?:\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?\s*\$?\s*){2,6})$")
+_AMOUNT = re.compile(r"\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?")
+
+
+def year_line(text: str) -> tuple[str, ...]:
+    """The years a short line of column heads lists in order ("December 31, 2018 2017", "(Millions)
+    2018 2017 2016"); () for any other text, a sentence that mentions years among them."""
+    if len(text) > 160:
+        return ()
+    years = tuple(dict.fromkeys(_YEAR.findall(text)))
+    rest = _YEAR.sub(" ", _MONTH_DAY.sub(" ", text))
+    return years if 2 <= len(years) <= 6 and not re.search(r"\d", rest) else ()
+
+
+def _text_rows(text: str, years: tuple[str, ...]) -> list[_Row]:
+    """The lines of a text block that are rows of the statement whose years are `years`."""
+    out = []
+    for line in text.splitlines():
+        m = _TEXT_ROW.match(" ".join(line.split()))
+        if not m:
+            continue
+        nums = _AMOUNT.findall(m.group("nums"))
+        label = m.group("label").strip(" $:").lower()
+        if len(nums) == len(years) and label:
+            out.append(_Row(label, word_stems(label), tuple(zip(years, (n.strip() for n in nums)))))
+    return out
+
+
+def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_Row], tuple[str, ...]]:
+    """A table's rows by year: by its header's years, else by the years `listed` above it, each
+    row's amounts in order. Returns the rows and the years the table reads."""
+    # "Net sales $ | 32,765 $ | 31,657": a currency sign the parser left at a cell's end is the next cell's
+    rows = [_merge_units([_TRAILING_SIGN.sub("", c) for c in r]) for r in _table_rows(node_content)]
+    if len(rows) < 2:
+        return [], listed
+    years = _year_columns(rows, max(len(r) for r in rows))
+    read: list[_Row] = []
+    for r in rows:
+        recs = _row_records(r)
+        if not recs:
+            continue
+        if any(years):
+            vals = tuple((years[j], cell) for j, cell, _ in recs if j < len(years) and years[j])
+        elif listed and len(recs) == len(listed):
+            vals = tuple((y, cell) for y, (_, cell, _) in zip(listed, recs))
+        else:
+            continue
+        if vals:
+            read.append(_Row(recs[0][2], word_stems(recs[0][2]), vals))
+    return read, (tuple(y for y in years if y) if any(years) else listed)
+
+
+def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    out: list[_Table] = []
+    # a statement often sets its column years above its table as a line of text ("December 31,
+    # 2018 2017"): each row's amounts are those years in order, in the tables and text rows that
+    # follow under the same heading ("Total net revenues 6,489 7,500 7,017")
+    listed: tuple[str, ...] = ()
+    section: str | None = None
+    scale_text = ""
+    for order, node in enumerate(tree.walk()):
+        if node.type == "section" or node.type == "document":
+            continue
+        if node.parent != section:
+            section, listed, scale_text = node.parent, (), ""
+        content = node.content
+        if node.type == "table":
+            rows, listed = _table_rows_read(content, listed)
+        elif node.type == "text":
+            ys = year_line(content)
+            if ys:
+                listed = ys
+                scale_text = content
+                continue
+            if _SCALE.search(content[:200]) and len(content) < 200:
+                scale_text = content
+            rows = _text_rows(content, listed) if listed else []
+        else:
+            continue
+        if not rows:
+            continue
+        titles = [p.title for p in tree.parent_path(node) if p.title]
+        scale = _scale_of([content[:400], scale_text, *reversed(titles)])
+        out.append(_Table(node.id, node.page_idx + 1, order, _statements_of(titles), scale, tuple(rows)))
+    result = tuple(out)
+    if len(_CACHE) > 8:
+        _CACHE.clear()
+    _CACHE[key] = (tree, result)
+    return result
+
+
+@lru_cache(maxsize=1024)
+def _names(name: str) -> tuple[frozenset[str], ...]:
+    return tuple(dict.fromkeys(s for s in (word_stems(n) for n in (name, *line_item_names(name))) if s))
+
+
+def find(tree: DocumentTree, item: Item, statements: frozenset[str] = frozenset()) -> Value | None:
+    """The value of `item` at its year in the tables of `tree`; None when no row names it in a
+    column of that year. `statements`: the statements the question names or that print its terms
+    (`glossary`), whose tables are read first; an item's own "from the ... statement" too."""
+    if not item.year:
+        return None
+    wanted = set(statements)
+    if item.statement:
+        wanted |= _statements_of([item.statement])
+    names = _names(item.name)
+    best: tuple[tuple[float, float, int], _Table, _Row, str] | None = None
+    for t in tables(tree):
+        for r in t.rows:
+            fit = max((len(n) / len(r.stems | n) for n in names if n <= r.stems), default=0.0)
+            if fit <= 0:
+                continue
+            cells = [c for y, c in r.values if y == item.year and _amount(c) is not None]
+            if not cells:
+                continue
+            key = (1.0 if wanted and t.statements & wanted else 0.5 if t.statements else 0.0, fit, -t.order)
+            if best is None or key > best[0]:
+                best = (key, t, r, cells[0])
+    if best is None:
+        return None
+    _, t, r, cell = best
+    amount = _amount(cell)
+    assert amount is not None
+    if amount < 0 and _CASH_FLOWS in t.statements and not _SIGNED.search(item.name):
+        # a cash flow statement prints an outflow in brackets by its convention; "capex" names its size
+        amount = -amount
+    return Value(amount, cell, r.label, item.year, t.node_id, t.page, t.scale)
