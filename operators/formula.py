@@ -347,6 +347,31 @@ def _clean(phrase: str) -> str:
     return _norm(p)
 
 
+_FISCAL_YEAR = re.compile(r"\b(?:FY\s?'?|fiscal\s+(?:year\s+)?)((?:19|20)\d\d)\b", re.I)
+_ITEM_ASKED = re.compile(r"^\s*what\s+(?:is|was|were|are)\s+(?:the\s+)?(?P<x>.+?)\s*\??$", re.I)
+
+
+def _line_item(ask: str) -> Item | Op | None:
+    """"What is the year end FY2019 total amount of inventories for Best Buy?": one line item
+    at a fiscal year, asked in a filing's words (a year written "FY2019" or "fiscal 2019")."""
+    if not _FISCAL_YEAR.search(ask):
+        return None
+    m = _ITEM_ASKED.match(ask)
+    if not m:
+        return None
+    x = re.sub(r"\([^)]*\)", " ", m.group("x"))  # "(in USD millions)"
+    x = re.sub(r"\s+(?:for|of|at|by)\s+(?-i:[A-Z0-9]).*$", "", x, flags=re.I)  # "for Best Buy"
+    x = re.sub(r"^(?:[A-Z0-9][\w&.]*(?:\s[A-Z][\w&.]*)*['’]s\s+)", "", x)
+    x = _FISCAL_YEAR.sub(" ", x)
+    x = re.sub(r"\b(?:in|for|at)\s*$|\byear[\s-]+end(?:ed|ing)?\b|\btotal\s+amount\s+of\b|\bamount\b", " ", x, flags=re.I)
+    parts = re.split(r"\s+to\s+", x.strip())
+    if len(parts) == 2:  # "current liabilities to total liabilities": the first over the second
+        a, b = (_phrase(p, {}, 0) for p in parts)
+        return Op("/", a, b) if isinstance(a, Item) and isinstance(b, Item) else None
+    found = _phrase(x, {}, 0)
+    return found if isinstance(found, Item) and 1 <= len(found.name.split()) <= 8 else None
+
+
 def _metric(text: str, defs: dict[str, str], years: list[str]) -> tuple[Expr, bool, bool] | None:
     """(expression, whether it is a share in percent by its wording, whether it is a ratio) of
     the metric `text` names."""
@@ -424,8 +449,15 @@ def _formula(q: str) -> Formula | None:
         expr = Op("/", Op("-", later, earlier), earlier) if growth else Op("-", later, earlier)
         return Formula(expr, bool(growth), decimals, _clean(subject))
     found = _metric(ask, defs, years)
+    if found is None and defs:  # a question that defines a name asks for it
+        expr = parse_expression(next(iter(defs.values())), defs)
+        found = (expr, False, _divides(expr)) if expr is not None else None
     if found is None:
-        return None
+        item = _line_item(ask)
+        if item is None or not years:
+            return None
+        ratio = isinstance(item, Op)
+        return Formula(at_year(item, years[-1]), percent and ratio, decimals, _clean(ask))
     expr, share, ratio = found
     year = years[-1] if years else ""
     return Formula(at_year(expr, year) if year else expr, (percent and ratio) or share, decimals, _clean(ask))

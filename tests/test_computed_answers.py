@@ -1,0 +1,145 @@
+"""Computed answers without an LLM: the arithmetic a question asks (its own definitions, "A to B
+ratio", "A as a % of B", margins, growth, multi-year averages), over line items read from the
+document's tables at the years asked, each value cited by its table."""
+
+from __future__ import annotations
+
+import pytest
+
+from bookindex.core.config import load_settings
+from bookindex.core.graph import KnowledgeGraph
+from bookindex.core.model import Block, build_tree
+from bookindex.evaluation.short_answers import short_answer
+from bookindex.operators.computed import computed_answer
+from bookindex.operators.context import IndexContext, MemoryIndex
+from bookindex.operators.formula import Item, Mean, Op, evaluate, formula, render
+from bookindex.operators.statements import find, year_line
+from bookindex.retrieval import ask
+
+
+def _filing():
+    """A small 10-K: statements whose column years are a line of text above the table (as
+    PyMuPDF reads them), one whose header row holds the years, and a text block of rows."""
+    B = Block
+    return build_tree("filing0000000001", "ACME_2019_10K.pdf", [
+        B("title", "Item 7. Management's Discussion", 0, level=1),
+        B("text", "Revenue grew in 2019 compared to 2018 by 12 percent, and deferred revenue fell.", 0),
+        B("table", "| Deferred revenue | 40 | 55 |\n|---|---|---|\n| Other | 1 | 2 |", 0),
+        B("title", "Consolidated Statements of Operations", 1, level=1),
+        B("text", "(In millions) 2019 2018 2017", 1),
+        B("table", "| Net sales $ | 1,120 $ | 1,000 $ | 900 |\n|---|---|---|---|\n"
+                   "| Cost of sales | 700 | 640 | 600 |\n| Operating income | 224 | 180 | 171 |\n"
+                   "| Net income | 112 | 90 | 81 |", 1),
+        B("title", "Consolidated Balance Sheets", 2, level=1),
+        B("table", "| (in millions) | December 31, 2019 | December 31, 2018 |\n|---|---|---|\n"
+                   "| Inventories | 210 | 190 |\n| Total current assets | 600 | 520 |\n"
+                   "| Accounts payable | 150 | 130 |\n| Total current liabilities | 400 | 390 |\n"
+                   "| Property and equipment, net | 300 | 260 |\n| Total assets | 1,400 | 1,300 |", 2),
+        B("title", "Consolidated Statements of Cash Flows", 3, level=1),
+        B("text", "(In millions) 2019 2018 2017", 3),
+        B("text", "Net cash provided by operating activities 250 210 190", 3),
+        B("table", "| Purchases of property and equipment | (80) | (70) | (60) |\n|---|---|---|---|\n"
+                   "| Inventories | (20) | (15) | (5) |", 3),
+    ])
+
+
+@pytest.fixture(scope="module")
+def filing():
+    return _filing()
+
+
+# -- reading the question ------------------------------------------------------------------
+
+def test_a_definition_in_the_question_is_the_expression():
+    f = formula("What is ACME's FY2019 working capital ratio? Define working capital ratio as total "
+                "current assets divided by total current liabilities. Round your answer to two decimal places.")
+    assert f is not None and f.decimals == 2 and not f.percent
+    assert f.expr == Op("/", Item("total current assets", "2019"), Item("total current liabilities", "2019"))
+
+
+def test_definitions_are_substituted_and_averages_span_the_years_named():
+    f = formula("What is the FY2019 cash conversion cycle (CCC)? CCC is defined as: DIO - DPO. DIO is defined as: "
+                "365 * (average inventory between FY2018 and FY2019) / (FY2019 COGS). DPO is defined as: 365 * "
+                "(average accounts payable between FY2018 and FY2019) / (FY2019 COGS).")
+    assert f is not None
+    inv = Mean((Item("inventory", "2018"), Item("inventory", "2019")))
+    assert f.expr.left == Op("/", Op("*", type(f.expr.left.left.left)(365.0), inv), Item("cogs", "2019"))
+
+
+def test_ratio_share_margin_growth_and_average_wordings():
+    assert formula("what is current liabilities to total liabilities for ACME in FY2021?").expr == \
+        Op("/", Item("current liabilities", "2021"), Item("total liabilities", "2021"))
+    f = formula("What is the FY2017 - FY2019 3 year average of capex as a % of revenue? Answer in units of percents "
+                "and round to one decimal place.")
+    assert f.percent and f.decimals == 1 and isinstance(f.expr, Mean) and len(f.expr.parts) == 3
+    f = formula("What is the FY2019 - FY2020 total revenue growth rate for ACME?")
+    assert f.percent and f.expr == Op("/", Op("-", Item("total revenue", "2020"), Item("total revenue", "2019")),
+                                      Item("total revenue", "2019"))
+    f = formula("What is ACME's FY2019 net profit margin?")
+    assert f.percent and f.expr == Op("/", Item("net profit", "2019"), Item("revenue", "2019"))
+
+
+def test_questions_that_ask_no_arithmetic_give_none():
+    for q in ("What does asn1_der_coding do?", "How many tables are in section 4?",
+              "Which region had the highest revenue?", "What is the operating profit margin before depreciation?",
+              "What percentage of Latinos say the economy is improving?"):
+        assert formula(q) is None, q
+
+
+def test_a_line_of_column_years_is_not_a_sentence_about_years():
+    assert year_line("December 31, December 31, (Dollars in millions) 2018 2017") == ("2018", "2017")
+    assert year_line("In 2017, cash flows decreased $422 million compared to 2016") == ()
+
+
+# -- finding the line items ----------------------------------------------------------------
+
+def test_items_are_found_by_their_row_and_the_year_of_their_column(filing):
+    v = find(filing, Item("total current assets", "2018"))
+    assert (v.amount, v.label, v.page, v.scale) == (520.0, "total current assets", 3, 1e6)
+    # the years set above the table as a line of text, and a trailing "$" in a cell
+    assert find(filing, Item("revenue", "2017")).amount == 900.0
+    # a row written as text under the statement's years
+    assert find(filing, Item("cash from operations", "2018")).amount == 210.0
+    # a name the statements print in other words (the glossary), an outflow read as its size
+    assert find(filing, Item("capex", "2019")).amount == 80.0
+    assert find(filing, Item("total current assets", "2016")) is None
+    assert find(filing, Item("goodwill", "2019")) is None
+
+
+def test_the_statement_asked_is_read_before_another_that_prints_the_row(filing):
+    from bookindex.operators.glossary import named_statements
+    bs = frozenset(named_statements("based on the balance sheet"))
+    assert find(filing, Item("inventories", "2019"), bs).amount == 210.0
+
+
+def test_evaluate_renders_as_asked(filing):
+    f = formula("What is the FY2018 - FY2019 2 year average of capex as a % of revenue? Round to two decimal places.")
+    r = evaluate(f.expr, lambda it: find(filing, it))
+    assert render(f, r) == f"{(80 / 1120 + 70 / 1000) / 2 * 100:.2f}%"
+    f = formula("What is the FY2019 free cash flow? FCF is defined as: (cash from operations - capex). "
+                "Answer in USD millions.")
+    assert render(f, evaluate(f.expr, lambda it: find(filing, it))) == "$170"
+
+
+# -- the answer ------------------------------------------------------------------------------
+
+def test_the_computed_answer_states_the_result_first_and_cites_each_table(filing):
+    q = ("What is the FY2019 days payable outstanding (DPO)? DPO is defined as: 365 * (average accounts payable "
+         "between FY2018 and FY2019) / (FY2019 COGS). Round your answer to two decimal places.")
+    c = computed_answer(filing, q)
+    assert c is not None
+    assert short_answer(q, c.answer) == f"{365 * 140 / 700:.2f}"
+    assert c.structural["operation"] == "COMPUTE" and len(c.node_ids) == 2
+    assert "accounts payable 2018: 130 [1]" in c.answer and "cost of sales 2019: 700 [2]" in c.answer
+
+
+def test_a_value_printed_nowhere_gives_no_computed_answer(filing):
+    assert computed_answer(filing, "What is ACME's FY2019 goodwill to total assets ratio?") is None
+
+
+def test_ask_without_an_llm_answers_the_arithmetic_and_leads_with_the_tables(filing):
+    ctx = IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=load_settings())
+    a = ask(ctx, "What is the FY2019 working capital ratio? Define working capital ratio as total current assets "
+                 "divided by total current liabilities.")
+    assert a.answer.startswith("1.50 [1]")
+    assert a.evidence[0].page == 3 and a.structural["operation"] == "COMPUTE"
