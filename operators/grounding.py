@@ -69,6 +69,13 @@ def refusal_fallback_on(settings: Settings) -> bool:
     return mode == "always" or (mode == "auto" and settings.llm.provider == "llamacpp")
 
 
+def computed_on(settings: Settings, llm_answers: bool) -> bool:
+    """Whether a question's arithmetic is computed from the tables (`answer.computed`): "auto"
+    when no model answers, or the model is the in-process one (llm.provider llamacpp)."""
+    mode = settings.answer.computed
+    return mode == "always" or (mode == "auto" and (not llm_answers or settings.llm.provider == "llamacpp"))
+
+
 def _span(allowed: Collection[int]) -> str:
     nums = sorted(allowed)
     if nums and nums == list(range(nums[0], nums[-1] + 1)):

@@ -22,6 +22,7 @@ from bookindex.operators.grounding import (
     MODEL_CHECKS,
     NOT_ANSWERABLE,
     cited_numbers,
+    computed_on,
     grounded_answer,
     refusal_fallback_on,
 )
@@ -444,7 +445,8 @@ class Reduce(Operator[ReduceParams]):
     def _compute(self, state: State) -> bool:
         """"What is the FY2016 working capital ratio? Define it as ...": the arithmetic the
         question asks, over the line items the document's tables print (`operators.computed`),
-        cited by those tables. Without an LLM only: a model reads the same tables as evidence."""
+        cited by those tables. Without an LLM or with the in-process one (`answer.computed`); a
+        model you bring reads the same evidence as before."""
         found = computed_answer(self.ctx.tree, state.question)
         if found is None:
             return False
@@ -495,7 +497,8 @@ class Reduce(Operator[ReduceParams]):
             return state
         if op == "ANSWER" and not state.sub_results and self._lookup(state):
             return state
-        if op in ("ANSWER", "ANALYZE") and not (self.params.use_llm and self.ctx.llm_available) and self._compute(state):
+        if op in ("ANSWER", "ANALYZE") and computed_on(self.ctx.settings, self.params.use_llm and self.ctx.llm_available) \
+                and self._compute(state):
             return state
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]

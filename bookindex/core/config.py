@@ -138,6 +138,11 @@ class AnswerSettings(_Section):
     # (provider llamacpp: the small embedded model refuses answerable questions), "always" for
     # every model, "never" keeps the refusal. Why "auto": docs/configuration.md.
     refusal_fallback: Literal["auto", "always", "never"] = "auto"
+    # Arithmetic a question asks (a ratio, a margin, a growth rate, a formula it defines) computed
+    # from the line items the document's tables print (operators.computed), cited by those tables:
+    # "auto" without an LLM and for the in-process model (a 1.5B model does not compute a DPO),
+    # "always" for every model too, "never" leaves it to the reader or model.
+    computed: Literal["auto", "always", "never"] = "auto"
 
 
 class StorageSettings(_Section):
