@@ -46,7 +46,7 @@ def computed_answer(tree: DocumentTree, question: str) -> Computed | None:
 
     value = render(f, result)
     sources = explain(f, result, cite)
-    text = f"{value} [1]. Computed ({f.what}) from: {sources}"
+    text = f"{value} [1]. Computed from: {sources}"
     structural = {"operation": "COMPUTE", "value": value, "what": f.what,
                   "items": [{"node_id": v.node_id, "type": "table", "page": v.page, "label": v.label,
                              "year": v.year, "cell": v.cell} for _, v in result.used]}

@@ -432,7 +432,8 @@ def _formula(q: str) -> Formula | None:
     m = _GROWTH.search(ask)
     if m or re.search(r"\bgrowth\s+rate\b", ask, re.I):
         span = _year_span(m.group("y") if m else ask)
-        subject = m.group("x") if m else _GROWTH_RATE.search(ask).group("x") if _GROWTH_RATE.search(ask) else ""
+        rate = _GROWTH_RATE.search(ask)
+        subject = m.group("x") if m else rate.group("x") if rate else ""
         if len(span) < 2 or not subject:
             return None
         found = _metric(subject, defs, span)
@@ -450,8 +451,8 @@ def _formula(q: str) -> Formula | None:
         return Formula(expr, bool(growth), decimals, _clean(subject))
     found = _metric(ask, defs, years)
     if found is None and defs:  # a question that defines a name asks for it
-        expr = parse_expression(next(iter(defs.values())), defs)
-        found = (expr, False, _divides(expr)) if expr is not None else None
+        defined = parse_expression(next(iter(defs.values())), defs)
+        found = (defined, False, _divides(defined)) if defined is not None else None
     if found is None:
         item = _line_item(ask)
         if item is None or not years:
@@ -524,6 +525,6 @@ def render(f: Formula, result: Result) -> str:
 def explain(f: Formula, result: Result, cite: Callable[[str], int]) -> str:
     """The values a result was computed from, each with its year, label and citation."""
     seen: dict[tuple[str, str], str] = {}
-    for item, v in result.used:
+    for _, v in result.used:
         seen.setdefault((v.label, v.year), f"{v.label} {v.year}: {v.cell} [{cite(v.node_id)}]")
     return "; ".join(seen.values())
