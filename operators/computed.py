@@ -10,11 +10,11 @@ as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bookindex.core.model import DocumentTree
-from bookindex.operators.formula import evaluate, explain, formula, render
+from bookindex.operators.formula import Item, Value, evaluate, explain, formula, render
 from bookindex.operators.glossary import STATEMENT_TITLES, named_statements, terms_in
 from bookindex.operators.statements import find
 
@@ -34,9 +34,23 @@ def computed_answer(tree: DocumentTree, question: str) -> Computed | None:
         return None
     wanted = frozenset(named_statements(question)) | frozenset(st for t in terms_in(question) for st in t.statements)
     wanted &= frozenset(STATEMENT_TITLES)
-    result = evaluate(f.expr, lambda item: find(tree, item, wanted))
+    found: dict[Item, Value | None] = {}
+
+    def look(item: Item) -> Value | None:
+        if item not in found:
+            found[item] = find(tree, item, wanted)
+        return found[item]
+
+    result = evaluate(f.expr, look)
     if result is None:
         return None
+    declared = {v.scale for v in found.values() if v is not None and v.scale != 1.0}
+    if len(declared) == 1 and any(v is not None and v.scale == 1.0 for v in found.values()):
+        # a table that declares no unit is in the unit the document's other tables declare
+        unit = declared.pop()
+        result = evaluate(f.expr, lambda item: replace(v, scale=unit) if (v := found[item]) and v.scale == 1.0 else v)
+        if result is None:
+            return None
     order: list[str] = []
 
     def cite(node_id: str) -> int:

@@ -348,7 +348,7 @@ def _clean(phrase: str) -> str:
 
 
 _FISCAL_YEAR = re.compile(r"\b(?:FY\s?'?|fiscal\s+(?:year\s+)?)((?:19|20)\d\d)\b", re.I)
-_ITEM_ASKED = re.compile(r"^\s*what\s+(?:is|was|were|are)\s+(?:the\s+)?(?P<x>.+?)\s*\??$", re.I)
+_ITEM_ASKED = re.compile(r"\bwhat\s+(?:is|was|were|are)\s+(?:the\s+)?(?P<x>.+?)\s*\??$", re.I)
 
 
 def _line_item(ask: str) -> Item | Op | None:
@@ -356,16 +356,17 @@ def _line_item(ask: str) -> Item | Op | None:
     at a fiscal year, asked in a filing's words (a year written "FY2019" or "fiscal 2019")."""
     if not _FISCAL_YEAR.search(ask):
         return None
-    m = _ITEM_ASKED.match(ask)
+    m = _ITEM_ASKED.search(ask)
     if not m:
         return None
     x = re.sub(r"\([^)]*\)", " ", m.group("x"))  # "(in USD millions)"
     x = re.sub(r"\s+(?:for|of|at|by)\s+(?-i:[A-Z0-9]).*$", "", x, flags=re.I)  # "for Best Buy"
     x = re.sub(r"^(?:[A-Z0-9][\w&.]*(?:\s[A-Z][\w&.]*)*['’]s\s+)", "", x)
     x = _FISCAL_YEAR.sub(" ", x)
-    x = re.sub(r"\b(?:in|for|at)\s*$|\byear[\s-]+end(?:ed|ing)?\b|\btotal\s+amount\s+of\b|\bamount\b", " ", x, flags=re.I)
+    x = re.sub(r"\b(?:in|for|at)\s*$|\byear[\s-]+end(?:ed|ing)?\b|\b(?:total\s+)?amount(?:\s+of)?\b", " ", x, flags=re.I)
     parts = re.split(r"\s+to\s+", x.strip())
-    if len(parts) == 2:  # "current liabilities to total liabilities": the first over the second
+    # "A to B" is a ratio; "attributable to", "related to": an adjective or participle's complement
+    if len(parts) == 2 and not re.search(r"(?:able|ed|ing)$", parts[0]):  # "current liabilities to total liabilities": the first over the second
         a, b = (_phrase(p, {}, 0) for p in parts)
         return Op("/", a, b) if isinstance(a, Item) and isinstance(b, Item) else None
     found = _phrase(x, {}, 0)
@@ -514,8 +515,11 @@ def render(f: Formula, result: Result) -> str:
         d = f.decimals if f.decimals is not None else (1 if f.percent else (2 if abs(v) >= 1 else 3))
         return f"{v:,.{d}f}%" if f.percent else f"{v:,.{d}f}"
     scales = {v.scale for _, v in result.used}
-    scale = f.scale or (scales.pop() if len(scales) == 1 else 1.0)
-    word = {1e3: " thousand", 1e6: " million", 1e9: " billion"}.get(scale, "") if not f.scale else ""
+    if f.scale:  # a table that declares no unit is read as printed in the unit asked
+        scale, word = (f.scale if scales != {1.0} else 1.0), ""
+    else:
+        scale = scales.pop() if len(scales) == 1 else 1.0
+        word = {1e3: " thousand", 1e6: " million", 1e9: " billion"}.get(scale, "")
     v = value / scale
     d = f.decimals if f.decimals is not None else (0 if float(v).is_integer() else 2)
     money = any(re.match(r"\s*\(?\s*[$€£]", v2.cell) for _, v2 in result.used) or f.scale is not None

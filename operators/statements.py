@@ -113,14 +113,15 @@ _TEXT_ROW = re.compile(r"^(?P<label>[A-Za-z][^\d()$]{1,120}?)[\s$]+(?P<nums>(?:\
 _AMOUNT = re.compile(r"\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?")
 
 
-def year_line(text: str) -> tuple[str, ...]:
+def year_line(text: str, least: int = 2) -> tuple[str, ...]:
     """The years a short line of column heads lists in order ("December 31, 2018 2017", "(Millions)
-    2018 2017 2016"); () for any other text, a sentence that mentions years among them."""
+    2018 2017 2016"), at least `least` of them; () for any other text, a sentence that mentions
+    years among them."""
     if len(text) > 160:
         return ()
     years = tuple(dict.fromkeys(_YEAR.findall(text)))
     rest = _YEAR.sub(" ", _MONTH_DAY.sub(" ", text))
-    return years if 2 <= len(years) <= 6 and not re.search(r"\d", rest) else ()
+    return years if least <= len(years) <= 6 and not re.search(r"\d", rest) else ()
 
 
 def _text_rows(text: str, years: tuple[str, ...]) -> list[_Row]:
@@ -169,15 +170,24 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
     # a statement often sets its column years above its table as a line of text ("December 31,
     # 2018 2017"): each row's amounts are those years in order, in the tables and text rows that
     # follow under the same heading ("Total net revenues 6,489 7,500 7,017")
+    # ("February 2, 2019" and "February 3, 2018" may be blocks of their own, one after the other)
     listed: tuple[str, ...] = ()
+    single: list[str] = []
     section: str | None = None
     scale_text = ""
     for order, node in enumerate(tree.walk()):
         if node.type == "section" or node.type == "document":
             continue
         if node.parent != section:
-            section, listed, scale_text = node.parent, (), ""
+            section, listed, scale_text, single = node.parent, (), "", []
         content = node.content
+        one = year_line(content, least=1) if node.type == "text" else ()
+        if len(one) == 1:
+            single.append(one[0])
+            if len(single) >= 2:
+                listed = tuple(dict.fromkeys(single))
+            continue
+        single = []
         if node.type == "table":
             rows, listed = _table_rows_read(content, listed)
         elif node.type == "text":
