@@ -365,8 +365,9 @@ def _line_item(ask: str) -> Item | Op | None:
     x = _FISCAL_YEAR.sub(" ", x)
     x = re.sub(r"\b(?:in|for|at)\s*$|\byear[\s-]+end(?:ed|ing)?\b|\b(?:total\s+)?amount(?:\s+of)?\b", " ", x, flags=re.I)
     parts = re.split(r"\s+to\s+", x.strip())
-    # "A to B" is a ratio; "attributable to", "related to": an adjective or participle's complement
-    if len(parts) == 2 and not re.search(r"(?:able|ed|ing)$", parts[0]):  # "current liabilities to total liabilities": the first over the second
+    # "current liabilities to total liabilities" is the first over the second; not "attributable to",
+    # "related to": an adjective's or a participle's complement
+    if len(parts) == 2 and not re.search(r"(?:able|ed|ing)$", parts[0]):
         a, b = (_phrase(p, {}, 0) for p in parts)
         return Op("/", a, b) if isinstance(a, Item) and isinstance(b, Item) else None
     found = _phrase(x, {}, 0)
