@@ -442,19 +442,25 @@ class Reduce(Operator[ReduceParams]):
         self.note(source="tree: labelled part", outputs={"asked": found.asked, "node": found.node_id})
         return True
 
+    def lead_with_computed(self, state: State) -> None:
+        """Put the tables that print the line items of the question's arithmetic first in the
+        evidence ranking without answering: what a model reads, and what a search returns."""
+        if self.params.operation in ("ANSWER", "ANALYZE"):
+            found = computed_answer(self.ctx.tree, state.question)
+            if found is not None:
+                _lead_with(state, found.node_ids)
+
     def _compute(self, state: State) -> bool:
         """"What is the FY2016 working capital ratio? Define it as ...": the arithmetic the
         question asks, over the line items the document's tables print (`operators.computed`),
         cited by those tables. Without an LLM or with the in-process one (`answer.computed`); a
-        model you bring reads the same evidence as before."""
+        model you bring reads those tables first in its evidence (`lead_with_computed`)."""
         found = computed_answer(self.ctx.tree, state.question)
         if found is None:
             return False
-        first = set(found.node_ids)
-        state.ranked = [(i, 1.0) for i in found.node_ids] + [(i, sc) for i, sc in state.ranked if i not in first]
+        _lead_with(state, found.node_ids)
         state.answer, state.citations = found.answer, list(range(1, len(found.node_ids) + 1))
         state.structural = found.structural
-        state.emit("evidence", [i for i, _ in state.ranked])
         self.note(source="tree: computed from table cells", outputs={"value": found.structural["value"]})
         return True
 
@@ -497,9 +503,12 @@ class Reduce(Operator[ReduceParams]):
             return state
         if op == "ANSWER" and not state.sub_results and self._lookup(state):
             return state
-        if op in ("ANSWER", "ANALYZE") and computed_on(self.ctx.settings, self.params.use_llm and self.ctx.llm_available) \
-                and self._compute(state):
-            return state
+        if op in ("ANSWER", "ANALYZE"):
+            if computed_on(self.ctx.settings, self.params.use_llm and self.ctx.llm_available):
+                if self._compute(state):
+                    return state
+            else:
+                self.lead_with_computed(state)
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]
         read_ids = list(ev)  # the extractive reader reads every ranked item (reader_passages)

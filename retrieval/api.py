@@ -178,16 +178,19 @@ def _cut_before_map(planned: Plan) -> Plan:
 def retrieve(ctx: IndexContext, question: str) -> list[Evidence]:
     """bookindex's ranked evidence for a question, as `ask` ranks it without a model, and no
     answer: `retrieval_plan` executed, then a global plan's filtered nodes ranked as Map ranks
-    them, the parts its COUNT/LIST would count first."""
+    them, the parts its COUNT/LIST would count first, and the tables that print the line items of
+    the arithmetic a question asks first of all (`operators.computed`)."""
     bare = _without_models(ctx)
     planned = make_plan(_check_question(question), bare)
     plan_ = _cut_before_map(planned)
     state = execute(plan_, bare)
+    reduce = next((s for s in planned.steps if s.op == "Reduce"), None)
     if plan_.query_type == "global":
         rank_candidates(bare, state)
-        reduce = next((s for s in planned.steps if s.op == "Reduce"), None)
         if reduce is not None:
             Reduce(bare, reduce.params).lead_with_counted(state)
+    if reduce is not None:
+        Reduce(bare, reduce.params).lead_with_computed(state)
     return ranked_evidence(state, bare)
 
 

@@ -143,3 +143,26 @@ def test_ask_without_an_llm_answers_the_arithmetic_and_leads_with_the_tables(fil
                  "divided by total current liabilities.")
     assert a.answer.startswith("1.50 [1]")
     assert a.evidence[0].page == 3 and a.structural["operation"] == "COMPUTE"
+
+
+def test_search_ranks_the_tables_of_the_arithmetic_first(filing):
+    from bookindex.retrieval import search
+    ctx = IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=load_settings())
+    ev = search(ctx, "What is ACME's FY2019 gross profit to total assets ratio? Gross profit is defined as net sales "
+                     "minus cost of sales.")
+    assert [e.page for e in ev[:2]] == [2, 3]  # the statement of operations, then the balance sheet
+
+
+def test_a_model_you_bring_answers_itself_and_reads_the_tables_first(filing):
+    from fakes import FakeLLM
+    llm = FakeLLM(default='{"answer": "1.5 [1]", "citations": [1]}')
+    ctx = IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=load_settings(), llm=llm)
+    q = ("What is the FY2019 working capital ratio? Define working capital ratio as total current assets "
+         "divided by total current liabilities.")
+    a = ask(ctx, q)
+    assert llm.calls  # the model answered
+    assert (a.structural or {}).get("operation") != "COMPUTE"
+    assert a.evidence[0].page == 3  # the balance sheet leads what it reads
+    always = load_settings(overrides={"answer.computed": "always"})
+    a2 = ask(IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=always, llm=llm), q)
+    assert a2.answer.startswith("1.50 [1]")
