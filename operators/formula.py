@@ -347,6 +347,9 @@ def _clean(phrase: str) -> str:
     return _norm(p)
 
 
+# a question that asks for a value ("what is", "how much", "calculate"), not a yes/no or a cause
+_ASKS_VALUE = re.compile(r"\bwhat\s+(?:is|was|are|were|would\s+be)\b|\bwhat['’]s\b|\bhow\s+much\b|\bcalculate\b|\bcompute\b", re.I)
+_YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|were|are|has|have|had|can|could|will|would|should)\b", re.I)
 _FISCAL_YEAR = re.compile(r"\b(?:FY\s?'?|fiscal\s+(?:year\s+)?)((?:19|20)\d\d)\b", re.I)
 _ITEM_ASKED = re.compile(r"\bwhat\s+(?:is|was|were|are)\s+(?:the\s+)?(?P<x>.+?)\s*\??$", re.I)
 
@@ -413,6 +416,8 @@ def formula(question: str) -> Formula | None:
 def _formula(q: str) -> Formula | None:
     defs = definitions(q)
     ask = _asking(q)
+    if _YES_NO.match(ask) or not (defs or _ASKS_VALUE.search(ask)):
+        return None  # "Did X increase ...?", "What drove ...?": no value is asked
     years = _years(ask) or _years(q)
     percent = bool(_PERCENT.search(q))
     m = _DECIMALS.search(q)

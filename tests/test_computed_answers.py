@@ -82,7 +82,10 @@ def test_ratio_share_margin_growth_and_average_wordings():
 def test_questions_that_ask_no_arithmetic_give_none():
     for q in ("What does asn1_der_coding do?", "How many tables are in section 4?",
               "Which region had the highest revenue?", "What is the operating profit margin before depreciation?",
-              "What percentage of Latinos say the economy is improving?"):
+              "What percentage of Latinos say the economy is improving?",
+              "What drove the reduction in SG&A expense as a percent of net sales in FY2023?",
+              "Did ACME's wages expense as a percent of net sales increase or decrease in FY2023?",
+              "Was there any change in the number of stores between FY2023 and FY2024?"):
         assert formula(q) is None, q
 
 
