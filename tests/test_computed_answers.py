@@ -75,6 +75,9 @@ def test_ratio_share_margin_growth_and_average_wordings():
     f = formula("What is the FY2019 - FY2020 total revenue growth rate for ACME?")
     assert f.percent and f.expr == Op("/", Op("-", Item("total revenue", "2020"), Item("total revenue", "2019")),
                                       Item("total revenue", "2019"))
+    assert formula("What was ACME's interest coverage ratio using FY2022 Adjusted EBIT as the numerator and annual "
+                   "Interest Expense as the denominator?").expr == \
+        Op("/", Item("adjusted ebit", "2022"), Item("interest expense", "2022"))
     f = formula("What is ACME's FY2019 net profit margin?")
     assert f.percent and f.expr == Op("/", Item("net profit", "2019"), Item("revenue", "2019"))
 
