@@ -316,7 +316,8 @@ _RATIO_OF = re.compile(r"\bratio\s+of\s+(?P<a>[\w&'’\s-]+?)\s+to\s+(?P<b>[\w&'
 _AS_SHARE = re.compile(r"(?P<a>[\w&'’\s-]+?)\s+as\s+an?\s+(?:%|percent(?:age)?)\s+of\s+(?:the\s+)?"
                        r"(?P<b>[\w&'’\s-]+?)(?=\s+(?:for|in|of|at|from)\b|[?.,]|$)", re.I)
 # "using FY2022 Adjusted EBIT as the numerator and annual Interest Expense as the denominator"
-_FRACTION = re.compile(r"\b(?:using|with|taking)\s+(?P<a>[\w&'’\s-]+?)\s+as\s+the\s+numerator\s+and\s+(?P<b>[\w&'’\s-]+?)\s+as\s+the\s+denominator", re.I)
+_FRACTION = re.compile(r"\b(?:using|with|taking)\s+(?P<a>[\w&'’\s-]+?)\s+as\s+the\s+numerator\s+and\s+"
+                       r"(?P<b>[\w&'’\s-]+?)\s+as\s+the\s+denominator", re.I)
 _MARGIN = re.compile(r"(?P<a>[\w&'’\s-]+?)\s+(?:%\s*)?margins?\b(?=\s*(?:\(|for|in|of|at|from|change|[?.,]|$))", re.I)
 _AVERAGE_OF = re.compile(r"\b(?:\d+|one|two|three|four|five)[\s-]+years?\s+average\s+(?:of\s+)?(?:the\s+)?"
                          r"(?P<m>.+?)(?=\s+(?:for|of|in|at)\s+(?-i:[A-Z0-9])|[?]|$)", re.I)
