@@ -108,9 +108,7 @@ _CACHE: dict[int, tuple[DocumentTree, tuple[_Table, ...]]] = {}
 
 
 _MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b,?", re.I)
-# a line of text that is a statement's row: a label, then two to six amounts and nothing else
-_TEXT_ROW = re.compile(r"^(?P<label>[A-Za-z][^\d()$]{1,120}?)[\s$]+(?P<nums>(?:\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?\s*\$?\s*){2,6})$")
-_AMOUNT = re.compile(r"\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?")
+_AMOUNT_TEXT = r"(?:\$\s?)?\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?"
 
 
 def year_line(text: str, least: int = 2) -> tuple[str, ...]:
@@ -125,16 +123,18 @@ def year_line(text: str, least: int = 2) -> tuple[str, ...]:
 
 
 def _text_rows(text: str, years: tuple[str, ...]) -> list[_Row]:
-    """The lines of a text block that are rows of the statement whose years are `years`."""
+    """The rows of the statement whose years are `years` that a text block prints: a label and
+    as many amounts as years, one to a line or run together ("Cash and cash equivalents $ 1,677.8
+    $ 450.0 Receivables 1,615.1 1,679.7 ...", a statement the layout parser read as prose)."""
+    n = len(years)
+    run = re.compile(rf"(?P<label>[A-Za-z](?:[A-Za-z,.'’&/:;\s-]|\([A-Za-z ]+\))*?)\s*(?P<nums>(?:{_AMOUNT_TEXT}\s*){{{n}}})"
+                     rf"(?=\s*[A-Za-z]|\s*$)")
     out = []
-    for line in text.splitlines():
-        m = _TEXT_ROW.match(" ".join(line.split()))
-        if not m:
-            continue
-        nums = _AMOUNT.findall(m.group("nums"))
-        label = m.group("label").strip(" $:").lower()
-        if len(nums) == len(years) and label:
-            out.append(_Row(label, word_stems(label), tuple(zip(years, (n.strip() for n in nums)))))
+    for m in run.finditer(" ".join(text.split())):
+        nums = [x.replace(" ", "") for x in re.findall(_AMOUNT_TEXT, m.group("nums"))]
+        label = m.group("label").strip(" $:;,").lower()
+        if len(nums) == n and label:
+            out.append(_Row(label, word_stems(label), tuple(zip(years, nums))))
     return out
 
 
@@ -169,33 +169,35 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
     out: list[_Table] = []
     # a statement often sets its column years above its table as a line of text ("December 31,
     # 2018 2017"): each row's amounts are those years in order, in the tables and text rows that
-    # follow under the same heading ("Total net revenues 6,489 7,500 7,017")
-    # ("February 2, 2019" and "February 3, 2018" may be blocks of their own, one after the other)
+    # follow under the same heading ("Total net revenues 6,489 7,500 7,017"). The years may be
+    # blocks of their own one after the other ("February 2, 2019", "February 3, 2018"), or
+    # headings the layout parser made of them ("May 31, 2020"), which do not end the statement.
     listed: tuple[str, ...] = ()
     single: list[str] = []
-    section: str | None = None
     scale_text = ""
+    context: list[str] = []  # the titles of the last heading that is not a date, and above it
     for order, node in enumerate(tree.walk()):
-        if node.type == "section" or node.type == "document":
+        if node.type == "document":
             continue
-        if node.parent != section:
-            section, listed, scale_text, single = node.parent, (), "", []
         content = node.content
-        one = year_line(content, least=1) if node.type == "text" else ()
-        if len(one) == 1:
-            single.append(one[0])
+        ys = year_line(node.title if node.type == "section" else content, least=1) \
+            if node.type in ("section", "text") else ()
+        if len(ys) == 1:
+            single.append(ys[0])
             if len(single) >= 2:
                 listed = tuple(dict.fromkeys(single))
             continue
         single = []
+        if ys:
+            listed, scale_text = ys, content
+            continue
+        if node.type == "section":
+            listed, scale_text = (), ""
+            context = [p.title for p in tree.parent_path(node) if p.title] + [node.title]
+            continue
         if node.type == "table":
             rows, listed = _table_rows_read(content, listed)
         elif node.type == "text":
-            ys = year_line(content)
-            if ys:
-                listed = ys
-                scale_text = content
-                continue
             if _SCALE.search(content[:200]) and len(content) < 200:
                 scale_text = content
             rows = _text_rows(content, listed) if listed else []
@@ -204,8 +206,9 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
         if not rows:
             continue
         titles = [p.title for p in tree.parent_path(node) if p.title]
-        scale = _scale_of([content[:400], scale_text, *reversed(titles)])
-        out.append(_Table(node.id, node.page_idx + 1, order, _statements_of(titles), scale, tuple(rows)))
+        scale = _scale_of([content[:400], scale_text, *reversed(titles), *reversed(context)])
+        statements = _statements_of(titles) | _statements_of(context)
+        out.append(_Table(node.id, node.page_idx + 1, order, statements, scale, tuple(rows)))
     result = tuple(out)
     if len(_CACHE) > 8:
         _CACHE.clear()
