@@ -159,7 +159,7 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
             continue
         if vals:
             read.append(_Row(recs[0][2], word_stems(recs[0][2]), vals))
-    return read, (tuple(y for y in years if y) if any(years) else listed)
+    return read, (tuple(dict.fromkeys(y for y in years if y)) if any(years) else listed)
 
 
 def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:

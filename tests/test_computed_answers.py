@@ -172,3 +172,25 @@ def test_a_model_you_bring_answers_itself_and_reads_the_tables_first(filing):
     always = load_settings(overrides={"answer.computed": "always"})
     a2 = ask(IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=always, llm=llm), q)
     assert a2.answer.startswith("1.50 [1]")
+
+
+def test_rows_run_together_as_prose_and_column_dates_made_headings():
+    """A balance sheet the layout parser read as one line of prose, its column dates as headings
+    (the second one even outside the statement's section): each label still reads its amounts."""
+    B = Block
+    tree = build_tree("filing0000000002", "GM_2020_10K.pdf", [
+        B("title", "Consolidated Balance Sheets", 0, level=1),
+        B("text", "(In Millions, Except Par Value)", 0),
+        B("title", "May 31, 2020", 0, level=2),
+        B("title", "May 26, 2019", 0, level=1),
+        B("text", "Cash and cash equivalents $ 1,677.8 $ 450.0 Receivables 1,615.1 1,679.7 Total current assets "
+                  "5,121.3 4,186.5 Land, buildings, and equipment 3,580.6 3,787.2", 0),
+        B("title", "Consolidated Statements of Earnings", 1, level=1),
+        B("table", "|  | Fiscal Year |  |  |\n|---|---|---|---|\n| In Millions | 2020 |  | 2019 |\n"
+                   "| Net sales | $ 17,626.6 |  | $ 16,865.2 |", 1),
+        B("text", "Cost of sales 11,496.7 11,108.4", 1),
+    ])
+    v = find(tree, Item("total current assets", "2019"))
+    assert (v.amount, v.scale) == (4186.5, 1e6) and v.label == "total current assets"
+    assert find(tree, Item("net pp&e", "2020")).amount == 3580.6
+    assert find(tree, Item("cogs", "2019")).amount == 11108.4  # a text row under a table's header years
