@@ -107,6 +107,7 @@ LINE_ITEM_NAMES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
         (r"(?:unadjusted )?operating (?:income|profit)", "operating income; operating profit; income from operations"),
         (r"inventor(?:y|ies)", "inventories; merchandise inventories"),
         (r"accounts receivables?|receivables?", "accounts receivable; receivables"),
+        (r"cash(?: balance)?|cash and (?:cash )?equivalents", "cash and cash equivalents; cash"),
         (r"d&a|depreciation and amortization", "depreciation and amortization; depreciation, amortization"),
     )
 ]

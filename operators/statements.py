@@ -23,18 +23,21 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bookindex.core.model import DocumentTree
+from bookindex.core.model import DocumentTree, Node
 from bookindex.operators.formula import Item, Value
 from bookindex.operators.glossary import STATEMENT_TITLES, line_item_names
 from bookindex.operators.reader import _column_headers, _merge_units, _row_records, _table_rows
-from bookindex.providers.lexical import word_stems
+from bookindex.providers.lexical import stem_words, word_stems
 
 _SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b|\(\s*(thousands|millions|billions)\b|"
                     r"\$\s*(?:in\s+)?(000|mm|m)\b", re.I)
 _SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9, "000": 1e3, "mm": 1e6, "m": 1e6}
 _YEAR = re.compile(r"(?:19|20)\d\d")
-_CASH_FLOWS = next(st for st in STATEMENT_TITLES if "cash flows" in st)
-_SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect)\b", re.I)  # names of signed amounts
+# names of amounts that may be negative: a result, a change, a balance of gains and losses
+_SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect|earnings|profit|ebit|ebitda|"
+                     r"margin|cash\s+flows?|deficit|surplus|balance)\b", re.I)
+_JOINED = re.compile(r"\band\b|&(?!\w)|\bor\b", re.I)  # "and", "&", "or" joining two things; "PP&E" joins none
+MIN_FIT = 0.4  # a label at most 2.5 times as long as the item's name: a longer one is another line item
 _TRAILING_SIGN = re.compile(r"\s+[$€£]$")
 
 
@@ -43,6 +46,10 @@ class _Row:
     label: str
     stems: frozenset[str]
     values: tuple[tuple[str, str], ...]  # (year, cell)
+
+    @property
+    def sequence(self) -> tuple[str, ...]:
+        return _stem_sequence(self.label)
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class _Table:
 
 def _amount(cell: str) -> float | None:
     """A printed amount as a number: "(1,234)" and "−1,234" negative, "$" and "%" dropped."""
+    if cell.strip() in ("—", "–", "-"):
+        return 0.0
     s = cell.strip().replace("−", "-").replace("–", "-").replace("$", "").replace("€", "").replace("£", "")
     s = s.replace("%", "").replace(",", "").replace(" ", "")
     neg = s.startswith("(") and s.endswith(")") or s.startswith("-")
@@ -108,7 +117,7 @@ _CACHE: dict[int, tuple[DocumentTree, tuple[_Table, ...]]] = {}
 
 
 _MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b,?", re.I)
-_AMOUNT_TEXT = r"(?:\$\s?)?\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?"
+_AMOUNT_TEXT = r"(?:(?:\$\s?)?\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?|[—–](?=\s|$))"  # a dash: nothing
 
 
 def year_line(text: str, least: int = 2) -> tuple[str, ...]:
@@ -134,7 +143,7 @@ def _text_rows(text: str, years: tuple[str, ...]) -> list[_Row]:
         nums = [x.replace(" ", "") for x in re.findall(_AMOUNT_TEXT, m.group("nums"))]
         label = m.group("label").strip(" $:;,").lower()
         if len(nums) == n and label:
-            out.append(_Row(label, word_stems(label), tuple(zip(years, nums))))
+            out.append(_Row(label, label_stems(label), tuple(zip(years, nums))))
     return out
 
 
@@ -158,8 +167,16 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
         else:
             continue
         if vals:
-            read.append(_Row(recs[0][2], word_stems(recs[0][2]), vals))
+            read.append(_Row(recs[0][2], label_stems(recs[0][2]), vals))
     return read, (tuple(dict.fromkeys(y for y in years if y)) if any(years) else listed)
+
+
+def _level(tree: DocumentTree, node: Node) -> int:
+    """The level of the heading `node` is under (its own, for a heading)."""
+    if node.type == "section":
+        return node.level
+    parent = tree.nodes.get(node.parent) if node.parent else None
+    return parent.level if parent is not None else 0
 
 
 def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
@@ -175,6 +192,7 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
     listed: tuple[str, ...] = ()
     single: list[str] = []
     scale_text = ""
+    depth, years_page = 0, 0  # the level of the heading the years were set under, and their page
     context: list[str] = []  # the titles of the last heading that is not a date, and above it
     for order, node in enumerate(tree.walk()):
         if node.type == "document":
@@ -185,14 +203,20 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
         if len(ys) == 1:
             single.append(ys[0])
             if len(single) >= 2:
-                listed = tuple(dict.fromkeys(single))
+                listed, depth, years_page = tuple(dict.fromkeys(single)), _level(tree, node), node.page_idx
             continue
         single = []
         if ys:
-            listed, scale_text = ys, content
+            listed = ys
+            scale_text = content if _SCALE.search(content) else scale_text
+            depth, years_page = _level(tree, node), node.page_idx
             continue
         if node.type == "section":
-            listed, scale_text = (), ""
+            # a short heading inside a statement ("Assets", "Current liabilities") keeps its years, which
+            # the parser may set at any level; a statement's title, a long heading or a later page ends them
+            if (not listed or node.level < depth or _statements_of([node.title]) or len(node.title.split()) > 6
+                    or node.page_idx > years_page + 1):
+                listed, scale_text, depth = (), "", 0
             context = [p.title for p in tree.parent_path(node) if p.title] + [node.title]
             continue
         if node.type == "table":
@@ -217,8 +241,42 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
 
 
 @lru_cache(maxsize=1024)
-def _names(name: str) -> tuple[frozenset[str], ...]:
-    return tuple(dict.fromkeys(s for s in (word_stems(n) for n in (name, *line_item_names(name))) if s))
+def _names(name: str) -> tuple[tuple[frozenset[str], bool], ...]:
+    """The stems of `name` and of what statements call it, each with whether it joins two things
+    ("property, plant and equipment")."""
+    return tuple(dict.fromkeys((label_stems(n), bool(_JOINED.search(n))) for n in (name, *line_item_names(name))
+                               if label_stems(n)))
+
+
+# the function words a row label and an item's name may differ by; "other", "total", "net" are not
+# among them: "other current liabilities" is not "current liabilities"
+_FUNCTION_WORDS = frozenset("a an the of and or to for in on by from with at as its their".split())
+
+
+@lru_cache(maxsize=8192)
+def _stem_sequence(label: str) -> tuple[str, ...]:
+    """The stems of a label's words, in order, function words left out."""
+    words = [w for w in re.findall(r"[a-z0-9]+(?:[&'’][a-z0-9]+)*", label.lower()) if w not in _FUNCTION_WORDS]
+    return tuple(stem_words(words))
+
+
+def label_stems(text: str) -> frozenset[str]:
+    return frozenset(_stem_sequence(text))
+
+
+def _fit(name: frozenset[str], joined: bool, row: _Row) -> float:
+    """How well a row's label names the item whose stems are `name`: the share of the label's
+    stems that are the item's, 0 unless the label holds them all, next to each other ("total
+    current liabilities" is not "total liabilities"), and joins no second item to them ("total
+    liabilities and stockholders' equity") unless the item's own name does."""
+    if not name <= row.stems or (not joined and _JOINED.search(row.label)):
+        return 0.0
+    at = [k for k, st in enumerate(row.sequence) if st in name]
+    if at and at[-1] - at[0] + 1 > len(at):
+        return 0.0
+    share = len(name) / len(row.stems | name)
+    # "total current liabilities" before "other current liabilities": the row that sums the item
+    return share + 0.01 if row.stems - name == {"total"} else share
 
 
 def find(tree: DocumentTree, item: Item, statements: frozenset[str] = frozenset()) -> Value | None:
@@ -234,8 +292,8 @@ def find(tree: DocumentTree, item: Item, statements: frozenset[str] = frozenset(
     best: tuple[tuple[float, float, int], _Table, _Row, str] | None = None
     for t in tables(tree):
         for r in t.rows:
-            fit = max((len(n) / len(r.stems | n) for n in names if n <= r.stems), default=0.0)
-            if fit <= 0:
+            fit = max((_fit(n, joined, r) for n, joined in names), default=0.0)
+            if fit < MIN_FIT:
                 continue
             cells = [c for y, c in r.values if y == item.year and _amount(c) is not None]
             if not cells:
@@ -248,7 +306,8 @@ def find(tree: DocumentTree, item: Item, statements: frozenset[str] = frozenset(
     _, t, r, cell = best
     amount = _amount(cell)
     assert amount is not None
-    if amount < 0 and _CASH_FLOWS in t.statements and not _SIGNED.search(item.name):
-        # a cash flow statement prints an outflow in brackets by its convention; "capex" names its size
+    if amount < 0 and not _SIGNED.search(item.name):
+        # a statement prints an outflow or an expense in brackets by its convention ("(848)" interest
+        # expense, "(1,577)" purchases of equipment); "capex" or "interest expense" names its size
         amount = -amount
     return Value(amount, cell, r.label, item.year, t.node_id, t.page, t.scale)

@@ -29,11 +29,14 @@ def _filing():
         B("text", "(In millions) 2019 2018 2017", 1),
         B("table", "| Net sales $ | 1,120 $ | 1,000 $ | 900 |\n|---|---|---|---|\n"
                    "| Cost of sales | 700 | 640 | 600 |\n| Operating income | 224 | 180 | 171 |\n"
+                   "| Interest expense | (12) | (10) | (9) |\n"
                    "| Net income | 112 | 90 | 81 |", 1),
         B("title", "Consolidated Balance Sheets", 2, level=1),
         B("table", "| (in millions) | December 31, 2019 | December 31, 2018 |\n|---|---|---|\n"
                    "| Inventories | 210 | 190 |\n| Total current assets | 600 | 520 |\n"
-                   "| Accounts payable | 150 | 130 |\n| Total current liabilities | 400 | 390 |\n"
+                   "| Accounts payable | 150 | 130 |\n| Other current liabilities | 50 | 40 |\n"
+                   "| Total current liabilities | 400 | 390 |\n| Long-term debt | 300 | 260 |\n"
+                   "| Total liabilities | 700 | 650 |\n| Total liabilities and equity | 1,400 | 1,300 |\n"
                    "| Property and equipment, net | 300 | 260 |\n| Total assets | 1,400 | 1,300 |", 2),
         B("title", "Consolidated Statements of Cash Flows", 3, level=1),
         B("text", "(In millions) 2019 2018 2017", 3),
@@ -110,6 +113,14 @@ def test_items_are_found_by_their_row_and_the_year_of_their_column(filing):
     assert find(filing, Item("capex", "2019")).amount == 80.0
     assert find(filing, Item("total current assets", "2016")) is None
     assert find(filing, Item("goodwill", "2019")) is None
+
+
+def test_a_label_with_other_words_between_or_a_second_item_joined_is_another_line(filing):
+    assert find(filing, Item("current liabilities", "2019")).amount == 400.0  # the total, not "other ..."
+    assert find(filing, Item("total liabilities", "2019")).amount == 700.0  # not "total current ..." nor "... and equity"
+    assert find(filing, Item("interest expense", "2019")).amount == 12.0  # an expense in brackets is its size
+    f = formula("What is ACME's FY2019 interest expense to average long-term debt ratio?")
+    assert render(f, evaluate(f.expr, lambda it: find(filing, it))) == f"{12 / 280:.3f}"
 
 
 def test_the_statement_asked_is_read_before_another_that_prints_the_row(filing):
