@@ -108,6 +108,8 @@ LINE_ITEM_NAMES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
         (r"inventor(?:y|ies)", "inventories; merchandise inventories"),
         (r"accounts receivables?|receivables?", "accounts receivable; receivables"),
         (r"cash(?: balance)?|cash and (?:cash )?equivalents", "cash and cash equivalents; cash"),
+        (r"assets?", "total assets"),
+        (r"r&d|research and development(?: expenses?)?", "research and development; product development"),
         (r"d&a|depreciation and amortization", "depreciation and amortization; depreciation, amortization"),
     )
 ]
