@@ -131,15 +131,28 @@ def year_line(text: str, least: int = 2) -> tuple[str, ...]:
     return years if least <= len(years) <= 6 and not re.search(r"\d", rest) else ()
 
 
+_NUMERIC_WORD = re.compile(r"\$?\(?-?\$?\d[\d,]*(?:\.\d+)?\)?%?|[—–]")
+
+
+@lru_cache(maxsize=8)
+def _text_run(n: int) -> re.Pattern[str]:
+    """A label of at most 120 characters, then `n` amounts, then the next label or the end."""
+    return re.compile(rf"(?P<label>[A-Za-z](?:[A-Za-z,.'’&/:;\s-]|\([A-Za-z ]+\)){{0,120}}?)\s*"
+                      rf"(?P<nums>(?:{_AMOUNT_TEXT}\s*){{{n}}})(?=\s*[A-Za-z]|\s*$)")
+
+
 def _text_rows(text: str, years: tuple[str, ...]) -> list[_Row]:
     """The rows of the statement whose years are `years` that a text block prints: a label and
     as many amounts as years, one to a line or run together ("Cash and cash equivalents $ 1,677.8
     $ 450.0 Receivables 1,615.1 1,679.7 ...", a statement the layout parser read as prose)."""
     n = len(years)
-    run = re.compile(rf"(?P<label>[A-Za-z](?:[A-Za-z,.'’&/:;\s-]|\([A-Za-z ]+\))*?)\s*(?P<nums>(?:{_AMOUNT_TEXT}\s*){{{n}}})"
-                     rf"(?=\s*[A-Za-z]|\s*$)")
+    words = text.split()
+    amounts = sum(1 for w in words if _NUMERIC_WORD.fullmatch(w))
+    if amounts < n or amounts < 0.15 * len(words):  # prose that mentions a few numbers
+        return []
+    run = _text_run(n)
     out = []
-    for m in run.finditer(" ".join(text.split())):
+    for m in run.finditer(" ".join(words)):
         nums = [x.replace(" ", "") for x in re.findall(_AMOUNT_TEXT, m.group("nums"))]
         label = m.group("label").strip(" $:;,").lower()
         if len(nums) == n and label:
