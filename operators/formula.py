@@ -202,20 +202,17 @@ class _Parser:
         return tok
 
     def expr(self) -> Expr | None:
-        left = self.term()
-        while left is not None and self.peek() in ("+", "-"):
-            op = self.take()
-            right = self.term()
-            if right is None:
-                return None
-            left = Op(op, left, right)
-        return left
+        return self._chain(("+", "-"), self.term)
 
     def term(self) -> Expr | None:
-        left = self.factor()
-        while left is not None and self.peek() in ("*", "/"):
+        return self._chain(("*", "/"), self.factor)
+
+    def _chain(self, ops: tuple[str, str], operand: Callable[[], Expr | None]) -> Expr | None:
+        """Operands joined by `ops`, left to right."""
+        left = operand()
+        while left is not None and self.peek() in ops:
             op = self.take()
-            right = self.factor()
+            right = operand()
             if right is None:
                 return None
             left = Op(op, left, right)
