@@ -380,6 +380,8 @@ def _line_item(ask: str) -> Item | Op | None:
 def _metric(text: str, defs: dict[str, str], years: list[str]) -> tuple[Expr, bool, bool] | None:
     """(expression, whether it is a share in percent by its wording, whether it is a ratio) of
     the metric `text` names."""
+    named = text
+    text = re.sub(r"\s*\([^()]*\)", "", text)  # "depreciation and amortization (D&A from cash flow statement) % margin"
     m = _AS_SHARE.search(text)
     if m:
         a, b = _phrase(_clean(m.group("a")), defs, 0), _phrase(_clean(m.group("b")), defs, 0)
@@ -400,7 +402,7 @@ def _metric(text: str, defs: dict[str, str], years: list[str]) -> tuple[Expr, bo
         a = _phrase(_clean(m.group("a")), defs, 0)
         if a is not None:
             return Op("/", a, Item("revenue")), True, True
-    key = f"{_clean(text)} | {_norm(text)}"
+    key = f"{_clean(named)} | {_norm(named)}"
     for name, expr_text in defs.items():  # a defined metric named in the asking words
         if name and re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", key):
             expr = parse_expression(expr_text, defs)

@@ -81,6 +81,8 @@ def test_ratio_share_margin_growth_and_average_wordings():
     assert formula("What was ACME's interest coverage ratio using FY2022 Adjusted EBIT as the numerator and annual "
                    "Interest Expense as the denominator?").expr == \
         Op("/", Item("adjusted ebit", "2022"), Item("interest expense", "2022"))
+    f = formula("What is the FY2015 depreciation and amortization (D&A from cash flow statement) % margin for ACME?")
+    assert f.percent and f.expr == Op("/", Item("depreciation and amortization", "2015"), Item("revenue", "2015"))
     f = formula("What is ACME's FY2019 net profit margin?")
     assert f.percent and f.expr == Op("/", Item("net profit", "2019"), Item("revenue", "2019"))
 
