@@ -205,11 +205,14 @@ class Map(Operator[MapParams]):
                 self.note(grouped=f"{cap} most relevant of {len(ids)} filtered nodes")
                 ids = [i for i in ids if i in keep]
             groups = [(state.question, ids[k:k + g]) for k in range(0, len(ids), g)][: self.params.max_groups]
-        use_llm = self.params.use_llm and self.ctx.llm_available and state.operation not in ("COUNT", "LIST")
-        use_vlm = (self.params.use_llm and self.ctx.vlm_available
-                   and state.operation not in ("COUNT", "LIST"))
-        if state.operation in ("COUNT", "LIST"):
-            self.note(skipped_llm=f"{state.operation}: Reduce computes the answer from the tree")
+        from_tree = state.operation in ("COUNT", "LIST")
+        if not from_tree and computed_on(self.ctx.settings, self.params.use_llm and self.ctx.llm_available) \
+                and computed_answer(self.ctx.tree, state.question) is not None:
+            from_tree = True  # Reduce computes the question's arithmetic from the tables
+        use_llm = self.params.use_llm and self.ctx.llm_available and not from_tree
+        use_vlm = self.params.use_llm and self.ctx.vlm_available and not from_tree
+        if from_tree:
+            self.note(skipped_llm=f"{state.operation or 'ANSWER'}: Reduce computes the answer from the tree")
         state.partials = []
         number = {nid: k for k, (nid, _) in enumerate(state.ranked, 1)}
         for question, ids in groups:
@@ -445,7 +448,7 @@ class Reduce(Operator[ReduceParams]):
     def lead_with_computed(self, state: State) -> None:
         """Put the tables that print the line items of the question's arithmetic first in the
         evidence ranking without answering: what a model reads, and what a search returns."""
-        if self.params.operation in ("ANSWER", "ANALYZE"):
+        if self.params.operation not in ("COUNT", "LIST"):
             found = computed_answer(self.ctx.tree, state.question)
             if found is not None:
                 _lead_with(state, found.node_ids)
@@ -503,12 +506,11 @@ class Reduce(Operator[ReduceParams]):
             return state
         if op == "ANSWER" and not state.sub_results and self._lookup(state):
             return state
-        if op in ("ANSWER", "ANALYZE"):
-            if computed_on(self.ctx.settings, self.params.use_llm and self.ctx.llm_available):
-                if self._compute(state):
-                    return state
-            else:
-                self.lead_with_computed(state)
+        if computed_on(self.ctx.settings, self.params.use_llm and self.ctx.llm_available):
+            if self._compute(state):
+                return state
+        else:
+            self.lead_with_computed(state)
         ev = [i for i, _ in state.ranked][: self.params.max_evidence] if state.ranked else \
             [i for i in (state.candidates or []) if tree.nodes[i].type != "document"][: self.params.max_evidence]
         read_ids = list(ev)  # the extractive reader reads every ranked item (reader_passages)

@@ -207,3 +207,21 @@ def test_rows_run_together_as_prose_and_column_dates_made_headings():
     assert (v.amount, v.scale) == (4186.5, 1e6) and v.label == "total current assets"
     assert find(tree, Item("net pp&e", "2020")).amount == 3580.6
     assert find(tree, Item("cogs", "2019")).amount == 11108.4  # a text row under a table's header years
+
+
+@pytest.mark.parametrize("operation", ["ANSWER", "SUMMARIZE", "ANALYZE"])
+def test_the_in_process_model_is_not_asked_what_the_tables_compute(filing, operation):
+    from fakes import FakeLLM
+
+    from bookindex.operators.base import State
+    from bookindex.operators.synthesizer import Map, Reduce
+    llm = FakeLLM(default='{"answer": "not answerable", "citations": []}')
+    settings = load_settings(overrides={"llm.provider": "llamacpp"})
+    ctx = IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=settings, llm=llm)
+    q = ("What is the FY2019 working capital ratio? Define working capital ratio as total current assets "
+         "divided by total current liabilities.")
+    state = State(question=q, candidates=[n.id for n in filing.walk() if n.type != "document"])
+    state.operation = operation
+    state = Map(ctx, Map.Params()).apply(state)
+    state = Reduce(ctx, Reduce.Params(operation=operation)).apply(state)
+    assert state.answer.startswith("1.50 [1]") and not llm.calls
