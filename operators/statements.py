@@ -37,6 +37,7 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 _SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect|earnings|profit|ebit|ebitda|"
                      r"margin|cash\s+flows?|deficit|surplus|balance)\b", re.I)
 _JOINED = re.compile(r"\band\b|&(?!\w)|\bor\b", re.I)  # "and", "&", "or" joining two things; "PP&E" joins none
+OWN_WORDS = 0.02  # what a row gains for holding the question's own name of the item, not a glossary one
 MIN_FIT = 0.4  # a label at most 2.5 times as long as the item's name: a longer one is another line item
 _TRAILING_SIGN = re.compile(r"\s+[$€£]$")
 
@@ -203,7 +204,10 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
     # blocks of their own one after the other ("February 2, 2019", "February 3, 2018"), or
     # headings the layout parser made of them ("May 31, 2020"), which do not end the statement.
     listed: tuple[str, ...] = ()
-    single: list[str] = []
+    # one-year blocks: (right edge, reading position, year); None for a block without a box. Column
+    # heads are set right-aligned over their numbers, and a head run into other words ("2017 (In
+    # millions, ...)") still ends at its column's right edge
+    single: list[tuple[float | None, int, str]] = []
     scale_text = ""
     depth, years_page = 0, 0  # the level of the heading the years were set under, and their page
     context: list[str] = []  # the titles of the last heading that is not a date, and above it
@@ -214,9 +218,16 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
         ys = year_line(node.title if node.type == "section" else content, least=1) \
             if node.type in ("section", "text") else ()
         if len(ys) == 1:
-            single.append(ys[0])
+            single.append((node.bbox[2] if node.bbox else None, len(single), ys[0]))
             if len(single) >= 2:
-                listed, depth, years_page = tuple(dict.fromkeys(single)), _level(tree, node), node.page_idx
+                # a statement's years run in order; when the parser read their blocks in no order of
+                # years, the blocks' right edges give the columns left to right
+                read_order = [y for _, _, y in single]
+                monotonic = read_order in (sorted(read_order), sorted(read_order, reverse=True))
+                boxed = all(x is not None for x, _, _ in single)
+                ordered = single if monotonic or not boxed else sorted(single, key=lambda b: (b[0] or 0.0, b[1]))
+                listed = tuple(dict.fromkeys(y for _, _, y in ordered))
+                depth, years_page = _level(tree, node), node.page_idx
             continue
         single = []
         if ys:
@@ -305,7 +316,9 @@ def find(tree: DocumentTree, item: Item, statements: frozenset[str] = frozenset(
     best: tuple[tuple[float, float, int], _Table, _Row, str] | None = None
     for t in tables(tree):
         for r in t.rows:
-            fit = max((_fit(n, joined, r) for n, joined in names), default=0.0)
+            # the question's own words first, then what statements call the item
+            fit = max((_fit(n, joined, r) + (OWN_WORDS if k == 0 else 0.0) for k, (n, joined) in enumerate(names)),
+                      default=0.0)
             if fit < MIN_FIT:
                 continue
             cells = [c for y, c in r.values if y == item.year and _amount(c) is not None]

@@ -225,3 +225,21 @@ def test_the_in_process_model_is_not_asked_what_the_tables_compute(filing, opera
     state = Map(ctx, Map.Params()).apply(state)
     state = Reduce(ctx, Reduce.Params(operation=operation)).apply(state)
     assert state.answer.startswith("1.50 [1]") and not llm.calls
+
+
+def test_year_blocks_read_out_of_order_are_put_in_column_order_by_their_right_edges():
+    """"2019", "2017 (In millions ...)", "2018": the parser read the heads in no order of years; a
+    head is set right-aligned over its column, so the right edges give the columns' order."""
+    B = Block
+    tree = build_tree("filing0000000003", "AMD_2019_10K.pdf", [
+        B("title", "Consolidated Statements of Operations", 0, level=1),
+        B("text", "2019", 0, (373, 116, 386, 123)),
+        B("text", "2017 (In millions, except per share amounts)", 0, (411, 116, 556, 135)),
+        B("text", "2018", 0, (459, 116, 472, 123)),
+        B("table", "| Net revenue | $ | 6,731 | $ | 6,475 | $ | 5,253 |\n|---|---|---|---|---|---|---|\n"
+                   "| Total revenues | | 6,731 | | 6,475 | | 5,253 |\n| Net sales | | 6,000 | | 6,100 | | 5,000 |", 0,
+          (24, 136, 589, 368)),
+    ])
+    assert find(tree, Item("net revenue", "2018")).amount == 6475.0
+    # the question's own words before what statements may call the item
+    assert find(tree, Item("total revenue", "2017")).label == "total revenues"
