@@ -161,11 +161,40 @@ def _text_rows(text: str, years: tuple[str, ...]) -> list[_Row]:
     return out
 
 
+# a new label inside a cell: a capitalised word after a word in lower case ("... expenses Research, ...")
+_LABEL_START = re.compile(r"(?<=[a-z)]) (?=[A-Z][a-z])")
+
+
+def _unstack(row: list[str]) -> list[list[str]]:
+    """Rows the layout parser stacked into one: a label cell holding k labels and every value
+    cell k amounts ("Selling, general and administrative expenses Research, development and
+    related expenses | 7,602 1,821 | 6,626 1,870") are k rows, each amount under its column."""
+    label_at = next((j for j, c in enumerate(row) if c and not _NUMERIC_WORD.fullmatch(c.split()[0])), None)
+    if label_at is None:
+        return [row]
+    values = [(j, c.split()) for j, c in enumerate(row) if j != label_at and c]
+    counts = {len(v) for _, v in values}
+    if len(counts) != 1 or (k := counts.pop()) < 2 or not all(_NUMERIC_WORD.fullmatch(w) for _, v in values for w in v):
+        return [row]
+    labels = _LABEL_START.split(row[label_at])
+    if len(labels) != k:
+        return [row]
+    out = []
+    for i in range(k):
+        part = list(row)
+        part[label_at] = labels[i]
+        for j, v in values:
+            part[j] = v[i]
+        out.append(part)
+    return out
+
+
 def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_Row], tuple[str, ...]]:
     """A table's rows by year: by its header's years, else by the years `listed` above it, each
     row's amounts in order. Returns the rows and the years the table reads."""
     # "Net sales $ | 32,765 $ | 31,657": a currency sign the parser left at a cell's end is the next cell's
     rows = [_merge_units([_TRAILING_SIGN.sub("", c) for c in r]) for r in _table_rows(node_content)]
+    rows = [part for r in rows for part in _unstack(r)]
     if len(rows) < 2:
         return [], listed
     years = _year_columns(rows, max(len(r) for r in rows))

@@ -243,3 +243,16 @@ def test_year_blocks_read_out_of_order_are_put_in_column_order_by_their_right_ed
     assert find(tree, Item("net revenue", "2018")).amount == 6475.0
     # the question's own words before what statements may call the item
     assert find(tree, Item("total revenue", "2017")).label == "total revenues"
+
+
+def test_rows_the_parser_stacked_into_one_are_read_apart():
+    B = Block
+    tree = build_tree("filing0000000004", "3M_2018_10K.pdf", [
+        B("title", "Consolidated Statement of Income", 0, level=1),
+        B("text", "(Millions) 2018 2017 2016", 0),
+        B("table", "| Net sales | 32,765 | 31,657 | 30,109 |\n|---|---|---|---|\n"
+                   "| Selling, general and administrative expenses Research, development and related expenses "
+                   "| 7,602 1,821 | 6,626 1,870 | 6,311 1,764 |", 0),
+    ])
+    assert find(tree, Item("r&d", "2017")).amount == 1870.0
+    assert find(tree, Item("selling, general and administrative expenses", "2016")).amount == 6311.0
