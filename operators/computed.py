@@ -15,7 +15,7 @@ from typing import Any
 
 from bookindex.core.model import DocumentTree
 from bookindex.operators.formula import Item, Value, evaluate, explain, formula, render
-from bookindex.operators.glossary import STATEMENT_TITLES, named_statements, terms_in
+from bookindex.operators.glossary import named_statements, terms_in
 from bookindex.operators.statements import find
 
 
@@ -33,7 +33,6 @@ def computed_answer(tree: DocumentTree, question: str) -> Computed | None:
     if f is None:
         return None
     wanted = frozenset(named_statements(question)) | frozenset(st for t in terms_in(question) for st in t.statements)
-    wanted &= frozenset(STATEMENT_TITLES)
     found: dict[Item, Value | None] = {}
 
     def look(item: Item) -> Value | None:
@@ -59,7 +58,7 @@ def computed_answer(tree: DocumentTree, question: str) -> Computed | None:
         return order.index(node_id) + 1
 
     value = render(f, result)
-    sources = explain(f, result, cite)
+    sources = explain(result, cite)
     text = f"{value} [1]. Computed from: {sources}"
     structural = {"operation": "COMPUTE", "value": value, "what": f.what,
                   "items": [{"node_id": v.node_id, "type": "table", "page": v.page, "label": v.label,

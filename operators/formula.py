@@ -377,7 +377,7 @@ def _line_item(ask: str) -> Item | Op | None:
     return found if isinstance(found, Item) and 1 <= len(found.name.split()) <= 8 else None
 
 
-def _metric(text: str, defs: dict[str, str], years: list[str]) -> tuple[Expr, bool, bool] | None:
+def _metric(text: str, defs: dict[str, str]) -> tuple[Expr, bool, bool] | None:
     """(expression, whether it is a share in percent by its wording, whether it is a ratio) of
     the metric `text` names."""
     named = text
@@ -435,10 +435,10 @@ def _formula(q: str) -> Formula | None:
     m = _AVERAGE_OF.search(ask)
     if m:
         span = _year_span(ask)
-        found = _metric(m.group("m"), defs, span)
+        found = _metric(m.group("m"), defs)
         if found is None or len(span) < 2:
             return None
-        expr, share, ratio = found
+        expr, share, _ = found
         if not _divides(expr) and not share:
             percent = False
         return Formula(Mean(tuple(at_year(expr, y) for y in span)), percent or share, decimals,
@@ -450,7 +450,7 @@ def _formula(q: str) -> Formula | None:
         subject = m.group("x") if m else rate.group("x") if rate else ""
         if len(span) < 2 or not subject:
             return None
-        found = _metric(subject, defs, span)
+        found = _metric(subject, defs)
         a, b = span[0], span[-1]
         if found is not None and found[2]:  # the change of a ratio is the difference of its values
             expr = found[0]
@@ -463,7 +463,7 @@ def _formula(q: str) -> Formula | None:
         growth = re.search(r"\bgrowth\b|%|percent", ask + q, re.I)
         expr = Op("/", Op("-", later, earlier), earlier) if growth else Op("-", later, earlier)
         return Formula(expr, bool(growth), decimals, _clean(subject))
-    found = _metric(ask, defs, years)
+    found = _metric(ask, defs)
     if found is None and defs:  # a question that defines a name asks for it
         defined = parse_expression(next(iter(defs.values())), defs)
         found = (defined, False, _divides(defined)) if defined is not None else None
@@ -507,17 +507,6 @@ def evaluate(expr: Expr, lookup: Lookup) -> Result | None:
     return Result(left.value / right.value, used)
 
 
-def items(expr: Expr) -> list[Item]:
-    """Every line item of `expr`, in order, without repeats."""
-    if isinstance(expr, Item):
-        return [expr]
-    if isinstance(expr, Op):
-        return list(dict.fromkeys([*items(expr.left), *items(expr.right)]))
-    if isinstance(expr, Mean):
-        return list(dict.fromkeys(i for p in expr.parts for i in items(p)))
-    return []
-
-
 def render(f: Formula, result: Result) -> str:
     """The result as a question asks it: in percent with one decimal unless it says how many, a
     ratio with two (three below one); an amount in the scale asked, else in its tables' own
@@ -539,7 +528,7 @@ def render(f: Formula, result: Result) -> str:
     return f"{'-' if v < 0 else ''}{'$' if money else ''}{abs(v):,.{d}f}{word}"
 
 
-def explain(f: Formula, result: Result, cite: Callable[[str], int]) -> str:
+def explain(result: Result, cite: Callable[[str], int]) -> str:
     """The values a result was computed from, each with its year, label and citation."""
     seen: dict[tuple[str, str], str] = {}
     for _, v in result.used:

@@ -20,6 +20,7 @@ also looked up by the line items `glossary.line_item_names` gives for it.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -109,12 +110,16 @@ def _year_columns(rows: list[list[str]], width: int) -> list[str]:
     return out
 
 
+# the tables of each tree in use, dropped with the tree
+_CACHE: weakref.WeakKeyDictionary[DocumentTree, tuple[_Table, ...]] = weakref.WeakKeyDictionary()
+
+
 def tables(tree: DocumentTree) -> tuple[_Table, ...]:
     """Every table of `tree` read into rows of (year, cell) by column (cached per tree)."""
-    return _tables(id(tree), tree)
-
-
-_CACHE: dict[int, tuple[DocumentTree, tuple[_Table, ...]]] = {}
+    hit = _CACHE.get(tree)
+    if hit is None:
+        hit = _CACHE[tree] = _tables(tree)
+    return hit
 
 
 _MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b,?", re.I)
@@ -222,10 +227,7 @@ def _level(tree: DocumentTree, node: Node) -> int:
     return parent.level if parent is not None else 0
 
 
-def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is tree:
-        return hit[1]
+def _tables(tree: DocumentTree) -> tuple[_Table, ...]:
     out: list[_Table] = []
     # a statement often sets its column years above its table as a line of text ("December 31,
     # 2018 2017"): each row's amounts are those years in order, in the tables and text rows that
@@ -286,11 +288,7 @@ def _tables(key: int, tree: DocumentTree) -> tuple[_Table, ...]:
         scale = _scale_of([content[:400], scale_text, *reversed(titles), *reversed(context)])
         statements = _statements_of(titles) | _statements_of(context)
         out.append(_Table(node.id, node.page_idx + 1, order, statements, scale, tuple(rows)))
-    result = tuple(out)
-    if len(_CACHE) > 8:
-        _CACHE.clear()
-    _CACHE[key] = (tree, result)
-    return result
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)
