@@ -6,6 +6,10 @@ an answer that states the result first and then every value it used, each cited 
 ("1.73 [1]. Computed from: total current assets 2016: 1,200 [1]; total current liabilities 2016:
 693.6 [1]"). It answers only when every item is found; otherwise the extractive reader answers
 as before.
+
+A model you bring answers by itself (`answer.computed` auto), but reads the same computation:
+`computed_note` is the line the first table's passage opens with in its prompt, so the model
+checks a calculation against the cells it cites rather than doing the arithmetic itself.
 """
 
 from __future__ import annotations
@@ -24,6 +28,18 @@ class Computed:
     answer: str
     node_ids: list[str]  # the tables cited, in citation order
     structural: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, shown: int) -> str:
+        """The computation as a line of a model's prompt whose first `shown` passages are the
+        cited tables in citation order: each value cited by its passage number, a table beyond
+        them by its page."""
+        def where(item: dict[str, Any]) -> str:
+            k = self.node_ids.index(item["node_id"]) + 1
+            return f"[{k}]" if k <= shown else f"(p. {item['page']})"
+
+        used = dict.fromkeys(f"{x['label']} {x['year']}: {x['cell']} {where(x)}" for x in self.structural["items"])
+        return (f"Computed by bookindex from the cells below (check them): {self.structural['what']} = "
+                f"{self.structural['value']}, from {'; '.join(used)}.")
 
 
 def computed_answer(tree: DocumentTree, question: str) -> Computed | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Literal
 
 from bookindex.core.model import DocumentTree
@@ -42,6 +43,7 @@ from bookindex.operators.passages import (
     ITEM_CHARS,
     Passage,
     build_passages,
+    estimate_tokens,
     format_passages,
     pack_passages,
     passage_sources,
@@ -113,6 +115,27 @@ def reader_passages(tree: DocumentTree, ids: list[str], question: str = "") -> l
     text block shows its start, where its topic is stated."""
     return build_passages(tree, ids, budget_chars=ITEM_CHARS * max(1, len(ids)), question=question,
                           focus_blocks=False)
+
+
+def prompt_passages(ctx: IndexContext, ids: list[str], question: str, budget_tokens: int | None = None) -> list[Passage]:
+    """What a model reads for the ranked `ids`: the passages that fit its evidence budget
+    (`pack_passages`). When the question asks for arithmetic over line items the document's
+    tables print and the ranking leads with those tables (`Reduce.lead_with_computed`), the first
+    passage opens with the computed result and every cell it used (`Computed.note`), unless
+    `answer.computed` is "never": a model reads tables and checks a sum better than it does one,
+    and a DPO or a three-year average done in its head is where it goes wrong."""
+    budget = evidence_tokens(ctx) if budget_tokens is None else budget_tokens
+    found = computed_answer(ctx.tree, question) if ctx.settings.answer.computed != "never" and ids else None
+    if found is None or ids[:len(found.node_ids)] != found.node_ids:
+        return pack_passages(ctx.tree, ids, budget, question=question)
+    rough = found.note(len(found.node_ids))
+    passages = pack_passages(ctx.tree, ids, budget - estimate_tokens(rough) - 1, question=question)
+    if not passages:
+        return passages
+    first, note = passages[0], found.note(len(passages)) + "\n"
+    return [replace(first, text=note + first.text,
+                    page_starts=tuple((at + len(note), page) for at, page in first.page_starts)),
+            *passages[1:]]
 
 
 def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
@@ -521,7 +544,7 @@ class Reduce(Operator[ReduceParams]):
             sources = None
         else:
             # the best-ranked passages that fit the model's evidence budget; the rest is not shown
-            passages = pack_passages(tree, ev, evidence_tokens(self.ctx), question=state.question)
+            passages = prompt_passages(self.ctx, ev, state.question)
             if len(passages) < len(ev):
                 self.note(packed=f"{len(passages)} of {len(ev)} evidence items fit {evidence_tokens(self.ctx)} tokens")
             ev = ev[:len(passages)]

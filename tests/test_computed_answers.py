@@ -182,6 +182,14 @@ def test_a_model_you_bring_answers_itself_and_reads_the_tables_first(filing):
     assert llm.calls  # the model answered
     assert (a.structural or {}).get("operation") != "COMPUTE"
     assert a.evidence[0].page == 3  # the balance sheet leads what it reads
+    # and reads the computation first, each cell cited by the passage that shows it
+    prompt = str(llm.calls[-1].messages[-1]["content"])
+    assert "[1] (p. 3 · Consolidated Balance Sheets)\nComputed by bookindex from the cells below" in prompt
+    assert "= 1.50, from total current assets 2019: 600 [1]; total current liabilities 2019: 400 [1]." in prompt
+    never = load_settings(overrides={"answer.computed": "never"})
+    llm.calls.clear()
+    ask(IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=never, llm=llm), q)
+    assert "Computed by bookindex" not in str(llm.calls[-1].messages[-1]["content"])
     always = load_settings(overrides={"answer.computed": "always"})
     a2 = ask(IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=always, llm=llm), q)
     assert a2.answer.startswith("1.50 [1]")
@@ -256,3 +264,22 @@ def test_rows_the_parser_stacked_into_one_are_read_apart():
     ])
     assert find(tree, Item("r&d", "2017")).amount == 1870.0
     assert find(tree, Item("selling, general and administrative expenses", "2016")).amount == 6311.0
+
+
+def test_the_prompt_cites_a_table_it_could_not_fit_by_its_page(filing):
+    """Every value of the computation is cited: by its passage when the budget showed its table,
+    by its page when it did not; answer-in-evidence reads the same text."""
+    from bookindex.evaluation.reader_text import reader_text
+    from bookindex.operators.synthesizer import prompt_passages
+    from bookindex.retrieval import search
+    ctx = IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=load_settings())
+    q = ("What is the FY2019 days payable outstanding (DPO)? DPO is defined as: 365 * (average accounts payable "
+         "between FY2018 and FY2019) / (FY2019 COGS). Round your answer to two decimal places.")
+    ids = [e.node_id for e in search(ctx, q)]
+    full = prompt_passages(ctx, ids, q)
+    assert "accounts payable 2018: 130 [1]" in full[0].text and "cost of sales 2019: 700 [2]" in full[0].text
+    one = prompt_passages(ctx, ids, q, budget_tokens=190)
+    assert len(one) == 1 and "cost of sales 2019: 700 (p. 2)" in one[0].text
+    ev = search(ctx, q)
+    assert "= 73.00," in reader_text(ctx, ev, question=q, computed=True)
+    assert "= 73.00," not in reader_text(ctx, ev, question=q)  # a baseline's units, packed plainly

@@ -174,7 +174,8 @@ def ask_one(benchmark: Benchmark[Q], q: Q, row: Row, docs: Mapping[str, str], ks
     # passages (the node with its entry or paragraph), which is part of the method
     got = Retrieved(ranked, tree, read=lambda e: row.engine.passage(doc or e.doc_id, e, context=row.method == "bookindex"),
                     names={i: name for name, i in docs.items()},
-                    prompt=(lambda: reader_passages(row.engine.open(doc), evidence, question=q.text)) if doc is not None else None)
+                    prompt=(lambda: reader_passages(row.engine.open(doc), evidence, question=q.text,
+                                                    computed=row.method == "bookindex")) if doc is not None else None)
     score = benchmark.score_evidence(q, got, ks)
     if score is not None:
         rec["recall"], rec["hit"] = score.recall, score.hit

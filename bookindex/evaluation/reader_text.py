@@ -2,7 +2,8 @@
 
 `ask` shows its reader the best-ranked passages that fit the evidence budget
 (`operators.synthesizer.evidence_tokens`: retrieval.evidence_tokens, or the model's own entry),
-packed by `operators.passages.pack_passages` and numbered by `format_passages`; a baseline's
+packed by `operators.passages.pack_passages` (bookindex's: `operators.synthesizer.prompt_passages`,
+which opens with a computation the question asks) and numbered by `format_passages`; a baseline's
 answer packs its top nodes the same way (`retrieval.api._grounded`). This module calls that same
 code on a row's ranked evidence, so answer-in-evidence measures the exact prompt text, not an
 approximation of it. A unit that is not one node (bm25-pages' whole pages) is shown as that
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from bookindex.core.model import Evidence
 from bookindex.operators.context import IndexContext
 from bookindex.operators.passages import Passage, format_passages, pack_passages
-from bookindex.operators.synthesizer import evidence_tokens
+from bookindex.operators.synthesizer import evidence_tokens, prompt_passages
 
 
 def reader_ids(ctx: IndexContext, evidence: Sequence[Evidence]) -> list[str]:
@@ -34,15 +35,21 @@ def reader_ids(ctx: IndexContext, evidence: Sequence[Evidence]) -> list[str]:
 
 
 def reader_passages(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None,
-                    question: str = "") -> list[Passage]:
+                    question: str = "", computed: bool = False) -> list[Passage]:
     """The passages a reader gets for `evidence` (ranked for `question`) within `budget_tokens`
-    (default: the budget `ask` uses for this document's context), best-ranked first."""
+    (default: the budget `ask` uses for this document's context), best-ranked first. `computed`:
+    packed as bookindex's Reduce packs them (`prompt_passages`: a computation the question asks
+    opens the first table's passage); a baseline's answer packs its units plainly."""
     budget = evidence_tokens(ctx) if budget_tokens is None else budget_tokens
     ids = reader_ids(ctx, evidence)
-    return pack_passages(ctx.tree, ids, budget, question=question) if ids else []
+    if not ids:
+        return []
+    if computed:
+        return prompt_passages(ctx, ids, question, budget)
+    return pack_passages(ctx.tree, ids, budget, question=question)
 
 
 def reader_text(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None,
-                question: str = "") -> str:
+                question: str = "", computed: bool = False) -> str:
     """The numbered passages as the prompt shows them ("" for no evidence)."""
-    return format_passages(reader_passages(ctx, evidence, budget_tokens, question))
+    return format_passages(reader_passages(ctx, evidence, budget_tokens, question, computed))
