@@ -71,7 +71,9 @@ object the evidence gives that verb, "which N was included in ..." by its subjec
 agent for an active subject), in a sentence that says the rest of the question; a percentage
 asked by a number written as one; a number before "'s" ("(000's)") a unit, not an amount; a
 relative date ("the latter half") placing nothing in time; "which N" before its noun determining
-it however the parser attached it ("which judges' opinions"), and a name headed by another noun
+it however the parser attached it ("which judges' opinions"); "how do I merge ..." answered by a
+sentence that says the action asked (the question's root verb, by lemma, in the sentence or its
+titles: `Asked.action`), not by a shorter one that only repeats its other words; a name headed by another noun
 of the question ("UNPUBLISHED OPINION") not answering it, unless it is a name the question gives
 ("where ..., and what belongs in /var/games?").
 
@@ -202,6 +204,9 @@ class Asked:
     years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
     target: str = ""  # the noun a "what N" question asks for
     procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
+    # the verb a "how do I ..." question is built on ("merge" of "how do I merge two series"): a
+    # sentence that says nothing of that action does not tell how to do it
+    action: str = ""
     # "how does Best Buy record inventories?", "how is X measured?": a manner asked of a third
     # party, answered by the phrase the evidence attaches to the question's verb (`_placed`)
     manner: bool = False
@@ -297,6 +302,9 @@ def asked(question: str) -> Asked:
                 base.target = nxt.head.lemma_.lower()
         else:
             base.procedure = True
+            root = next((t for t in doc if t.dep_ == "ROOT"), None)
+            if root is not None and root.pos_ == "VERB" and root.lemma_.lower() not in ("do", "be", "have"):
+                base.action = root.lemma_.lower()
             # "how do I / how can we ...": the reader's own action (a first or second person
             # subject); any other subject's is a manner the evidence states
             base.manner = not any(t.dep_ in ("nsubj", "nsubjpass") and set(t.morph.get("Person", [])) & {"1", "2"}
@@ -795,6 +803,7 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
 
 
 PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
+ACTIONLESS = 1.0  # what a sentence without the action a "how do I ..." question asks loses (`Asked.action`)
 MANNER = 0.05  # what a sentence's phrase on the question's verb adds to its score (`Asked.manner`)
 NAMED_AS = 1.0  # what a name the sentence gives the noun asked about adds to its closeness (`named_as`)
 # the word right after a noun, past an "of" or a copula ("a status of 127", "the status is 126"),
@@ -1363,6 +1372,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     sc -= 1.0
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
+            if a.action and a.action not in words and a.action not in title:
+                sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
             sentence = " ".join(text.split())
             # "which function ...": the names the sentence gives the noun asked about (`named_as`)
             given = _named_spans(s, a, weights) if a.kind == "entity" and a.target else []

@@ -777,3 +777,17 @@ def test_a_name_the_question_gives_may_still_answer_where():
                  "in /var/games.", ("4.11.1. Purpose",), 29)
     text, _ = read("Where should a game keep its score files, and what belongs in /var/games?", [p])
     assert text.startswith("/var/games [1]")
+
+
+def test_how_do_i_is_answered_by_a_sentence_on_the_action_asked():
+    """"How do I merge ...": a short sentence holding the question's other words ("zoo",
+    "objects") but not its action does not tell how to merge; a longer one on merging does."""
+    assert asked("How do I merge two zoo objects?").action == "merge"
+    assert asked("How do I change the working directory?").action == "change"
+    assert asked("How many zoo objects are there?").action == ""
+    creating = _passage("cr", 'Objects of class "zoo" are created by the function', ('2.1. Creation of "zoo" objects',), 2)
+    merging = _passage("mg", 'If non-"zoo" objects are included in merging, then merge gives plain vectors, factors or '
+                             "matrices the index of the first argument if it is of the same length.",
+                       ("2.4. Binding",), 12)
+    text, _ = read("How do I merge two zoo objects?", [creating, merging])
+    assert text.startswith('From "2.4. Binding", p. 12: If non-"zoo" objects are included in merging')
