@@ -23,6 +23,9 @@ from bookindex.operators.glossary import named_statements, terms_in
 from bookindex.operators.statements import find
 
 
+NOTE_OPENS = "Computed by bookindex from the cells below (check them):"  # how `Computed.note` begins
+
+
 @dataclass
 class Computed:
     answer: str
@@ -38,7 +41,7 @@ class Computed:
             return f"[{k}]" if k <= shown else f"(p. {item['page']})"
 
         used = dict.fromkeys(f"{x['label']} {x['year']}: {x['cell']} {where(x)}" for x in self.structural["items"])
-        return (f"Computed by bookindex from the cells below (check them): {self.structural['what']} = "
+        return (f"{NOTE_OPENS} {self.structural['what']} = "
                 f"{self.structural['value']}, from {'; '.join(used)}.")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from bookindex.core.model import DocumentTree
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
-from bookindex.operators.computed import computed_answer
+from bookindex.operators.computed import NOTE_OPENS, computed_answer
 from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import (
     MODEL_CHECKS,
@@ -545,6 +545,8 @@ class Reduce(Operator[ReduceParams]):
         else:
             # the best-ranked passages that fit the model's evidence budget; the rest is not shown
             passages = prompt_passages(self.ctx, ev, state.question)
+            if passages and passages[0].text.startswith(NOTE_OPENS):
+                self.note(computed=passages[0].text.split("\n", 1)[0])  # what the model was told
             if len(passages) < len(ev):
                 self.note(packed=f"{len(passages)} of {len(ev)} evidence items fit {evidence_tokens(self.ctx)} tokens")
             ev = ev[:len(passages)]

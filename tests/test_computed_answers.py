@@ -186,6 +186,8 @@ def test_a_model_you_bring_answers_itself_and_reads_the_tables_first(filing):
     prompt = str(llm.calls[-1].messages[-1]["content"])
     assert "[1] (p. 3 · Consolidated Balance Sheets)\nComputed by bookindex from the cells below" in prompt
     assert "= 1.50, from total current assets 2019: 600 [1]; total current liabilities 2019: 400 [1]." in prompt
+    reduce = [r for r in a.trace if r.op == "Reduce"][-1].model_dump()
+    assert str(reduce.get("computed", "")).startswith("Computed by bookindex")  # --explain shows it
     never = load_settings(overrides={"answer.computed": "never"})
     llm.calls.clear()
     ask(IndexContext(index=MemoryIndex(tree=filing, graph=KnowledgeGraph()), settings=never, llm=llm), q)
