@@ -22,7 +22,6 @@ from bookindex.operators.formula import Item, Value, evaluate, explain, formula,
 from bookindex.operators.glossary import named_statements, terms_in
 from bookindex.operators.statements import find
 
-
 NOTE_OPENS = "Computed by bookindex from the cells below (check them):"  # how `Computed.note` begins
 
 
