@@ -41,6 +41,7 @@ _JOINED = re.compile(r"\band\b|&(?!\w)|\bor\b", re.I)  # "and", "&", "or" joinin
 OWN_WORDS = 0.02  # what a row gains for holding the question's own name of the item, not a glossary one
 MIN_FIT = 0.4  # a label at most 2.5 times as long as the item's name: a longer one is another line item
 _TRAILING_SIGN = re.compile(r"\s+[$€£]$")
+_ASIDE = re.compile(r"\([^()]*\)")  # "(used in)", "(loss)": an aside a label puts in brackets
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ class _Row:
 
     @property
     def sequence(self) -> tuple[str, ...]:
-        return _stem_sequence(self.label)
+        """The label's stems in order, an aside in brackets left out: "Net cash provided by (used
+        in) operating activities" names the item "net cash provided by operating activities"."""
+        return _stem_sequence(_ASIDE.sub(" ", self.label))
 
 
 @dataclass(frozen=True)

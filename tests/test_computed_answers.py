@@ -285,3 +285,18 @@ def test_the_prompt_cites_a_table_it_could_not_fit_by_its_page(filing):
     ev = search(ctx, q)
     assert "= 73.00," in reader_text(ctx, ev, question=q, computed=True)
     assert "= 73.00," not in reader_text(ctx, ev, question=q)  # a baseline's units, packed plainly
+
+
+def test_an_aside_in_brackets_does_not_part_a_label():
+    """"Net cash provided by (used in) operating activities" is the item "net cash provided by
+    operating activities" (cash from operations): the bracketed aside is no word between."""
+    B = Block
+    tree = build_tree("filing0000000004", "SHOP_2021_10K.pdf", [
+        B("title", "Consolidated Statements of Cash Flows", 0, level=1),
+        B("table", "| (in millions) | 2020 | 2021 |\n|---|---|---|\n"
+                   "| Net cash provided by (used in) operating activities | 66,064 | 46,327 |\n"
+                   "| Purchases of property and equipment | (40,140) | (61,053) |", 0),
+    ])
+    c = computed_answer(tree, "What is the FY2021 free cash flow (FCF)? FCF here is defined as: (cash from "
+                              "operations - capex). Answer in USD millions.")
+    assert c is not None and c.answer.startswith("-$14,726 [1]")
