@@ -342,7 +342,8 @@ def _clean(phrase: str) -> str:
     """A metric's words without the question's frame ("what is the FY2019", "Amazon's")."""
     p = phrase.strip()
     p = re.sub(r"^.*?\b(?:what\s+(?:is|was|are|were)|calculate|compute)\s+", "", p, flags=re.I)
-    p = re.sub(r"^(?:[A-Z0-9][\w&.]*(?:\s[A-Z][\w&.]*)*['’]s\s+)", "", p)  # "Amazon's ", "Best Buy's "
+    # "Amazon's ", "Best Buy's ", "MGM Resorts' "
+    p = re.sub(r"^(?:[A-Z0-9][\w&.]*(?:\s[A-Z][\w&.]*)*(?:['’]s|(?<=s)['’])\s+)", "", p)
     p = _FRAME_WORDS.sub("", p)
     return _norm(p)
 

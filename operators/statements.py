@@ -27,7 +27,7 @@ from functools import lru_cache
 from bookindex.core.model import DocumentTree, Node
 from bookindex.operators.formula import Item, Value
 from bookindex.operators.glossary import STATEMENT_TITLES, line_item_names
-from bookindex.operators.reader import _column_headers, _merge_units, _row_records, _table_rows
+from bookindex.operators.reader import _column_headers, _merge_units, _row_records, _table_rows, cell_value
 from bookindex.providers.lexical import stem_words, word_stems
 
 _SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b|\(\s*(thousands|millions|billions)\b|"
@@ -41,6 +41,7 @@ _JOINED = re.compile(r"\band\b|&(?!\w)|\bor\b", re.I)  # "and", "&", "or" joinin
 OWN_WORDS = 0.02  # what a row gains for holding the question's own name of the item, not a glossary one
 MIN_FIT = 0.4  # a label at most 2.5 times as long as the item's name: a longer one is another line item
 _TRAILING_SIGN = re.compile(r"\s+[$€£]$")
+_CURRENCY = ("$", "€", "£")  # a sign the parser left in a cell of its own
 _ASIDE = re.compile(r"\([^()]*\)")  # "(used in)", "(loss)": an aside a label puts in brackets
 
 
@@ -207,18 +208,38 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
         return [], listed
     years = _year_columns(rows, max(len(r) for r in rows))
     read: list[_Row] = []
+    heading, since, summed = "", {}, 0  # the last row of words alone, the sums by year of the rows under it
+
+    def by_year(recs: list[tuple[int, str, str]]) -> tuple[tuple[str, str], ...]:
+        if any(years):
+            return tuple((years[j], cell) for j, cell, _ in recs if j < len(years) and years[j])
+        if listed and len(recs) == len(listed):
+            return tuple((y, cell) for y, (_, cell, _) in zip(listed, recs))
+        return ()
+
     for r in rows:
         recs = _row_records(r)
         if not recs:
+            words = [c for c in r if c.strip() and not cell_value(c)]
+            if any(cell_value(c) for c in r) and all(c.strip() in _CURRENCY for c in words):
+                # a row of amounts alone closing the rows under a heading ("Revenues" ... "| | 9,680,140"):
+                # their total, when it is their sum
+                vals = by_year([(j, cell_value(c), heading) for j, c in enumerate(r) if c and cell_value(c)])
+                if heading and vals and summed >= 2 and all(
+                        (v := _amount(cell)) is not None and y in since and abs(v - since[y]) <= summed
+                        for y, cell in vals):
+                    label = f"total {heading}"
+                    read.append(_Row(label, label_stems(label), vals))
+                heading, since, summed = "", {}, 0
+            elif words:
+                heading, since, summed = " ".join(words).lower(), {}, 0
             continue
-        if any(years):
-            vals = tuple((years[j], cell) for j, cell, _ in recs if j < len(years) and years[j])
-        elif listed and len(recs) == len(listed):
-            vals = tuple((y, cell) for y, (_, cell, _) in zip(listed, recs))
-        else:
-            continue
+        vals = by_year(recs)
         if vals:
             read.append(_Row(recs[0][2], label_stems(recs[0][2]), vals))
+            for y, cell in vals:
+                since[y] = since.get(y, 0.0) + (_amount(cell) or 0.0)
+            summed += 1
     return read, (tuple(dict.fromkeys(y for y in years if y)) if any(years) else listed)
 
 

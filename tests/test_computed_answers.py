@@ -300,3 +300,23 @@ def test_an_aside_in_brackets_does_not_part_a_label():
     c = computed_answer(tree, "What is the FY2021 free cash flow (FCF)? FCF here is defined as: (cash from "
                               "operations - capex). Answer in USD millions.")
     assert c is not None and c.answer.startswith("-$14,726 [1]")
+
+
+def test_a_row_of_amounts_alone_under_a_heading_is_its_total_when_it_sums_it():
+    """"Revenues" then its lines then "| | 9,680 |": the statement's total revenues, printed with
+    no label; a row of amounts that is not the sum of the rows above it is no total."""
+    B = Block
+    tree = build_tree("filing0000000005", "CASINO_2021_10K.pdf", [
+        B("title", "Consolidated Statements of Operations", 0, level=1),
+        B("text", "Year Ended December 31, 2021 2020", 0),
+        B("table", "| Revenues |  |  |\n|---|---|---|\n| Casino | 5,363 | 2,872 |\n| Rooms | 1,690 | 830 |\n"
+                   "| Other | 2,627 | 1,460 |\n|  | 9,680 | 5,162 |\n| Expenses |  |  |\n| Casino | 2,551 | 1,702 |\n"
+                   "| Rooms | 601 | 419 |\n|  | 4,000 | 2,000 |", 0),
+        B("title", "Consolidated Statements of Cash Flows", 1, level=1),
+        B("table", "| (in millions) | 2021 | 2020 |\n|---|---|---|\n| Capital expenditures | (491) | (271) |", 1),
+    ])
+    assert find(tree, Item("total revenue", "2021")).amount == 9680
+    assert find(tree, Item("total expenses", "2021")) is None  # 4,000 is not 2,551 + 601
+    c = computed_answer(tree, "What is MGM Resorts' FY2021 capital expenditure as a % of total revenue? "
+                              "Round to one decimal place.")
+    assert c is not None and c.answer.startswith("5.1% [1]")
