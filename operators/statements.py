@@ -208,7 +208,9 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
         return [], listed
     years = _year_columns(rows, max(len(r) for r in rows))
     read: list[_Row] = []
-    heading, since, summed = "", {}, 0  # the last row of words alone, the sums by year of the rows under it
+    # the last row of words alone, the sums by year of the rows under it, and how many they are
+    heading, summed = "", 0
+    since: dict[str, float] = {}
 
     def by_year(recs: list[tuple[int, str, str]]) -> tuple[tuple[str, str], ...]:
         if any(years):
