@@ -8,7 +8,7 @@ an answer that states the result first and then every value it used, each cited 
 as before.
 
 A model you bring answers by itself (`answer.computed` auto), but reads the same computation:
-`computed_note` is the line the first table's passage opens with in its prompt, so the model
+`Computed.note` is the line the first table's passage opens with in its prompt, so the model
 checks a calculation against the cells it cites rather than doing the arithmetic itself.
 """
 

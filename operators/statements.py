@@ -225,7 +225,7 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
             words = [c for c in r if c.strip() and not cell_value(c)]
             if any(cell_value(c) for c in r) and all(c.strip() in _CURRENCY for c in words):
                 # a row of amounts alone closing the rows under a heading ("Revenues" ... "| | 9,680,140"):
-                # their total, when it is their sum
+                # their total, when it is their sum to within one printed unit a row (each was rounded)
                 vals = by_year([(j, cell_value(c), heading) for j, c in enumerate(r) if c and cell_value(c)])
                 if heading and vals and summed >= 2 and all(
                         (v := _amount(cell)) is not None and y in since and abs(v - since[y]) <= summed
