@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bookindex.core.model import DocumentTree
-from bookindex.operators.formula import Item, Value, evaluate, explain, formula, render
+from bookindex.operators.formula import Item, Result, Value, evaluate, explain, formula, render
 from bookindex.operators.glossary import named_statements, terms_in
 from bookindex.operators.statements import find
 
@@ -29,19 +29,19 @@ NOTE_OPENS = "Computed by bookindex from the cells below (check them):"  # how `
 class Computed:
     answer: str
     node_ids: list[str]  # the tables cited, in citation order
+    result: Result  # the value and the cells it was computed from
     structural: dict[str, Any] = field(default_factory=dict)
 
     def note(self, shown: int) -> str:
         """The computation as a line of a model's prompt whose first `shown` passages are the
         cited tables in citation order: each value cited by its passage number, a table beyond
         them by its page."""
-        def where(item: dict[str, Any]) -> str:
-            k = self.node_ids.index(item["node_id"]) + 1
-            return f"[{k}]" if k <= shown else f"(p. {item['page']})"
+        def where(v: Value) -> str:
+            k = self.node_ids.index(v.node_id) + 1
+            return f"[{k}]" if k <= shown else f"(p. {v.page})"
 
-        used = dict.fromkeys(f"{x['label']} {x['year']}: {x['cell']} {where(x)}" for x in self.structural["items"])
         return (f"{NOTE_OPENS} {self.structural['what']} = "
-                f"{self.structural['value']}, from {'; '.join(used)}.")
+                f"{self.structural['value']}, from {explain(self.result, where)}.")
 
 
 def computed_answer(tree: DocumentTree, question: str) -> Computed | None:
@@ -76,9 +76,9 @@ def computed_answer(tree: DocumentTree, question: str) -> Computed | None:
         return order.index(node_id) + 1
 
     value = render(f, result)
-    sources = explain(result, cite)
+    sources = explain(result, lambda v: f"[{cite(v.node_id)}]")
     text = f"{value} [1]. Computed from: {sources}"
     structural = {"operation": "COMPUTE", "value": value, "what": f.what,
                   "items": [{"node_id": v.node_id, "type": "table", "page": v.page, "label": v.label,
                              "year": v.year, "cell": v.cell} for _, v in result.used]}
-    return Computed(text, order, structural)
+    return Computed(text, order, result, structural)

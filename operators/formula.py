@@ -529,9 +529,10 @@ def render(f: Formula, result: Result) -> str:
     return f"{'-' if v < 0 else ''}{'$' if money else ''}{abs(v):,.{d}f}{word}"
 
 
-def explain(result: Result, cite: Callable[[str], int]) -> str:
-    """The values a result was computed from, each with its year, label and citation."""
+def explain(result: Result, cite: Callable[[Value], str]) -> str:
+    """The values a result was computed from, each with its year, label and citation (`cite`:
+    the marker a value's table is cited by, "[2]")."""
     seen: dict[tuple[str, str], str] = {}
     for _, v in result.used:
-        seen.setdefault((v.label, v.year), f"{v.label} {v.year}: {v.cell} [{cite(v.node_id)}]")
+        seen.setdefault((v.label, v.year), f"{v.label} {v.year}: {v.cell} {cite(v)}")
     return "; ".join(seen.values())

@@ -40,8 +40,8 @@ _SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect
 _JOINED = re.compile(r"\band\b|&(?!\w)|\bor\b", re.I)  # "and", "&", "or" joining two things; "PP&E" joins none
 OWN_WORDS = 0.02  # what a row gains for holding the question's own name of the item, not a glossary one
 MIN_FIT = 0.4  # a label at most 2.5 times as long as the item's name: a longer one is another line item
-_TRAILING_SIGN = re.compile(r"\s+[$€£]$")
-_CURRENCY = ("$", "€", "£")  # a sign the parser left in a cell of its own
+_CURRENCY = "$€£"  # the signs a cell's amount may carry, or the parser leave in a cell of its own
+_TRAILING_SIGN = re.compile(rf"\s+[{_CURRENCY}]$")
 _ASIDE = re.compile(r"\([^()]*\)")  # "(used in)", "(loss)": an aside a label puts in brackets
 
 
@@ -72,8 +72,8 @@ def _amount(cell: str) -> float | None:
     """A printed amount as a number: "(1,234)" and "−1,234" negative, "$" and "%" dropped."""
     if cell.strip() in ("—", "–", "-"):
         return 0.0
-    s = cell.strip().replace("−", "-").replace("–", "-").replace("$", "").replace("€", "").replace("£", "")
-    s = s.replace("%", "").replace(",", "").replace(" ", "")
+    s = cell.strip().replace("−", "-").replace("–", "-")
+    s = "".join(ch for ch in s if ch not in f"{_CURRENCY}%, ")
     neg = s.startswith("(") and s.endswith(")") or s.startswith("-")
     s = s.strip("()-")
     try:
@@ -223,7 +223,7 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
         recs = _row_records(r)
         if not recs:
             words = [c for c in r if c.strip() and not cell_value(c)]
-            if any(cell_value(c) for c in r) and all(c.strip() in _CURRENCY for c in words):
+            if any(cell_value(c) for c in r) and all(len(c.strip()) == 1 and c.strip() in _CURRENCY for c in words):
                 # a row of amounts alone closing the rows under a heading ("Revenues" ... "| | 9,680,140"):
                 # their total, when it is their sum to within one printed unit a row (each was rounded)
                 vals = by_year([(j, cell_value(c), heading) for j, c in enumerate(r) if c and cell_value(c)])
