@@ -145,7 +145,8 @@ def _section_leaves(tree: DocumentTree, section: Node) -> list[Node]:
     return [tree.nodes[c] for c in section.children if tree.nodes[c].type in LEAF_TYPES]
 
 
-def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: bool = False) -> list[Node]:
+def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: bool = False,
+             lead: bool = False) -> list[Node]:
     """The ranked node and the neighbours of the same entry or paragraph that fit in `room`.
 
     A section node shows its own leading blocks. A small enclosing section (a reference entry, a
@@ -154,7 +155,11 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
     tie: a paragraph cut by a page or column break continues there), so that one long block on
     one side does not crowd out the short ones on the other (a label and its value, a table's
     total under it); a term or a label (`_introduces`) takes what follows it first. Each block
-    costs its length and the line break that joins it.
+    costs its length and the line break that joins it. With `lead` (the section is titled with
+    the question's words: a FAQ's question, a topic's name), the section's first blocks up to the
+    ranked one come first when they fit: a section opens with what it is about ("The
+    Comprehensive R Archive Network (CRAN) is ..."), and a block deeper in it that repeats the
+    question's word (a URL, a closing remark) is a detail of that answer.
     """
     if node.type == "section":
         picked: list[Node] = []
@@ -181,6 +186,11 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
     lo, hi = pos, pos
     used = len(_flat(tree, node, tidy))
     open_sides = {1, -1}
+    opening = siblings[:pos + 1]
+    if lead and pos > 0 and not any(s.id in shown or s.type not in _CONTEXT_TYPES for s in opening[:-1]):
+        cost = sum(len(_flat(tree, s, tidy)) + 1 for s in opening) - 1
+        if cost <= room:
+            lo, used, open_sides = 0, cost, {1}
     # a term or a label ("umask" over its synopsis and description) introduces what follows it
     leads = node.type == "code" and _introduces(_flat(tree, node, tidy))
     while open_sides:
@@ -427,7 +437,10 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     node = tree.nodes[nid]
     long_block = (focus_blocks and node.type not in ("section", "table") and bool(terms)
                   and len(_flat(tree, node, tidy)) > room)
-    nodes = [node] if long_block else _context(tree, node, room, shown, tidy)
+    section = tree.nodes[node.parent] if node.parent is not None else None
+    lead = bool(terms) and section is not None and section.type == "section" \
+        and set(terms) <= set(tokenize(section.title))
+    nodes = [node] if long_block else _context(tree, node, room, shown, tidy, lead)
     walk = _PageWalk(nodes, {}, set())
     if page and node.type != "section" and nodes:
         walk = _on_its_page(tree, node, nodes, room, shown, tidy, terms)

@@ -232,6 +232,9 @@ class Asked:
     # for a percentage; a value in the other unit does not answer
     unit: str = ""
     scale: str = ""  # "Answer in USD millions": the scale word (thousand, million, billion) asked for
+    # "what is CRAN?": a definition, answered by a sentence that says what the thing named is
+    # (its name the subject of "is": "The Comprehensive R Archive Network (CRAN) is a ...")
+    definition: bool = False
 
 
 def asked(question: str) -> Asked:
@@ -343,6 +346,10 @@ def asked(question: str) -> Asked:
     # colour ...) with an N no entity label describes: the sentence that says it
     base.kind = "entity" if base.target and (lw == "which" or det) else "describe"
     base.value = base.kind == "describe" and bool(base.target)
+    # "what is CRAN / what are lock files?": the copula as root and a subject that is no "N of X"
+    # (the N of X is a value: "the purpose of /var/tmp")
+    base.definition = base.kind == "describe" and lw == "what" and wh.head.lemma_ == "be" \
+        and wh.head.dep_ == "ROOT" and target is not None and not any(c.dep_ == "prep" for c in target.children)
     return base
 
 
@@ -441,20 +448,41 @@ class _Sentence:
     alpha: bool  # holds a word
     has_verb: bool  # a finite verb
     opens_with_verb: bool  # "Creates the ...": a present-tense verb as root and first word
+    copula: bool  # "X is a ...": its root is "be" with an attribute, as a definition's is
     symbols: int  # punctuation and code-like tokens before the last
+
+
+# the words an identifier is made of: "update.packages", "showConnections", "R_LIBS_USER"
+_ID_PARTS = re.compile(r"[._]+|(?<=[a-z])(?=[A-Z])")
+
+
+def identifier_words(token: str) -> frozenset[str]:
+    """The words a code name is built from, lower case, with their lemmas: a manual names the
+    function that updates packages `update.packages()` and the one that shows connections
+    `showConnections()`, so a question's plain words meet the name's parts. A plain word has none."""
+    name = token.strip("()`'\"")
+    parts = [w for w in _ID_PARTS.split(name) if w.isalpha() and len(w) > 1]
+    if len(parts) < 2:
+        return frozenset()
+    lower = " ".join(w.lower() for w in parts)
+    return frozenset(lower.split()) | _lemmas(lower)
 
 
 def _sentence(s: Any) -> _Sentence:
     return _Sentence(
         span=s,
         text=s.text,
-        words=frozenset({t.lemma_.lower() for t in s} | {t.lower_ for t in s}),
-        subjects=frozenset({t.lower_.strip("()") for t in s if t.dep_ in ("nsubj", "nsubjpass")}
+        words=frozenset({t.lemma_.lower() for t in s} | {t.lower_ for t in s}).union(
+            *(identifier_words(t.text) for t in s if not t.is_alpha and len(t.text) > 3)),
+        # a subject's apposition is a subject too: "The ... Network (CRAN) is ..."
+        subjects=frozenset({t.lower_.strip("()") for t in s if t.dep_ in ("nsubj", "nsubjpass")
+                            or (t.dep_ == "appos" and t.head.dep_ in ("nsubj", "nsubjpass"))}
                            | {s[0].lower_.strip("()")}),
         tokens=len(s),
         alpha=any(t.is_alpha for t in s),
         has_verb=any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s),
         opens_with_verb=s.root.tag_ == "VBZ" and s.root.i == s.start,
+        copula=s.root.lemma_ == "be" and any(c.dep_ == "attr" for c in s.root.children),
         symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
 
 
@@ -832,6 +860,10 @@ def is_identifier(word: str) -> bool:
 
 
 ITEM_CHARS = 600  # how far a definition list's item runs after its term at most (`term_items`)
+# a sentence that sends the reader elsewhere, never a description: one opening with "See", or a
+# cross-reference's bracketed title and page ("[What is CRAN?], page 9")
+_POINTER = re.compile(r"^\W*see\b|\],?\s+(?:page|p\.)\s*\d+", re.I)
+DEFINES = 1.0  # what a sentence saying what the thing named is adds for "what is X?" (`Asked.definition`)
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
 
 
@@ -1347,6 +1379,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
             if (hit + in_title <= 0 and not in_item) or not sent.alpha:
                 continue
+            if a.kind == "describe" and _POINTER.search(text):
+                continue  # "See Section 7.31 [...], page 37, for more details": the answer is there
             if a.described and names_term(text, a.described):
                 continue  # the term's own line or its synopsis ("caller", "caller [expr]") names it
             low = text.lower()
@@ -1366,6 +1400,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # a "name: ..." item describes a parameter, not the entry
                 if subject or sent.opens_with_verb:
                     sc += 0.6
+                if a.definition and subject and sent.copula:
+                    sc += DEFINES  # "what is CRAN?": "... (CRAN) is a collection of sites ..."
                 if _LABELLED.match(text):
                     sc -= 0.6
                 if sent.symbols > 0.3 * sent.tokens:  # a prototype or a code line: it names, it does not describe
