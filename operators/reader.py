@@ -235,6 +235,11 @@ class Asked:
     # "what is CRAN?": a definition, answered by a sentence that says what the thing named is
     # (its name the subject of "is": "The Comprehensive R Archive Network (CRAN) is a ...")
     definition: bool = False
+    # "how long must data be preserved?", "how often ...": a measure of the verb's action (how
+    # and an adverbial adjective), not a count of something ("how many quizzes") or an amount
+    # ("how much did X spend"): a number that counts another noun ("one required directory") does
+    # not say it
+    measure: bool = False
 
 
 def asked(question: str) -> Asked:
@@ -303,6 +308,7 @@ def asked(question: str) -> Asked:
             base.kind, base.labels = "quantity", NUMERIC_LABELS
             if nxt.head.pos_ == "NOUN" and nxt.head.i > nxt.i:  # "how many quizzes": the thing counted
                 base.target = nxt.head.lemma_.lower()
+            base.measure = not base.target and nxt.dep_ in ("advmod", "acomp")
         else:
             base.procedure = True
             root = next((t for t in doc if t.dep_ == "ROOT"), None)
@@ -1005,6 +1011,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             continue  # "6.4.1": a section's (or a version's) number
         if e.label_ in NUMERIC_LABELS and _cites(sent.doc.text, e.start_char, e.end_char):
             continue
+        if a.measure and e.label_ == "CARDINAL" and _counts_another(e.root, q_words):
+            continue
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
             continue
@@ -1035,6 +1043,8 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             if enumerates(sent.text, m.start(), m.end()):
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
+            if tok is not None and a.measure and _counts_another(tok.root, q_words):
+                continue
             if tok is not None:
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
                 unlike = 2.0 if a.labels == ("PERCENT",) and not re.search(r"%|percent", txt, re.I) else 0.0
@@ -1072,6 +1082,13 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _counts_another(number: Any, q_words: set[str]) -> bool:
+    """Whether a number token counts a noun the question does not say ("There is one required
+    subdirectory"): it answers how many of those, not a measure the question asks (`Asked.measure`)."""
+    return number.dep_ == "nummod" and number.head.pos_ == "NOUN" and number.head.lemma_.lower() not in q_words \
+        and number.head.lower_ not in q_words
 
 
 def _placed(sent: Any, q_words: set[str], slots: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[int, int, str]]:
@@ -1660,6 +1677,29 @@ INTRODUCED_LINES = 4  # the lines a sentence ending in a colon brings with it at
 INTRODUCED_CHARS = 300
 
 
+# the parts of speech a sentence cannot end on: a verb without its object, a preposition, a
+# determiner or a conjunction before what it governs
+_OPEN_ENDS = ("VERB", "AUX", "ADP", "DET", "CCONJ", "SCONJ", "PART")
+
+
+def unfinished(sentence: str) -> bool:
+    """Whether a sentence stops where what it introduces begins: it ends in a colon, or in a
+    word that needs what follows ("To cite R in publications, use" over the entry it means; not
+    a heading, "Call up the main menu")."""
+    end = sentence.rstrip()
+    if end.endswith(":"):
+        return True
+    nlp = english_if_installed()
+    if nlp is None or not re.search(r"[a-z]$", end):
+        return False
+    last = nlp(end[-300:], disable=["ner"])[-1]
+    deps = {c.dep_ for c in last.children}
+    if deps & {"dobj", "pobj", "attr"}:
+        return False
+    # the tagger may read a clause's last verb as a noun ("..., use"): a root that heads a clause
+    return last.pos_ in _OPEN_ENDS or (last.dep_ == "ROOT" and bool(deps & {"advcl", "nsubj", "aux"}))
+
+
 def introduced(passage: Passage, sentence: str) -> str:
     """What a sentence ending in a colon introduces: the lines after it in the passage ("&>word",
     "and", ">&word" after "There are two formats for redirecting standard output and standard
@@ -1723,11 +1763,11 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     text = f"From {where}: {best.sentence[:600]} [{best.number}]"
     follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
     last = best.sentence
-    if a.kind == "describe" and follow and not last.rstrip().endswith(":"):
+    if a.kind == "describe" and follow and not unfinished(last):
         text += f" {follow[0].sentence[:300]} [{best.number}]"  # a description often goes on in its next sentence
         last = follow[0].sentence
-    shown = introduced(best.passage, last) if last.rstrip().endswith(":") else ""
-    if shown:  # "There are two formats for ...:" says nothing until what it introduces
+    shown = introduced(best.passage, last) if unfinished(last) else ""
+    if shown:  # "There are two formats for ...:", "To cite R in publications, use": what follows says it
         text += f" {shown} [{best.number}]"
     usage = (_usage_line(best.passage, a) or item_synopsis(best.passage, best.sentence)) if a.procedure else ""
     if usage and usage not in text:  # "how do I ...": the command as the manual writes it
