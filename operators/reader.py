@@ -1694,7 +1694,7 @@ def unfinished(sentence: str) -> bool:
         return False
     last = nlp(end[-300:], disable=["ner"])[-1]
     deps = {c.dep_ for c in last.children}
-    if deps & {"dobj", "pobj", "attr"}:
+    if deps & {"dobj", "pobj", "attr"} or last.tag_ == "VBN":  # "... are to be plotted" ends a clause
         return False
     # the tagger may read a clause's last verb as a noun ("..., use"): a root that heads a clause
     return last.pos_ in _OPEN_ENDS or (last.dep_ == "ROOT" and bool(deps & {"advcl", "nsubj", "aux"}))

@@ -285,3 +285,19 @@ def test_a_focused_table_keeps_the_years_set_below_its_separator():
     # a first body row with other numbers than years is a row like any other
     plain = table.replace("|  | 2018 |  | 2017 |  |", "| Cash | 2018 |  | 12 |  |")
     assert "| Cash |" not in focused_table(plain, 300, tokenize("accounts payable"))
+
+
+def test_a_section_titled_with_the_question_opens_with_its_first_block():
+    tree = _tree([Block(type="title", content="2.10 What is CRAN?", page_idx=0, level=1),
+                  Block(type="text", content="The Comprehensive R Archive Network (CRAN) is a collection of sites "
+                        "which carry identical material.", page_idx=0),
+                  Block(type="text", content="Mirrors are listed on the main site. " * 6, page_idx=0),
+                  Block(type="code", content="https://CRAN.R-project.org/", page_idx=0),
+                  Block(type="text", content="Please use the CRAN site closest to you. " * 4, page_idx=0)])
+    nid = _id(tree, "https://CRAN")
+    room = 400  # the opening blocks up to the ranked one fit, the whole section does not
+    [p] = build_passages(tree, [nid], budget_chars=room, item_chars=room, question="What is CRAN?")
+    assert p.text.startswith("The Comprehensive R Archive Network (CRAN) is") and "https://CRAN" in p.text, p.text
+    # a question the title does not hold keeps the nearest neighbours first
+    [q] = build_passages(tree, [nid], budget_chars=room, item_chars=room, question="Where are the CRAN mirrors?")
+    assert "Comprehensive" not in q.text and "https://CRAN" in q.text, q.text

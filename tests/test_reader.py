@@ -13,6 +13,7 @@ from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
 from bookindex.operators.reader import (
     asked,
+    identifier_words,
     is_identifier,
     is_reference_line,
     listing_share,
@@ -20,6 +21,7 @@ from bookindex.operators.reader import (
     recurring_blocks,
     term_items,
     title_words,
+    unfinished,
 )
 from bookindex.retrieval.planner import counted_unit
 
@@ -791,3 +793,58 @@ def test_how_do_i_is_answered_by_a_sentence_on_the_action_asked():
                        ("2.4. Binding",), 12)
     text, _ = read("How do I merge two zoo objects?", [creating, merging])
     assert text.startswith('From "2.4. Binding", p. 12: If non-"zoo" objects are included in merging')
+
+
+def test_a_code_name_holds_the_words_it_is_built_from():
+    assert identifier_words("update.packages()") >= {"update", "package"}
+    assert identifier_words("showConnections()") >= {"show", "connection"}
+    assert identifier_words("R_LIBS_USER") >= {"libs", "user"}
+    assert identifier_words("packages") == frozenset() and identifier_words("e.g.") == frozenset()
+    p = _passage("u1", "It downloads the list of available packages and offers to fetch newer versions.\n"
+                 "The command update.packages() is the simplest way to ensure that all the packages on your "
+                 "system are up to date.", ("6.3 Updating packages",), 32)
+    text, _ = read("How do I update all installed packages?", [p])
+    assert "update.packages()" in text, text
+
+
+def test_a_cross_reference_is_not_a_description():
+    ref = _passage("x1", "See Section 7.31 [Why doesn't R think these numbers are equal?], page 37, for more details.",
+                   ("9.1 What is a bug?",), 49)
+    body = _passage("x2", "The only numbers that can be represented exactly in R's numeric type are integers and "
+                    "fractions whose denominator is a power of 2. Other numbers are rounded.",
+                    ("7.31 Why doesn't R think these numbers are equal?",), 41)
+    text, _ = read("Why doesn't R think these numbers are equal?", [ref, body])
+    assert text.startswith('From "7.31 Why'), text
+
+
+def test_what_is_x_is_answered_by_the_sentence_saying_what_x_is():
+    assert asked("What is CRAN?").definition and asked("What are lock files?").definition
+    assert not asked("What is the purpose of /var/tmp?").definition
+    p = _passage("c1", "CRAN also provides access to documentation on R and the bug tracker.\n"
+                 "The “Comprehensive R Archive Network” (CRAN) is a collection of sites which carry identical "
+                 "material, consisting of the R distribution(s), the contributed extensions, documentation for R, "
+                 "and binaries.", ("2.10 What is CRAN?",), 13)
+    text, _ = read("What is CRAN?", [p])
+    assert "is a collection of sites" in text.split("[1]")[0], text
+
+
+def test_a_sentence_that_stops_on_what_it_introduces_brings_it():
+    assert unfinished("To cite R in publications, use") and unfinished("The list is as follows:")
+    for whole in ("Call up the main menu", "GOVERNOR", "36th Ave", "index selects which data sets are to be plotted"):
+        assert not unfinished(whole), whole
+    p = _passage("t1", "To cite R in publications, use\n@Manual{, title = {R: A Language and Environment}, year = YEAR}",
+                 ("2.8 Citing R",), 12)
+    text, _ = read("How do I cite R in a publication?", [p])
+    assert "@Manual{" in text, text
+
+
+def test_a_measure_is_not_answered_by_a_count_of_another_noun():
+    a = asked("How long must data in /var/tmp be preserved?")
+    assert a.kind == "quantity" and a.measure
+    assert not asked("How many quizzes are there?").measure and not asked("How much did 3M spend in 2018?").measure
+    misc = _passage("m1", "There is one required subdirectory, /var/lib/misc, which is intended for state files.",
+                    ("5.8.1. Purpose",), 40)
+    tmp = _passage("m2", "Files and directories located in /var/tmp must not be deleted when the system is booted. "
+                   "Data stored in /var/tmp is preserved between system reboots.", ("5.15. /var/tmp",), 45)
+    text, _ = read("How long must data in /var/tmp be preserved?", [misc, tmp])
+    assert not text.startswith("1") and "between system reboots" in text, text
