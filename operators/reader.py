@@ -1722,6 +1722,42 @@ def introduced(passage: Passage, sentence: str) -> str:
     return " / ".join(out)
 
 
+# a line a manual displays as code: a prompt and a command ("> sink("record.lis")", "$ make"),
+# or a call alone on its line ("size(3cm);")
+_DISPLAY = re.compile(r"^\s*(?:[>$%#]\s?\S.*|[\w.]+\(.*\)\s*;?)\s*$")
+
+
+def _display_before(passage: Passage, sentence: str) -> str:
+    """The code line a sentence continues: one that opens without its subject, in lower case or
+    a parenthesis ("will divert all subsequent output ..." under "> sink("record.lis")"), says what
+    the displayed command does; '' otherwise."""
+    if not re.match(r"[a-z(]", sentence):
+        return ""
+    at = passage.text.find(sentence[:60])
+    if at <= 0:
+        return ""
+    before = passage.text[:at].rstrip("\n").rsplit("\n", 1)[-1]
+    return " ".join(before.split()) if _DISPLAY.match(before) and passage.text[at - 1] == "\n" else ""
+
+
+def _display_after(passage: Passage, sentence: str) -> str:
+    """The code a sentence without a closing mark leads into: the displayed lines right after it
+    ("... executed at any time in an R session with the command" over "> source("commands.R")");
+    '' otherwise."""
+    if re.search(r"[.!?;)\]\"'”’]\s*$", sentence):
+        return ""
+    words = sentence.split()[-6:]
+    m = re.search(r"\s+".join(map(re.escape, words)), passage.text) if words else None
+    if m is None or not passage.text[m.end():].startswith("\n"):
+        return ""
+    shown = []
+    for ln in passage.text[m.end() + 1:].split("\n")[:INTRODUCED_LINES]:
+        if not _DISPLAY.match(ln):
+            break
+        shown.append(" ".join(ln.split()))
+    return " / ".join(shown)[:INTRODUCED_CHARS]
+
+
 def _sentence_page(passage: Passage, sentence: str) -> int:
     """The page of the first prose line of the passage (not a title or table line, as
     `_sentences` reads them) that holds the start of `sentence`."""
@@ -1760,13 +1796,14 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
             best.span = f"{restated} ({best.span}{'' if _OWN_SCALE.search(best.span) else f' in {declared}s'})"
     if best.span:
         return f"{best.span} [{best.number}] (from {where}: {best.sentence[:400]})", [best.number]
-    text = f"From {where}: {best.sentence[:600]} [{best.number}]"
+    shown_before = _display_before(best.passage, best.sentence)
+    text = f"From {where}: {shown_before + ' ' if shown_before else ''}{best.sentence[:600]} [{best.number}]"
     follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
     last = best.sentence
     if a.kind == "describe" and follow and not unfinished(last):
         text += f" {follow[0].sentence[:300]} [{best.number}]"  # a description often goes on in its next sentence
         last = follow[0].sentence
-    shown = introduced(best.passage, last) if unfinished(last) else ""
+    shown = introduced(best.passage, last) if unfinished(last) else _display_after(best.passage, last)
     if shown:  # "There are two formats for ...:", "To cite R in publications, use": what follows says it
         text += f" {shown} [{best.number}]"
     usage = (_usage_line(best.passage, a) or item_synopsis(best.passage, best.sentence)) if a.procedure else ""

@@ -848,3 +848,16 @@ def test_a_measure_is_not_answered_by_a_count_of_another_noun():
                    "Data stored in /var/tmp is preserved between system reboots.", ("5.15. /var/tmp",), 45)
     text, _ = read("How long must data in /var/tmp be preserved?", [misc, tmp])
     assert not text.startswith("1") and "between system reboots" in text, text
+
+
+def test_the_command_a_sentence_continues_or_leads_into_is_shown_with_it():
+    p = _passage("s1", "The function sink,\n> sink(\"record.lis\")\nwill divert all subsequent output from the console "
+                 "to an external file, record.lis. The command\n> sink()\nrestores it to the console once again.",
+                 ("1.10 Executing commands from or diverting output to a file",), 12)
+    text, _ = read("How do I divert output to a file?", [p])
+    assert '> sink("record.lis") will divert all subsequent output' in text, text
+    q = _passage("s2", "Commands stored in an external file may be executed at any time in a session with the command\n"
+                 "> source(\"commands.R\")\nFor Windows Source is also available on the File menu.",
+                 ("1.10 Executing commands from or diverting output to a file",), 12)
+    text, _ = read("How do I run commands stored in a file?", [q])
+    assert text.endswith('> source("commands.R") [1]'), text
