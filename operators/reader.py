@@ -97,7 +97,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
@@ -107,6 +106,7 @@ from typing import Any
 from bookindex.core.model import DocumentTree
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
+from bookindex.providers.lexical import LIGATURES
 from bookindex.providers.nlp import english_if_installed, import_spacy
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
@@ -322,6 +322,8 @@ def asked(question: str) -> Asked:
     if lw in _LABELS_BY_WH:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
         return base
+    if lw == "why":  # a reason, said by a sentence: never a value of the noun the copula introduces
+        return base
     # what / which: the noun it determines ("what percentage"), or the subject it asks about
     target = wh.head if det and wh.head.pos_ == "NOUN" else None
     if target is None and wh.head.lemma_ == "be":
@@ -353,9 +355,11 @@ def asked(question: str) -> Asked:
     base.kind = "entity" if base.target and (lw == "which" or det) else "describe"
     base.value = base.kind == "describe" and bool(base.target)
     # "what is CRAN / what are lock files?": the copula as root and a subject that is no "N of X"
-    # (the N of X is a value: "the purpose of /var/tmp")
+    # nor "the N" (a value: "the purpose of /var/tmp", "the default installation prefix")
     base.definition = base.kind == "describe" and lw == "what" and wh.head.lemma_ == "be" \
-        and wh.head.dep_ == "ROOT" and target is not None and not any(c.dep_ == "prep" for c in target.children)
+        and wh.head.dep_ == "ROOT" and target is not None \
+        and not any(c.dep_ == "prep" for c in target.children) \
+        and not any(t.dep_ == "det" and t.lower_ == "the" for t in target.subtree)
     return base
 
 
@@ -492,8 +496,6 @@ def _sentence(s: Any) -> _Sentence:
         symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
 
 
-# typographic ligatures ("deﬁnes") as their letters: the tagger and the lemmatizer know the word
-_LIGATURES = str.maketrans({c: unicodedata.normalize("NFKC", c) for c in map(chr, range(0xFB00, 0xFB07))})
 
 
 def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None) -> list[_Sentence | None]:
@@ -501,7 +503,8 @@ def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None
     reference lines. With `needed`, a line holding none of those words (as a substring of its
     lower-case text) is not parsed, and stands as one None: no sentence of it could score, and
     parsing is most of a first answer's time. The Nones keep which sentences are neighbours."""
-    keep = [ln[:2000].translate(_LIGATURES) for ln in passage.text.splitlines()
+    # typographic ligatures ("deﬁnes") as their letters: the tagger and the lemmatizer know the word
+    keep = [ln[:2000].translate(LIGATURES) for ln in passage.text.splitlines()
             if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
             and ln.strip() not in passage.title_path]
     wanted = [needed is None or any(w in ln.lower() for w in needed) for ln in keep]
@@ -1011,7 +1014,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             continue  # "6.4.1": a section's (or a version's) number
         if e.label_ in NUMERIC_LABELS and _cites(sent.doc.text, e.start_char, e.end_char):
             continue
-        if a.measure and e.label_ == "CARDINAL" and _counts_another(e.root, q_words):
+        if a.measure and e.label_ == "CARDINAL" and _counts_another(e.root, weights):
             continue
         if e.label_ in NUMERIC_LABELS and enumerates(sent.text, e.start_char - sent.start_char,
                                                       e[0].idx + len(e[0]) - sent.start_char):
@@ -1043,7 +1046,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             if enumerates(sent.text, m.start(), m.end()):
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
-            if tok is not None and a.measure and _counts_another(tok.root, q_words):
+            if tok is not None and a.measure and _counts_another(tok.root, weights):
                 continue
             if tok is not None:
                 # a percentage asked for is written as one ("65%", "65 percent") in a sentence
@@ -1084,11 +1087,17 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     return [(c, t) for t, c in out.items() if t]
 
 
-def _counts_another(number: Any, q_words: set[str]) -> bool:
-    """Whether a number token counts a noun the question does not say ("There is one required
-    subdirectory"): it answers how many of those, not a measure the question asks (`Asked.measure`)."""
-    return number.dep_ == "nummod" and number.head.pos_ == "NOUN" and number.head.lemma_.lower() not in q_words \
-        and number.head.lower_ not in q_words
+def _counts_another(number: Any, weights: dict[str, float]) -> bool:
+    """Whether a number token counts a noun the question does not say, in a sentence that says
+    less than half of what the question says, by weight ("There is one required subdirectory,
+    /var/lib/misc ..." for "how long must data in /var/tmp be preserved?"): it answers how many
+    of those, not the measure asked (`Asked.measure`). A unit counted where the question's words
+    are ("keep the length of source lines to 79 characters") is the measure."""
+    if number.dep_ != "nummod" or number.head.pos_ != "NOUN" or number.head.lemma_.lower() in weights \
+            or number.head.lower_ in weights:
+        return False
+    said = {t.lemma_.lower() for t in number.sent} | {t.lower_ for t in number.sent}
+    return sum(w for t, w in weights.items() if t in said) < 0.5 * sum(weights.values())
 
 
 def _placed(sent: Any, q_words: set[str], slots: frozenset[tuple[str, str]] = frozenset()) -> list[tuple[int, int, str]]:
@@ -1429,7 +1438,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
             sentence = " ".join(text.split())
             # "which function ...": the names the sentence gives the noun asked about (`named_as`)
-            given = _named_spans(s, a, weights) if a.kind == "entity" and a.target else []
+            given = _named_spans(s, a, weights) if (a.kind == "entity" or a.value) and a.target else []
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is. Outside
@@ -1474,6 +1483,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # lower of cost ..."), the sentence's answer when it is the best one
                 for _, _, placed in _placed(s, set(weights), a.slots)[:1]:
                     cands.append(Candidate(sc + MANNER, k, p, sentence, placed, order, verb))
+            if a.value:
+                # "what is the default prefix?": a name the sentence gives the N ("the default
+                # prefix is /usr/local"), as "which N" is answered (`named_as`)
+                for close, word in given:
+                    if _NUMBER.fullmatch(word):
+                        continue  # a number is read whole by the numeric spans below ("$3,215.4")
+                    cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, verb, fits=True))
             if a.value or (a.kind == "entity" and a.target and not a.labels and not in_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first

@@ -56,7 +56,9 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
     pymupdf = import_pymupdf()
     path = Path(path)
     doc = open_pdf(path)
-    flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_PRESERVE_LIGATURES | pymupdf.TEXT_MEDIABOX_CLIP
+    # without TEXT_PRESERVE_LIGATURES MuPDF writes a ligature glyph as its letters ("file", not
+    # "ﬁle"): what a reader types, searches and quotes
+    flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
     warnings: list[str] = []
     blocks: list[Block] = []
     page_sizes: list[tuple[float, float]] = []

@@ -42,6 +42,14 @@ def test_single_digits_are_terms():
     assert tokenize("Figure 3 on page 5") == ["figure", "3", "page", "5"]
 
 
+def test_a_ligature_is_its_letters_so_a_typed_query_finds_a_typeset_word():
+    assert tokenize("the default preﬁx of the ﬁle, a ﬂag") == ["default", "prefix", "file", "flag"]
+    idx = LexicalIndex(["p1", "p2"], ["The default preﬁx is /usr/local.", "Colours of the plots."])
+    assert idx.scores("default prefix")[0] > 0
+    # the fold is part of what a stored index was built with: one stored without it is rebuilt
+    assert passages_fingerprint(["p"], ["x"]) != passages_fingerprint(["p"], ["x"], Analyser(fold_ligatures=False))
+
+
 def test_analyser_reproduces_bm25s_tokenize():
     """Configured like `bm25s.tokenize(stopwords="en")` (the baselines' analyser until the
     shared one), the Analyser gives exactly its terms, with and without a stemmer."""

@@ -330,3 +330,21 @@ def test_libtasn1_headings_without_outline() -> None:
     assert score.f1 >= 0.9 and score.level_accuracy >= 0.9, score.to_dict()
     with_outline = score_headings(assign_levels(doc, use_outline=True), doc.outline)
     assert with_outline.f1 == 1.0 and with_outline.level_accuracy == 1.0
+
+
+def test_a_ligature_glyph_is_read_as_its_letters(tmp_path: Path) -> None:
+    """TeX and many fonts print "fi" as one glyph (U+FB01): the text is what a reader types and
+    searches, "prefix", not "preﬁx"."""
+    import reportlab
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(TTFont("Vera", str(Path(reportlab.__file__).parent / "fonts" / "Vera.ttf")))
+    path = tmp_path / "ligatures.pdf"
+    c = canvas.Canvas(str(path))
+    c.setFont("Vera", 12)
+    c.drawString(72, 700, "The default pre\ufb01x of the \ufb01le is set by a \ufb02ag.")
+    c.save()
+    text = " ".join(b.content for b in parse_pdf(path).blocks)
+    assert "The default prefix of the file is set by a flag." in text, text

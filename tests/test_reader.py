@@ -848,6 +848,11 @@ def test_a_measure_is_not_answered_by_a_count_of_another_noun():
                    "Data stored in /var/tmp is preserved between system reboots.", ("5.15. /var/tmp",), 45)
     text, _ = read("How long must data in /var/tmp be preserved?", [misc, tmp])
     assert not text.startswith("1") and "between system reboots" in text, text
+    # a unit counted where the question's words are is the measure
+    lines = _passage("m3", "Please keep the length of source lines to 79 characters or less, for maximum readability.",
+                     ("5.1 Formatting Your Source Code",), 36)
+    text, _ = read("How long should source lines be?", [lines])
+    assert text.startswith("79"), text
 
 
 def test_the_command_a_sentence_continues_or_leads_into_is_shown_with_it():
@@ -861,3 +866,22 @@ def test_the_command_a_sentence_continues_or_leads_into_is_shown_with_it():
                  ("1.10 Executing commands from or diverting output to a file",), 12)
     text, _ = read("How do I run commands stored in a file?", [q])
     assert text.endswith('> source("commands.R") [1]'), text
+
+
+def test_why_asks_for_a_reason_not_a_value():
+    a = asked("Why should the exit status not be a count of errors?")
+    assert a.kind == "describe" and not a.value and not a.target
+    p = _passage("w1", "Do not use a count of errors as the exit status for a program. That does not work, because "
+                 "exit status values are limited to 8 bits (0 through 255).", ("4.2 Writing Robust Programs",), 12)
+    text, _ = read("Why should the exit status not be a count of errors?", [p])
+    assert text.startswith("From") and "8 bits" in text, text
+
+
+def test_what_is_the_n_is_answered_by_the_name_the_sentence_gives_it():
+    a = asked("What is the default installation prefix?")
+    assert a.value and not a.definition
+    p = _passage("v1", "Note that if you want to install the end product in a nonstandard place, you can use the "
+                 "--prefix option (the default prefix is /usr/local). The build directory is named by the system.",
+                 ("2.1 Basic configuration",), 2)
+    text, _ = read("What is the default installation prefix?", [p])
+    assert text.startswith("/usr/local"), text

@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ from bookindex.core.model import LEAF_TYPES, DocumentTree, Node, node_text
 STOPWORDS = frozenset(STOPWORDS_EN_PLUS)
 # bm25s's default pattern (words of two or more characters) plus single digits ("Figure 3", "page 5")
 TOKEN_PATTERN = r"(?u)\b\w\w+\b|\b\d\b"
+
+# U+FB00-FB06 (ff, fi, fl, ffi, ffl, long st, st) as the letters Unicode's compatibility form gives
+LIGATURES = str.maketrans({c: unicodedata.normalize("NFKC", c) for c in map(chr, range(0xFB00, 0xFB07))})
 
 _stemmers = threading.local()  # PyStemmer objects are not thread-safe: one per thread and algorithm
 
@@ -66,13 +70,18 @@ class Analyser:
     stopwords: frozenset[str] = STOPWORDS
     stemmer: str | None = None
     token_pattern: str = TOKEN_PATTERN
+    # typographic ligatures read as their letters: a PDF typeset by TeX prints "ﬁle" for "file",
+    # and a query typed on a keyboard never matches the glyph (part of the fingerprint, so an
+    # index stored before is rebuilt)
+    fold_ligatures: bool = True
 
     def many(self, texts: Sequence[str]) -> list[list[str]]:
         """The terms of each text, in order: the steps of `bm25s.tokenize`, without its per-call
         set-up (progress bars, vocabulary ids), which cost ~0.3 ms a call, ten times the work
         itself, and operators analyse every section title and answer sentence one by one."""
         split = re.compile(self.token_pattern).findall
-        terms = [[t for t in split(text.lower()) if t not in self.stopwords] for text in texts]
+        fold = LIGATURES if self.fold_ligatures else {}
+        terms = [[t for t in split(text.lower().translate(fold)) if t not in self.stopwords] for text in texts]
         if self.stemmer:
             terms = [stem_words(t, self.stemmer) for t in terms]
         return terms
