@@ -252,7 +252,10 @@ def asked(question: str) -> Asked:
     doc = nlp(question)
     terms: dict[str, float] = {}
     for t in doc:
-        if t.is_stop or t.is_punct or t.tag_ in ("WDT", "WP", "WP$", "WRB") or len(t.text) < 2:
+        # a verb counts though spaCy lists it as a stop word ("how long does tuning take?", "what
+        # does X show?"): the auxiliaries do, be and have say nothing
+        verb = t.pos_ == "VERB" and t.lemma_.lower() not in ("do", "be", "have")
+        if (t.is_stop and not verb) or t.is_punct or t.tag_ in ("WDT", "WP", "WP$", "WRB") or len(t.text) < 2:
             continue
         # names, and the verb a question is built on ("how do I merge two series": the action asked)
         w = 1.5 if t.pos_ in ("PROPN", "NOUN", "NUM", "X") or _CODEISH.fullmatch(t.text) or t.dep_ == "ROOT" else 1.0
@@ -309,6 +312,8 @@ def asked(question: str) -> Asked:
             if nxt.head.pos_ == "NOUN" and nxt.head.i > nxt.i:  # "how many quizzes": the thing counted
                 base.target = nxt.head.lemma_.lower()
             base.measure = not base.target and nxt.dep_ in ("advmod", "acomp")
+            if base.measure:  # a duration or a frequency is a date or time entity ("about 30 minutes")
+                base.labels = (*NUMERIC_LABELS, "DATE", "TIME")
         else:
             base.procedure = True
             root = next((t for t in doc if t.dep_ == "ROOT"), None)
@@ -1438,7 +1443,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
             sentence = " ".join(text.split())
             # "which function ...": the names the sentence gives the noun asked about (`named_as`)
-            given = _named_spans(s, a, weights) if (a.kind == "entity" or a.value) and a.target else []
+            given = _named_spans(s, a, weights) \
+                if (a.kind == "entity" or (a.value and not a.definition)) and a.target else []
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is. Outside

@@ -885,3 +885,13 @@ def test_what_is_the_n_is_answered_by_the_name_the_sentence_gives_it():
                  ("2.1 Basic configuration",), 2)
     text, _ = read("What is the default installation prefix?", [p])
     assert text.startswith("/usr/local"), text
+
+
+def test_how_long_is_answered_by_a_duration():
+    a = asked("How long does tuning take?")
+    assert a.measure and "DATE" in a.labels and "TIME" in a.labels and "take" in a.terms
+    p = _passage("d1", "Tuning the package adjusts thresholds by running a large number of comparative tests. "
+                 "It will take a while: about 30 minutes. Expect a small performance boost, perhaps a 10% speed "
+                 "increase.", ("--tune",), 3)
+    text, _ = read("How long does tuning take?", [p])
+    assert text.startswith("about 30 minutes"), text
