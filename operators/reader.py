@@ -464,6 +464,7 @@ class _Sentence:
     has_verb: bool  # a finite verb
     opens_with_verb: bool  # "Creates the ...": a present-tense verb as root and first word
     copula: bool  # "X is a ...": its root is "be" with an attribute, as a definition's is
+    imperative: bool  # "Change the precision to ...": an instruction, its verb first and no subject
     symbols: int  # punctuation and code-like tokens before the last
 
 
@@ -498,6 +499,8 @@ def _sentence(s: Any) -> _Sentence:
         has_verb=any(t.pos_ in ("VERB", "AUX") and t.tag_ not in ("VBN", "VBG") for t in s),
         opens_with_verb=s.root.tag_ == "VBZ" and s.root.i == s.start,
         copula=s.root.lemma_ == "be" and any(c.dep_ == "attr" for c in s.root.children),
+        imperative=s.root.tag_ == "VB" and s.root.i == s.start
+        and not any(c.dep_ in ("nsubj", "nsubjpass") for c in s.root.children),
         symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
 
 
@@ -877,6 +880,7 @@ ITEM_CHARS = 600  # how far a definition list's item runs after its term at most
 # a sentence that sends the reader elsewhere, never a description: one opening with "See", or a
 # cross-reference's bracketed title and page ("[What is CRAN?], page 9")
 _POINTER = re.compile(r"^\W*see\b|\],?\s+(?:page|p\.)\s*\d+", re.I)
+INSTRUCTS = 1.0  # what an instruction adds as the answer to "how do I ..." (`_Sentence.imperative`)
 DEFINES = 1.0  # what a sentence saying what the thing named is adds for "what is X?" (`Asked.definition`)
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
 
@@ -1439,6 +1443,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     sc -= 1.0
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
+            if a.procedure and not a.manner and sent.imperative:
+                sc += INSTRUCTS  # "how do I change the precision?": "Change the precision to ..., by typing \p 100"
             if a.action and a.action not in words and a.action not in title:
                 sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
             sentence = " ".join(text.split())

@@ -895,3 +895,11 @@ def test_how_long_is_answered_by_a_duration():
                  "increase.", ("--tune",), 3)
     text, _ = read("How long does tuning take?", [p])
     assert text.startswith("about 30 minutes"), text
+
+
+def test_how_do_i_prefers_the_instruction_to_a_sentence_naming_the_task():
+    p = _passage("i1", "This is the time to change precision.\n"
+                 "Change the precision to a substantially higher value, for example by typing \\p 100.",
+                 ("1. Greetings!",), 5)
+    text, _ = read("How do I change the precision?", [p])
+    assert "by typing \\p 100" in text.split("[1]")[0], text
