@@ -235,6 +235,7 @@ class Asked:
     # "what is CRAN?": a definition, answered by a sentence that says what the thing named is
     # (its name the subject of "is": "The Comprehensive R Archive Network (CRAN) is a ...")
     definition: bool = False
+    reason: bool = False  # "why ...": answered by the sentence that gives the reason
     # "how long must data be preserved?", "how often ...": a measure of the verb's action (how
     # and an adverbial adjective), not a count of something ("how many quizzes") or an amount
     # ("how much did X spend"): a number that counts another noun ("one required directory") does
@@ -328,6 +329,7 @@ def asked(question: str) -> Asked:
         base.kind, base.labels = ("date" if lw == "when" else "entity"), _LABELS_BY_WH[lw]
         return base
     if lw == "why":  # a reason, said by a sentence: never a value of the noun the copula introduces
+        base.reason = True
         return base
     # what / which: the noun it determines ("what percentage"), or the subject it asks about
     target = wh.head if det and wh.head.pos_ == "NOUN" else None
@@ -853,7 +855,9 @@ MANNER = 0.05  # what a sentence's phrase on the question's verb adds to its sco
 NAMED_AS = 1.0  # what a name the sentence gives the noun asked about adds to its closeness (`named_as`)
 # the word right after a noun, past an "of" or a copula ("a status of 127", "the status is 126"),
 # and the word right before it
-_NEXT_WORD = re.compile(r"\s+(?:(?:of|is|was|are|were)\s+)?([^\s,;:()]+)")
+# the word after the noun, past a copula or "of", or after the comma of an apposition ("a catch-all
+# list, bug-gnu-utils@gnu.org, which ...")
+_NEXT_WORD = re.compile(r",?\s+(?:(?:of|is|was|are|were)\s+)?([^\s,;:()]+)")
 _PREV_WORD = re.compile(r"([^\s,;:()]+)\s+$")
 
 
@@ -872,7 +876,7 @@ def is_identifier(word: str) -> bool:
     w = _unquoted(word)
     if len(w) < 2 or not re.search(r"[A-Za-z0-9]", w):
         return False
-    return bool(re.search(r"\d", w) or re.search(r"[A-Z]", w[1:]) or _is_code(w)
+    return bool(re.search(r"\d", w) or re.search(r"[A-Z]", w[1:]) or _is_code(w) or _EMAIL.fullmatch(w)
                 or re.fullmatch(r"-{1,2}[A-Za-z][\w-]*", w))
 
 
@@ -885,6 +889,7 @@ DEFINES = 1.0  # what a sentence saying what the thing named is adds for "what i
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
 
 
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # "bug-package@gnu.org": a name by its spelling
 _ARGUMENTS = "[(<-{"  # what a synopsis's first argument opens with ("shift [n]", "set -o")
 
 
@@ -1094,6 +1099,15 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
     for c, text in sorted(cands, key=lambda x: -x[0]):
         out.setdefault(text.strip(" ,;"), c)
     return [(c, t) for t, c in out.items() if t]
+
+
+def _counts(sent: Any, span: str, noun: str) -> bool:
+    """Whether `span` of the sentence is a number counting `noun` ("R has three statements that
+    provide explicit looping"): how many of them, which answers no "which N" question."""
+    at = sent.text.find(span)
+    part = sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span),
+                              alignment_mode="expand") if at >= 0 else None
+    return part is not None and part.root.dep_ == "nummod" and part.root.head.lemma_.lower() == noun
 
 
 def _counts_another(number: Any, weights: dict[str, float]) -> bool:
@@ -1474,7 +1488,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.verb and _says_the_rest(words, a, weights):
                 for filler in _fillers(s, a, weights):
                     cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
-            keyed = _KEY_VALUE.match(sentence) if a.target or a.kind == "describe" else None
+            # a "Key: value" line gives a value, which answers neither a how nor a why
+            keyed = _KEY_VALUE.match(sentence) if (a.target or a.kind == "describe") \
+                and not (a.procedure or a.reason) else None
             if keyed and _keyed(keyed.group(1), keyed.group(2), a) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
                 # as its key gives its value
@@ -1506,6 +1522,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
                 for close, span in _spans(s, numeric, weights, parts)[:SPANS_PER_SENTENCE]:
+                    if a.definition or (a.kind == "entity" and _counts(s, span, a.target)):
+                        continue  # "what are promise objects?", "which statements ...": not how many
                     bound = _bound(s, span, a.target)
                     cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
                                            fits=bound and a.value))

@@ -903,3 +903,27 @@ def test_how_do_i_prefers_the_instruction_to_a_sentence_naming_the_task():
                  ("1. Greetings!",), 5)
     text, _ = read("How do I change the precision?", [p])
     assert "by typing \\p 100" in text.split("[1]")[0], text
+
+
+def test_a_count_answers_no_which_and_a_key_value_line_no_how_or_why():
+    loops = _passage("l1", "R has three statements that provide explicit looping. They are for, while and repeat.",
+                     ("3.2.2 Looping",), 19)
+    text, _ = read("Which statements provide explicit looping?", [loops])
+    assert not text.startswith("three"), text
+    directive = _passage("k1", "version: 1.2\ndirectory: foo", ("12.6.4 FTP Upload Directive File",), 31)
+    tar = _passage("k2", "The tar file for version m.n of program foo should be named foo-m.n.tar. Tar files should not "
+                   "unpack into the current directory, because this is inconvenient if the user happens to unpack "
+                   "into a directory with other files in it.", ("12.1 Distribution tar Files",), 26)
+    text, _ = read("How should the tar file for version m.n of program foo be named?", [directive, tar])
+    assert "foo-m.n.tar" in text, text
+    assert not text.startswith("1.2"), text
+    text, _ = read("Why should tar files not unpack into the current directory?", [directive, tar])
+    assert "inconvenient" in text and not text.startswith("foo"), text
+
+
+def test_an_email_address_in_apposition_names_the_list():
+    assert is_identifier("bug-gnu-utils@gnu.org")
+    p = _passage("e1", "We also have a catch-all list, bug-gnu-utils@gnu.org, which is used for all GNU programs that "
+                 "don't have their own specific lists.", ("10.1 Standard Mailing Lists",), 24)
+    text, _ = read("Which catch-all list is used for all GNU programs?", [p])
+    assert text.startswith("bug-gnu-utils@gnu.org"), text
