@@ -1463,8 +1463,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
             sentence = " ".join(text.split())
             # "which function ...": the names the sentence gives the noun asked about (`named_as`)
-            given = _named_spans(s, a, weights) \
-                if (a.kind == "entity" or (a.value and not a.definition)) and a.target else []
+            # ("what is the N": not where N is a piece of a name the question gives, "/var/tmp")
+            given = _named_spans(s, a, weights) if a.target and (a.kind == "entity" or (
+                a.value and not a.definition and not any(a.target in n for n in a.names))) else []
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is. Outside

@@ -927,3 +927,12 @@ def test_an_email_address_in_apposition_names_the_list():
                  "don't have their own specific lists.", ("10.1 Standard Mailing Lists",), 24)
     text, _ = read("Which catch-all list is used for all GNU programs?", [p])
     assert text.startswith("bug-gnu-utils@gnu.org"), text
+
+
+def test_a_piece_of_a_path_is_no_noun_whose_value_is_asked():
+    table = _passage("p1", "/usr/spool -> /var/spool /usr/tmp -> /var/tmp /usr/spool/locks -> /var/lock",
+                     ("4.2. Requirements",), 25)
+    body = _passage("p2", "The /var/tmp directory is made available for programs that require temporary files or "
+                    "directories that are preserved between system reboots.", ("5.15.1. Purpose",), 45)
+    text, _ = read("What is /var/tmp for?", [table, body])
+    assert not text.startswith("/usr/spool/locks") and "preserved between system reboots" in text, text
