@@ -191,8 +191,11 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
         cost = sum(len(_flat(tree, s, tidy)) + 1 for s in opening) - 1
         if cost <= room:
             lo, used, open_sides = 0, cost, {1}
-    # a term or a label ("umask" over its synopsis and description) introduces what follows it
-    leads = node.type == "code" and _introduces(_flat(tree, node, tidy))
+    # a term or a label ("umask" over its synopsis and description) introduces what follows it, as
+    # does a block ending in a colon ("Two multithread interfaces are supported:" over its list)
+    flat = _flat(tree, node, tidy)
+    colon = flat.rstrip().endswith(":")
+    leads = (node.type == "code" and _introduces(flat)) or colon
     while open_sides:
         nxt = {step: (hi + 1 if step == 1 else lo - 1) for step in open_sides}
         step = 1 if leads and 1 in open_sides else min(
@@ -204,7 +207,8 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
             continue
         cand = siblings[j]
         cost = len(_flat(tree, cand, tidy)) + 1
-        if cand.type not in _CONTEXT_TYPES or cand.id in shown or used + cost > room:
+        introduced = colon and j == pos + 1 and cand.type == "list"  # the list the colon announces
+        if (cand.type not in _CONTEXT_TYPES and not introduced) or cand.id in shown or used + cost > room:
             open_sides.discard(step)
             continue
         used += cost

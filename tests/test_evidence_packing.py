@@ -301,3 +301,14 @@ def test_a_section_titled_with_the_question_opens_with_its_first_block():
     # a question the title does not hold keeps the nearest neighbours first
     [q] = build_passages(tree, [nid], budget_chars=room, item_chars=room, question="Where are the CRAN mirrors?")
     assert "Comprehensive" not in q.text and "https://CRAN" in q.text, q.text
+
+
+def test_a_block_ending_in_a_colon_brings_the_list_it_announces():
+    tree = _tree([Block(type="title", content="1.1 Configuration", page_idx=0, level=1),
+                  Block(type="text", content="This booklet documents the parallel interface. " * 4, page_idx=0),
+                  Block(type="text", content="Two multithread interfaces are supported:", page_idx=0),
+                  Block(type="list", content="• POSIX threads\n• Message passing interface (MPI)", page_idx=0),
+                  Block(type="text", content="POSIX threads are well-suited for single systems. " * 6, page_idx=0)])
+    nid = _id(tree, "Two multithread")
+    [p] = build_passages(tree, [nid], budget_chars=400, item_chars=400)
+    assert "Two multithread interfaces are supported:\n• POSIX threads" in p.text, p.text
