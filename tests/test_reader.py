@@ -868,71 +868,62 @@ def test_the_command_a_sentence_continues_or_leads_into_is_shown_with_it():
     assert text.endswith('> source("commands.R") [1]'), text
 
 
-def test_why_asks_for_a_reason_not_a_value():
-    a = asked("Why should the exit status not be a count of errors?")
-    assert a.kind == "describe" and not a.value and not a.target
-    p = _passage("w1", "Do not use a count of errors as the exit status for a program. That does not work, because "
-                 "exit status values are limited to 8 bits (0 through 255).", ("4.2 Writing Robust Programs",), 12)
-    text, _ = read("Why should the exit status not be a count of errors?", [p])
-    assert text.startswith("From") and "8 bits" in text, text
-
-
-def test_what_is_the_n_is_answered_by_the_name_the_sentence_gives_it():
-    a = asked("What is the default installation prefix?")
-    assert a.value and not a.definition
-    p = _passage("v1", "Note that if you want to install the end product in a nonstandard place, you can use the "
-                 "--prefix option (the default prefix is /usr/local). The build directory is named by the system.",
-                 ("2.1 Basic configuration",), 2)
-    text, _ = read("What is the default installation prefix?", [p])
-    assert text.startswith("/usr/local"), text
-
-
-def test_how_long_is_answered_by_a_duration():
-    a = asked("How long does tuning take?")
-    assert a.measure and "DATE" in a.labels and "TIME" in a.labels and "take" in a.terms
-    p = _passage("d1", "Tuning the package adjusts thresholds by running a large number of comparative tests. "
-                 "It will take a while: about 30 minutes. Expect a small performance boost, perhaps a 10% speed "
-                 "increase.", ("--tune",), 3)
-    text, _ = read("How long does tuning take?", [p])
-    assert text.startswith("about 30 minutes"), text
-
-
-def test_how_do_i_prefers_the_instruction_to_a_sentence_naming_the_task():
-    p = _passage("i1", "This is the time to change precision.\n"
-                 "Change the precision to a substantially higher value, for example by typing \\p 100.",
-                 ("1. Greetings!",), 5)
-    text, _ = read("How do I change the precision?", [p])
-    assert "by typing \\p 100" in text.split("[1]")[0], text
-
-
-def test_a_count_answers_no_which_and_a_key_value_line_no_how_or_why():
-    loops = _passage("l1", "R has three statements that provide explicit looping. They are for, while and repeat.",
-                     ("3.2.2 Looping",), 19)
-    text, _ = read("Which statements provide explicit looping?", [loops])
-    assert not text.startswith("three"), text
-    directive = _passage("k1", "version: 1.2\ndirectory: foo", ("12.6.4 FTP Upload Directive File",), 31)
-    tar = _passage("k2", "The tar file for version m.n of program foo should be named foo-m.n.tar. Tar files should not "
-                   "unpack into the current directory, because this is inconvenient if the user happens to unpack "
-                   "into a directory with other files in it.", ("12.1 Distribution tar Files",), 26)
-    text, _ = read("How should the tar file for version m.n of program foo be named?", [directive, tar])
-    assert "foo-m.n.tar" in text, text
-    assert not text.startswith("1.2"), text
-    text, _ = read("Why should tar files not unpack into the current directory?", [directive, tar])
-    assert "inconvenient" in text and not text.startswith("foo"), text
-
-
-def test_an_email_address_in_apposition_names_the_list():
+def test_what_the_question_asks_follows_its_parse():
+    why = asked("Why should the exit status not be a count of errors?")
+    assert why.kind == "describe" and why.reason and not why.value and not why.target
+    prefix = asked("What is the default installation prefix?")
+    assert prefix.value and not prefix.definition
+    tuning = asked("How long does tuning take?")
+    assert tuning.measure and {"DATE", "TIME"} <= set(tuning.labels) and "take" in tuning.terms
     assert is_identifier("bug-gnu-utils@gnu.org")
-    p = _passage("e1", "We also have a catch-all list, bug-gnu-utils@gnu.org, which is used for all GNU programs that "
-                 "don't have their own specific lists.", ("10.1 Standard Mailing Lists",), 24)
-    text, _ = read("Which catch-all list is used for all GNU programs?", [p])
-    assert text.startswith("bug-gnu-utils@gnu.org"), text
 
 
-def test_a_piece_of_a_path_is_no_noun_whose_value_is_asked():
-    table = _passage("p1", "/usr/spool -> /var/spool /usr/tmp -> /var/tmp /usr/spool/locks -> /var/lock",
-                     ("4.2. Requirements",), 25)
-    body = _passage("p2", "The /var/tmp directory is made available for programs that require temporary files or "
-                    "directories that are preserved between system reboots.", ("5.15.1. Purpose",), 45)
-    text, _ = read("What is /var/tmp for?", [table, body])
-    assert not text.startswith("/usr/spool/locks") and "preserved between system reboots" in text, text
+_DIRECTIVE = ("version: 1.2\ndirectory: foo", ("12.6.4 FTP Upload Directive File",))
+_TAR = ("The tar file for version m.n of program foo should be named foo-m.n.tar. Tar files should not unpack "
+        "into the current directory, because this is inconvenient if the user happens to unpack into a "
+        "directory with other files in it.", ("12.1 Distribution tar Files",))
+
+# (question, the passages as (text, titles), what the answer opens with or "" for a sentence,
+# what it holds, what it must not open with)
+READS = [
+    ("Why should the exit status not be a count of errors?",
+     [("Do not use a count of errors as the exit status for a program. That does not work, because exit status "
+       "values are limited to 8 bits (0 through 255).", ("4.2 Writing Robust Programs",))], "From", "8 bits", None),
+    ("What is the default installation prefix?",
+     [("Note that if you want to install the end product in a nonstandard place, you can use the --prefix option "
+       "(the default prefix is /usr/local). The build directory is named by the system.",
+       ("2.1 Basic configuration",))], "/usr/local", "", None),
+    ("How long does tuning take?",
+     [("Tuning the package adjusts thresholds by running a large number of comparative tests. It will take a "
+       "while: about 30 minutes. Expect a small performance boost, perhaps a 10% speed increase.", ("--tune",))],
+     "about 30 minutes", "", None),
+    # an instruction before a sentence that only names the task
+    ("How do I change the precision?",
+     [("This is the time to change precision.\nChange the precision to a substantially higher value, for "
+       "example by typing \\p 100.", ("1. Greetings!",))], "From", "by typing \\p 100. [1]", None),
+    # a number counting the noun asked says how many, not which
+    ("Which statements provide explicit looping?",
+     [("R has three statements that provide explicit looping. They are for, while and repeat.",
+       ("3.2.2 Looping",))], "", "", "three"),
+    # a Key: value line answers no how and no why
+    ("How should the tar file for version m.n of program foo be named?", [_DIRECTIVE, _TAR], "", "foo-m.n.tar",
+     "1.2"),
+    ("Why should tar files not unpack into the current directory?", [_DIRECTIVE, _TAR], "", "inconvenient", "foo"),
+    # an email address in apposition names the list
+    ("Which catch-all list is used for all GNU programs?",
+     [("We also have a catch-all list, bug-gnu-utils@gnu.org, which is used for all GNU programs that don't have "
+       "their own specific lists.", ("10.1 Standard Mailing Lists",))], "bug-gnu-utils@gnu.org", "", None),
+    # a piece of a path is no noun whose value is asked
+    ("What is /var/tmp for?",
+     [("/usr/spool -> /var/spool /usr/tmp -> /var/tmp /usr/spool/locks -> /var/lock", ("4.2. Requirements",)),
+      ("The /var/tmp directory is made available for programs that require temporary files or directories that "
+       "are preserved between system reboots.", ("5.15.1. Purpose",))], "", "preserved between system reboots",
+     "/usr/spool/locks"),
+]
+
+
+@pytest.mark.parametrize("question, passages, opens, holds, never", READS, ids=[r[0][:40] for r in READS])
+def test_the_reader_answers_manual_questions(question, passages, opens, holds, never):
+    text, _ = read(question, [_passage(f"n{i}", t, titles, i + 1) for i, (t, titles) in enumerate(passages)])
+    assert text.startswith(opens) and holds in text, text
+    assert never is None or not text.startswith(never), text
