@@ -855,9 +855,11 @@ MANNER = 0.05  # what a sentence's phrase on the question's verb adds to its sco
 NAMED_AS = 1.0  # what a name the sentence gives the noun asked about adds to its closeness (`named_as`)
 # the word right after a noun, past an "of" or a copula ("a status of 127", "the status is 126"),
 # and the word right before it
-# the word after the noun, past a copula or "of", or after the comma of an apposition ("a catch-all
-# list, bug-gnu-utils@gnu.org, which ...")
-_NEXT_WORD = re.compile(r",?\s+(?:(?:of|is|was|are|were)\s+)?([^\s,;:()]+)")
+# the word after the noun, past a copula ("is", "should always be"), "of", "named" or "called", or
+# after the comma of an apposition ("a catch-all list, bug-gnu-utils@gnu.org, which ...", "a
+# profile file named .Rprofile")
+_NEXT_WORD = re.compile(r",?\s+(?:(?:of|is|was|are|were|named|called"
+                        r"|(?:should|must|will|can|may|would)(?:\s+(?!not\b)\w+)?\s+be)\s+)?([^\s,;:()]+)")
 _PREV_WORD = re.compile(r"([^\s,;:()]+)\s+$")
 
 

@@ -913,6 +913,13 @@ READS = [
     ("Which catch-all list is used for all GNU programs?",
      [("We also have a catch-all list, bug-gnu-utils@gnu.org, which is used for all GNU programs that don't have "
        "their own specific lists.", ("10.1 Standard Mailing Lists",))], "bug-gnu-utils@gnu.org", "", None),
+    # a name given the noun past "named" or a modal copula
+    ("What is the personal profile file called?",
+     [("A second, personal, profile file named .Rprofile can be placed in any directory.", ("10.8 Customizing",))],
+     ".Rprofile", "", None),
+    ("What should the bug-reporting email address be?",
+     [("The advertised bug-reporting email address should always be 'bug-package@gnu.org', to help show users "
+       "that the program is a GNU package.", ("10.1 Standard Mailing Lists",))], "bug-package@gnu.org", "", None),
     # a piece of a path is no noun whose value is asked
     ("What is /var/tmp for?",
      [("/usr/spool -> /var/spool /usr/tmp -> /var/tmp /usr/spool/locks -> /var/lock", ("4.2. Requirements",)),
