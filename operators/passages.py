@@ -184,7 +184,8 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
         return [s for s in siblings if s.id == node.id or s.id not in shown]
     pos = sibling_ids.index(node.id)
     lo, hi = pos, pos
-    used = len(_flat(tree, node, tidy))
+    flat = _flat(tree, node, tidy)
+    used = len(flat)
     open_sides = {1, -1}
     opening = siblings[:pos + 1]
     if lead and pos > 0 and not any(s.id in shown or s.type not in _CONTEXT_TYPES for s in opening[:-1]):
@@ -193,7 +194,6 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
             lo, used, open_sides = 0, cost, {1}
     # a term or a label ("umask" over its synopsis and description) introduces what follows it, as
     # does a block ending in a colon ("Two multithread interfaces are supported:" over its list)
-    flat = _flat(tree, node, tidy)
     colon = flat.rstrip().endswith(":")
     leads = (node.type == "code" and _introduces(flat)) or colon
     while open_sides:

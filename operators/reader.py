@@ -110,6 +110,7 @@ from bookindex.providers.lexical import LIGATURES
 from bookindex.providers.nlp import english_if_installed, import_spacy
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
+_AUXILIARIES = ("do", "be", "have")  # verbs that build a question and say nothing of its action
 SPANS_PER_SENTENCE = 3  # the answer spans of one sentence that become candidates, closest first
 ALIGNED = 2.0  # what a value read at the position of the year asked adds to its closeness (`_respectively`)
 # "which page / which section ..." ask where in the document the answer is: the tree's own units
@@ -255,7 +256,7 @@ def asked(question: str) -> Asked:
     for t in doc:
         # a verb counts though spaCy lists it as a stop word ("how long does tuning take?", "what
         # does X show?"): the auxiliaries do, be and have say nothing
-        verb = t.pos_ == "VERB" and t.lemma_.lower() not in ("do", "be", "have")
+        verb = t.pos_ == "VERB" and t.lemma_.lower() not in _AUXILIARIES
         if (t.is_stop and not verb) or t.is_punct or t.tag_ in ("WDT", "WP", "WP$", "WRB") or len(t.text) < 2:
             continue
         # names, and the verb a question is built on ("how do I merge two series": the action asked)
@@ -318,7 +319,7 @@ def asked(question: str) -> Asked:
         else:
             base.procedure = True
             root = next((t for t in doc if t.dep_ == "ROOT"), None)
-            if root is not None and root.pos_ == "VERB" and root.lemma_.lower() not in ("do", "be", "have"):
+            if root is not None and root.pos_ == "VERB" and root.lemma_.lower() not in _AUXILIARIES:
                 base.action = root.lemma_.lower()
             # "how do I / how can we ...": the reader's own action (a first or second person
             # subject); any other subject's is a manner the evidence states
@@ -1106,9 +1107,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
 def _counts(sent: Any, span: str, noun: str) -> bool:
     """Whether `span` of the sentence is a number counting `noun` ("R has three statements that
     provide explicit looping"): how many of them, which answers no "which N" question."""
-    at = sent.text.find(span)
-    part = sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span),
-                              alignment_mode="expand") if at >= 0 else None
+    part = _span_of(sent, span)
     return part is not None and part.root.dep_ == "nummod" and part.root.head.lemma_.lower() == noun
 
 
@@ -1316,14 +1315,18 @@ def span_score(sentence_score: float, close: float, bound: bool) -> float:
     return 0.5 * sentence_score + close + (1.0 if bound else 0.0) + 0.8
 
 
+def _span_of(sent: Any, span: str) -> Any:
+    """The tokens of the sentence's first occurrence of the text `span` (None when it has none)."""
+    at = sent.text.find(span)
+    return sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span),
+                              alignment_mode="expand") if at >= 0 else None
+
+
 def _bound(sent: Any, span: str, target: str, reach: int = 8) -> bool:
     """Whether the sentence gives `span` as the value of the noun a "what is the N" question
     asks about: a token of lemma `target` within `reach` tokens of it ("The goodwill balance
     was $1,383 million")."""
-    at = sent.text.find(span)
-    if at < 0 or not target:
-        return False
-    part = sent.doc.char_span(sent.start_char + at, sent.start_char + at + len(span), alignment_mode="expand")
+    part = _span_of(sent, span) if target else None
     if part is None:
         return False
     head = part.root  # "was $4.9 billion, $6.4 billion and $8.8 billion": a listed value stands where its list starts
@@ -1749,17 +1752,24 @@ def unfinished(sentence: str) -> bool:
     return last.pos_ in _OPEN_ENDS or (last.dep_ == "ROOT" and bool(deps & {"advcl", "nsubj", "aux"}))
 
 
+def _text_after(passage: Passage, sentence: str) -> str | None:
+    """The passage's text after `sentence` (found by its last six words, however the passage
+    breaks its lines); None when the passage does not hold it."""
+    words = sentence.split()[-6:]
+    m = re.search(r"\s+".join(map(re.escape, words)), passage.text) if words else None
+    return passage.text[m.end():] if m is not None else None
+
+
 def introduced(passage: Passage, sentence: str) -> str:
     """What a sentence ending in a colon introduces: the lines after it in the passage ("&>word",
     "and", ">&word" after "There are two formats for redirecting standard output and standard
     error:"), up to `INTRODUCED_LINES` lines or `INTRODUCED_CHARS` characters, joined by " / ";
     '' when the passage has no line after it."""
-    words = sentence.split()[-6:]
-    m = re.search(r"\s+".join(map(re.escape, words)), passage.text) if words else None
-    if m is None:
+    after = _text_after(passage, sentence)
+    if after is None:
         return ""
     out: list[str] = []
-    for ln in passage.text[m.end():].split("\n"):
+    for ln in after.split("\n"):
         ln = " ".join(ln.split())
         if not ln or ln.startswith("|"):
             continue
@@ -1795,12 +1805,11 @@ def _display_after(passage: Passage, sentence: str) -> str:
     '' otherwise."""
     if re.search(r"[.!?;)\]\"'”’]\s*$", sentence):
         return ""
-    words = sentence.split()[-6:]
-    m = re.search(r"\s+".join(map(re.escape, words)), passage.text) if words else None
-    if m is None or not passage.text[m.end():].startswith("\n"):
+    after = _text_after(passage, sentence)
+    if after is None or not after.startswith("\n"):
         return ""
     shown = []
-    for ln in passage.text[m.end() + 1:].split("\n")[:INTRODUCED_LINES]:
+    for ln in after[1:].split("\n")[:INTRODUCED_LINES]:
         if not _DISPLAY.match(ln):
             break
         shown.append(" ".join(ln.split()))
