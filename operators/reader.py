@@ -355,7 +355,10 @@ def asked(question: str) -> Asked:
             base.labels = fits
             base.kind = "quantity" if set(fits) & set(NUMERIC_LABELS) else "entity"
             return base
-    if any(e.label_ in ("MONEY", "PERCENT", "QUANTITY") for e in doc.ents):  # "answer in USD millions"
+    # "answer in USD millions"; not an entity holding the noun asked ("which builtin marks ...",
+    # read as an amount of German marks)
+    if any(e.label_ in ("MONEY", "PERCENT", "QUANTITY") and (target is None or not e.start <= target.i < e.end)
+           for e in doc.ents):
         base.kind, base.labels = "quantity", NUMERIC_LABELS
         return base
     # "which N" / "what N": one of the things the evidence names; "what is the N of X" (purpose, role,
@@ -1335,6 +1338,33 @@ def _bound(sent: Any, span: str, target: str, reach: int = 8) -> bool:
     return any(t.lemma_.lower() == target and min(abs(t.i - part.start), abs(t.i - head.i)) <= reach for t in sent)
 
 
+def plural(t: Any) -> bool:
+    """Whether a word is inflected with an "s" ("variables", "builtins"; not "formatting")."""
+    return t.lower_ != t.lemma_ and t.lower_.endswith("s")
+
+
+@lru_cache(maxsize=4096)
+def titles_many(title: str, noun: str) -> bool:
+    """Whether a title names a list of `noun`s: its head is the noun's plural, or a plural the
+    noun modifies ("5.2 Bash Variables", "Options for the amsmath package", "Function references",
+    "Bash Builtin Commands"; not "The Shopt Builtin", a section on one, nor "Substitution of
+    system commands", a section on something else). Read in
+    lower case (the tagger takes a title's capitals for proper nouns, which it does not
+    lemmatise), by the lemma rather than the tag: a title is no sentence, and the tagger reads
+    "shell builtins" as a verb."""
+    nlp = english_if_installed()
+    if nlp is None:
+        return False
+    toks = list(nlp(title.lower(), disable=["ner"]))
+    for t, nxt in zip(toks, [*toks[1:], None]):
+        if t.lemma_ != noun:
+            continue
+        if (plural(t) and t.dep_ == "ROOT") or (nxt is not None and nxt.i == t.head.i and nxt.dep_ == "ROOT"
+                                                 and plural(nxt)):
+            return True
+    return False
+
+
 @lru_cache(maxsize=4096)
 def _lemmas(text: str) -> frozenset[str]:
     """The lemmas of a short text (a table row's label, a passage's titles), lower case. The
@@ -1416,6 +1446,10 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         own = {n for n in a.names if n == p.name.lower()}
         section = _section_named(p, weights, everywhere)
         items = items_of[rank]
+        # a list of the kind of thing a "which N" question asks for: its own section titled with
+        # N's plural ("5.2 Bash Variables"; not "4.3.2 The Shopt Builtin", a list of options)
+        listed = a.kind == "entity" and bool(a.target) and bool(p.title_path) \
+            and titles_many(p.title_path[-1], a.target)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -1471,6 +1505,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # ("what is the N": not where N is a piece of a name the question gives, "/var/tmp")
             given = _named_spans(s, a, weights) if a.target and (a.kind == "entity" or (
                 a.value and not a.definition and not any(a.target in n for n in a.names))) else []
+            # (a sentence that says none of the question's words describes another term)
+            term = item_term(p, text) if listed and sent.has_verb and hit > 0 else ""
+            if term and term.lower() not in weights and term.lower() not in a.names:
+                # "which variable sets ...": the term of the definition-list item the sentence
+                # opens, where the document titles the list with the noun asked ("5.2 Bash Variables")
+                given = [*given, (_near(_anchors(s, weights), s.start, s.start) + NAMED_AS, term)]
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is. Outside
@@ -1723,6 +1763,49 @@ def item_synopsis(passage: Passage, sentence: str) -> str:
         if _SYNOPSIS.match(t) and len(t) <= 120:
             return t
     return ""
+
+
+# a definition list's term: a word, an option or a call ("HISTTIMEFORMAT", "-l", "card(X)"),
+# alone on its line or ahead of its synopsis ("readonly [-aAf] [-p] [name[=value]] ...")
+_TERM = r"-{0,2}[A-Za-z$@%][\w.$@%+-]*(?:\([^()]*\))?"
+_TERM_LINE = re.compile(rf"({_TERM})(?:\s+[\[(<{{-].*)?")
+# a term the layout set on the line of its description ("leqno Place equation numbers on the left.")
+_TERM_AHEAD = re.compile(rf"({_TERM})\s+(?=[A-Z][a-z]*\b)")
+
+
+def _term_like(term: str) -> bool:
+    """Whether a word can be a definition list's term rather than the first word of prose or a
+    heading: not a capitalised plain word ("Examples", "The"), unless written as a call."""
+    word = term.split("(", 1)[0].lstrip("-")
+    return bool(word) and ("(" in term or not (word[:1].isupper() and word[1:].islower()))
+
+
+def item_term(passage: Passage, sentence: str) -> str:
+    """The term of the definition-list item a sentence opens: the word its line opens with ahead
+    of a capitalised description ("leqno Place equation numbers on the left.", "HISTSIZE The
+    maximum number of commands ..."), or the term line right above it, alone or as its synopsis
+    ("HISTTIMEFORMAT" over "If this variable is set ...", "card(X)" over "|X|, cardinality ...",
+    "readonly [-aAf] [-p] ..." over "Mark each name as readonly."); '' when the sentence opens
+    no item. A manual lists its variables, options and functions this way, and names each only
+    in its term."""
+    head = _TERM_AHEAD.match(sentence)
+    if head:
+        term = head.group(1)
+    else:
+        at = passage.text.find(sentence[:60])
+        if at <= 0:
+            return ""
+        # the term on the sentence's own line ("HISTSIZE" where the parser split the sentence
+        # from it), else the line above
+        before, _, own = passage.text[:at].rpartition("\n")
+        above = own.strip() or before.rsplit("\n", 1)[-1].strip()
+        line = _TERM_LINE.fullmatch(above)
+        if line is None:
+            return ""
+        term = line.group(1)
+    nlp = english_if_installed()
+    stop = nlp is not None and term.lower() in nlp.Defaults.stop_words  # "and" between two displays
+    return term if _term_like(term) and not term.endswith((".", ",")) and not stop else ""
 
 
 INTRODUCED_LINES = 4  # the lines a sentence ending in a colon brings with it at most (`introduced`)
