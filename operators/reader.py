@@ -548,7 +548,7 @@ def _parsed(nlp: Any, lines: list[str]) -> list[tuple[_Sentence, ...]]:
     later = ["ner"] if "ner" in nlp.pipe_names else []
     for ln, doc in zip(todo, nlp.pipe(todo, disable=later)) if todo else ():
         doc.tensor = doc.tensor[:0]  # the pipeline's token vectors: most of a parse's memory, unused after
-        fresh[ln] = tuple(_sentence(s) for s in doc.sents
+        fresh[ln] = tuple(_sentence(s) for s in _whole_sentences(doc)
                           if not _DOTS.search(s.text) and not is_reference_line(s.text))
     with _parse_lock:
         for ln, sents in fresh.items():
@@ -556,6 +556,20 @@ def _parsed(nlp: Any, lines: list[str]) -> list[tuple[_Sentence, ...]]:
         while len(_parse_cache) > PARSE_CACHE_LINES:
             _parse_cache.popitem(last=False)
     return [known[ln] if ln in known else fresh[ln] for ln in lines]
+
+
+def _whole_sentences(doc: Any) -> list[Any]:
+    """spaCy's sentences of a line, one that ends on a comma joined to the next: the splitter
+    breaks before quoted symbols ("When the globstar shell option is enabled, and ‘*’ is used in
+    a filename expansion context, | two adjacent ‘*’s ... will match all files ..."), and no
+    sentence ends on a comma."""
+    out: list[Any] = []
+    for s in doc.sents:
+        if out and out[-1].text.rstrip().endswith(","):
+            out[-1] = doc[out[-1].start:s.end]
+        else:
+            out.append(s)
+    return out
 
 
 _NER_DONE = "bookindex_entities"  # Doc.user_data flag: the recogniser has run on it
@@ -1473,7 +1487,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 continue  # the term's own line or its synopsis ("caller", "caller [expr]") names it
             low = text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
-            subject = bool(sent.subjects.intersection(a.names))  # "lapply returns a list ..."
+            # "lapply returns a list ...", "A coprocess is a shell command ..." for "what is a coprocess?"
+            subject = bool(sent.subjects.intersection(a.names)) or (a.definition and any(
+                t.dep_ == "nsubj" and t.head.dep_ == "ROOT" and t.lemma_.lower() == a.target for t in s))
             if opens_item:
                 subject, named = True, named + 1
             has_verb = sent.has_verb
