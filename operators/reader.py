@@ -822,6 +822,22 @@ def entry_glosses(text: str, names: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+_GLOSSED = re.compile(r"(?:^|[;•]\s*)([^\s:;•]+):\s+([^;•]+)")  # "• parsum: parallel version of sum;"
+
+
+def glossed_list(text: str) -> list[tuple[str, str]]:
+    """The items of each line that lists three or more terms, each with its gloss after a colon
+    ("• parvector: parallel version of vector; • parapply: parallel version of apply; • parsum:
+    ..."): (term, gloss). A manual names a family of functions or options this way, and says what
+    each is only in its gloss."""
+    out: list[tuple[str, str]] = []
+    for ln in text.splitlines():
+        items = [(m.group(1), m.group(2).strip()) for m in _GLOSSED.finditer(ln.strip())]
+        if len(items) >= 3 and all(_term_like(t) for t, _ in items):
+            out.extend(items)
+    return out
+
+
 def enumerates(text: str, start: int, end: int) -> bool:
     """Whether the number at text[start:end] numbers a list item rather than counting anything:
     it opens the text, follows a bullet symbol or stands before several items, and the item's
@@ -909,6 +925,9 @@ DEFINES = 1.0  # what a sentence saying what the thing named is adds for "what i
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
 
 
+# a name written as a call ("showConnections()", "read.fwf(file)"); not a one-letter placeholder
+# ("f(x)") nor a plural's mark ("argument(s)")
+_CALL = re.compile(r"(?<![\w.$])([A-Za-z][\w.]+)\((?!e?s\))(?=[\w\s=\"'.,]*\))")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # "bug-package@gnu.org": a name by its spelling
 _ARGUMENTS = "[(<-{"  # what a synopsis's first argument opens with ("shift [n]", "set -o")
 
@@ -1001,7 +1020,17 @@ def _named_spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[f
     """(closeness, name) for each name the sentence gives the noun asked about (`named_as`) that
     the question does not already say, closeness as `_spans` measures it plus `NAMED_AS`."""
     anchors = _anchors(sent, weights)
-    return [(_near(anchors, lo, hi) + NAMED_AS, word) for lo, hi, word in named_as(sent, a.target)
+    named = named_as(sent, a.target)
+    if a.target == "function":
+        # a name written as a call is a function by its notation ("... can be found by
+        # showConnections()"), where no word of the sentence calls it one
+        for m in _CALL.finditer(sent.text):
+            if m.group(1)[:1].isupper() and m.group(1)[1:].islower():
+                continue  # "More(depending on ...)": a word before a parenthesis, its space lost
+            span = sent.doc.char_span(sent.start_char + m.start(1), sent.start_char + m.end(1), alignment_mode="expand")
+            if span is not None:
+                named.append((span.start, span.end, m.group(1)))
+    return [(_near(anchors, lo, hi) + NAMED_AS, word) for lo, hi, word in named
             if word.lower() not in weights and word.lower() not in a.names]
 
 
@@ -1619,6 +1648,15 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     hit = sum(w for t, w in weights.items() if t in glossed)
                     sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
                     cands.append(Candidate(sc, k, p, title, m.group(2).strip()))
+        if a.kind == "entity" and a.target and not a.labels:
+            for term, gloss in glossed_list(p.text):
+                # "which function is the parallel version of sum?": "parsum: parallel version of
+                # sum", scored as a sentence with the term as its subject
+                said = set(_lemmas(gloss))
+                hit = sum(w for t, w in weights.items() if t in said)
+                if term.lower() not in weights and sum(1 for t in weights if t in said) >= 2:
+                    sc = hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
+                    cands.append(Candidate(sc, k, p, f"{term}: {gloss}", term, fits=True))
         if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
             for title in p.title_path:
                 # "5.10. /var/log : Log files and directories": a title that names a place of the
