@@ -15,6 +15,7 @@ from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
 from bookindex.core.model import Block, build_tree
 from bookindex.providers.lexical import (
     STOPWORDS,
+    ANALYSER,
     Analyser,
     LexicalIndex,
     document_lexical_index,
@@ -48,6 +49,13 @@ def test_a_ligature_is_its_letters_so_a_typed_query_finds_a_typeset_word():
     assert idx.scores("default prefix")[0] > 0
     # the fold is part of what a stored index was built with: one stored without it is rebuilt
     assert passages_fingerprint(["p"], ["x"]) != passages_fingerprint(["p"], ["x"], Analyser(fold_ligatures=False))
+
+
+def test_a_query_word_written_with_hyphens_is_also_one_word():
+    assert ANALYSER.query("a read-only variable, the built-in 10-K") == [
+        "read", "variable", "built", "10", "readonly", "builtin"]
+    idx = LexicalIndex(["p1", "p2"], ["Mark each name as readonly.", "Colours of the plots."])
+    assert idx.scores("which builtin marks a variable as read-only?")[0] > idx.scores("which builtin marks a variable?")[0]
 
 
 def test_analyser_reproduces_bm25s_tokenize():

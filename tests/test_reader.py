@@ -926,6 +926,37 @@ READS = [
       ("The /var/tmp directory is made available for programs that require temporary files or directories that "
        "are preserved between system reboots.", ("5.15.1. Purpose",))], "", "preserved between system reboots",
      "/usr/spool/locks"),
+    # the term of a definition-list item, in a section titled with the noun's plural, on the line of
+    # its description or above it
+    ("Which variable sets how many commands the history list remembers?",
+     [("The history list holds the commands previously typed.", ("9.1 Bash History Facilities",)),
+      ("HISTFILE\nThe name of the file in which command history is saved.\nHISTSIZE The maximum number of "
+       "commands to remember on the history list. If the value is 0, commands are not saved.",
+       ("5.2 Bash Variables",))], "HISTSIZE", "", None),
+    ("Which option puts equation numbers on the left?",
+     [("reqno Place equation numbers on the right (default).\nleqno Place equation numbers on the left.",
+       ("Options for the amsmath package",))], "leqno", "", None),
+    # not in a section on one thing ("The Shopt Builtin" lists options, not builtins)
+    ("Which builtin marks a variable for export?",
+     [("allexport\nMark each variable for export when it is modified.", ("4.3.2 The Shopt Builtin",))],
+     "", "", "allexport"),
+    # a name written as a call is a function
+    ("Which function lists the open connections?",
+     [("A summary of all the connections currently opened by the user can be found by showConnections(), and "
+       "a summary of all connections by showConnections(all = TRUE).", ("7.4 Listing connections",))],
+     "showConnections", "", None),
+    # a line of terms, each glossed after a colon
+    ("Which function is the parallel version of sum?",
+     [("• parvector: parallel version of vector; • parapply: parallel version of apply; • parsum: parallel "
+       "version of sum; • parselect: parallel version of select", ("1.2 Concept.",))], "parsum", "", None),
+    # "what is X?": the sentence whose subject is X, not the one that only mentions it
+    ("What is a coprocess?",
+     [("The syntax for a coprocess is:\ncoproc [NAME] command\nA coprocess is a shell command preceded by the "
+       "coproc reserved word.", ("3.2.6 Coprocesses",))], "From", "preceded by the coproc", None),
+    # "builtin marks" is no amount of money
+    ("Which builtin marks a variable as read-only?",
+     [("readonly [-aAf] [-p] [name[=value]] ...\nMark each name as readonly. The values of these names may "
+       "not be changed.", ("4.1 Bourne Shell Builtins",))], "readonly", "", None),
 ]
 
 

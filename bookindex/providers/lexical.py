@@ -39,6 +39,8 @@ TOKEN_PATTERN = r"(?u)\b\w\w+\b|\b\d\b"
 # U+FB00-FB06 (ff, fi, fl, ffi, ffl, long st, st) as the letters Unicode's compatibility form gives
 LIGATURES = str.maketrans({c: unicodedata.normalize("NFKC", c) for c in map(chr, range(0xFB00, 0xFB07))})
 
+_HYPHENATED = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+)+(?![\w-])")  # "read-only", "built-in", "e-mail"
+
 _stemmers = threading.local()  # PyStemmer objects are not thread-safe: one per thread and algorithm
 
 
@@ -88,6 +90,15 @@ class Analyser:
 
     def __call__(self, text: str) -> list[str]:
         return self.many([text])[0]
+
+    def query(self, text: str) -> list[str]:
+        """The terms a query is scored with: its words, and each word it writes with hyphens as
+        one word too ("read-only" also "readonly", "built-in" "builtin"). A user types the
+        dictionary's spelling where a manual writes the compound whole; the passages' terms are
+        left as they are, so a stored index still holds."""
+        joined = [m.group(0).replace("-", "") for m in _HYPHENATED.finditer(text.lower().translate(LIGATURES))]
+        joined = [w for w in joined if w not in self.stopwords]
+        return self(text) + (stem_words(joined, self.stemmer) if self.stemmer and joined else joined)
 
 
 ANALYSER = Analyser()
@@ -166,7 +177,7 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """One BM25 score per passage (zeros when the query has no indexable term)."""
-        terms = self.analyser(query)
+        terms = self.analyser.query(query)
         if self._bm25 is None or not terms:
             return np.zeros(len(self._ids), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float32)
