@@ -14,8 +14,8 @@ from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
 
 from bookindex.core.model import Block, build_tree
 from bookindex.providers.lexical import (
-    STOPWORDS,
     ANALYSER,
+    STOPWORDS,
     Analyser,
     LexicalIndex,
     document_lexical_index,
