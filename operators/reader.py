@@ -1391,10 +1391,9 @@ def titles_many(title: str, noun: str) -> bool:
     """Whether a title names a list of `noun`s: its head is the noun's plural, or a plural the
     noun modifies ("5.2 Bash Variables", "Options for the amsmath package", "Function references",
     "Bash Builtin Commands"; not "The Shopt Builtin", a section on one, nor "Substitution of
-    system commands", a section on something else). Read in
-    lower case (the tagger takes a title's capitals for proper nouns, which it does not
-    lemmatise), by the lemma rather than the tag: a title is no sentence, and the tagger reads
-    "shell builtins" as a verb."""
+    system commands", a section on something else). Read in lower case (the tagger takes a
+    title's capitals for proper nouns, which it does not lemmatise), by the lemma rather than the
+    tag: a title is no sentence, and the tagger reads "shell builtins" as a verb."""
     nlp = english_if_installed()
     if nlp is None:
         return False

@@ -13,14 +13,17 @@ from bookindex.operators.labels import label_word, labelled_parts, node_type
 from bookindex.operators.passages import Passage
 from bookindex.operators.reader import (
     asked,
+    glossed_list,
     identifier_words,
     is_identifier,
     is_reference_line,
+    item_term,
     listing_share,
     read,
     recurring_blocks,
     term_items,
     title_words,
+    titles_many,
     unfinished,
 )
 from bookindex.retrieval.planner import counted_unit
@@ -958,6 +961,43 @@ READS = [
      [("readonly [-aAf] [-p] [name[=value]] ...\nMark each name as readonly. The values of these names may "
        "not be changed.", ("4.1 Bourne Shell Builtins",))], "readonly", "", None),
 ]
+
+
+@pytest.mark.parametrize(("title", "noun", "many"), [
+    ("5.2 Bash Variables", "variable", True),
+    ("4.1 Bourne Shell Builtins", "builtin", True),
+    ("Options for the amsmath package", "option", True),
+    ("3.1.5 Function references", "function", True),
+    ("4.3.2 The Shopt Builtin", "builtin", False),
+    ("Substitution of system commands in backquotes", "command", False),
+    ("5.1 Formatting Your Source Code", "format", False),
+])
+def test_a_title_names_a_list_of_a_noun_by_its_plural_head(title, noun, many):
+    assert titles_many(title, noun) is many
+
+
+@pytest.mark.parametrize(("text", "sentence", "term"), [
+    ("HISTSIZE The maximum number of commands to remember.", "HISTSIZE The maximum number of commands to remember.",
+     "HISTSIZE"),
+    ("HISTSIZE The maximum number of commands to remember.", "The maximum number of commands to remember.",
+     "HISTSIZE"),
+    ("readonly\nreadonly [-aAf] [-p] [name[=value]] ...\nMark each name as readonly.", "Mark each name as readonly.",
+     "readonly"),
+    ("card(X)\n|X|, cardinality (the number of elements) of set X", "|X|, cardinality (the number of elements) of set X",
+     "card(X)"),
+    ("Examples\nThe shell reads its input.", "The shell reads its input.", ""),  # a heading, not a term
+    ("&>word\nand\nThis is semantically equivalent.", "This is semantically equivalent.", ""),
+    ("The shell reads its input.\nIt then splits it.", "It then splits it.", ""),
+])
+def test_the_term_of_a_definition_list_item(text, sentence, term):
+    assert item_term(_passage("n", text), sentence) == term
+
+
+def test_a_line_of_glossed_terms():
+    line = "• parvector: parallel version of vector; • parapply: parallel version of apply; • parsum: parallel sum"
+    assert glossed_list(line) == [("parvector", "parallel version of vector"),
+                                  ("parapply", "parallel version of apply"), ("parsum", "parallel sum")]
+    assert glossed_list("Note: two glossed terms; only: not a list") == []
 
 
 @pytest.mark.parametrize("question, passages, opens, holds, never", READS, ids=[r[0][:40] for r in READS])
