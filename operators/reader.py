@@ -1549,8 +1549,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # ("what is the N": not where N is a piece of a name the question gives, "/var/tmp")
             given = _named_spans(s, a, weights) if a.target and (a.kind == "entity" or (
                 a.value and not a.definition and not any(a.target in n for n in a.names))) else []
-            # (a sentence that says none of the question's words describes another term)
-            term = item_term(p, text) if listed and sent.has_verb and hit > 0 else ""
+            # (a sentence that says none of the question's words describes another term; a
+            # synopsis line, "[-d delim]", describes none; the tagger reads a description's
+            # opening verb as a plural noun, "Selects a text font ...")
+            described = sent.has_verb or (sent.tokens >= 5 and sent.symbols <= 0.3 * sent.tokens)
+            term = item_term(p, text) if listed and described and hit > 0 else ""
             if term and term.lower() not in weights and term.lower() not in a.names:
                 # "which variable sets ...": the term of the definition-list item the sentence
                 # opens, where the document titles the list with the noun asked ("5.2 Bash Variables")
@@ -1820,7 +1823,7 @@ def item_synopsis(passage: Passage, sentence: str) -> str:
 
 # a definition list's term: a word, an option or a call ("HISTTIMEFORMAT", "-l", "card(X)"),
 # alone on its line or ahead of its synopsis ("readonly [-aAf] [-p] [name[=value]] ...")
-_TERM = r"-{0,2}[A-Za-z$@%][\w.$@%+-]*(?:\([^()]*\))?"
+_TERM = r"(?:-{1,2}|\\)?[A-Za-z$@%][\w.$@%+-]*(?:\([^()]*\))?"  # "\selectfont": a TeX command too
 _TERM_LINE = re.compile(rf"({_TERM})(?:\s+[\[(<{{-].*)?")
 # a term the layout set on the line of its description ("leqno Place equation numbers on the left.")
 _TERM_AHEAD = re.compile(rf"({_TERM})\s+(?=[A-Z][a-z]*\b)")

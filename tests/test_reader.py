@@ -939,6 +939,13 @@ READS = [
     ("Which option puts equation numbers on the left?",
      [("reqno Place equation numbers on the right (default).\nleqno Place equation numbers on the left.",
        ("Options for the amsmath package",))], "leqno", "", None),
+    # a TeX command is a term too, over a description whose verb the tagger reads as a noun
+    ("Which command selects a text font after the font attributes are set?",
+     [("\\DeclareFixedFont {⟨cmd⟩} {⟨encoding⟩}\nDeclares command ⟨cmd⟩ to be a font switch.",
+       ("Special font declaration commands",)),
+      ("The current attributes are used after the next \\selectfont command.\n\\selectfont\nSelects a text font, "
+       "based on the current values of the font attributes.", ("2.2 Selection commands",))],
+     "\\selectfont", "", None),
     # not in a section on one thing ("The Shopt Builtin" lists options, not builtins)
     ("Which builtin marks a variable for export?",
      [("allexport\nMark each variable for export when it is modified.", ("4.3.2 The Shopt Builtin",))],
@@ -985,6 +992,7 @@ def test_a_title_names_a_list_of_a_noun_by_its_plural_head(title, noun, many):
      "readonly"),
     ("card(X)\n|X|, cardinality (the number of elements) of set X", "|X|, cardinality (the number of elements) of set X",
      "card(X)"),
+    ("8\n\\selectfont\nSelects a text font.", "Selects a text font.", "\\selectfont"),
     ("Examples\nThe shell reads its input.", "The shell reads its input.", ""),  # a heading, not a term
     ("&>word\nand\nThis is semantically equivalent.", "This is semantically equivalent.", ""),
     ("The shell reads its input.\nIt then splits it.", "It then splits it.", ""),
