@@ -76,6 +76,14 @@ def computed_on(settings: Settings, llm_answers: bool) -> bool:
     return mode == "always" or (mode == "auto" and (not llm_answers or settings.llm.provider == "llamacpp"))
 
 
+def extractive_quantities_on(settings: Settings) -> bool:
+    """Whether a quantity question the extractive reader answers with a number of the kind asked
+    is answered without the model (`answer.extractive_quantities`): "auto" for the in-process
+    model (llm.provider llamacpp)."""
+    mode = settings.answer.extractive_quantities
+    return mode == "always" or (mode == "auto" and settings.llm.provider == "llamacpp")
+
+
 def _span(allowed: Collection[int]) -> str:
     nums = sorted(allowed)
     if nums and nums == list(range(nums[0], nums[-1] + 1)):

@@ -1434,6 +1434,21 @@ def read(question: str, passages: list[Passage], numbers: list[int] | None = Non
     return _answer(a, cands, page_labels, passages)
 
 
+def read_quantity(question: str, passages: list[Passage], numbers: list[int] | None = None,
+                  furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()
+                  ) -> tuple[str, list[int]] | None:
+    """`read`'s answer to a quantity question ("how many", "what percentage", an amount) when its
+    best candidate is a number of the kind asked; None for another question, or when the reader
+    only finds a sentence. What the in-process model is not asked (`answer.extractive_quantities`)."""
+    a = _asked_once(question)
+    if a.kind != "quantity":
+        return None
+    cands = candidates(a, passages, numbers, furniture, entries)
+    if not cands or not max(cands, key=lambda c: (c.fits, c.score, -c.number)).fits:
+        return None
+    return _answer(a, cands, None, passages)
+
+
 def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = None,
                furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset()) -> list[Candidate]:
     """Every scored answer candidate of the passages (`read` answers with the best)."""

@@ -24,6 +24,7 @@ from bookindex.operators.grounding import (
     NOT_ANSWERABLE,
     cited_numbers,
     computed_on,
+    extractive_quantities_on,
     grounded_answer,
     refusal_fallback_on,
 )
@@ -48,7 +49,7 @@ from bookindex.operators.passages import (
     pack_passages,
     passage_sources,
 )
-from bookindex.operators.reader import read, recurring_blocks
+from bookindex.operators.reader import read, read_quantity, recurring_blocks
 from bookindex.operators.selector import parse_page_range
 from bookindex.operators.structure import doc_structure
 from bookindex.operators.table_shape import pick_table, shape
@@ -138,15 +139,21 @@ def prompt_passages(ctx: IndexContext, ids: list[str], question: str, budget_tok
             *passages[1:]]
 
 
+def _reader_units(ctx: IndexContext) -> tuple[frozenset[str], frozenset[str]]:
+    """What the extractive reader is told of the document: its running headers and footers, and
+    its reference entries' ids with their blocks'."""
+    if ctx.views.furniture is None:
+        ctx.views.furniture = recurring_blocks(ctx.tree)
+    entry_of = doc_structure(ctx).entry  # a block -> its reference entry
+    return ctx.views.furniture, frozenset(entry_of) | frozenset(entry_of.values())
+
+
 def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
                       numbers: list[int] | None = None) -> tuple[str, list[int]]:
     """The no-LLM answer: the extractive reader's span or sentence (`operators.reader`), or the
     best-matching sentences when the reader finds no sentence holding the question's words."""
-    if ctx.views.furniture is None:
-        ctx.views.furniture = recurring_blocks(ctx.tree)
-    entry_of = doc_structure(ctx).entry  # a block -> its reference entry
-    entries = frozenset(entry_of) | frozenset(entry_of.values())
-    text, cites = read(question, passages, numbers, ctx.views.furniture, entries, ctx.page_labels)
+    furniture, entries = _reader_units(ctx)
+    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels)
     if text:
         return text, cites
     ids = [p.node_id for p in passages]
@@ -570,6 +577,16 @@ class Reduce(Operator[ReduceParams]):
 
         llm = self.ctx.active_llm if self.params.use_llm and self.ctx.llm_available else None
         state.emit("evidence", [i for i, _ in state.ranked] if state.ranked else ev)
+        if llm is not None and not merge and read_ids and extractive_quantities_on(self.ctx.settings):
+            # a quantity the reader finds as a number of the kind asked: the in-process model is
+            # not asked (`answer.extractive_quantities`; docs/configuration.md says why)
+            found = read_quantity(state.question, reader_passages(tree, read_ids, state.question),
+                                  None, *_reader_units(self.ctx))
+            if found is not None:
+                state.answer, state.citations, state.citation_check = found[0], found[1], "extractive"
+                self.note(source="extractive: a number of the kind asked, the model not asked",
+                          citations="extractive", outputs={"citations": state.citations})
+                return state
         res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
                               on_event=state.on_event, refusal_fallback=refusal_fallback_on(self.ctx.settings),
                               reader=read)

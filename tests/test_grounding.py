@@ -253,3 +253,25 @@ def test_a_refusal_gives_way_to_the_readers_answer_not_to_joined_partial_answers
     res = grounded_answer(FakeLLM(_REFUSAL), "P", range(1, 3), lambda: ("not found in this evidence", []),
                           refusal_fallback=True, reader=lambda: ("the reader's span [2]", [2]))
     assert (res.check, res.citations) == ("refused-extractive", [2]) and res.answer.endswith("the reader's span [2]")
+
+
+def test_the_in_process_model_is_not_asked_a_quantity_the_reader_finds():
+    """A quantity question whose reader finds a number of the kind asked is answered with it and
+    the embedded model is not called (`answer.extractive_quantities`); a question of another kind,
+    or a model you bring, is asked as before."""
+    from bookindex.core.config import load_settings
+    from bookindex.operators.grounding import extractive_quantities_on
+
+    reply = {"answer": {"answer": "It is 2 points [1]."}}
+    embedded = load_settings(overrides={"llm.provider": "llamacpp"}, env={})
+    llm = FakeLLM(reply, default={"category": "single-hop"})
+    ans = ask(make_context(llm=llm, settings=embedded), "How many pixels wide is the default png image?")
+    assert ans.citation_check == "extractive" and ans.answer.split(" ")[0] in ("640", "480") and ans.citations
+    assert not [c for c in llm.calls if c.stage == "answer"]
+    llm = FakeLLM(reply, default={"category": "single-hop"})
+    ask(make_context(llm=llm, settings=embedded), "Which library does the png terminal write images through?")
+    assert [c for c in llm.calls if c.stage == "answer"]
+    remote = load_settings(overrides={"llm.provider": "openai"}, env={})
+    assert not extractive_quantities_on(remote) and extractive_quantities_on(embedded)
+    assert extractive_quantities_on(load_settings(overrides={"llm.provider": "openai",
+                                                             "answer.extractive_quantities": "always"}, env={}))
