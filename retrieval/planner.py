@@ -286,14 +286,23 @@ def global_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list
     section the document does not have (a question about a passage, not an aggregation)."""
     spec: prompts.GlobalSpec | None = None
     extra: list[str] = []
-    if ctx.llm_available:
+    rules, rules_extra = global_spec_rules(question)
+    if ctx.settings.retrieval.classifier == "rules-first" and rules.operation in ("COUNT", "LIST") \
+            and counted_unit(question) is not None:
+        # a count or list of the document's own parts ("how many tables ...", "list the figures"):
+        # the tree answers it exactly, and a small model's filters lose it (a SUMMARIZE of the
+        # whole document, docs/benchmarks.md "Structure answers from the tree")
+        spec, extra = rules, rules_extra
+        notes["filters"] = "rules"
+        notes["confident"] = "a count or list of the document's parts"
+    elif ctx.llm_available:
         try:
             spec = ctx.active_llm.complete(prompts.FILTERS.format(query=question), schema=prompts.GlobalSpec, stage="filters")
             notes["filters"] = "llm"
         except Exception as exc:  # noqa: BLE001
             notes["filters_fallback"] = f"LLM failed ({type(exc).__name__}); filters from rules"
     if spec is None:
-        spec, extra = global_spec_rules(question)
+        spec, extra = rules, rules_extra
         notes["filters"] = "rules"
     steps: list[Step] = []
     chapters = re.search(r"\bchapters?\b", question, re.I) is not None

@@ -126,6 +126,16 @@ def test_llm_planning_uses_paper_prompts_and_filters(fake_llm):
     assert run_plan(ctx, p).structural["count"] == 2
 
 
+def test_a_count_of_the_documents_parts_is_planned_by_rules_whatever_the_model_says(fake_llm):
+    """rules-first: "how many figures ..." counts the tree's figures; a small model's filters
+    (a SUMMARIZE of everything) are not asked for. With retrieval.classifier = llm they are (above)."""
+    llm = fake_llm({"filters": {"filters": [], "operation": "SUMMARIZE"}}, default={"category": "global"})
+    ctx = make_context(llm=llm)
+    p = plan(ctx, "How many figures does the handbook have?")
+    assert "filters" not in llm.stages and p.planner["filters"] == "rules" and p.operation() == "COUNT"
+    assert run_plan(ctx, p).structural["count"] == 3
+
+
 def test_a_global_plan_whose_only_filter_names_no_section_becomes_single_hop(fake_llm):
     # MMLongBench mml-0067: the 1.5B model read "According to author's definition on conscious
     # incompetence, when can ..." as LIST over a section "Definition of Conscious Incompetence"
