@@ -12,6 +12,11 @@ phrase the manual gives), read from the PDF by hand. An answer is right when one
 its first 300 characters. Each question is asked of its own document with no LLM. A question
 whose document the library lacks is skipped and counted. Writes manual_answers.json and
 manual_answers.md to --out.
+
+Beside it, answer in evidence (the yardstick of `eval_mmlongbench.py`): whether one of those
+strings is in the exact text a model would read for the question at the default evidence budget
+(`bookindex.evaluation.reader_text`). It bounds what any reader, a model you bring included, can
+answer from bookindex's evidence on documents nobody tuned on.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from bookindex.core.config import load_settings
     from bookindex.engine import Engine
+    from bookindex.evaluation.reader_text import reader_text
 
     if not (args.index / "library.json").exists():
         print(f"error: {args.index}: not a bookindex library (no library.json)", file=sys.stderr)
@@ -51,19 +57,25 @@ def main(argv: list[str] | None = None) -> int:
             continue
         answer = engine.ask(q["question"], doc=q["doc"]).answer
         right = any(k.lower() in answer[:SHOWN].lower() for k in q["accept"])
-        rows.append({**q, "answer": answer, "right": right})
+        ctx = engine.open(q["doc"])
+        evidence = engine.search(q["question"], doc=q["doc"], k=ctx.settings.retrieval.max_evidence)
+        # however the passages break their lines ("the first\nnew row")
+        shown = " ".join(reader_text(ctx, evidence, question=q["question"], computed=True).split()).lower()
+        in_evidence = any(" ".join(k.split()).lower() in shown for k in q["accept"])
+        rows.append({**q, "answer": answer, "right": right, "in_evidence": in_evidence})
         print(f"{'right' if right else 'wrong'}  [{q['doc']}] {q['question']}\n       {answer[:160]!r}")
-    by_set: dict[str, list[bool]] = {}
+    by_set: dict[str, list[dict]] = {}
     for r in rows:
-        by_set.setdefault(r.get("set", "all"), []).append(r["right"])
-    summary = {s: {"questions": len(v), "right": sum(v)} for s, v in by_set.items()}
-    summary["all"] = {"questions": len(rows), "right": sum(r["right"] for r in rows)}
+        by_set.setdefault(r.get("set", "all"), []).append(r)
+    by_set["all"] = rows
+    summary = {s: {"questions": len(v), "right": sum(r["right"] for r in v),
+                   "in_evidence": sum(r["in_evidence"] for r in v)} for s, v in by_set.items()}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "manual_answers.json").write_text(json.dumps(
         {"summary": summary, "skipped": skipped, "rows": rows}, indent=1))
-    table = ["| questions | right | share |", "|---|---|---|"]
-    table += [f"| {s} | {v['right']} of {v['questions']} | {v['right'] / max(1, v['questions']):.2f} |"
-              for s, v in summary.items()]
+    table = ["| questions | right | share | answer in evidence |", "|---|---|---|---|"]
+    table += [f"| {s} | {v['right']} of {v['questions']} | {v['right'] / max(1, v['questions']):.2f} "
+              f"| {v['in_evidence']} of {v['questions']} |" for s, v in summary.items()]
     (args.out / "manual_answers.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))
     if skipped:

@@ -29,9 +29,9 @@ def test_answers_are_scored_by_the_accepted_strings_and_a_missing_document_is_sk
     out = tmp_path / "out"
     assert load_script("eval_manual_answers").main([str(library), "--questions", str(questions), "--out", str(out)]) == 0
     report = json.loads((out / "manual_answers.json").read_text())
-    assert report["summary"]["one"] == {"questions": 2, "right": 1} and report["skipped"] == 1
-    assert [r["right"] for r in report["rows"]] == [True, False]
-    assert "| one | 1 of 2 | 0.50 |" in (out / "manual_answers.md").read_text()
+    assert report["summary"]["one"] == {"questions": 2, "right": 1, "in_evidence": 1} and report["skipped"] == 1
+    assert [(r["right"], r["in_evidence"]) for r in report["rows"]] == [(True, True), (False, False)]
+    assert "| one | 1 of 2 | 0.50 | 1 of 2 |" in (out / "manual_answers.md").read_text()
 
 
 def test_a_folder_that_is_no_library_is_refused(tmp_path: Path) -> None:
