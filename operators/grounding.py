@@ -62,11 +62,16 @@ def is_not_answerable(text: str) -> bool:
     return t.startswith("not answerable") or t.startswith(NOT_ANSWERABLE)
 
 
+def _for_embedded(mode: str, settings: Settings) -> bool:
+    """An "auto | always | never" setting's answer: "auto" holds for the in-process model only
+    (llm.provider llamacpp, the embedded small model)."""
+    return mode == "always" or (mode == "auto" and settings.llm.provider == "llamacpp")
+
+
 def refusal_fallback_on(settings: Settings) -> bool:
     """Whether a refusal gives way to the extractive answer (`answer.refusal_fallback`): "auto"
-    means for the in-process model only (llm.provider llamacpp, the embedded small model)."""
-    mode = settings.answer.refusal_fallback
-    return mode == "always" or (mode == "auto" and settings.llm.provider == "llamacpp")
+    means for the in-process model only."""
+    return _for_embedded(settings.answer.refusal_fallback, settings)
 
 
 def computed_on(settings: Settings, llm_answers: bool) -> bool:
@@ -80,8 +85,7 @@ def extractive_quantities_on(settings: Settings) -> bool:
     """Whether a quantity question the extractive reader answers with a number of the kind asked
     is answered without the model (`answer.extractive_quantities`): "auto" for the in-process
     model (llm.provider llamacpp)."""
-    mode = settings.answer.extractive_quantities
-    return mode == "always" or (mode == "auto" and settings.llm.provider == "llamacpp")
+    return _for_embedded(settings.answer.extractive_quantities, settings)
 
 
 def _span(allowed: Collection[int]) -> str:

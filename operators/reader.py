@@ -1354,6 +1354,14 @@ def names_something(chunk: Any) -> bool:
                or (t.is_upper and len(t.text) > 1) or not (t.is_alpha or t.is_punct) for t in chunk)
 
 
+def as_subject(words: Collection[str], weights: dict[str, float]) -> float:
+    """A short text (a long form, a gloss, a glossed title) scored as `candidates` scores a sentence
+    with the thing asked as its subject: the question's words in it by its length, plus what a
+    sentence gets for naming the thing (0.8), having it as subject (1.2) and describing it (0.6)."""
+    hit = sum(w for t, w in weights.items() if t in words)
+    return hit / math.sqrt(len(words) + 4) * 3 + 0.8 + 1.2 + 0.6
+
+
 def span_score(sentence_score: float, close: float, bound: bool) -> float:
     """A span's score: half its sentence's (which counts the question's words anywhere in it),
     how closely those words surround the span, and whether the sentence gives it as the value
@@ -1444,7 +1452,7 @@ def read_quantity(question: str, passages: list[Passage], numbers: list[int] | N
     if a.kind != "quantity":
         return None
     cands = candidates(a, passages, numbers, furniture, entries)
-    if not cands or not max(cands, key=lambda c: (c.fits, c.score, -c.number)).fits:
+    if not cands or not best_candidate(cands).fits:
         return None
     return _answer(a, cands, None, passages)
 
@@ -1644,17 +1652,14 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # scored as a sentence with the name as its subject ("NARL is the National ..."):
                 # one that says more of what the question asks ("what does NARL study?") is better
                 said = {*re.findall(r"\w+", long_form.lower()), name}
-                hit = sum(w for t, w in weights.items() if t in said)
-                sc = max(3.0, hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6) + prior
+                sc = max(3.0, as_subject(said, weights)) + prior
                 cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form))
         if a.kind == "describe" and not a.procedure:
             for name, gloss in entry_glosses(p.text, a.names):
                 # "na.locf impute NAs by carrying forward ...": the entry's own words on a line of
                 # entries (a reference card), scored as a sentence with the name as its subject
                 said = {*re.findall(r"[\w.]+", gloss.lower()), name}
-                hit = sum(w for t, w in weights.items() if t in said)
-                sc = hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
-                cands.append(Candidate(sc, k, p, f"{name} {gloss}", ""))
+                cands.append(Candidate(as_subject(said, weights) + prior, k, p, f"{name} {gloss}", ""))
             for title in p.title_path:
                 # "3.16. /sbin : System binaries": a title that names the thing asked about and
                 # says what it is, after a colon or a dash
@@ -1662,18 +1667,14 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 if m and m.group(1).strip().lower() in a.names:
                     # scored as a sentence with the name as its subject: "/sbin is system binaries"
                     glossed = set(re.findall(r"\S+", title.lower()))
-                    hit = sum(w for t, w in weights.items() if t in glossed)
-                    sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
-                    cands.append(Candidate(sc, k, p, title, m.group(2).strip()))
+                    cands.append(Candidate(as_subject(glossed, weights) + prior, k, p, title, m.group(2).strip()))
         if a.kind == "entity" and a.target and not a.labels:
             for term, gloss in glossed_list(p.text):
                 # "which function is the parallel version of sum?": "parsum: parallel version of
                 # sum", scored as a sentence with the term as its subject
                 said = set(_lemmas(gloss))
-                hit = sum(w for t, w in weights.items() if t in said)
                 if term.lower() not in weights and sum(1 for t in weights if t in said) >= 2:
-                    sc = hit / math.sqrt(len(said) + 4) * 3 + 0.8 + 1.2 + 0.6 + prior
-                    cands.append(Candidate(sc, k, p, f"{term}: {gloss}", term, fits=True))
+                    cands.append(Candidate(as_subject(said, weights) + prior, k, p, f"{term}: {gloss}", term, fits=True))
         if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
             for title in p.title_path:
                 # "5.10. /var/log : Log files and directories": a title that names a place of the
@@ -1984,11 +1985,17 @@ def _sentence_page(passage: Passage, sentence: str) -> int:
     return passage.first_page
 
 
+def best_candidate(cands: list[Candidate]) -> Candidate:
+    """The answer among the candidates: one of the kind asked first, then the best scored, then
+    the best-ranked passage's."""
+    return max(cands, key=lambda c: (c.fits, c.score, -c.number))
+
+
 def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None,
             passages: list[Passage] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
-    best = max(cands, key=lambda c: (c.fits, c.score, -c.number))
+    best = best_candidate(cands)
     where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
     if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
         page = _sentence_page(best.passage, best.sentence)

@@ -96,7 +96,8 @@ class Analyser:
         one word too ("read-only" also "readonly", "built-in" "builtin"). A user types the
         dictionary's spelling where a manual writes the compound whole; the passages' terms are
         left as they are, so a stored index still holds."""
-        joined = [m.group(0).replace("-", "") for m in _HYPHENATED.finditer(text.lower().translate(LIGATURES))]
+        fold = LIGATURES if self.fold_ligatures else {}
+        joined = [m.group(0).replace("-", "") for m in _HYPHENATED.finditer(text.lower().translate(fold))]
         joined = [w for w in joined if w not in self.stopwords]
         return self(text) + (stem_words(joined, self.stemmer) if self.stemmer and joined else joined)
 
