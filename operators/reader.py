@@ -472,6 +472,9 @@ class _Sentence:
     copula: bool  # "X is a ...": its root is "be" with an attribute, as a definition's is
     imperative: bool  # "Change the precision to ...": an instruction, its verb first and no subject
     symbols: int  # punctuation and code-like tokens before the last
+    # "However, block comments do not nest.", "This means that ...": it opens on a connective or
+    # with a demonstrative as subject, so it leans on the sentence before and answers nothing alone
+    anaphoric: bool = False
 
 
 # the words an identifier is made of: "update.packages", "showConnections", "R_LIBS_USER"
@@ -507,7 +510,9 @@ def _sentence(s: Any) -> _Sentence:
         copula=s.root.lemma_ == "be" and any(c.dep_ == "attr" for c in s.root.children),
         imperative=s.root.tag_ == "VB" and s.root.i == s.start
         and not any(c.dep_ in ("nsubj", "nsubjpass") for c in s.root.children),
-        symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text))
+        symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text),
+        anaphoric=len(s) > 2 and ((s[0].pos_ in ("ADV", "CCONJ") and s[1].text == ",")
+                                  or (s[0].pos_ == "PRON" and s[0].tag_ == "DT" and s[0].dep_ in ("nsubj", "nsubjpass"))))
 
 
 
@@ -923,6 +928,7 @@ _POINTER = re.compile(r"^\W*see\b|\],?\s+(?:page|p\.)\s*\d+", re.I)
 INSTRUCTS = 1.0  # what an instruction adds as the answer to "how do I ..." (`_Sentence.imperative`)
 DEFINES = 1.0  # what a sentence saying what the thing named is adds for "what is X?" (`Asked.definition`)
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
+LEANS = 1.0  # what a description opening on a connective or "This ..." loses (`_Sentence.anaphoric`)
 
 
 # a name written as a call ("showConnections()", "read.fwf(file)"); not a one-letter placeholder
@@ -1515,6 +1521,10 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         # N's plural ("5.2 Bash Variables"; not "4.3.2 The Shopt Builtin", a list of options)
         listed = a.kind == "entity" and bool(a.target) and bool(p.title_path) \
             and titles_many(p.title_path[-1], a.target)
+        # "what is a tie?" over "1.316 tie": the section the document titles with the term; its
+        # first prose sentence defines it, as an item's does, without repeating the name
+        defining = _first_prose(sents) if a.definition and a.target and p.title_path \
+            and titled_with(p.title_path[-1], a) else -1
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -1527,7 +1537,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # description of the thing asked, as an entry's sentences are, its first most of all;
             # each of them speaks of the term whether or not it repeats its name
             in_item = any(lo <= at < hi for lo, hi in items)
-            opens_item = any(lo <= at <= lo + 2 for lo, _ in items) and not _LABELLED.match(text)
+            opens_item = (any(lo <= at <= lo + 2 for lo, _ in items) and not _LABELLED.match(text)) \
+                or order == defining
             hit = sum(w for t, w in weights.items() if (t in words or (in_item and t in a.described)) and t not in own)
             in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
             if (hit + in_title <= 0 and not in_item) or not sent.alpha:
@@ -1561,6 +1572,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     sc -= 0.6
                 if sent.symbols > 0.3 * sent.tokens:  # a prototype or a code line: it names, it does not describe
                     sc -= 1.0
+            if a.kind == "describe" and sent.anaphoric:
+                sc -= LEANS  # "However, block comments do not nest.": the sentence before says what it adds to
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
             if a.procedure and not a.manner and sent.imperative:
@@ -1609,8 +1622,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 and not (a.procedure or a.reason) else None
             if keyed and _keyed(keyed.group(1), keyed.group(2), a) and not set(_lemmas(keyed.group(2))) & set(a.terms):
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
-                # as its key gives its value
-                cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, keyed.group(2), order, verb, fits=True))
+                # as its key gives its value; in a definition list's item ("Default: "a4"" under
+                # "paper-size ..."), with what the item says of the rest of the question
+                item, said = item_words(p, text)
+                more = sum(w for t, w in weights.items() if t in item and t not in words)
+                cands.append(Candidate(span_score(sc + more / math.sqrt(said + 4) * 3, 1.0, True), k, p, sentence,
+                                       keyed.group(2), order, verb, fits=True))
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
                 cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
@@ -1781,6 +1798,27 @@ def table_count(passage: Passage, target: str, weights: dict[str, float]) -> tup
     return best
 
 
+_NUMBERING = re.compile(r"^(?:[A-Z]\.|\d+\.?)(?:\d+\.?)*\s+")  # "1.316 ", "A.2 ", "3. "
+
+
+def titled_with(title: str, a: Asked) -> bool:
+    """Whether a title, its numbering aside, is the term a definition asks about, in a few of the
+    question's words ("1.316 tie", "3.2.6 Coprocesses" for "what is a coprocess?")."""
+    core = _NUMBERING.sub("", title.strip())
+    lemmas = _lemmas(core.lower())
+    return 0 < len(core.split()) <= 4 and a.target in lemmas and lemmas <= set(a.terms) | {a.target}
+
+
+def _first_prose(sents: list[_Sentence | None]) -> int:
+    """The order of the first sentence that says something: words, not a "Key: value" label
+    ("ES: ligadura ...") nor a pointer elsewhere ("See also")."""
+    for order, sent in enumerate(sents):
+        if sent is not None and sent.alpha and sent.tokens >= 4 and not _LABELLED.match(sent.text) \
+                and not _POINTER.search(sent.text):
+            return order
+    return -1
+
+
 def title_words(passage: Passage) -> str:
     """The passage's titles in lower case with their lemmas: a question's lemma "merge" is in
     the title "2.4. Merging and binding", as it is in a sentence."""
@@ -1840,7 +1878,8 @@ def item_synopsis(passage: Passage, sentence: str) -> str:
 # a definition list's term: a word, an option or a call ("HISTTIMEFORMAT", "-l", "card(X)"),
 # alone on its line or ahead of its synopsis ("readonly [-aAf] [-p] [name[=value]] ...")
 _TERM = r"(?:-{1,2}|\\)?[A-Za-z$@%][\w.$@%+-]*(?:\([^()]*\))?"  # "\selectfont": a TeX command too
-_TERM_LINE = re.compile(rf"({_TERM})(?:\s+[\[(<{{-].*)?")
+# ("job-count num", "-P command --process=command": an option and the placeholder of its value)
+_TERM_LINE = re.compile(rf"({_TERM})(\s+[a-z][\w-]*)?(?:\s+[\[(<{{-].*)?")
 # a term the layout set on the line of its description ("leqno Place equation numbers on the left.")
 _TERM_AHEAD = re.compile(rf"({_TERM})\s+(?=[A-Z][a-z]*\b)")
 
@@ -1853,31 +1892,57 @@ def _term_like(term: str) -> bool:
 
 
 def item_term(passage: Passage, sentence: str) -> str:
+    """`item_head`'s term."""
+    return item_head(passage, sentence)[0]
+
+
+def item_head(passage: Passage, sentence: str) -> tuple[str, str]:
     """The term of the definition-list item a sentence opens: the word its line opens with ahead
     of a capitalised description ("leqno Place equation numbers on the left.", "HISTSIZE The
     maximum number of commands ..."), or the term line right above it, alone or as its synopsis
     ("HISTTIMEFORMAT" over "If this variable is set ...", "card(X)" over "|X|, cardinality ...",
     "readonly [-aAf] [-p] ..." over "Mark each name as readonly."); '' when the sentence opens
     no item. A manual lists its variables, options and functions this way, and names each only
-    in its term."""
+    in its term. With the term, its line as the manual writes it ("job-count num"): (term, line),
+    ('', '') when there is none."""
     head = _TERM_AHEAD.match(sentence)
     if head:
-        term = head.group(1)
+        term = written = head.group(1)
     else:
         at = passage.text.find(sentence[:60])
         if at <= 0:
-            return ""
+            return "", ""
         # the term on the sentence's own line ("HISTSIZE" where the parser split the sentence
         # from it), else the line above
         before, _, own = passage.text[:at].rpartition("\n")
-        above = own.strip() or before.rsplit("\n", 1)[-1].strip()
-        line = _TERM_LINE.fullmatch(above)
-        if line is None:
-            return ""
+        written = own.strip() or before.rsplit("\n", 1)[-1].strip()
+        line = _TERM_LINE.fullmatch(written)
+        # a placeholder follows only a name spelled as code ("job-count num"; not "image width")
+        if line is None or (line.group(2) and not re.search(r"[-_.\d]|^[A-Z]+$", line.group(1).lstrip("-\\"))
+                            and not line.group(1).startswith("-")):
+            return "", ""
         term = line.group(1)
     nlp = english_if_installed()
     stop = nlp is not None and term.lower() in nlp.Defaults.stop_words  # "and" between two displays
-    return term if _term_like(term) and not term.endswith((".", ",")) and not stop else ""
+    return (term, written) if _term_like(term) and not term.endswith((".", ",")) and not stop else ("", "")
+
+
+def item_words(passage: Passage, sentence: str) -> tuple[frozenset[str], int]:
+    """The words of the definition-list item a sentence lies in, from its term line down to the
+    sentence (within `SYNOPSIS_LINES` lines), with the parts of the term's name, and how many
+    they are: a "Default: 1024." line is about its item's term ("max-markup-depth num", "Set
+    maximum depth for the markup tree ..."), which it never names. Empty when no term line is above."""
+    at = passage.text.find(sentence[:60])
+    if at <= 0:
+        return frozenset(), 0
+    lines = passage.text[:at].split("\n")[-SYNOPSIS_LINES - 1:]
+    for i in range(len(lines) - 1, -1, -1):
+        line = _TERM_LINE.fullmatch(lines[i].strip())
+        if line is not None and _term_like(line.group(1)):
+            said = " ".join(lines[i:]).lower()
+            words = set(re.findall(r"\w+", said)) | _lemmas(said) | identifier_words(line.group(1).replace("-", "_"))
+            return frozenset(words), len(said.split())
+    return frozenset(), 0
 
 
 INTRODUCED_LINES = 4  # the lines a sentence ending in a colon brings with it at most (`introduced`)
@@ -1913,6 +1978,30 @@ def _text_after(passage: Passage, sentence: str) -> str | None:
     words = sentence.split()[-6:]
     m = re.search(r"\s+".join(map(re.escape, words)), passage.text) if words else None
     return passage.text[m.end():] if m is not None else None
+
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[^a-z\s]|\s*$)")
+
+
+def next_sentence(passage: Passage, sentence: str) -> str:
+    """The sentence that follows `sentence` in its paragraph, as the passage prints it: on the
+    same line or the next, up to its full stop, `INTRODUCED_CHARS` at most; '' at a paragraph's
+    end, before a term line or a display, or before a pointer elsewhere ("See also")."""
+    after = _text_after(passage, sentence)
+    if not after or after.startswith("\n\n") or re.match(r"[ \t]*\n[ \t]*\n", after):
+        return ""
+    lines = after.lstrip(" \t").split("\n")
+    if not lines[0].strip():
+        lines = lines[1:]
+        if not lines or _TERM_LINE.fullmatch(lines[0].strip()) or _DISPLAY.match(lines[0]):
+            return ""
+    rest = " ".join(" ".join(lines[:INTRODUCED_LINES]).split())
+    end = _SENTENCE_END.search(rest)
+    said = rest[:end.end()] if end else ""
+    if not said or len(said) > INTRODUCED_CHARS or len(said.split()) < 4 or re.match(r"\W*see\b", said, re.I) \
+            or said.lstrip().startswith("|"):
+        return ""
+    return said
 
 
 def introduced(passage: Passage, sentence: str) -> str:
@@ -2019,13 +2108,18 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     text = f"From {where}: {shown_before + ' ' if shown_before else ''}{best.sentence[:600]} [{best.number}]"
     follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
     last = best.sentence
-    if a.kind == "describe" and follow and not unfinished(last):
-        text += f" {follow[0].sentence[:300]} [{best.number}]"  # a description often goes on in its next sentence
-        last = follow[0].sentence
+    if a.kind == "describe" and not unfinished(last):
+        # a description often goes on in its next sentence, one that says none of the question's
+        # words as well ("Anything that is enclosed in %{ and %} is ignored.")
+        after = follow[0].sentence if follow else next_sentence(best.passage, best.sentence)
+        if after:
+            text += f" {after[:300]} [{best.number}]"
+            last = after
     shown = introduced(best.passage, last) if unfinished(last) else _display_after(best.passage, last)
     if shown:  # "There are two formats for ...:", "To cite R in publications, use": what follows says it
         text += f" {shown} [{best.number}]"
-    usage = (_usage_line(best.passage, a) or item_synopsis(best.passage, best.sentence)) if a.procedure else ""
+    usage = (_usage_line(best.passage, a) or item_synopsis(best.passage, best.sentence)
+             or item_head(best.passage, best.sentence)[1]) if a.procedure else ""
     if usage and usage not in text:  # "how do I ...": the command as the manual writes it
         text += f" Usage: {usage} [{best.number}]"
     return text, [best.number]

@@ -963,6 +963,28 @@ READS = [
     ("What is a coprocess?",
      [("The syntax for a coprocess is:\ncoproc [NAME] command\nA coprocess is a shell command preceded by the "
        "coproc reserved word.", ("3.2.6 Coprocesses",))], "From", "preceded by the coproc", None),
+    # "how do I ...": an option's description, with the option's line as the manual writes it
+    ("How do I process files in parallel?",
+     [("job-count num\nProcess in parallel, using num jobs. Default: #f.\nlog-file string\nRedirect output to "
+       "the log file string.log.", ("Advanced command line options",))], "From", "Usage: job-count num", None),
+    # "what is the default N?": the "Default:" line of the item about N, not the first one
+    ("What is the default paper size?",
+     [("max-markup-depth num\nSet maximum depth for the markup tree to value num.\nDefault: 1024.\n"
+       "paper-size extra-quoted-string\nSet default paper size to extra-quoted-string. Note that the string "
+       "must be enclosed in escaped double quotes.\nDefault: \"a4\".", ("Options",))], "\"a4\"", "", None),
+    # "what is a tie?" in a glossary: the first sentence of the section titled with the term,
+    # which never repeats it, and the sentence it runs on into
+    ("What is a tie?",
+     [("Elision may be indicated by a lyric tie, which serves the same function as a musical tie.",
+       ("1.116 elision",)),
+      ("ES: ligadura, I: legatura, D: Haltebogen.\nA curved line which connects two successive notes of the "
+       "same pitch. It unites them into a single sound.", ("1.316 tie",))], "From \"1.316 tie\"",
+     "single sound", None),
+    # a sentence opening on a connective leans on the one before; the next sentence goes with it
+    ("How do I make a block comment?",
+     [("A block comment marks a whole section of music input as a comment. Anything that is enclosed in %{ "
+       "and %} is ignored. However, block comments do not nest.", ("Working on input files",))],
+     "From", "%{", "From \"Working on input files\", p. 1: However"),
     # "builtin marks" is no amount of money
     ("Which builtin marks a variable as read-only?",
      [("readonly [-aAf] [-p] [name[=value]] ...\nMark each name as readonly. The values of these names may "
@@ -996,6 +1018,9 @@ def test_a_title_names_a_list_of_a_noun_by_its_plural_head(title, noun, many):
     ("Examples\nThe shell reads its input.", "The shell reads its input.", ""),  # a heading, not a term
     ("&>word\nand\nThis is semantically equivalent.", "This is semantically equivalent.", ""),
     ("The shell reads its input.\nIt then splits it.", "It then splits it.", ""),
+    ("job-count num\nProcess in parallel.", "Process in parallel.", "job-count"),  # an option and its value
+    ("-P command --process=command\nProcess snippets.", "Process snippets.", "-P"),
+    ("image width\nThe width of the image.", "The width of the image.", ""),  # two plain words: not a term
 ])
 def test_the_term_of_a_definition_list_item(text, sentence, term):
     assert item_term(_passage("n", text), sentence) == term
