@@ -343,6 +343,8 @@ def asked(question: str) -> Asked:
                            and all(x.pos_ in ("DET", "ADJ", "NOUN") for x in doc[wh.head.i + 1:t.i])), None)
             if target is not None and doc[target.i + 1].pos_ != "ADP":  # "the N of / for ...": N named alone
                 target = None
+    while target is not None and target.dep_ == "compound" and target.head.pos_ in ("NOUN", "PROPN"):
+        target = target.head  # "which environment variable": the parser sets "which" on the compound's first noun
     if target is not None:
         base.target = target.lemma_.lower()
         base.member = next((o.lemma_.lower() for c in target.children if c.dep_ == "prep" and c.lower_ == "of"
@@ -1500,13 +1502,16 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     # the answer is the name of a unit the manual names (an entry or a section), and the rank
     # retrieval gave it is the strongest evidence of which one, not a phrase of a passage
     by_entry = a.kind == "entity" and bool(a.target) and bool(entries)
-    # "what does X do?" where the evidence holds the entry or section named X: it says
-    own_entry = a.kind == "describe" and any(p.name.lower() in a.names for _, p, _ in parsed if p.name)
+    # "what does X do?" where the evidence holds the entry or section named X: it says; so does
+    # the entry of a name spelled as code for any question ("what is the default value of
+    # save_default_options?"), where another entry's value is another setting's
+    own_entry = any(p.name.lower() in a.names and (a.kind == "describe" or is_identifier(p.name))
+                    for _, p, _ in parsed if p.name)
     # titles every passage has (the document's own): they tell no passage apart
     everywhere = frozenset(set.intersection(*(set(p.title_path) for _, p, _ in parsed))) \
         if len(parsed) > 1 else frozenset()
     for rank, (k, p, sents) in enumerate(parsed):
-        if own_entry and p.name.lower() not in a.names:
+        if own_entry and (p.name.lower() not in a.names or not (a.kind == "describe" or is_identifier(p.name))):
             continue
         # a passage of a reference entry is answered by the entry's name; one of another section
         # ("2.2 Fixed-width-format files") by what its sentences name (`named_as`)
@@ -1547,6 +1552,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 continue  # "See Section 7.31 [...], page 37, for more details": the answer is there
             if a.described and names_term(text, a.described):
                 continue  # the term's own line or its synopsis ("caller", "caller [expr]") names it
+            synopsis = _SYNOPSIS.match(text)
+            if synopsis and synopsis.group(1).lower() in a.names:
+                continue  # "val = save_default_options ()": the synopsis of the entry asked about
             low = text.lower()
             named = sum(1 for n in a.names if n in low) + entry_named
             # "lapply returns a list ...", "A coprocess is a shell command ..." for "what is a coprocess?"
@@ -1856,7 +1864,9 @@ def _usage_line(passage: Passage, a: Asked) -> str:
     return ""
 
 
-_SYNOPSIS = re.compile(r"^[\w.-]+\s+[\[(<-]")  # "export [-fn] [-p] [name[=value]]": a term and its arguments
+# "export [-fn] [-p] [name[=value]]": a term and its arguments; with what a call returns, as
+# Octave and MATLAB manuals write them ("[cstr] = strsplit (str, del)", "val = history_file ()")
+_SYNOPSIS = re.compile(r"^(?:(?:\[[^\]]*\]|[\w.]+)\s*=\s*)?([\w.-]+)\s+[\[(<-]")
 SYNOPSIS_LINES = 6  # how far above a description its item's synopsis may be (`item_synopsis`)
 
 
@@ -1877,7 +1887,8 @@ def item_synopsis(passage: Passage, sentence: str) -> str:
 
 # a definition list's term: a word, an option or a call ("HISTTIMEFORMAT", "-l", "card(X)"),
 # alone on its line or ahead of its synopsis ("readonly [-aAf] [-p] [name[=value]] ...")
-_TERM = r"(?:-{1,2}|\\)?[A-Za-z$@%][\w.$@%+-]*(?:\([^()]*\))?"  # "\selectfont": a TeX command too
+# "\selectfont": a TeX command too; "~/.octaverc", "/etc/profile": a file
+_TERM = r"(?:-{1,2}|\\|~?/?\.?)[A-Za-z$@%][\w.$@%+/-]*(?:\([^()]*\))?"
 # ("job-count num", "-P command --process=command": an option and the placeholder of its value)
 _TERM_LINE = re.compile(rf"({_TERM})(\s+[a-z][\w-]*)?(?:\s+[\[(<{{-].*)?")
 # a term the layout set on the line of its description ("leqno Place equation numbers on the left.")

@@ -985,6 +985,28 @@ READS = [
      [("A block comment marks a whole section of music input as a comment. Anything that is enclosed in %{ "
        "and %} is ignored. However, block comments do not nest.", ("Working on input files",))],
      "From", "%{", "From \"Working on input files\", p. 1: However"),
+    # "how do I ...": the synopsis as Octave writes it, with what the call returns
+    ("How do I split a string at a delimiter?",
+     [("[cstr] = strsplit (str, del)\nSplit the string str using the delimiters specified by del and return a "
+       "cell string array of substrings.", ("5.3.3 Splitting and Joining Strings",))], "From",
+     "Usage: [cstr] = strsplit (str, del)", None),
+    # the entry of the setting asked about holds its value, in quotes; another entry's number is
+    # another setting's
+    ("What is the default value of save_default_options?",
+     [("save_precision\nval = save_precision ()\nThe default value is 17 which is the minimum necessary.",
+       ("save_precision",)),
+      ("save_default_options\nval = save_default_options ()\nQuery or set the internal variable that specifies "
+       "the default options for the save command.\nThe default value is \"-text\" (Octave's own format).",
+       ("save_default_options",))], "From \"save_default_options\"", "-text", None),
+    # "which environment variable": the compound's head is the noun asked
+    ("Which environment variable overrides the location of the history file?",
+     [("The default value is $DATA/octave/history. The default value may be overridden by the environment "
+       "variable OCTAVE_HISTFILE.", ("2.4.5 Commands for Manipulating the History",))], "OCTAVE_HISTFILE", "", None),
+    # "which file": a file a list of files titles as such names by its path
+    ("Which file does Octave read at startup for personal initialization?",
+     [("When Octave starts, it looks for commands to execute from the files in the following list.\n"
+       "~/.octaverc\nThis file is used to make personal changes to the default Octave environment.",
+       ("2.1.2 Startup Files",))], "~/.octaverc", "", None),
     # "builtin marks" is no amount of money
     ("Which builtin marks a variable as read-only?",
      [("readonly [-aAf] [-p] [name[=value]] ...\nMark each name as readonly. The values of these names may "
@@ -1021,6 +1043,8 @@ def test_a_title_names_a_list_of_a_noun_by_its_plural_head(title, noun, many):
     ("job-count num\nProcess in parallel.", "Process in parallel.", "job-count"),  # an option and its value
     ("-P command --process=command\nProcess snippets.", "Process snippets.", "-P"),
     ("image width\nThe width of the image.", "The width of the image.", ""),  # two plain words: not a term
+    ("~/.octaverc\nThis file is used to make personal changes.", "This file is used to make personal changes.",
+     "~/.octaverc"),  # a file's path
 ])
 def test_the_term_of_a_definition_list_item(text, sentence, term):
     assert item_term(_passage("n", text), sentence) == term
