@@ -512,7 +512,8 @@ def _sentence(s: Any) -> _Sentence:
         copula=s.root.lemma_ == "be" and any(c.dep_ == "attr" for c in s.root.children),
         imperative=s.root.tag_ == "VB" and s.root.i == s.start
         and not any(c.dep_ in ("nsubj", "nsubjpass") for c in s.root.children),
-        symbols=sum(1 for t in s[:-1] if t.is_punct or "_" in t.text or "*" in t.text),
+        # (quotation marks are prose's: "enclosing the code between matching ‘%{’ and ‘%}’ markers")
+        symbols=sum(1 for t in s[:-1] if (t.is_punct and not t.is_quote) or "_" in t.text or "*" in t.text),
         anaphoric=len(s) > 2 and ((s[0].pos_ in ("ADV", "CCONJ") and s[1].text == ",")
                                   or (s[0].pos_ == "PRON" and s[0].tag_ == "DT" and s[0].dep_ in ("nsubj", "nsubjpass"))))
 
@@ -1528,8 +1529,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             and titles_many(p.title_path[-1], a.target)
         # "what is a tie?" over "1.316 tie": the section the document titles with the term; its
         # first prose sentence defines it, as an item's does, without repeating the name
-        defining = _first_prose(sents) if a.definition and a.target and p.title_path \
-            and titled_with(p.title_path[-1], a) else -1
+        defining = _first_prose(sents) if p.title_path and titled_with(p.title_path[-1], a) else -1
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -1811,10 +1811,28 @@ _NUMBERING = re.compile(r"^(?:[A-Z]\.|\d+\.?)(?:\d+\.?)*\s+")  # "1.316 ", "A.2 
 
 def titled_with(title: str, a: Asked) -> bool:
     """Whether a title, its numbering aside, is the term a definition asks about, in a few of the
-    question's words ("1.316 tie", "3.2.6 Coprocesses" for "what is a coprocess?")."""
+    question's words ("1.316 tie", "3.2.6 Coprocesses" for "what is a coprocess?"), or, for "how
+    do I ...", the thing the question acts on, with or without the action ("2.7.2 Block Comments"
+    for "how do I write a block comment?", "2.2 Quitting Octave" for "how do I quit Octave?")."""
     core = _NUMBERING.sub("", title.strip())
-    lemmas = _lemmas(core.lower())
-    return 0 < len(core.split()) <= 4 and a.target in lemmas and lemmas <= set(a.terms) | {a.target}
+    if not 0 < len(core.split()) <= 4:
+        return False
+    # each word as the question says it, a plural the lemmatizer does not know ("coprocesses")
+    # by its spelling, else its lemma
+    lemmas: set[str] = set()
+    for w in re.findall(r"\w+", core.lower()):
+        said = next((f for f in (w, w[:-2] if w.endswith("es") else "", w[:-1] if w.endswith("s") else "")
+                     if f and f in a.terms), "")
+        lemmas |= {said} if said else set(_lemmas(w))
+    if a.definition and a.target:
+        return a.target in lemmas and lemmas <= set(a.terms) | {a.target}
+    if a.procedure and a.action and len(lemmas) >= 2:
+        # a title that opens on an action is about that action: "6.3 Installing packages" does
+        # not say how to remove an installed package
+        said = _lemmas(" ".join(a.terms))
+        acts = core.split()[0].lower().endswith("ing")
+        return lemmas <= said and said - {a.action} <= lemmas and (a.action in lemmas or not acts)
+    return False
 
 
 def _first_prose(sents: list[_Sentence | None]) -> int:

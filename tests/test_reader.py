@@ -23,6 +23,7 @@ from bookindex.operators.reader import (
     recurring_blocks,
     term_items,
     title_words,
+    titled_with,
     titles_many,
     unfinished,
 )
@@ -1007,6 +1008,13 @@ READS = [
      [("When Octave starts, it looks for commands to execute from the files in the following list.\n"
        "~/.octaverc\nThis file is used to make personal changes to the default Octave environment.",
        ("2.1.2 Startup Files",))], "~/.octaverc", "", None),
+    # "how do I write a block comment?": the first sentence of the section titled with the thing
+    # asked, its code in quotes being prose's, not a code line
+    ("How do I write a block comment?",
+     [("For example, it is possible to write statements like\nif (x == 1) endif", ("10.10 Continuation Lines",)),
+      ("Entire blocks of code can be commented by enclosing the code between matching ‘#{’ and ‘#}’ or ‘%{’ "
+       "and ‘%}’ markers. The block comment markers must appear alone on a line.", ("2.7.2 Block Comments",))],
+     "From \"2.7.2 Block Comments\"", "‘%{’", None),
     # "builtin marks" is no amount of money
     ("Which builtin marks a variable as read-only?",
      [("readonly [-aAf] [-p] [name[=value]] ...\nMark each name as readonly. The values of these names may "
@@ -1048,6 +1056,20 @@ def test_a_title_names_a_list_of_a_noun_by_its_plural_head(title, noun, many):
 ])
 def test_the_term_of_a_definition_list_item(text, sentence, term):
     assert item_term(_passage("n", text), sentence) == term
+
+
+@pytest.mark.parametrize(("title", "question", "titled"), [
+    ("1.316 tie", "What is a tie?", True),
+    ("3.2.6 Coprocesses", "What is a coprocess?", True),
+    ("1.183 lyric tie", "What is a tie?", False),  # another term
+    ("2.7.2 Block Comments", "How do I write a block comment?", True),
+    ("2.2 Quitting Octave", "How do I quit Octave?", True),
+    ("6.3 Installing packages", "How do I remove an installed package?", False),  # another action
+    ("6.5 Removing packages", "How do I remove an installed package?", False),  # "installed" unsaid
+    ("Octave", "How do I install Octave?", False),  # one word names no thing acted on
+])
+def test_a_title_names_the_term_defined_or_the_thing_acted_on(title, question, titled):
+    assert titled_with(title, asked(question)) is titled
 
 
 def test_a_line_of_glossed_terms():
