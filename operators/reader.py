@@ -1398,6 +1398,27 @@ def _bound(sent: Any, span: str, target: str, reach: int = 8) -> bool:
     return any(t.lemma_.lower() == target and min(abs(t.i - part.start), abs(t.i - head.i)) <= reach for t in sent)
 
 
+COPULA_VALUE_CHARS = 40  # the longest value "the N is V" gives that reads as a value, not a clause
+
+
+def copula_value(sent: Any, target: str, said: Collection[str] = ()) -> str:
+    """V of "the N is V", N the noun asked ("The default value is ‘> ’." for "what is the default
+    value of PS2?"): what the sentence says the value is, whatever it is (a quoted string, a path,
+    a word), as a manual states a setting's value; '' when the sentence does not say N is something,
+    or says it of an N the question does not ask ("The default zero value is ...": every word of
+    the subject must be one of `said`, when given)."""
+    root = sent.root
+    subject = next((c for c in root.children if c.dep_ == "nsubj" and c.lemma_.lower() == target), None) \
+        if root.lemma_ == "be" else None
+    if subject is None or (said and any(t.is_alpha and t.pos_ != "DET" and t.lower_ not in said
+                                        and t.lemma_.lower() not in said for t in subject.subtree)):
+        return ""
+    rest = sent.doc.text[root.idx + len(root.text):sent.end_char]
+    value = re.split(r",\s|;|\.\s|\s\(", rest, maxsplit=1)[0].strip().rstrip(".").strip()
+    return value if 0 < len(value) <= COPULA_VALUE_CHARS and not re.match(r"(?:not|also|set|taken|used)\b", value) \
+        else ""
+
+
 def plural(t: Any) -> bool:
     """Whether a word is inflected with an "s" ("variables", "builtins"; not "formatting")."""
     return t.lower_ != t.lemma_ and t.lower_.endswith("s")
@@ -1632,10 +1653,16 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # "Email: x@y.org", "Subskill: Semantic Parsing": a line that names the thing asked
                 # as its key gives its value; in a definition list's item ("Default: "a4"" under
                 # "paper-size ..."), with what the item says of the rest of the question
-                item, said = item_words(p, text)
-                more = sum(w for t, w in weights.items() if t in item and t not in words)
-                cands.append(Candidate(span_score(sc + more / math.sqrt(said + 4) * 3, 1.0, True), k, p, sentence,
-                                       keyed.group(2), order, verb, fits=True))
+                cands.append(Candidate(span_score(sc + _item_says(p, text, words, weights), 1.0, True), k, p,
+                                       sentence, keyed.group(2), order, verb, fits=True))
+            # (not for a definition, which the whole sentence gives, nor a value naming what is asked)
+            stated = copula_value(s, a.target, a.said | set(a.terms)) if a.target and not a.definition \
+                and (a.value or a.kind == "quantity") else ""
+            if stated and not _NUMBER.match(stated) and not any(n in stated.lower() for n in a.names):
+                # "The default value is ‘> ’." under "PS2": the value the sentence gives the N asked,
+                # a number or not (a number is read by the numeric spans), with its item's words
+                cands.append(Candidate(span_score(sc + _item_says(p, text, words, weights), 1.0, True), k, p,
+                                       sentence, stated, order, verb, fits=True))
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
                 cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
@@ -1956,6 +1983,15 @@ def item_head(passage: Passage, sentence: str) -> tuple[str, str]:
     return (term, written) if _term_like(term) and not term.endswith((".", ",")) and not stop else ("", "")
 
 
+def _item_says(passage: Passage, sentence: str, words: frozenset[str], weights: dict[str, float]) -> float:
+    """What the definition-list item a value line lies in adds to its score: the question's words
+    the item says and the line does not ("PS2" over "The default value is ‘> ’."), by the item's
+    length, as a sentence's words count."""
+    item, said = item_words(passage, sentence)
+    more = sum(w for t, w in weights.items() if t in item and t not in words)
+    return more / math.sqrt(said + 4) * 3
+
+
 def item_words(passage: Passage, sentence: str) -> tuple[frozenset[str], int]:
     """The words of the definition-list item a sentence lies in, from its term line down to the
     sentence (within `SYNOPSIS_LINES` lines), with the parts of the term's name, and how many
@@ -1966,7 +2002,10 @@ def item_words(passage: Passage, sentence: str) -> tuple[frozenset[str], int]:
         return frozenset(), 0
     lines = passage.text[:at].split("\n")[-SYNOPSIS_LINES - 1:]
     for i in range(len(lines) - 1, -1, -1):
-        line = _TERM_LINE.fullmatch(lines[i].strip())
+        # the term alone on its line, or ahead of the item's text on the sentence's own line
+        # ("PS2 The secondary prompt string. The default value is ‘> ’.")
+        line = _TERM_LINE.fullmatch(lines[i].strip()) or (_TERM_AHEAD.match(lines[i].strip())
+                                                          if i == len(lines) - 1 else None)
         if line is not None and _term_like(line.group(1)):
             said = " ".join(lines[i:]).lower()
             words = set(re.findall(r"\w+", said)) | _lemmas(said) | identifier_words(line.group(1).replace("-", "_"))

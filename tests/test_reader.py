@@ -998,7 +998,14 @@ READS = [
        ("save_precision",)),
       ("save_default_options\nval = save_default_options ()\nQuery or set the internal variable that specifies "
        "the default options for the save command.\nThe default value is \"-text\" (Octave's own format).",
-       ("save_default_options",))], "From \"save_default_options\"", "-text", None),
+       ("save_default_options",))], "\"-text\"", "(from \"save_default_options\"", None),
+    # "what is the default value of PS2?": the value the sentence gives, a quoted string, in the
+    # item of the variable asked (its term ahead of its text), not another item's number
+    ("What is the default value of PS2?",
+     [("HISTFILESIZE The maximum number of lines. If the value is 0, the history file is truncated to zero "
+       "size.\nPS1 The primary prompt string. The default value is ‘\\s-\\v\\$ ’.\nPS2 The secondary prompt "
+       "string. The default value is ‘> ’. PS2 is expanded in the same way as PS1.", ("5.2 Bash Variables",))],
+     "‘> ’", "", None),
     # "which environment variable": the compound's head is the noun asked
     ("Which environment variable overrides the location of the history file?",
      [("The default value is $DATA/octave/history. The default value may be overridden by the environment "
