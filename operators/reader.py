@@ -2067,9 +2067,14 @@ def next_sentence(passage: Passage, sentence: str) -> str:
     end = _SENTENCE_END.search(rest)
     said = rest[:end.end()] if end else ""
     if not said or len(said) > INTRODUCED_CHARS or len(said.split()) < 4 or re.match(r"\W*see\b", said, re.I) \
-            or said.lstrip().startswith("|"):
+            or said.lstrip().startswith("|") or _NOT_PROSE.match(said):
         return ""
     return said
+
+
+# a footnote ("∗This file has version ...", "† ...") or a listing's numbered line ("85 \fi ..."):
+# what follows a sentence on the page, not what it goes on to say
+_NOT_PROSE = re.compile(r"[∗*†‡¹²³]|\d+\s+[\\%]")
 
 
 def introduced(passage: Passage, sentence: str) -> str:

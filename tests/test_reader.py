@@ -1079,6 +1079,18 @@ def test_a_title_names_the_term_defined_or_the_thing_acted_on(title, question, t
     assert titled_with(title, asked(question)) is titled
 
 
+def test_a_description_runs_on_into_prose_not_into_a_footnote_or_a_listing():
+    from bookindex.operators.reader import next_sentence
+    p = _passage("n", "A block comment marks a section as a comment. Anything enclosed in %{ and %} is ignored.\n"
+                      "You do not have to begin every entry with \\bfseries any more.\n"
+                      "∗This file has version number v2.5g, last revised 2023.\n"
+                      "We warn about it.\n84 \\fi \\def\\@enQmark{?} We finish with a hook.")
+    assert next_sentence(p, "A block comment marks a section as a comment.") == \
+        "Anything enclosed in %{ and %} is ignored."
+    assert next_sentence(p, "You do not have to begin every entry with \\bfseries any more.") == ""
+    assert next_sentence(p, "We warn about it.") == ""
+
+
 def test_a_line_of_glossed_terms():
     line = "• parvector: parallel version of vector; • parapply: parallel version of apply; • parsum: parallel sum"
     assert glossed_list(line) == [("parvector", "parallel version of vector"),
