@@ -318,8 +318,10 @@ def asked(question: str) -> Asked:
                 base.labels = (*NUMERIC_LABELS, "DATE", "TIME")
         else:
             base.procedure = True
-            root = next((t for t in doc if t.dep_ == "ROOT"), None)
-            if root is not None and root.pos_ == "VERB" and root.lemma_.lower() not in _AUXILIARIES:
+            # the root of the question's own sentence, not of the context a user writes before it
+            # ("Chapter pages use the plain style. How do I redefine the plain page style?")
+            root = wh.sent.root
+            if root.pos_ == "VERB" and root.lemma_.lower() not in _AUXILIARIES:
                 base.action = root.lemma_.lower()
             # "how do I / how can we ...": the reader's own action (a first or second person
             # subject); any other subject's is a manner the evidence states
@@ -410,6 +412,32 @@ def is_reference_line(line: str) -> bool:
     if entries >= 3 and entries * 8 >= len(s.split()):
         return True
     return bool(_CITE_REF.match(s) and _YEAR_PAREN.search(s))
+
+
+_LINE_NUMBER = re.compile(r"^\s*(\d{1,5})\s+\S")
+LISTING_RUN = 3  # numbered lines in a row, each numbered after the one before, that make a listing
+
+
+def numbered_listing(lines: list[str]) -> set[int]:
+    r"""The indexes of the lines of a numbered code listing: lines opening on a line number, in a
+    run of `LISTING_RUN` or more whose numbers go up by one to a few ("318 %\col@number = 1",
+    "319 \multicoltolerance = 9999", ...; a documented package's implementation prints its code
+    so). Code, not prose: never a sentence of an answer, its line numbers never an amount."""
+    numbered = [(i, int(m.group(1))) for i, ln in enumerate(lines) if (m := _LINE_NUMBER.match(ln))]
+    out: set[int] = set()
+    run: list[int] = []
+    last = None
+    for i, n in numbered:
+        if last is not None and 0 < n - last <= 5:
+            run.append(i)
+        else:
+            if len(run) >= LISTING_RUN:
+                out.update(run)
+            run = [i]
+        last = n
+    if len(run) >= LISTING_RUN:
+        out.update(run)
+    return out
 
 
 def listing_share(text: str) -> float:
@@ -526,9 +554,11 @@ def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None
     lower-case text) is not parsed, and stands as one None: no sentence of it could score, and
     parsing is most of a first answer's time. The Nones keep which sentences are neighbours."""
     # typographic ligatures ("deﬁnes") as their letters: the tagger and the lemmatizer know the word
-    keep = [ln[:2000].translate(LIGATURES) for ln in passage.text.splitlines()
+    lines = passage.text.splitlines()
+    code = numbered_listing(lines)
+    keep = [ln[:2000].translate(LIGATURES) for i, ln in enumerate(lines)
             if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
-            and ln.strip() not in passage.title_path]
+            and ln.strip() not in passage.title_path and i not in code]
     wanted = [needed is None or any(w in ln.lower() for w in needed) for ln in keep]
     parsed = iter(_parsed(nlp, [ln for ln, ok in zip(keep, wanted) if ok]))
     out: list[_Sentence | None] = []

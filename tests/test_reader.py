@@ -1091,6 +1091,22 @@ def test_a_description_runs_on_into_prose_not_into_a_footnote_or_a_listing():
     assert next_sentence(p, "We warn about it.") == ""
 
 
+def test_a_numbered_code_listing_is_no_prose():
+    from bookindex.operators.reader import numbered_listing
+    lines = ["Its default value is 9999 which is bad enough.", "318 %\\col@number = 1",
+             "319 \\multicoltolerance = 9999", "320 \\multicolpretolerance = -1", "Then we go on.",
+             "2 of the 3 options are set."]
+    assert numbered_listing(lines) == {1, 2, 3}
+    assert numbered_listing(["3 options are set.", "Then 10 more.", "12 remain"]) == set()
+    text, _ = read("What is the default value of \\multicoltolerance?", [_passage("n", "\n".join(lines))])
+    assert "Its default value is 9999" in text and "319" not in text, text
+
+
+def test_the_action_of_a_question_after_a_sentence_of_context():
+    a = asked("Chapter opening pages use the plain style. How do I redefine the plain page style with fancyhdr?")
+    assert a.procedure and a.action == "redefine"
+
+
 def test_a_line_of_glossed_terms():
     line = "• parvector: parallel version of vector; • parapply: parallel version of apply; • parsum: parallel sum"
     assert glossed_list(line) == [("parvector", "parallel version of vector"),
