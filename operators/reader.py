@@ -1578,8 +1578,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         # N's plural ("5.2 Bash Variables"; not "4.3.2 The Shopt Builtin", a list of options)
         listed = a.kind == "entity" and bool(a.target) and bool(p.title_path) \
             and titles_many(p.title_path[-1], a.target)
-        # "what is a tie?" over "1.316 tie": the section the document titles with the term; its
-        # first prose sentence defines it, as an item's does, without repeating the name
+        # "what is a tie?" over "1.316 tie", "how do I write a block comment?" under "2.7.2 Block
+        # Comments": the section the document titles with the term or the thing acted on; its first
+        # prose sentence says it, as an item's does, without repeating the name (`titled_with`)
         defining = _first_prose(sents) if p.title_path and titled_with(p.title_path[-1], a) else -1
         for order, sent in enumerate(sents):
             if sent is None:
@@ -2084,7 +2085,8 @@ _SENTENCE_END = re.compile(r"[.!?](?=\s+[^a-z\s]|\s*$)")
 def next_sentence(passage: Passage, sentence: str) -> str:
     """The sentence that follows `sentence` in its paragraph, as the passage prints it: on the
     same line or the next, up to its full stop, `INTRODUCED_CHARS` at most; '' at a paragraph's
-    end, before a term line or a display, or before a pointer elsewhere ("See also")."""
+    end, before a term line or a display, a pointer elsewhere ("See also"), a footnote or a
+    listing's numbered line (`_NOT_PROSE`)."""
     after = _text_after(passage, sentence)
     if not after or after.startswith("\n\n") or re.match(r"[ \t]*\n[ \t]*\n", after):
         return ""
