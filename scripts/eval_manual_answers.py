@@ -5,10 +5,12 @@
     python scripts/eval_manual_answers.py /tmp/manuals --out bench-out/manual-answers
 
 The manuals are Debian's (`apt-get download r-doc-pdf asymptote-doc`; the PDFs are under
-usr/share/R/doc/manual and usr/share/doc/asymptote), which neither the development data nor the
-issues show. The questions (tests/data/manual_user_questions.jsonl) were written as a user would
-ask them, each with the strings that mark a right answer (the function, the value, the key
-phrase the manual gives), read from the PDF by hand. An answer is right when one of them is in
+usr/share/R/doc/manual and usr/share/doc/asymptote; docs/benchmarks.md lists every set's
+packages), which neither the development data nor the issues show. The questions
+(tests/data/manual_user_questions.jsonl, sixteen sets of 20; sets eleven to sixteen were written
+by people who saw neither the code nor an answer) were written as a user would ask them, each
+with the strings that mark a right answer (the function, the value, the key phrase the manual
+gives), read from the PDF by hand. An answer is right when one of them is in
 its first 300 characters. Each question is asked of its own document with no LLM. A question
 whose document the library lacks is skipped and counted. Writes manual_answers.json and
 manual_answers.md to --out.
