@@ -1330,6 +1330,14 @@ def _continues(text: str) -> bool:
     return first is not None and nlp is not None and bool(nlp.vocab[first.group(0)].is_stop)
 
 
+def _stops_open(text: str) -> bool:
+    """Whether `text` ends on a stop word ("default is", "the value of"): a piece of a sentence
+    the layout cut, not a text of its own."""
+    last = re.search(r"\b([a-z]+)\W*$", text.strip())
+    nlp = english_if_installed()
+    return last is not None and nlp is not None and bool(nlp.vocab[last.group(1)].is_stop)
+
+
 def _keyed(key: str, value: str, a: Asked) -> bool:
     """Whether a "Key: value" line's key names what the question asks: the noun asked for
     ("Email: ..." for "what is the email"), or, for a description, a short key made of the
@@ -1839,6 +1847,10 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
             if covered < 0.5 or not any(t in label.lower() for t in weights) or len(held) < 2:
                 continue
             answer = re.split(r"(?<=[.!?])\s+(?=[A-Z])", cells[1])[0]
+            if re.search(r"[.!?]\s+[A-Z]", label) or answer.rstrip().endswith("-") or _stops_open(answer):
+                # prose the layout set in columns ("be aligned. The | default is", "Therefore the
+                # multicols | environ-"): a sentence's pieces, not a row's label and text
+                continue
             out.append((hit / math.sqrt(len(tokens) + 4) * 3 + 1.5 * covered, label, answer))
     return out
 

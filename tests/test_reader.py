@@ -1107,6 +1107,15 @@ def test_the_action_of_a_question_after_a_sentence_of_context():
     assert a.procedure and a.action == "redefine"
 
 
+def test_prose_set_in_columns_is_no_table_row():
+    from bookindex.operators.reader import table_rows_named
+    p = _passage("t", "| a | b |\n|---|---|\n| be aligned. The lines | default is |\n"
+                      "| Therefore the multicols lines | environ- |\n| Column lines aligned | Set with \\raggedcolumns. |")
+    a = asked("How do I let the lines of the columns not be aligned?")
+    rows = table_rows_named(p, a, {t: 1.0 for t in a.terms})
+    assert [r[2] for r in rows] == ["Set with \\raggedcolumns."]
+
+
 def test_a_line_of_glossed_terms():
     line = "• parvector: parallel version of vector; • parapply: parallel version of apply; • parsum: parallel sum"
     assert glossed_list(line) == [("parvector", "parallel version of vector"),
