@@ -1322,20 +1322,24 @@ def _other_unit(a: Asked, text: str) -> float:
     return 0.0
 
 
+def _stop_word(word: str) -> bool:
+    """Whether spaCy's English lists `word` as a stop word (False without the model)."""
+    nlp = english_if_installed()
+    return nlp is not None and bool(nlp.vocab[word].is_stop)
+
+
 def _continues(text: str) -> bool:
     """Whether `text` opens with a stop word in lower case ("and other current liabilities"):
     the rest of a label the layout cut, not a value of its own."""
     first = re.match(r"[a-z]+\b", text.strip())
-    nlp = english_if_installed()
-    return first is not None and nlp is not None and bool(nlp.vocab[first.group(0)].is_stop)
+    return first is not None and _stop_word(first.group(0))
 
 
 def _stops_open(text: str) -> bool:
     """Whether `text` ends on a stop word ("default is", "the value of"): a piece of a sentence
     the layout cut, not a text of its own."""
     last = re.search(r"\b([a-z]+)\W*$", text.strip())
-    nlp = english_if_installed()
-    return last is not None and nlp is not None and bool(nlp.vocab[last.group(1)].is_stop)
+    return last is not None and _stop_word(last.group(1))
 
 
 def _keyed(key: str, value: str, a: Asked) -> bool:
@@ -1979,6 +1983,19 @@ def item_synopsis(passage: Passage, sentence: str) -> str:
 _TERM = r"(?:-{1,2}|\\|~?/?\.?)[A-Za-z$@%][\w.$@%+/-]*(?:\([^()]*\))?"
 # ("job-count num", "-P command --process=command": an option and the placeholder of its value)
 _TERM_LINE = re.compile(rf"({_TERM})(\s+[a-z][\w-]*)?(?:\s+[\[(<{{-].*)?")
+
+
+def term_line(line: str) -> re.Match[str] | None:
+    """`_TERM_LINE`'s match of a line that is a definition list's term line, its term group 1; a
+    placeholder follows only a name spelled as code or an option ("job-count num", "-P command";
+    not "image width", two plain words)."""
+    m = _TERM_LINE.fullmatch(line.strip())
+    if m is None or (m.group(2) and not m.group(1).startswith("-")
+                     and not re.search(r"[-_.\d]|^[A-Z]+$", m.group(1).lstrip("\\"))):
+        return None
+    return m
+
+
 # a term the layout set on the line of its description ("leqno Place equation numbers on the left.")
 _TERM_AHEAD = re.compile(rf"({_TERM})\s+(?=[A-Z][a-z]*\b)")
 
@@ -2015,14 +2032,11 @@ def item_head(passage: Passage, sentence: str) -> tuple[str, str]:
         # from it), else the line above
         before, _, own = passage.text[:at].rpartition("\n")
         written = own.strip() or before.rsplit("\n", 1)[-1].strip()
-        line = _TERM_LINE.fullmatch(written)
-        # a placeholder follows only a name spelled as code ("job-count num"; not "image width")
-        if line is None or (line.group(2) and not re.search(r"[-_.\d]|^[A-Z]+$", line.group(1).lstrip("-\\"))
-                            and not line.group(1).startswith("-")):
+        line = term_line(written)
+        if line is None:
             return "", ""
         term = line.group(1)
-    nlp = english_if_installed()
-    stop = nlp is not None and term.lower() in nlp.Defaults.stop_words  # "and" between two displays
+    stop = _stop_word(term.lower())  # "and" between two displays
     return (term, written) if _term_like(term) and not term.endswith((".", ",")) and not stop else ("", "")
 
 
@@ -2047,8 +2061,7 @@ def item_words(passage: Passage, sentence: str) -> tuple[frozenset[str], int]:
     for i in range(len(lines) - 1, -1, -1):
         # the term alone on its line, or ahead of the item's text on the sentence's own line
         # ("PS2 The secondary prompt string. The default value is ‘> ’.")
-        line = _TERM_LINE.fullmatch(lines[i].strip()) or (_TERM_AHEAD.match(lines[i].strip())
-                                                          if i == len(lines) - 1 else None)
+        line = term_line(lines[i]) or (_TERM_AHEAD.match(lines[i].strip()) if i == len(lines) - 1 else None)
         if line is not None and _term_like(line.group(1)):
             said = " ".join(lines[i:]).lower()
             words = set(re.findall(r"\w+", said)) | _lemmas(said) | identifier_words(line.group(1).replace("-", "_"))
@@ -2092,6 +2105,9 @@ def _text_after(passage: Passage, sentence: str) -> str | None:
 
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[^a-z\s]|\s*$)")
+# a footnote ("∗This file has version ...", "† ...") or a listing's numbered line ("85 \fi ..."):
+# what follows a sentence on the page, not what it goes on to say
+_NOT_PROSE = re.compile(r"[∗*†‡¹²³]|\d+\s+[\\%]")
 
 
 def next_sentence(passage: Passage, sentence: str) -> str:
@@ -2105,7 +2121,7 @@ def next_sentence(passage: Passage, sentence: str) -> str:
     lines = after.lstrip(" \t").split("\n")
     if not lines[0].strip():
         lines = lines[1:]
-        if not lines or _TERM_LINE.fullmatch(lines[0].strip()) or _DISPLAY.match(lines[0]):
+        if not lines or term_line(lines[0]) or _DISPLAY.match(lines[0]):
             return ""
     rest = " ".join(" ".join(lines[:INTRODUCED_LINES]).split())
     end = _SENTENCE_END.search(rest)
@@ -2115,10 +2131,6 @@ def next_sentence(passage: Passage, sentence: str) -> str:
         return ""
     return said
 
-
-# a footnote ("∗This file has version ...", "† ...") or a listing's numbered line ("85 \fi ..."):
-# what follows a sentence on the page, not what it goes on to say
-_NOT_PROSE = re.compile(r"[∗*†‡¹²³]|\d+\s+[\\%]")
 
 
 def introduced(passage: Passage, sentence: str) -> str:
