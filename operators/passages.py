@@ -27,7 +27,7 @@ from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from bookindex.operators.glossary import expansion
-from bookindex.providers.lexical import TABLE_RULE, tokenize
+from bookindex.providers.lexical import TABLE_RULE, joined_words, tokenize
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
@@ -256,8 +256,9 @@ def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     # without them a statement's columns are not told apart
     while body and _YEARS_ROW.fullmatch(body[0].strip()) and re.search(r"\b(?:19|20)\d\d\b", body[0]):
         head, body = [*head, body[0]], body[1:]
-    wanted = set(terms)
-    row_terms = [wanted.intersection(tokenize(ln)) for ln in body]
+    row_words = [set(tokenize(ln)) for ln in body]
+    wanted = set(terms).union(joined_words(terms, set().union(*row_words)))  # "urlcolor": URL, color
+    row_terms = [wanted.intersection(w) for w in row_words]
     df = {t: sum(t in rt for rt in row_terms) for t in wanted}
     scores = [sum(math.log(1 + len(body) / df[t]) for t in rt) for rt in row_terms]
     if not any(scores):
@@ -295,7 +296,7 @@ def focused_text(text: str, room: int, terms: Sequence[str]) -> str:
     start is where its topic is stated)."""
     if len(text) <= room:
         return text
-    wanted = set(terms)
+    wanted = set(terms).union(joined_words(terms, set(tokenize(text))))
     starts = sorted({0} | {m.end() for m in _SENTENCE_END.finditer(text)}
                     | {m.start() for m in _WORD.finditer(text) if m.start() % max(1, room // 4) < 8})
     sentences = [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]

@@ -106,7 +106,7 @@ from typing import Any
 from bookindex.core.model import DocumentTree
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
-from bookindex.providers.lexical import LIGATURES
+from bookindex.providers.lexical import LIGATURES, joined_parts, joined_words, stem_words, tokenize
 from bookindex.providers.nlp import english_if_installed, import_spacy
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
@@ -1557,6 +1557,18 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     # a line left unparsed holds none of the words, so it counts in n and in no word's df
     texts = [s.text if s is not None else "" for _, _, ss in parsed for s in ss]
     weights = _idf(a.terms, texts or [p.text for _, p, _ in parsed])
+    # a key the evidence names by the question's words run together ("urlcolor" for "what color
+    # are URL links", "bookmarksnumbered" for "section numbers ... bookmarks") is a question word
+    # of its own, weighing what its parts do; and, where the noun asked is not one of its parts, the name
+    # asked ("which option ...": the key, not "what color ...": the key is what has the colour),
+    # unless the question says its parts as a phrase ("batch files": "batchfile" is what it says)
+    joined = joined_words(list(a.terms), {w for t in texts for w in tokenize(t)}, a.names)
+    for j in joined:
+        weights[j] = sum(max(w for t, w in weights.items() if stem_words([t]) == stem_words([part]))
+                         for part in joined_parts(j, list(a.terms)))
+    keys = frozenset(j for j in joined_words([t for t in a.terms if stem_words([t]) != stem_words([a.target])],
+                                             joined, a.names) if not _phrase_said(j, a)) \
+        if a.kind == "entity" and a.target and joined else frozenset()
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
     about = document_subject(a, [p for _, p, _ in parsed])
     parts = part_labels([p for _, p, _ in parsed]) if a.kind == "quantity" or a.value or a.kind == "entity" \
@@ -1657,6 +1669,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # ("what is the N": not where N is a piece of a name the question gives, "/var/tmp")
             given = _named_spans(s, a, weights) if a.target and (a.kind == "entity" or (
                 a.value and not a.definition and not any(a.target in n for n in a.names))) else []
+            if keys and not keys.isdisjoint(words):
+                anchors = _anchors(s, weights)
+                given = [*given, *((_near(anchors, t.i, t.i + 1) + NAMED_AS, t.text) for t in s if t.lower_ in keys)]
             # (a sentence that says none of the question's words describes another term; a
             # synopsis line, "[-d delim]", describes none; the tagger reads a description's
             # opening verb as a plural noun, "Selects a text font ...")
@@ -1808,6 +1823,15 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     return cands
 
 
+def _phrase_said(word: str, a: Asked) -> bool:
+    """Whether the question says the parts `word` joins next to each other, in either order
+    ("batch files", "break lines": "batchfile", "linebreaks"): it writes the word as a phrase."""
+    stems = stem_words(list(a.terms))  # the question's words in order (a word's lemma and form one after the other)
+    order = [st for i, st in enumerate(stems) if i == 0 or st != stems[i - 1]]
+    at = [{i for i, st in enumerate(order) if st == part} for part in stem_words(list(joined_parts(word, list(a.terms))))]
+    return all(any(abs(i - j) == 1 for i in x for j in y) for x, y in zip(at, at[1:]))
+
+
 def _tables(text: str) -> list[list[list[str]]]:
     """The text's tables, each as its rows of cells (separator rows left out)."""
     out: list[list[list[str]]] = []
@@ -1843,12 +1867,14 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
             tokens = re.findall(r"[a-z]+", label.lower())
             if not tokens:
                 continue
-            covered = sum(t in a.said for t in tokens) / len(tokens)
+            # a key named by the question's words run together ("urlcolor": `candidates`) says two
+            joined = {t for t in weights if t not in a.terms}
+            covered = sum(t in a.said or t in joined for t in tokens) / len(tokens)
             words = {*re.findall(r"[\w/.+-]+", f"{label.lower()} {title}"), *_lemmas(label), *_lemmas(title)}
             held = [t for t in weights if t in words]  # whole words: "log" is not in "login"
             hit = sum(weights[t] for t in held)
             # one question word in a one-word label ("login", "tmp") is no evidence the row is asked about
-            if covered < 0.5 or not any(t in label.lower() for t in weights) or len(held) < 2:
+            if covered < 0.5 or not any(t in label.lower() for t in weights) or len(held) + len(joined.intersection(held)) < 2:
                 continue
             answer = re.split(r"(?<=[.!?])\s+(?=[A-Z])", cells[1])[0]
             if re.search(r"[.!?]\s+[A-Z]", label) or answer.rstrip().endswith("-") or _stops_open(answer):

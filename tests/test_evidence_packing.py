@@ -287,6 +287,13 @@ def test_a_focused_table_keeps_the_years_set_below_its_separator():
     assert "| Cash |" not in focused_table(plain, 300, tokenize("accounts payable"))
 
 
+def test_a_focused_table_keeps_the_row_of_the_key_the_question_names_in_parts():
+    rows = "\n".join(f"| key{i}color | color | shade {i} | Color for thing {i}. |" for i in range(30))
+    table = f"| Key | Type | Default | Meaning |\n|---|---|---|---|\n{rows}\n| urlcolor | color | magenta | Color for URLs. |"
+    shown = focused_table(table, 300, tokenize("What color are URL links by default?"))
+    assert "| urlcolor | color | magenta |" in shown and "key29color" not in shown
+
+
 def test_a_section_titled_with_the_question_opens_with_its_first_block():
     tree = _tree([Block(type="title", content="2.10 What is CRAN?", page_idx=0, level=1),
                   Block(type="text", content="The Comprehensive R Archive Network (CRAN) is a collection of sites "

@@ -20,6 +20,8 @@ from bookindex.providers.lexical import (
     LexicalIndex,
     document_lexical_index,
     document_row_index,
+    joined_parts,
+    joined_words,
     passages_fingerprint,
     save_document_lexical_index,
     stored_indexes_current,
@@ -56,6 +58,32 @@ def test_a_query_word_written_with_hyphens_is_also_one_word():
         "read", "variable", "built", "10", "readonly", "builtin"]
     idx = LexicalIndex(["p1", "p2"], ["Mark each name as readonly.", "Colours of the plots."])
     assert idx.scores("which builtin marks a variable as read-only?")[0] > idx.scores("which builtin marks a variable?")[0]
+
+
+def test_a_word_joining_two_question_words_is_found_in_any_order_and_inflection():
+    words = tokenize("Which option puts the section numbers into the PDF bookmarks?")
+    assert joined_words(words, ["bookmarksnumbered", "bookmarksopen", "pdfpagemode", "numbers"]) == ["bookmarksnumbered"]
+    assert joined_parts("bookmarksnumbered", words) == ("bookmarks", "numbers")
+    # three parts; and parts shorter than three letters ("us" + "age") join nothing
+    assert joined_words(tokenize("the penalty for a url break"), ["urlbreakpenalty"]) == ["urlbreakpenalty"]
+    assert joined_words(["us", "age"], ["usage"]) == []
+    # one part is not a join: "pdflatex" is not found for a question on PDF files
+    assert joined_words(tokenize("How do I make a PDF file?"), ["pdflatex"]) == []
+    # a name the question writes capitalised is written whole only in addresses ("bestbuy.com")
+    words = tokenize("What is the revenue of Best Buy in color?")
+    assert joined_words(words, ["bestbuy"], names=["best", "buy"]) == []
+    assert joined_words(words, ["bestbuy"]) == ["bestbuy"]
+
+
+def test_a_query_also_matches_a_word_that_writes_two_of_its_words_as_one():
+    idx = LexicalIndex(["p1", "p2", "p3"], ["urlcolor color magenta", "linkcolor color red", "plain text"])
+    assert idx.joined_terms(ANALYSER.query("What color are URL links?")) == ["linkcolor", "urlcolor"]
+    scores = idx.scores("what color are URL addresses")
+    assert scores[0] > scores[1] > scores[2] == 0
+    # not for a name the query writes capitalised
+    names = LexicalIndex(["p1", "p2"], ["see bestbuy com", "Best Buy revenue was high"])
+    assert names.joined_terms(["best", "buy"], ["best", "buy"]) == []
+    assert names.scores("Best Buy revenue")[1] > names.scores("Best Buy revenue")[0]
 
 
 def test_analyser_reproduces_bm25s_tokenize():

@@ -127,6 +127,19 @@ def test_which_n_is_answered_by_the_name_the_sentence_gives_that_noun_not_the_se
     assert read("Which file does a login shell read first?", [shell])[0].startswith("/etc/profile [1]")
 
 
+def test_which_key_is_answered_by_the_key_that_joins_the_question_words():
+    p = _passage("s1", "bookmarksopen boolean false If Acrobat bookmarks are requested, show them expanded. "
+                 "bookmarksnumbered boolean false If Acrobat bookmarks are requested, include section numbers. "
+                 "bookmarkstype text toc to specify which toc file to mimic",
+                 ("5 Package options", "PDF-specific display options"), 15)
+    assert read("Which option puts the section numbers into the PDF bookmarks?", [p])[0].startswith(
+        "bookmarksnumbered [1]")
+    # the question's own phrase run together is what it says, not the name it asks for
+    batch = _passage("s2", "If this command is omitted from a batchfile then TeX waits. "
+                     "By convention the batch file should have extension .ins.", ("4.2 Batchfile commands",), 5)
+    assert not read("What file extension do batch files use by convention?", [batch])[0].startswith("batchfile")
+
+
 def test_a_value_stated_after_its_noun_answers_what_n():
     p = _passage("s1", "If a command is found but is not executable, the return status is 126.",
                  ("3.7.5 Exit Status",), 50)

@@ -18,8 +18,10 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import bm25s
@@ -104,6 +106,65 @@ class Analyser:
 
 ANALYSER = Analyser()
 
+# the shortest part of a joined word: shorter parts ("us" + "age") join words by chance
+JOINED_PART = 3
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _stemmer("english").stemWord(word)
+
+
+def _parts(word: str, stems: frozenset[str]) -> tuple[str, ...]:
+    """The stems of `stems` that `word` writes as one, in order, each part at least `JOINED_PART`
+    letters, in any inflection ("bookmarksnumbered": bookmark, number); () when it is not such a
+    word."""
+    for i in range(JOINED_PART, len(word) - JOINED_PART + 1):
+        head, rest = _stem(word[:i]), word[i:]
+        if head not in stems:
+            continue
+        tail = (_stem(rest),) if _stem(rest) in stems else _parts(rest, stems)
+        if tail:
+            return (head, *tail)
+    return ()
+
+
+def joined_parts(word: str, words: Sequence[str]) -> tuple[str, ...]:
+    """The `words` that `word` writes as one, in its order ("bookmarksnumbered" of "section
+    numbers ... bookmarks": bookmarks, numbers); () when it writes fewer than two of them."""
+    by_stem = {_stem(w): w for w in words if w.isalpha()}
+    return tuple(by_stem[p] for p in _parts(word, frozenset(by_stem)))
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][\w-]*")
+
+
+def capitalised(text: str) -> list[str]:
+    """The words `text` writes with a capital, lower case: the names a question gives."""
+    return [w.lower() for w in _CAPITALISED.findall(text)]
+
+
+def joined_words(words: Sequence[str], candidates: Iterable[str], names: Iterable[str] = ()) -> list[str]:
+    """The `candidates` that write two or more of `words` as one word, in any order and
+    inflection: a manual's key names ("urlcolor", "bookmarksnumbered", "tocdepth") for a question
+    that says "URL ... color", "section numbers ... bookmarks". Only words the question says both
+    parts of are joined, so "pdflatex" is not found for a question about PDF files; and not one
+    made of `names` only (the question's words written as a name, "Best Buy"), which a document
+    writes whole only in its addresses ("bestbuy.com")."""
+    stems = frozenset(_stem(w) for w in words if w.isalpha())
+    if len(stems) < 2:
+        return []
+    named = frozenset(_stem(w) for n in names for w in n.split())
+    said = set(words)
+    found = []
+    for c in candidates:
+        if c in said or not c.isalpha() or len(c) < 2 * JOINED_PART:
+            continue
+        parts = _parts(c, stems)
+        if parts and not named.issuperset(parts):
+            found.append(c)
+    return found
+
 
 def word_stems(text: str) -> frozenset[str]:
     """The distinct stems of `text`'s words (the shared analyser, then Porter2): the same words
@@ -176,11 +237,34 @@ class LexicalIndex:
     def ids(self) -> list[str]:
         return self._ids
 
+    def _vocabulary(self) -> list[str]:
+        """The index's terms, sorted (built on first use: a prefix is then found by bisection)."""
+        vocab: list[str] | None = getattr(self, "_sorted_vocab", None)
+        if vocab is None:
+            vocab = self._sorted_vocab = sorted(self._bm25.vocab_dict) if self._bm25 is not None else []
+        return vocab
+
+    def joined_terms(self, terms: Sequence[str], names: Iterable[str] = ()) -> list[str]:
+        """The index's words that join two or more of the query's `terms` (`joined_words`, not of
+        `names` alone): those that start with a term or its stem. A manual names a key by its
+        parts run together, a user writes the parts."""
+        vocab = self._vocabulary()
+        found: set[str] = set()
+        for prefix in {p for t in terms if t.isalpha() for p in (t, _stem(t)) if len(p) >= JOINED_PART}:
+            i = bisect_left(vocab, prefix)
+            while i < len(vocab) and vocab[i].startswith(prefix):
+                found.add(vocab[i])
+                i += 1
+        return sorted(joined_words(terms, found, names))
+
     def scores(self, query: str) -> np.ndarray:
-        """One BM25 score per passage (zeros when the query has no indexable term)."""
+        """One BM25 score per passage (zeros when the query has no indexable term). The query's
+        terms are its analysed words and the index's words that join two of them
+        (`joined_terms`)."""
         terms = self.analyser.query(query)
         if self._bm25 is None or not terms:
             return np.zeros(len(self._ids), dtype=np.float32)
+        terms += self.joined_terms(terms, capitalised(query))
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float32)
 
 
