@@ -556,14 +556,31 @@ def _sentences(nlp: Any, passage: Passage, needed: tuple[str, ...] | None = None
     # typographic ligatures ("deﬁnes") as their letters: the tagger and the lemmatizer know the word
     lines = passage.text.splitlines()
     code = numbered_listing(lines)
-    keep = [ln[:2000].translate(LIGATURES) for i, ln in enumerate(lines)
-            if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
-            and ln.strip() not in passage.title_path and i not in code]
+    keep = _rejoined([ln[:2000].translate(LIGATURES) for i, ln in enumerate(lines)
+                      if ln.strip() and not ln.lstrip().startswith("|") and not is_reference_line(ln)
+                      and ln.strip() not in passage.title_path and i not in code])
     wanted = [needed is None or any(w in ln.lower() for w in needed) for ln in keep]
     parsed = iter(_parsed(nlp, [ln for ln, ok in zip(keep, wanted) if ok]))
     out: list[_Sentence | None] = []
     for ok in wanted:
         out.extend(next(parsed) if ok else [None])
+    return out
+
+
+_OPEN_END = re.compile(r"[A-Za-z,]\s*$")  # a line that stops inside its sentence
+_GOES_ON = re.compile(r"^\s*[a-z]")  # a line that does not open a sentence
+
+
+def _rejoined(lines: list[str]) -> list[str]:
+    """The lines with a sentence the layout broke across two of them made one again: a line
+    ending on a word or a comma, followed by one opening in lower case ("... which are then" /
+    "executed from a master batch file."). Read apart, neither half says what the sentence does."""
+    out: list[str] = []
+    for ln in lines:
+        if out and _OPEN_END.search(out[-1]) and _GOES_ON.match(ln) and len(out[-1]) + len(ln) < 2000:
+            out[-1] = f"{out[-1].rstrip()} {ln.lstrip()}"
+        else:
+            out.append(ln)
     return out
 
 

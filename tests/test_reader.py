@@ -140,6 +140,16 @@ def test_which_key_is_answered_by_the_key_that_joins_the_question_words():
     assert not read("What file extension do batch files use by convention?", [batch])[0].startswith("batchfile")
 
 
+def test_a_sentence_the_layout_broke_across_lines_is_read_whole():
+    p = _passage("s1", "\\batchinput The batch file commands can be put into several batch files which are then\n"
+                 "executed from a master batch file. This is useful for distributions of several parts.\n"
+                 "Configuration files are read first.", ("4.2 Batchfile commands",), 5)
+    text = read("How do I run several batch files from one master batch file?", [p])[0]
+    assert "which are then executed from a master batch file." in text
+    # a line that ends its sentence is not run into the next
+    assert "parts. Configuration" not in text
+
+
 def test_a_value_stated_after_its_noun_answers_what_n():
     p = _passage("s1", "If a command is found but is not executable, the return status is 126.",
                  ("3.7.5 Exit Status",), 50)
