@@ -574,10 +574,13 @@ _GOES_ON = re.compile(r"^\s*[a-z]")  # a line that does not open a sentence
 def _rejoined(lines: list[str]) -> list[str]:
     """The lines with a sentence the layout broke across two of them made one again: a line
     ending on a word or a comma, followed by one opening in lower case ("... which are then" /
-    "executed from a master batch file."). Read apart, neither half says what the sentence does."""
+    "executed from a master batch file."). Read apart, neither half says what the sentence does.
+    A line opening a definition list's item ("modules Loadable kernel modules", a term line)
+    starts its own."""
     out: list[str] = []
     for ln in lines:
-        if out and _OPEN_END.search(out[-1]) and _GOES_ON.match(ln) and len(out[-1]) + len(ln) < 2000:
+        if out and _OPEN_END.search(out[-1]) and _GOES_ON.match(ln) and len(out[-1]) + len(ln) < 2000 \
+                and not term_line(ln) and not _TERM_AHEAD.match(ln.strip()):
             out[-1] = f"{out[-1].rstrip()} {ln.lstrip()}"
         else:
             out.append(ln)
