@@ -1089,8 +1089,10 @@ def _named_spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[f
             span = sent.doc.char_span(sent.start_char + m.start(1), sent.start_char + m.end(1), alignment_mode="expand")
             if span is not None:
                 named.append((span.start, span.end, m.group(1)))
-    return [(_near(anchors, lo, hi) + NAMED_AS, word) for lo, hi, word in named
-            if word.lower() not in weights and word.lower() not in a.names]
+    # a code name's own words are the question's words at no distance ("glp_simplex" for "... with
+    # the simplex method"): they count as in `_near`, whole
+    return [(_near(anchors, lo, hi) + NAMED_AS + sum(weights.get(w, 0.0) for w in identifier_words(word)), word)
+            for lo, hi, word in named if word.lower() not in weights and word.lower() not in a.names]
 
 
 def _spans(sent: Any, a: Asked, weights: dict[str, float],

@@ -140,6 +140,15 @@ def test_which_key_is_answered_by_the_key_that_joins_the_question_words():
     assert not read("What file extension do batch files use by convention?", [batch])[0].startswith("batchfile")
 
 
+def test_a_name_built_from_the_question_words_is_the_one_asked():
+    exact = _passage("s1", "Solving an LP problem with the routine glp_exact from the very beginning is slow.",
+                     ("glp exact — solve LP problem in exact arithmetic",), 45)
+    simplex = _passage("s2", "The routine glp_simplex is a driver to the LP solver based on the method.",
+                       ("glp simplex — solve LP problem",), 39)
+    assert read("Which routine solves an LP problem with the simplex method?", [exact, simplex])[0].startswith(
+        "glp_simplex [2]")
+
+
 def test_a_sentence_the_layout_broke_across_lines_is_read_whole():
     p = _passage("s1", "\\batchinput The batch file commands can be put into several batch files which are then\n"
                  "executed from a master batch file. This is useful for distributions of several parts.\n"
