@@ -156,9 +156,11 @@ def joined_words(words: Sequence[str], candidates: Iterable[str], names: Iterabl
         return []
     named = frozenset(_stem(w) for n in names for w in n.split())
     said = set(words)
+    # a joined word opens with one of the words or its stem: a cheap test before splitting
+    heads = tuple(h for h in {*stems, *said} if len(h) >= JOINED_PART)
     found = []
     for c in candidates:
-        if c in said or not c.isalpha() or len(c) < 2 * JOINED_PART:
+        if c in said or len(c) < 2 * JOINED_PART or not c.startswith(heads) or not c.isalpha():
             continue
         parts = _parts(c, stems)
         if parts and not named.issuperset(parts):
