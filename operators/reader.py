@@ -1837,6 +1837,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         if a.kind == "describe" or (a.kind == "entity" and not a.labels):
             for row_score, label, next_cell in table_rows_named(p, a, weights):
                 cands.append(Candidate(row_score + prior, k, p, f"{label}: {next_cell}", next_cell))
+        if a.kind == "entity" and a.target and not a.labels:
+            for row_score, label, text in table_rows_described(p, a, weights):
+                cands.append(Candidate(row_score + prior, k, p, f"{label}: {text}", label, fits=True))
         if a.kind == "quantity" and a.target:
             counted = table_count(p, a.target, weights)
             if counted is not None:
@@ -1904,6 +1907,28 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
                 # multicols | environ-"): a sentence's pieces, not a row's label and text
                 continue
             out.append((hit / math.sqrt(len(tokens) + 4) * 3 + 1.5 * covered, label, answer))
+    return out
+
+
+def table_rows_described(passage: Passage, a: Asked, weights: dict[str, float]) -> list[tuple[float, str, str]]:
+    """"Which file records the last login of each user?": a table row whose text says the
+    question ("lastlog | record of last login of each user") answers "which N" with its label,
+    a name (one word, or one spelled as code) the question does not say: (score, label, text).
+    Its score is a sentence's, the row's text being its words."""
+    out: list[tuple[float, str, str]] = []
+    for rows in _tables(passage.text):
+        for r in rows:  # the first too: a table without a header row has its first row there
+            cells = [c for c in _merge_units(r) if c]
+            if len(cells) < 2 or len(cells[0].split()) != 1 or cells[0].lower() in a.terms:
+                continue
+            label, text = cells[0], " ".join(cells[1:])
+            if not re.search(r"[A-Za-z]{2,}", label) or _continues(text) or _stops_open(text):
+                continue
+            words = {*re.findall(r"[\w/.+-]+", text.lower()), *_lemmas(text)}
+            held = [t for t in weights if t in words and t not in label.lower()]
+            if len(held) < 2:
+                continue  # one word of the question is no evidence the row is the one described
+            out.append((sum(weights[t] for t in held) / math.sqrt(len(text.split()) + 4) * 3, label, text))
     return out
 
 

@@ -149,6 +149,14 @@ def test_a_name_built_from_the_question_words_is_the_one_asked():
         "glp_simplex [2]")
 
 
+def test_which_n_is_answered_by_the_label_of_the_table_row_that_says_the_question():
+    p = _passage("s1", "The following files must be in /var/log:\n"
+                 "| lastlog | record of last login of each user |\n|---|---|\n"
+                 "| messages | system messages from syslogd |\n| wtmp | record of all logins and logouts |",
+                 ("5.10.2. Specific Options",), 43)
+    assert read("Which file in /var/log records the last login of each user?", [p])[0].startswith("lastlog [1]")
+
+
 def test_a_sentence_the_layout_broke_across_lines_is_read_whole():
     p = _passage("s1", "\\batchinput The batch file commands can be put into several batch files which are then\n"
                  "executed from a master batch file. This is useful for distributions of several parts.\n"
