@@ -1584,11 +1584,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     # of its own, weighing what its parts do; and, where the noun asked is not one of its parts, the name
     # asked ("which option ...": the key, not "what color ...": the key is what has the colour),
     # unless the question says its parts as a phrase ("batch files": "batchfile" is what it says)
-    joined = joined_words(list(a.terms), {w for t in texts for w in tokenize(t)}, a.names)
+    stem = dict(zip(terms, stem_words(list(terms))))
+    joined = joined_words(terms, {w for t in texts for w in tokenize(t)}, a.names)
     for j in joined:
-        weights[j] = sum(max(w for t, w in weights.items() if stem_words([t]) == stem_words([part]))
-                         for part in joined_parts(j, list(a.terms)))
-    keys = frozenset(j for j in joined_words([t for t in a.terms if stem_words([t]) != stem_words([a.target])],
+        weights[j] = sum(max(weights[t] for t in terms if stem[t] == stem[part]) for part in joined_parts(j, terms))
+    keys = frozenset(j for j in joined_words([t for t in terms if stem[t] != stem_words([a.target])[0]],
                                              joined, a.names) if not _phrase_said(j, a)) \
         if a.kind == "entity" and a.target and joined else frozenset()
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
@@ -1873,6 +1873,11 @@ def _tables(text: str) -> list[list[list[str]]]:
     return out
 
 
+def _cell_words(text: str) -> set[str]:
+    """A table cell's (or title's) words, lower case, whole ("/var/log", "read.fwf"), with their lemmas."""
+    return {*re.findall(r"[\w/.+-]+", text.lower()), *_lemmas(text)}
+
+
 def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> list[tuple[float, str, str]]:
     """"What happens when you press and hold the Down button?": a table row whose label the
     question says (most of its words, stop words too), under a title that may say the rest
@@ -1880,6 +1885,8 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
     next text cell, its first sentence: (score, label, cell). Its score is a sentence's, the
     label and the innermost title being its words, and how much of the label the question says."""
     title = passage.title_path[-1].lower() if passage.title_path else ""
+    # a key named by the question's words run together ("urlcolor": `candidates`) says two
+    joined = {t for t in weights if t not in a.terms}
     out: list[tuple[float, str, str]] = []
     for rows in _tables(passage.text):
         for r in rows[1:]:
@@ -1892,10 +1899,8 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
             tokens = re.findall(r"[a-z]+", label.lower())
             if not tokens:
                 continue
-            # a key named by the question's words run together ("urlcolor": `candidates`) says two
-            joined = {t for t in weights if t not in a.terms}
             covered = sum(t in a.said or t in joined for t in tokens) / len(tokens)
-            words = {*re.findall(r"[\w/.+-]+", f"{label.lower()} {title}"), *_lemmas(label), *_lemmas(title)}
+            words = _cell_words(label) | _cell_words(title)
             held = [t for t in weights if t in words]  # whole words: "log" is not in "login"
             hit = sum(weights[t] for t in held)
             # one question word in a one-word label ("login", "tmp") is no evidence the row is asked about
@@ -1924,7 +1929,7 @@ def table_rows_described(passage: Passage, a: Asked, weights: dict[str, float]) 
             label, text = cells[0], " ".join(cells[1:])
             if not re.search(r"[A-Za-z]{2,}", label) or _continues(text) or _stops_open(text):
                 continue
-            words = {*re.findall(r"[\w/.+-]+", text.lower()), *_lemmas(text)}
+            words = _cell_words(text)
             held = [t for t in weights if t in words and t not in label.lower()]
             if len(held) < 2:
                 continue  # one word of the question is no evidence the row is the one described

@@ -21,7 +21,7 @@ import unicodedata
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import bm25s
@@ -239,18 +239,16 @@ class LexicalIndex:
     def ids(self) -> list[str]:
         return self._ids
 
+    @cached_property
     def _vocabulary(self) -> list[str]:
         """The index's terms, sorted (built on first use: a prefix is then found by bisection)."""
-        vocab: list[str] | None = getattr(self, "_sorted_vocab", None)
-        if vocab is None:
-            vocab = self._sorted_vocab = sorted(self._bm25.vocab_dict) if self._bm25 is not None else []
-        return vocab
+        return sorted(self._bm25.vocab_dict) if self._bm25 is not None else []
 
     def joined_terms(self, terms: Sequence[str], names: Iterable[str] = ()) -> list[str]:
         """The index's words that join two or more of the query's `terms` (`joined_words`, not of
         `names` alone): those that start with a term or its stem. A manual names a key by its
         parts run together, a user writes the parts."""
-        vocab = self._vocabulary()
+        vocab = self._vocabulary
         found: set[str] = set()
         for prefix in {p for t in terms if t.isalpha() for p in (t, _stem(t)) if len(p) >= JOINED_PART}:
             i = bisect_left(vocab, prefix)
