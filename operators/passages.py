@@ -133,12 +133,25 @@ def _flat(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
     key = node.id + "\0" if tidy else node.id
     text = known.get(key)
     if text is None:
-        text = node.content.strip() if node.type == "table" else " ".join(node.content.split())
+        rows = _in_rows(node)
+        text = node.content.strip() if rows else " ".join(node.content.split())
         if tidy:
             text = _LEADERS.sub(" … ", text)
-            text = text if node.type == "table" else " ".join(text.split())
+            text = text if rows else " ".join(text.split())
         known[key] = text
     return text
+
+
+def _in_rows(node: Node) -> bool:
+    """Whether a block reads in rows, one per line: a table, or a chart whose labels and values
+    the parser read from the text layer (`meta["chart_text"]`, parsing.pdf_labelled_charts)."""
+    return node.type == "table" or (node.type == "image" and bool(node.meta.get("chart_text")))
+
+
+def _shown_beside(node: Node, types: tuple[str, ...]) -> bool:
+    """Whether a block may be shown next to a ranked one: one of `types`, or a chart read in rows
+    (other figures are passed over: OCR's reading of a picture is rarely worth its room)."""
+    return node.type in types or (node.type == "image" and _in_rows(node))
 
 
 def _section_leaves(tree: DocumentTree, section: Node) -> list[Node]:
@@ -188,7 +201,7 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
     used = len(flat)
     open_sides = {1, -1}
     opening = siblings[:pos + 1]
-    if lead and pos > 0 and not any(s.id in shown or s.type not in _CONTEXT_TYPES for s in opening[:-1]):
+    if lead and pos > 0 and not any(s.id in shown or not _shown_beside(s, _CONTEXT_TYPES) for s in opening[:-1]):
         cost = sum(len(_flat(tree, s, tidy)) + 1 for s in opening) - 1
         if cost <= room:
             lo, used, open_sides = 0, cost, {1}
@@ -208,7 +221,7 @@ def _context(tree: DocumentTree, node: Node, room: int, shown: set[str], tidy: b
         cand = siblings[j]
         cost = len(_flat(tree, cand, tidy)) + 1
         introduced = colon and j == pos + 1 and cand.type == "list"  # the list the colon announces
-        if (cand.type not in _CONTEXT_TYPES and not introduced) or cand.id in shown or used + cost > room:
+        if (not _shown_beside(cand, _CONTEXT_TYPES) and not introduced) or cand.id in shown or used + cost > room:
             open_sides.discard(step)
             continue
         used += cost
@@ -256,29 +269,51 @@ def focused_table(text: str, room: int, terms: Sequence[str]) -> str:
     # without them a statement's columns are not told apart
     while body and _YEARS_ROW.fullmatch(body[0].strip()) and re.search(r"\b(?:19|20)\d\d\b", body[0]):
         head, body = [*head, body[0]], body[1:]
+    return _kept_rows(head, body, room, terms) or text
+
+
+CHART_HEAD_LINES = 2  # a chart's first lines: its title or its legend, what its rows' values are
+
+
+def focused_rows(text: str, room: int, terms: Sequence[str]) -> str:
+    """A chart read in rows (parsing.pdf_labelled_charts) too long for `room` characters as its
+    first CHART_HEAD_LINES lines (its title, its legend) and the rows that hold most of the
+    question's `terms`, "…" where rows are left out, as `focused_table` shows a table; returned
+    whole when it fits or when no row holds a term."""
+    if len(text) <= room or not terms:
+        return text
+    lines = text.splitlines()
+    return _kept_rows(lines[:CHART_HEAD_LINES], lines[CHART_HEAD_LINES:], room, terms, "…") or text
+
+
+def _kept_rows(head: list[str], body: list[str], room: int, terms: Sequence[str],
+               omitted: str = OMITTED) -> str | None:
+    """`head` and the `body` rows that hold most of `terms` within `room` characters, in their
+    order, `omitted` where rows are left out (`focused_table`); None when no row holds a term
+    or none fits."""
     row_words = [set(tokenize(ln)) for ln in body]
     wanted = set(terms).union(joined_words(terms, set().union(*row_words)))  # "urlcolor": URL, color
     row_terms = [wanted.intersection(w) for w in row_words]
     df = {t: sum(t in rt for rt in row_terms) for t in wanted}
     scores = [sum(math.log(1 + len(body) / df[t]) for t in rt) for rt in row_terms]
     if not any(scores):
-        return text
-    used = sum(len(ln) + 1 for ln in head) + len(OMITTED) + 1
+        return None
+    used = sum(len(ln) + 1 for ln in head) + len(omitted) + 1
     keep: set[int] = set()
     for i in sorted(range(len(body)), key=lambda i: (-scores[i], i)):
-        if scores[i] <= 0 or used + len(body[i]) + len(OMITTED) + 2 > room:
+        if scores[i] <= 0 or used + len(body[i]) + len(omitted) + 2 > room:
             break
         keep.add(i)
-        used += len(body[i]) + len(OMITTED) + 2
+        used += len(body[i]) + len(omitted) + 2
     if not keep:
-        return text
+        return None
     out, gap = list(head), False
     for i, ln in enumerate(body):
         if i in keep:
             out.append(ln)
             gap = False
         elif not gap:
-            out.append(OMITTED)
+            out.append(omitted)
             gap = True
     return "\n".join(out)
 
@@ -350,15 +385,15 @@ def _start_of(tree: DocumentTree, node: Node, room: int, terms: Sequence[str], t
     """A block too long for `room` as its start, marked "…" where it is cut; a Markdown table as
     its header rows and the rows holding the question's `terms` when they fit (`focused_table`)."""
     text = _shown_text(tree, node, tidy)
-    if node.type == "table":
-        rows = focused_table(text, room, terms)
+    if _in_rows(node):
+        rows = focused_table(text, room, terms) if node.type == "table" else focused_rows(text, room, terms)
         if len(rows) <= room:
             return rows
     return text[:room - 2].rsplit(" ", 1)[0] + " …"
 
 
 def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, shown: set[str],
-                 tidy: bool = False, terms: Sequence[str] = ()) -> _PageWalk:
+                 tidy: bool = False, terms: Sequence[str] = (), cut: dict[str, str] | None = None) -> _PageWalk:
     """`nodes` (the passage of the ranked `node`) and, while they fit in `room`, the blocks next to
     them on `node`'s page beyond its section, headings included (a heading names what its blocks
     are about); figures are passed over. A section is a unit of the writer's, a page one of the
@@ -370,8 +405,9 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
     the walk goes on past it (a short caption or heading beyond one long paragraph still fits),
     a "…" line marking the gap. The room then left shows the start of the first following block
     passed over (`_start_of`): the first bullets of the next subsection's list, a table's header
-    and the rows holding the question's words."""
-    used = sum(len(_shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
+    and the rows holding the question's words. `cut`: what `nodes` show of a block shown in part."""
+    parts: dict[str, str] = dict(cut or {})
+    used = sum(len(parts.get(n.id) or _shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
     seq = _page_sequence(tree, node.page_idx)
     at = {n.id: i for i, n in enumerate(seq)}
     idx = [at[n.id] for n in nodes if n.id in at]
@@ -382,7 +418,7 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
 
     def candidates(run: Sequence[Node]) -> list[Node]:
         return [c for c in run if c.id not in shown and c.id not in picked and c.id not in above
-                and (c.type == "section" or c.type in _PAGE_TYPES)]
+                and (c.type == "section" or _shown_beside(c, _PAGE_TYPES))]
 
     after = deque(candidates(seq[max(idx) + 1:]))
     before = deque(candidates(seq[:min(idx)][::-1]))
@@ -401,7 +437,6 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
             continue
         picked[cand.id] = cand
         used += cost
-    parts: dict[str, str] = {}
     if first_passed is not None and room - used - 1 >= PART_MIN_CHARS:
         parts[first_passed.id] = _start_of(tree, first_passed, room - used - 1, terms, tidy)
         picked[first_passed.id] = first_passed
@@ -414,21 +449,67 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
 
 
 def _table_below(tree: DocumentTree, nodes: list[Node], room: int, shown: set[str], tidy: bool,
-                 terms: Sequence[str]) -> _PageWalk:
+                 terms: Sequence[str], cut: dict[str, str] | None = None) -> _PageWalk:
     """`nodes` and, when the block after the last of them on its page is a table they leave out,
     the start of that table in the room left (its header rows and the rows holding the question's
     `terms`, `focused_table`): a caption, a table's column-heading line the parser set apart, or
-    "the following table presents …" ranks, and its table holds the answer."""
+    "the following table presents …" ranks, and its table holds the answer. `cut`: what `nodes`
+    show of a block shown in part."""
+    parts: dict[str, str] = dict(cut or {})
     last = nodes[-1]
     seq = _page_sequence(tree, last.page_idx)
     at = next((k for k, n in enumerate(seq) if n.id == last.id), None)
     if at is None or at + 1 >= len(seq):
-        return _PageWalk(nodes, {}, set())
+        return _PageWalk(nodes, parts, set())
     table = seq[at + 1]
-    left = room - sum(len(_shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
-    if table.type != "table" or table.id in shown or any(n.id == table.id for n in nodes) or left < PART_MIN_CHARS:
-        return _PageWalk(nodes, {}, set())
-    return _PageWalk([*nodes, table], {table.id: _start_of(tree, table, left, terms, tidy)}, set())
+    left = room - sum(len(parts.get(n.id) or _shown_text(tree, n, tidy)) + 1 for n in nodes) - 1
+    if not _in_rows(table) or table.id in shown or any(n.id == table.id for n in nodes) or left < PART_MIN_CHARS:
+        return _PageWalk(nodes, parts, set())
+    parts[table.id] = _start_of(tree, table, left, terms, tidy)
+    return _PageWalk([*nodes, table], parts, set())
+
+
+def _chart_asked(tree: DocumentTree, node: Node, room: int, shown: set[str], terms: Sequence[str],
+                 tidy: bool) -> tuple[Node, str] | None:
+    """The first chart read in rows on `node`'s page (not `node`, not shown already) with a row
+    that holds one of the question's `terms`, and its legend and those rows in `room` characters
+    (`focused_rows`). Retrieval keeps one block per page, and a report's page pairs a paragraph
+    with a chart: the paragraph ranks ("… little or no confidence in Trump to handle an
+    international crisis"), and the chart's row holds the number asked for ("Handle an
+    international crisis 54 35 25 43")."""
+    if not terms or _in_rows(node):
+        return None
+    for c in _page_sequence(tree, node.page_idx):
+        if c.id == node.id or c.id in shown or c.type != "image" or not _in_rows(c):
+            continue
+        lines = _flat(tree, c, tidy).splitlines()
+        rows = _kept_rows(lines[:CHART_HEAD_LINES], lines[CHART_HEAD_LINES:], room, terms, "…")
+        if rows is not None:
+            return c, rows
+    return None
+
+
+def _in_page_order(tree: DocumentTree, nodes: list[Node]) -> list[Node]:
+    """`nodes`, each once, in document order (by page, then by place on its page)."""
+    unique = list({n.id: n for n in nodes}.values())
+
+    def place(n: Node) -> tuple[int, int]:
+        ids = [m.id for m in _page_sequence(tree, n.page_idx)]
+        return n.page_idx, ids.index(n.id) if n.id in ids else -1
+
+    return sorted(unique, key=place)
+
+
+def _gaps(tree: DocumentTree, nodes: list[Node]) -> set[str]:
+    """The ids of `nodes` that do not follow the one before them on their page (a "…" goes
+    before each)."""
+    gaps: set[str] = set()
+    for a, b in zip(nodes, nodes[1:]):
+        seq = _page_sequence(tree, b.page_idx)
+        ids = [n.id for n in seq]
+        if a.id in ids and b.id in ids and ids.index(b.id) != ids.index(a.id) + 1:
+            gaps.add(b.id)
+    return gaps
 
 
 def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Sequence[str] = (),
@@ -440,19 +521,26 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     (`_on_its_page`). With `tidy`, runs of one punctuation mark are shortened to "…". Without
     `focus_blocks`, only tables are focused on the terms: a long block shows its start."""
     node = tree.nodes[nid]
-    long_block = (focus_blocks and node.type not in ("section", "table") and bool(terms)
+    long_block = (focus_blocks and node.type != "section" and not _in_rows(node) and bool(terms)
                   and len(_flat(tree, node, tidy)) > room)
     section = tree.nodes[node.parent] if node.parent is not None else None
     lead = bool(terms) and section is not None and section.type == "section" \
         and set(terms) <= set(tokenize(section.title))
-    nodes = [node] if long_block else _context(tree, node, room, shown, tidy, lead)
-    walk = _PageWalk(nodes, {}, set())
+    chart = _chart_asked(tree, node, room // 2, shown, terms, tidy) if node.type != "section" else None
+    cut = {chart[0].id: chart[1]} if chart else {}
+    left = room - len(chart[1]) - 3 if chart else room  # its rows, a line break and a "…" line
+    nodes = [node] if long_block else _context(tree, node, left, shown, tidy, lead)
+    if chart:
+        nodes = _in_page_order(tree, [*nodes, chart[0]])
+    walk = _PageWalk(nodes, cut, set())
     if page and node.type != "section" and nodes:
-        walk = _on_its_page(tree, node, nodes, room, shown, tidy, terms)
+        walk = _on_its_page(tree, node, nodes, room, shown, tidy, terms, cut)
         nodes = walk.nodes
     elif node.type != "section" and nodes:
-        walk = _table_below(tree, nodes, room, shown, tidy, terms)
+        walk = _table_below(tree, nodes, room, shown, tidy, terms, cut)
         nodes = walk.nodes
+    if chart:
+        walk = walk._replace(gaps=walk.gaps | _gaps(tree, nodes))
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
     for n in nodes:
         if n.id in walk.gaps:
@@ -461,6 +549,8 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
             t = walk.parts[n.id]
         elif n.id == nid and n.type == "table":
             t = focused_table(_flat(tree, n, tidy), room, terms)
+        elif n.id == nid and _in_rows(n):
+            t = focused_rows(_flat(tree, n, tidy), room, terms)
         elif n.id == nid and long_block:
             t = focused_text(_flat(tree, n, tidy), room, terms)
         else:

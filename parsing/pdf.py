@@ -3,10 +3,11 @@
 One pass over the pages (streamed: only the current page's objects are alive) turns spans
 into lines and lines into groups, finds tables on pages with ruling lines and raster images
 (reading the words inside charts and diagrams with tesseract: `pdf_raster_figures`,
-`pdf_vector_figures`), and orders everything by an XY-cut that handles column layouts. A second pass over the light
-blocks removes running headers/footers (margin text repeated across pages), types blocks
-(title candidates, text, list, code, equation) against the document's body font size and
-attaches "Table n"/"Figure n" captions. The outline is read but not applied: that is section
+`pdf_vector_figures`; a vector chart's text-layer labels become one figure:
+`pdf_labelled_charts`), and orders everything by an XY-cut that handles column layouts. A second
+pass over the light blocks removes running headers/footers (margin text repeated across pages),
+types blocks (title candidates, text, list, code, equation) against the document's body font
+size and attaches "Table n"/"Figure n" captions. The outline is read but not applied: that is section
 filtering's job (parsing.sections.assign_levels).
 """
 
@@ -33,12 +34,13 @@ from bookindex.parsing.pdf_images import (
     save_image,
     tessdata_dir,
 )
+from bookindex.parsing.pdf_labelled_charts import labelled_charts
 from bookindex.parsing.pdf_lines import BULLET_RE, Group, Line, join_lines, page_lines, split_groups
 from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
 from bookindex.parsing.pdf_raster_figures import RasterReader
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
-from bookindex.parsing.pdf_vector_figures import drawn_text_page, vector_figures
+from bookindex.parsing.pdf_vector_figures import drawn_text_page, overlaps_any, vector_figures
 from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
@@ -84,7 +86,8 @@ def parse_pdf(path: str | Path, *, tables: bool = True, images: bool = True, ocr
             del page
         meta = {"source": str(path), "metadata": {k: v for k, v in (doc.metadata or {}).items() if v},
                 "tables_enabled": tables, "table_pages": stats["table_pages"], "ocr_pages": stats["ocr_pages"],
-                "vector_figures": stats["vector_figures"], "figure_kinds": stats["figure_kinds"],
+                "vector_figures": stats["vector_figures"], "labelled_charts": stats["labelled_charts"],
+                "figure_kinds": stats["figure_kinds"],
                 "raster_ocr": {"read": raster.read, "kept": raster.kept} if raster is not None else None}
         labels = page_labels(doc) or printed_page_labels(numbers, n)
         if labels:
@@ -187,20 +190,31 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
 
     if numbers is not None:
         numbers[pno] = page_number_candidates([(ln.bbox, ln.text) for blk in mu_blocks for ln in blk], H, MARGIN_FRAC)
+    # a labelled chart's values and categories stand in aligned columns and over drawn rules: found
+    # first, it is not read as a table
+    charts: list[ImageItem] = []
+    charted: set[int] = set()  # ids of the text lines a labelled chart took
+    if images and not read_by_ocr:
+        for chart, took in labelled_charts(page, [ln for blk in mu_blocks for ln in blk], [i.bbox for i in imgs]):
+            charts.append(chart)
+            charted.update(id(ln) for ln in took)
+        stats["labelled_charts"] += len(charts)
     tabs: list[TableItem] = []
     if tables:
         tabular = looks_tabular(page)
         if tabular is None:  # no rules: a borderless table shows as text in aligned columns
-            region = aligned_columns([ln for blk in mu_blocks for ln in blk if not ln.mono])
+            region = aligned_columns([ln for blk in mu_blocks for ln in blk if not ln.mono and id(ln) not in charted])
             tabular = ("text", region) if region else None
         if tabular:
             stats["table_pages"] += 1
-            tabs = find_tables(page, *tabular)
+            tabs = [t for t in find_tables(page, *tabular) if not overlaps_any(t.bbox, [c.bbox for c in charts])]
 
     items: list[Any] = []
     for lines in mu_blocks:
         if tabs:
             lines = [ln for ln in lines if not _inside_any(ln.bbox, [t.bbox for t in tabs])]
+        if charted:
+            lines = [ln for ln in lines if id(ln) not in charted]
         body: list[Line] = []
         for ln in lines:
             if _in_margin(ln.bbox, H):
@@ -222,12 +236,12 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             if item not in scan_imgs and raster.wants(item, text_boxes):
                 item.words = raster.words(page, item)
     if images:
-        drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs])
+        drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs + charts])
         for fig in drawn:
             fig.words = figure_words(page, fig.bbox) if ocr else ""
             fig.kind = figure_kind(page, fig.bbox)
         stats["vector_figures"] += len(drawn)
-        imgs = imgs + drawn
+        imgs = imgs + drawn + charts
     items.extend(tabs)
     items.extend(imgs)
     ordered = reading_order(items, _bbox_of)
@@ -251,7 +265,7 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
                 extra["figure_kind"] = item.kind
                 stats["figure_kinds"] += 1
             if item.words:
-                extra["ocr_text"] = item.words
+                extra["chart_text" if item in charts else "ocr_text"] = item.words
             out.append(Block(type="image", content="", page_idx=pno, bbox=_r(item.bbox), extra=extra))
     _attach_captions(out)
     return out

@@ -68,7 +68,7 @@ def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
             wordless[k] = not page.get_text("words", clip=clusters[k])
         return wordless[k]
 
-    clear = [j for j, c in enumerate(clusters) if not _overlaps_any(c, avoid)]  # outside tables, images
+    clear = [j for j, c in enumerate(clusters) if not overlaps_any(c, avoid)]  # outside tables, images
     out: list[ImageItem] = []
     for k in clear:
         r = clusters[k]
@@ -98,9 +98,9 @@ def _with_labels(box: Rect, others: list[int], clusters: list[Rect], word_free: 
     return box
 
 
-def _overlaps_any(r: Rect, boxes: list[BBox]) -> bool:
-    """True when half of `r` or more lies inside one of `boxes`."""
-    x0, y0, x1, y1 = r.x0, r.y0, r.x1, r.y1
+def overlaps_any(r: Rect | BBox, boxes: list[BBox]) -> bool:
+    """True when half of `r` (a Rect or an (x0, y0, x1, y1) box) or more lies inside one of `boxes`."""
+    x0, y0, x1, y1 = r if isinstance(r, tuple) else (r.x0, r.y0, r.x1, r.y1)
     area = max(1e-6, (x1 - x0) * (y1 - y0))
     for bx0, by0, bx1, by1 in boxes:
         w, h = min(x1, bx1) - max(x0, bx0), min(y1, by1) - max(y0, by0)

@@ -13,6 +13,7 @@ from bookindex.operators.passages import (
     TAIL_ITEM_CHARS,
     build_passages,
     estimate_tokens,
+    focused_rows,
     focused_table,
     focused_text,
     format_passages,
@@ -319,3 +320,72 @@ def test_a_block_ending_in_a_colon_brings_the_list_it_announces():
     nid = _id(tree, "Two multithread")
     [p] = build_passages(tree, [nid], budget_chars=400, item_chars=400)
     assert "Two multithread interfaces are supported:\n• POSIX threads" in p.text, p.text
+
+
+def _chart_page(rows: int = 3) -> DocumentTree:
+    """A report's page: a paragraph, a chart's title line, the chart read in rows from its text
+    layer (parsing.pdf_labelled_charts), its note; then the next section."""
+    chart = "\n".join(["% who are confident that the president can …", "Not at all Not too Somewhat Very",
+                       *(f"Handle issue number {i} {20 + i} {30 + i} {25 + i} {40 - i}" for i in range(rows)),
+                       "Make wise decisions about immigration policy 55 39 26 43"])
+    return _tree([Block(type="title", content="Confidence in the president", page_idx=0, level=1),
+                  Block(type="text", content="Public confidence remains mixed on most key issues. " * 4, page_idx=0),
+                  Block(type="text", content="% who are confident that the president can …", page_idx=0),
+                  Block(type="image", content="", page_idx=0,
+                        extra={"figure_kind": "bar chart", "chart_text": chart}),
+                  Block(type="text", content="Note: Don't know responses not shown.", page_idx=0),
+                  Block(type="title", content="Views of the parties", page_idx=0, level=1),
+                  Block(type="text", content="Views of both parties are divided along partisan lines. " * 3, page_idx=0)])
+
+
+def test_a_chart_read_in_rows_is_shown_beside_its_ranked_note():
+    tree = _chart_page()
+    note = _id(tree, "Note: Don't know")
+    text = pack_passages(tree, [note], 1000, question="How confident are people about immigration policy?")[0].text
+    assert "Make wise decisions about immigration policy 55 39 26 43" in text.splitlines()  # a row, a line
+    assert "Not at all Not too Somewhat Very" in text.splitlines()
+
+
+def test_a_long_chart_shows_its_legend_and_the_rows_asked_for():
+    tree = _chart_page(rows=40)
+    chart = next(n.id for n in tree.nodes.values() if n.type == "image" and n.meta.get("chart_text"))
+    text = pack_passages(tree, [chart], 1000, question="How confident are people about immigration policy?")[0].text
+    lines = text.splitlines()
+    assert "Not at all Not too Somewhat Very" in lines and "Make wise decisions about immigration policy 55 39 26 43" in lines
+    assert "Handle issue number 20 40 50 45 20" not in lines and "…" in lines
+    assert len(text) <= HEAD_ITEM_CHARS
+
+
+def test_focused_rows_return_the_chart_whole_when_it_fits_or_no_row_is_asked_for():
+    chart = "Legend A B\nRow one 1 2\nRow two 3 4"
+    assert focused_rows(chart, 1000, ["row"]) == chart
+    long_chart = chart + "\n" + "\n".join(f"Other {i} {i}" for i in range(50))
+    assert focused_rows(long_chart, 100, ["nothing"]) == long_chart
+    assert focused_rows(long_chart, 100, []) == long_chart
+
+
+def test_a_ranked_paragraph_brings_the_chart_row_its_question_asks_for_from_its_page():
+    rows = "\n".join(f"Manage item number {i} {20 + i} {30 + i}" for i in range(30))
+    chart = f"% who are confident in the president's ability to …\nNot confident Confident\n{rows}\n" \
+            "Handle an international crisis 54 44\n" + rows
+    tree = _tree([Block(type="title", content="Views of the president", page_idx=0, level=1),
+                  Block(type="image", content="", page_idx=0, extra={"figure_kind": "bar chart", "chart_text": chart}),
+                  Block(type="text", content="Other findings of the survey are reported below. " * 6, page_idx=0),
+                  Block(type="title", content="Confidence on issues", page_idx=0, level=1),
+                  Block(type="text", content="Narrow majorities have little confidence in him to handle an "
+                        "international crisis. " + "More details follow in the next chapter. " * 8, page_idx=0),
+                  Block(type="title", content="Next chapter", page_idx=1, level=1),
+                  Block(type="text", content="Elsewhere. " * 40, page_idx=1)])
+    question = "How many are confident in the president's ability to handle an international crisis?"
+    ranked = _id(tree, "Narrow majorities")
+    for k in (0, 1):  # the best-ranked item (its page walk) and any later one
+        ids = [ranked] if k == 0 else [_id(tree, "Elsewhere"), ranked]
+        p = pack_passages(tree, ids, 1000, question=question)[k]
+        lines = p.text.splitlines()
+        assert p.node_id == ranked and "Handle an international crisis 54 44" in lines
+        assert "Not confident Confident" in lines and "Manage item number 7 27 37" not in lines
+        assert lines.index("Handle an international crisis 54 44") < next(
+            i for i, ln in enumerate(lines) if ln.startswith("Narrow majorities"))  # in page order
+    # no row holds the question's words: the chart is not brought
+    other = pack_passages(tree, [_id(tree, "Elsewhere"), ranked], 1000, question="Who was surveyed about crises?")[1]
+    assert "Not confident Confident" not in other.text

@@ -30,8 +30,10 @@ class Block:
     `level` is set by section filtering on title blocks: 1 for a top-level section, 2 below it,
     ...; a title block whose level stays None is demoted to text when the tree is built.
     `extra` carries modality data: tables `markdown`, `html`, `caption`; images `image_path`,
-    `caption`, `footnote`, `ocr_text`, `figure_kind` (`parsing.figure_kind`: "photo", "pie chart",
-    "bar chart", "line chart"; absent when unsure); equations `latex`.
+    `caption`, `footnote`, `ocr_text` (the words OCR read inside it), `chart_text` (a vector chart's
+    text-layer labels and values, one row per line: `parsing.pdf_labelled_charts`), `figure_kind`
+    (`parsing.figure_kind`: "photo", "pie chart", "bar chart", "line chart"; absent when unsure);
+    equations `latex`.
     """
 
     type: str
@@ -79,7 +81,7 @@ class Node:
     def content(self) -> str:
         """Text used for search and extraction: heading + body, plus captions where present."""
         parts = [self.title, self.text]
-        for key in ("caption", "footnote", "ocr_text"):
+        for key in ("caption", "footnote", "ocr_text", "chart_text"):
             v = self.meta.get(key)
             if v and v not in self.text:
                 parts.append(str(v))

@@ -209,7 +209,7 @@ def structural_entity(node: Node) -> RawEntity | None:
 
 def image_text(node: Node) -> str:
     """What an image node says without a VLM: its caption, footnote and OCR text."""
-    parts = [node.text] + [str(node.meta.get(k) or "") for k in ("caption", "footnote", "ocr_text")]
+    parts = [node.text] + [str(node.meta.get(k) or "") for k in ("caption", "footnote", "ocr_text", "chart_text")]
     seen: list[str] = []
     for p in parts:
         p = p.strip()
