@@ -195,7 +195,7 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     charts: list[ImageItem] = []
     charted: set[int] = set()  # ids of the text lines a labelled chart took
     if images and not read_by_ocr:
-        for chart, took in labelled_charts(page, [ln for blk in mu_blocks for ln in blk], [i.bbox for i in imgs]):
+        for chart, took in labelled_charts(page, mu_blocks, [i.bbox for i in imgs]):
             charts.append(chart)
             charted.update(id(ln) for ln in took)
         stats["labelled_charts"] += len(charts)

@@ -46,17 +46,22 @@ _ALIGN = 0.35  # ems: lines this close at an edge are set flush (a box may end w
 MIN_LABELS = 2  # one line over a drawing is a title or a note, not a chart's labels
 
 
-def labelled_charts(page: Page, lines: list[Line], avoid: list[BBox]) -> list[tuple[ImageItem, list[Line]]]:
+def labelled_charts(page: Page, blocks: list[list[Line]], avoid: list[BBox]) -> list[tuple[ImageItem, list[Line]]]:
     """The page's labelled charts (see the module's docstring) outside the boxes of `avoid`
-    (tables, raster images), each with the text `lines` it takes: an image item without an xref
-    whose `words` are those lines in rows and whose `kind` is the chart's kind."""
+    (tables, raster images), each with the text lines of `blocks` (the page's blocks of lines)
+    it takes: an image item without an xref whose `words` are those lines in rows and whose
+    `kind` is the chart's kind. Besides the lines over it, a chart takes the lines beside it
+    (`_beside`): category names set left of the plot, further than LABEL_GAP from its middle."""
     try:
         clusters = page.cluster_drawings()
     except Exception:
         return []
     big = [r for r in clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE and not overlaps_any(r, avoid)]
+    lines = [ln for blk in blocks for ln in blk]
     if not big or not lines:
         return []
+    # a block of lines no longer than two labels each: a label column, not a paragraph beside a chart
+    short = {id(ln) for blk in blocks if all(len(x.text.strip()) <= 2 * MAX_LABEL_CHARS for x in blk) for ln in blk}
     make_rect = import_pymupdf().Rect
     # (box, drawing commands): one path may draw a whole series of bars
     drawn = [(make_rect(d["rect"]), len(d.get("items") or ())) for d in page.get_drawings()]
@@ -73,8 +78,11 @@ def labelled_charts(page: Page, lines: list[Line], avoid: list[BBox]) -> list[tu
         kind = figure_kind(page, (float(r.x0), float(r.y0), float(r.x1), float(r.y1)))
         if kind not in CHART_KINDS:
             continue
-        mine = [lines[k] for k in over]
+        beside = [k for k, ln in enumerate(lines)
+                  if k not in taken and k not in over and id(ln) in short and _beside(ln, r)]
+        mine = [lines[k] for k in sorted([*over, *beside])]
         taken.update(over)
+        taken.update(beside)
         x0 = min([r.x0, *(ln.bbox[0] for ln in mine)])
         y0 = min([r.y0, *(ln.bbox[1] for ln in mine)])
         x1 = max([r.x1, *(ln.bbox[2] for ln in mine)])
@@ -82,6 +90,15 @@ def labelled_charts(page: Page, lines: list[Line], avoid: list[BBox]) -> list[tu
         item = ImageItem(bbox=(float(x0), float(y0), float(x1), float(y1)), xref=0, words=rows_text(mine), kind=kind)
         out.append((item, mine))
     return out
+
+
+def _beside(ln: Line, r: Rect) -> bool:
+    """Whether `ln` stands level with the plot `r` (its middle within the plot's height) and
+    ends within LABEL_GAP of its left side or starts within LABEL_GAP of its right side."""
+    mid = _middle(ln)
+    if not r.y0 <= mid <= r.y1:
+        return False
+    return 0 <= r.x0 - ln.bbox[2] <= LABEL_GAP or 0 <= ln.bbox[0] - r.x1 <= LABEL_GAP
 
 
 def rows_text(lines: list[Line]) -> str:

@@ -145,3 +145,23 @@ def test_folder_with_pdf_and_its_mineru_output(tmp_path: Path):
     (d / "handbook_middle.json").write_text('{"pdf_info": []}')
     assert [p.name for p in expand_inputs([d])] == ["handbook.pdf"]
     assert [p.name for p in expand_inputs([d], prefer_mineru=True)] == ["handbook_middle.json"]
+
+
+def test_show_prints_a_charts_kind_and_its_labels_in_rows(tmp_path: Path) -> None:
+    from test_labelled_charts import _chart_pdf
+
+    pdf = _chart_pdf(tmp_path / "survey.pdf")
+    lib = tmp_path / "lib"
+    r = invoke("index", str(pdf), "-i", str(lib), "--no-graph", "-q")
+    assert r.exit_code == 0, r.output
+    leaves = json.loads(invoke("tree", str(lib), "--doc", "survey.pdf", "--json").output)
+
+    def images(node: dict) -> list[dict]:
+        own = [node] if node["type"] == "image" else []
+        return own + [m for c in node.get("children", []) for m in images(c)]
+
+    [chart] = images(leaves)
+    r = invoke("show", str(lib), chart["id"])
+    assert r.exit_code == 0, r.output
+    assert "figure_kind: bar chart" in r.output
+    assert "chart, its labels in rows:" in r.output and "Trade agreements 44" in r.output.splitlines()

@@ -52,9 +52,9 @@ def _chart_pdf(path: Path, bars: bool = True) -> Path:
     return path
 
 
-def _page_text_lines(page) -> list[Line]:
+def _page_blocks(page) -> list[list[Line]]:
     flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
-    return [ln for blk in page_lines(page.get_text("dict", flags=flags)) for ln in blk]
+    return page_lines(page.get_text("dict", flags=flags))
 
 
 def test_rows_join_a_wrapped_label_with_its_values() -> None:
@@ -73,21 +73,21 @@ def test_a_bar_chart_with_text_labels_is_one_figure(tmp_path: Path) -> None:
     path = _chart_pdf(tmp_path / "chart.pdf")
     with pymupdf.open(path) as doc:
         page = doc[0]
-        found = labelled_charts(page, _page_text_lines(page), [])
+        found = labelled_charts(page, _page_blocks(page), [])
         assert len(found) == 1
         chart, took = found[0]
         assert chart.kind == "bar chart" and chart.xref == 0
         rows = chart.words.splitlines()
         assert "Trade agreements 44" in rows and "Military force 81" in rows
         assert not any("survey finds" in ln.text for ln in took)  # the paragraph stays text
-        assert labelled_charts(page, _page_text_lines(page), [chart.bbox]) == []  # inside a box to avoid
+        assert labelled_charts(page, _page_blocks(page), [chart.bbox]) == []  # inside a box to avoid
 
 
 def test_a_framed_block_of_labels_is_no_chart(tmp_path: Path) -> None:
     path = _chart_pdf(tmp_path / "frames.pdf", bars=False)
     with pymupdf.open(path) as doc:
         page = doc[0]
-        assert labelled_charts(page, _page_text_lines(page), []) == []
+        assert labelled_charts(page, _page_blocks(page), []) == []
 
 
 def test_parsed_page_holds_the_chart_as_an_image_and_the_paragraph_as_text(tmp_path: Path) -> None:

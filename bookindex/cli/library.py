@@ -457,12 +457,16 @@ def show_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
     typer.echo("path: " + " > ".join(n.parent_path))
     if n.children:
         typer.echo(f"children: {_kids(engine.tree(n.doc_id), engine.tree(n.doc_id).nodes[n.id])}")
-    for key in ("caption", "footnote", "image_path", "language"):
+    for key in ("caption", "footnote", "figure_kind", "image_path", "language"):
         if n.meta.get(key):
             v = n.image_file if key == "image_path" else n.meta[key]
             typer.echo(f"{key}: {v}")
     typer.echo("")
     typer.echo(n.title if n.type == "section" else n.text)
+    # a figure's words: a chart's text-layer labels in rows, or what OCR read inside it
+    for key, label in (("chart_text", "chart, its labels in rows"), ("ocr_text", "words read by OCR")):
+        if n.meta.get(key):
+            typer.echo(f"{label}:\n{n.meta[key]}")
 
 
 def _term_width() -> int:
