@@ -147,8 +147,9 @@ def _distance(ln: Line, row: list[Line]) -> float:
 
 def _wrapped_labels(lines: list[Line]) -> list[Line]:
     """Lines of words (a run of two letters: not a value such as "67", "+14" or "n/a") set
-    directly below one another, flush left, flush right or centred, in one size, joined: a
-    category name wrapped by the chart ("Some college" / "or more"). A line continues the
+    directly below one another, flush left, flush right or centred, in one size, the lower one
+    not capitalised (`_continues`), joined: a category name wrapped by the chart ("Some college"
+    / "or more"). A line continues the
     best-aligned line above it (two panels may repeat the same names side by side)."""
     out: list[Line] = []
     for ln in sorted(lines, key=lambda x: (x.bbox[1], x.bbox[0])):
@@ -165,8 +166,13 @@ def _wrapped_labels(lines: list[Line]) -> list[Line]:
 
 def _continues(above: Line, ln: Line) -> float | None:
     """How far `ln`, set right below `above` in its size, is from flush with it (left, right or
-    centre, in points); None when it does not continue it."""
+    centre, in points); None when it does not continue it. A line opening with a capital starts
+    a name of its own: labels stacked a line apart ("White" / "Black" / "Hispanic") are
+    categories, where a wrapped name goes on in lower case ("Deal effectively with the" /
+    "threat of terrorism")."""
     if not (_WORD.search(above.text) and _WORD.search(ln.text)) or abs(above.size - ln.size) > 0.5:
+        return None
+    if ln.text.strip()[:1].isupper():
         return None
     gap = ln.bbox[1] - above.bbox[3]
     if not -0.3 * ln.height <= gap <= 0.15 * ln.height:  # line spacing; rows of categories stand further apart

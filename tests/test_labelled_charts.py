@@ -63,6 +63,12 @@ def test_rows_join_a_wrapped_label_with_its_values() -> None:
     assert rows_text(lines).splitlines() == ["2015 2008", "Some college or more 85 65", "Male 84"]
 
 
+def test_capitalised_labels_stacked_a_line_apart_are_rows_of_their_own() -> None:
+    lines = [_line("White", 100, 100), _line("Black", 100, 110.5), _line("Hispanic", 100, 121),
+             _line("22", 300, 100), _line("13", 300, 110.5), _line("15", 300, 121)]
+    assert rows_text(lines).splitlines() == ["White 22", "Black 13", "Hispanic 15"]
+
+
 def test_rows_keep_labels_apart_when_they_are_not_stacked() -> None:
     # a legend's entries side by side stay one row; labels a line apart are two
     lines = [_line("Rep", 100, 100), _line("Dem", 200, 100), _line("Total", 100, 130), _line("61", 150, 130)]
