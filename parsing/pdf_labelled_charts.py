@@ -29,7 +29,7 @@ from bookindex.parsing.figure_kind import figure_kind
 from bookindex.parsing.pdf_images import ImageItem
 from bookindex.parsing.pdf_lines import Line
 from bookindex.parsing.pdf_open import import_pymupdf
-from bookindex.parsing.pdf_vector_figures import LABEL_GAP, MIN_PATHS, MIN_SIDE, overlaps_any
+from bookindex.parsing.pdf_vector_figures import LABEL_GAP, MIN_PATHS, MIN_SIDE, overlaps_any, page_clusters
 
 if TYPE_CHECKING:
     from pymupdf import Page, Rect
@@ -46,16 +46,16 @@ _ALIGN = 0.35  # ems: lines this close at an edge are set flush (a box may end w
 MIN_LABELS = 2  # one line over a drawing is a title or a note, not a chart's labels
 
 
-def labelled_charts(page: Page, blocks: list[list[Line]], avoid: list[BBox]) -> list[tuple[ImageItem, list[Line]]]:
+def labelled_charts(page: Page, blocks: list[list[Line]], avoid: list[BBox],
+                    clusters: list[Rect] | None = None) -> list[tuple[ImageItem, list[Line]]]:
     """The page's labelled charts (see the module's docstring) outside the boxes of `avoid`
     (tables, raster images), each with the text lines of `blocks` (the page's blocks of lines)
     it takes: an image item without an xref whose `words` are those lines in rows and whose
     `kind` is the chart's kind. Besides the lines over it, a chart takes the lines beside it
-    (`_beside`): category names set left of the plot, further than LABEL_GAP from its middle."""
-    try:
-        clusters = page.cluster_drawings()
-    except Exception:
-        return []
+    (`_beside`): category names set left of the plot, further than LABEL_GAP from its middle.
+    `clusters`: the page's (`pdf_vector_figures.page_clusters`), when already computed."""
+    if clusters is None:
+        clusters = page_clusters(page)
     big = [r for r in clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE and not overlaps_any(r, avoid)]
     lines = [ln for blk in blocks for ln in blk]
     if not big or not lines:

@@ -50,13 +50,21 @@ def drawn_text_page(page: Page) -> bool:
     return sum(1 for r in clusters if lo <= r.height <= hi and r.width >= r.height) >= DRAWN_LINES_MIN
 
 
-def vector_figures(page: Page, avoid: list[BBox]) -> list[ImageItem]:
-    """The page's vector figures (see the module's docstring), outside the boxes of `avoid`
-    (tables, raster images), as image items without an xref (their box is rendered when saved)."""
+def page_clusters(page: Page) -> list[Rect]:
+    """The page's clusters of touching drawings (`Page.cluster_drawings`), none when PyMuPDF
+    cannot group them; computed once per page for `vector_figures` and labelled charts."""
     try:
-        clusters = page.cluster_drawings()
+        return list(page.cluster_drawings())
     except Exception:
         return []
+
+
+def vector_figures(page: Page, avoid: list[BBox], clusters: list[Rect] | None = None) -> list[ImageItem]:
+    """The page's vector figures (see the module's docstring), outside the boxes of `avoid`
+    (tables, raster images), as image items without an xref (their box is rendered when saved).
+    `clusters`: the page's (`page_clusters`), when already computed."""
+    if clusters is None:
+        clusters = page_clusters(page)
     if not any(r.width >= MIN_SIDE and r.height >= MIN_SIDE for r in clusters):
         return []
     make_rect = import_pymupdf().Rect
