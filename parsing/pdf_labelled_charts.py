@@ -12,10 +12,10 @@ than a box (`MIN_PATHS`; one path may draw a whole series of bars), its pixels s
 (`figure_kind`: bars, a plotted line or a pie; a table's ruling or a shaded text panel shows none
 of them) and the text lines over it are labels, not prose (their median length is at most
 MAX_LABEL_CHARS: values and category names, where a text panel's or a table's lines hold
-phrases). The lines over it become the figure's words in rows (`rows_text`), so a category's name
-stands next to its values ("Negotiate favorable trade agreements 44 26 30 54"); they leave the
-page's text blocks. Found before tables, so a chart's aligned values are not read as one.
-Word-free drawings are `pdf_vector_figures`' job.
+phrases), one at least a word (a photo's numbered callouts and their leader lines have none).
+The lines over it become the figure's words in rows (`rows_text`), so a category's name stands
+next to its values ("Negotiate favorable trade agreements 44 26 30 54"); they leave the page's
+text blocks. Found before tables, so a chart's aligned values are not read as one.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ def labelled_charts(page: Page, blocks: list[list[Line]], avoid: list[BBox],
         over = [k for k, ln in enumerate(lines) if k not in taken and _centre_in(ln.bbox, near)]
         if len(over) < MIN_LABELS or statistics.median(len(lines[k].text.strip()) for k in over) > MAX_LABEL_CHARS:
             continue
+        if not any(_WORD.search(lines[k].text) for k in over):
+            continue  # numbers alone: a photo's callouts and their leader lines, not a chart
         inside = r + (-1, -1, 1, 1)  # a cluster's box is its paths' union, up to rounding
         if sum(n for box, n in drawn if inside.contains(box)) < MIN_PATHS:
             continue

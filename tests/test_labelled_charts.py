@@ -96,6 +96,24 @@ def test_a_framed_block_of_labels_is_no_chart(tmp_path: Path) -> None:
         assert labelled_charts(page, _page_blocks(page), []) == []
 
 
+def test_numbered_callouts_over_bars_are_no_chart(tmp_path: Path) -> None:
+    # the same drawing with numbers only over it (a photo's numbered parts, their leader lines)
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    shape = page.new_shape()
+    for k, (_, _, value) in enumerate(CATEGORIES):
+        shape.draw_rect(pymupdf.Rect(250, 300 + 36 * k, 250 + 2 * value, 320 + 36 * k))
+    shape.finish(color=(0.2, 0.4, 0.8), fill=(0.2, 0.4, 0.8))
+    shape.draw_line((140, 480), (500, 480))
+    shape.finish(color=(0, 0, 0))
+    shape.commit()
+    for k in range(len(CATEGORIES)):
+        page.insert_text((200, 314 + 36 * k), str(k + 1), fontsize=9)
+    doc.save(tmp_path / "callouts.pdf")
+    with pymupdf.open(tmp_path / "callouts.pdf") as saved:
+        assert labelled_charts(saved[0], _page_blocks(saved[0]), []) == []
+
+
 def test_parsed_page_holds_the_chart_as_an_image_and_the_paragraph_as_text(tmp_path: Path) -> None:
     doc = parse_pdf(_chart_pdf(tmp_path / "chart.pdf"), ocr=False)
     images = [b for b in doc.blocks if b.type == "image"]
