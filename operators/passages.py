@@ -151,7 +151,7 @@ def _in_rows(node: Node) -> bool:
 def _shown_beside(node: Node, types: tuple[str, ...]) -> bool:
     """Whether a block may be shown next to a ranked one: one of `types`, or a chart read in rows
     (other figures are passed over: OCR's reading of a picture is rarely worth its room)."""
-    return node.type in types or (node.type == "image" and _in_rows(node))
+    return node.type in types or _in_rows(node)
 
 
 def _section_leaves(tree: DocumentTree, section: Node) -> list[Node]:
@@ -396,9 +396,10 @@ def _on_its_page(tree: DocumentTree, node: Node, nodes: list[Node], room: int, s
                  tidy: bool = False, terms: Sequence[str] = (), cut: dict[str, str] | None = None) -> _PageWalk:
     """`nodes` (the passage of the ranked `node`) and, while they fit in `room`, the blocks next to
     them on `node`'s page beyond its section, headings included (a heading names what its blocks
-    are about); figures are passed over. A section is a unit of the writer's, a page one of the
-    layout: the answer to a question whose words rank one block is often in the next subsection,
-    in the table rows above a ranked caption, or in the lines that head the page.
+    are about); figures are passed over, but for a chart read in rows (`_shown_beside`). A
+    section is a unit of the writer's, a page one of the layout: the answer to a question whose
+    words rank one block is often in the next subsection, in the table rows above a ranked
+    caption, or in the lines that head the page.
 
     The next block on either side is taken shorter one first (the following one on a tie), as
     `_context` takes a block's neighbours; a block too long for what is left is passed over and
