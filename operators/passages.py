@@ -282,8 +282,13 @@ def focused_rows(text: str, room: int, terms: Sequence[str]) -> str:
     whole when it fits or when no row holds a term."""
     if len(text) <= room or not terms:
         return text
+    return _chart_rows(text, room, terms) or text
+
+
+def _chart_rows(text: str, room: int, terms: Sequence[str]) -> str | None:
+    """A chart's head lines and the rows holding `terms` (`focused_rows`); None when no row does."""
     lines = text.splitlines()
-    return _kept_rows(lines[:CHART_HEAD_LINES], lines[CHART_HEAD_LINES:], room, terms, "…") or text
+    return _kept_rows(lines[:CHART_HEAD_LINES], lines[CHART_HEAD_LINES:], room, terms, "…")
 
 
 def _kept_rows(head: list[str], body: list[str], room: int, terms: Sequence[str],
@@ -483,22 +488,21 @@ def _chart_asked(tree: DocumentTree, node: Node, room: int, shown: set[str], ter
     for c in _page_sequence(tree, node.page_idx):
         if c.id == node.id or c.id in shown or c.type != "image" or not _in_rows(c):
             continue
-        lines = _flat(tree, c, tidy).splitlines()
-        rows = _kept_rows(lines[:CHART_HEAD_LINES], lines[CHART_HEAD_LINES:], room, terms, "…")
+        rows = _chart_rows(_flat(tree, c, tidy), room, terms)
         if rows is not None:
             return c, rows
     return None
 
 
+def _place(tree: DocumentTree, node: Node) -> int:
+    """Where `node` stands in its page's sequence of headings and blocks (-1: not in it)."""
+    return next((i for i, n in enumerate(_page_sequence(tree, node.page_idx)) if n.id == node.id), -1)
+
+
 def _in_page_order(tree: DocumentTree, nodes: list[Node]) -> list[Node]:
     """`nodes`, each once, in document order (by page, then by place on its page)."""
     unique = list({n.id: n for n in nodes}.values())
-
-    def place(n: Node) -> tuple[int, int]:
-        ids = [m.id for m in _page_sequence(tree, n.page_idx)]
-        return n.page_idx, ids.index(n.id) if n.id in ids else -1
-
-    return sorted(unique, key=place)
+    return sorted(unique, key=lambda n: (n.page_idx, _place(tree, n)))
 
 
 def _gaps(tree: DocumentTree, nodes: list[Node]) -> set[str]:
@@ -506,9 +510,8 @@ def _gaps(tree: DocumentTree, nodes: list[Node]) -> set[str]:
     before each)."""
     gaps: set[str] = set()
     for a, b in zip(nodes, nodes[1:]):
-        seq = _page_sequence(tree, b.page_idx)
-        ids = [n.id for n in seq]
-        if a.id in ids and b.id in ids and ids.index(b.id) != ids.index(a.id) + 1:
+        at, bt = _place(tree, a), _place(tree, b)
+        if a.page_idx == b.page_idx and at >= 0 and bt >= 0 and bt != at + 1:
             gaps.add(b.id)
     return gaps
 

@@ -1585,10 +1585,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     # asked ("which option ...": the key, not "what color ...": the key is what has the colour),
     # unless the question says its parts as a phrase ("batch files": "batchfile" is what it says)
     stem = dict(zip(terms, stem_words(list(terms))))
+    target_stem = stem_words([a.target])[0] if a.target else None
     joined = joined_words(terms, {w for t in texts for w in tokenize(t)}, a.names)
     for j in joined:
         weights[j] = sum(max(weights[t] for t in terms if stem[t] == stem[part]) for part in joined_parts(j, terms))
-    keys = frozenset(j for j in joined_words([t for t in terms if stem[t] != stem_words([a.target])[0]],
+    keys = frozenset(j for j in joined_words([t for t in terms if stem[t] != target_stem],
                                              joined, a.names) if not _phrase_said(j, a)) \
         if a.kind == "entity" and a.target and joined else frozenset()
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as

@@ -40,7 +40,7 @@ from bookindex.parsing.pdf_open import import_pymupdf, open_pdf
 from bookindex.parsing.pdf_order import reading_order
 from bookindex.parsing.pdf_raster_figures import RasterReader
 from bookindex.parsing.pdf_tables import TableItem, aligned_columns, find_tables, looks_tabular
-from bookindex.parsing.pdf_vector_figures import drawn_text_page, overlaps_any, page_clusters, vector_figures
+from bookindex.parsing.pdf_vector_figures import PageDrawings, drawn_text_page, overlaps_any, vector_figures
 from bookindex.parsing.pdf_words import rejoin_split_words
 
 if TYPE_CHECKING:  # PyMuPDF is imported on first use (parsing.pdf_open.import_pymupdf)
@@ -181,7 +181,8 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
                     imgs = scan_imgs
     elif not images:
         imgs = []
-    if ocr and not read_by_ocr and _body_chars(mu_blocks, H) < 10 and drawn_text_page(page):
+    drawings = PageDrawings(page)  # read once, when a figure finder first asks
+    if ocr and not read_by_ocr and _body_chars(mu_blocks, H) < 10 and drawn_text_page(page, drawings):
         outlines = ocr_page_dict(page, flags)
         if outlines is not None:
             warnings.append(f"page {pno + 1}: text drawn as outlines; recognized with tesseract OCR")
@@ -194,9 +195,8 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
     # first, it is not read as a table
     charts: list[ImageItem] = []
     charted: set[int] = set()  # ids of the text lines a labelled chart took
-    clusters = page_clusters(page) if images else []
     if images and not read_by_ocr:
-        for chart, took in labelled_charts(page, mu_blocks, [i.bbox for i in imgs], clusters):
+        for chart, took in labelled_charts(page, mu_blocks, [i.bbox for i in imgs], drawings):
             charts.append(chart)
             charted.update(id(ln) for ln in took)
         stats["labelled_charts"] += len(charts)
@@ -237,7 +237,7 @@ def _parse_page(doc: Document, page: Page, pno: int, flags: int, *, tables: bool
             if item not in scan_imgs and raster.wants(item, text_boxes):
                 item.words = raster.words(page, item)
     if images:
-        drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs + charts], clusters)
+        drawn = vector_figures(page, [t.bbox for t in tabs] + [i.bbox for i in imgs + charts], drawings)
         for fig in drawn:
             fig.words = figure_words(page, fig.bbox) if ocr else ""
             fig.kind = figure_kind(page, fig.bbox)

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING
 from bookindex.parsing.figure_kind import figure_kind
 from bookindex.parsing.pdf_images import ImageItem
 from bookindex.parsing.pdf_lines import Line
-from bookindex.parsing.pdf_open import import_pymupdf
-from bookindex.parsing.pdf_vector_figures import LABEL_GAP, MIN_PATHS, MIN_SIDE, overlaps_any, page_clusters
+from bookindex.parsing.pdf_vector_figures import LABEL_GAP, MIN_PATHS, MIN_SIDE, PageDrawings, overlaps_any
 
 if TYPE_CHECKING:
     from pymupdf import Page, Rect
@@ -47,24 +46,20 @@ MIN_LABELS = 2  # one line over a drawing is a title or a note, not a chart's la
 
 
 def labelled_charts(page: Page, blocks: list[list[Line]], avoid: list[BBox],
-                    clusters: list[Rect] | None = None) -> list[tuple[ImageItem, list[Line]]]:
+                    drawings: PageDrawings | None = None) -> list[tuple[ImageItem, list[Line]]]:
     """The page's labelled charts (see the module's docstring) outside the boxes of `avoid`
     (tables, raster images), each with the text lines of `blocks` (the page's blocks of lines)
     it takes: an image item without an xref whose `words` are those lines in rows and whose
     `kind` is the chart's kind. Besides the lines over it, a chart takes the lines beside it
     (`_beside`): category names set left of the plot, further than LABEL_GAP from its middle.
-    `clusters`: the page's (`pdf_vector_figures.page_clusters`), when already computed."""
-    if clusters is None:
-        clusters = page_clusters(page)
-    big = [r for r in clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE and not overlaps_any(r, avoid)]
+    `drawings`: the page's, when another finder has read them already."""
+    drawings = drawings or PageDrawings(page)
+    big = [r for r in drawings.clusters if r.width >= MIN_SIDE and r.height >= MIN_SIDE and not overlaps_any(r, avoid)]
     lines = [ln for blk in blocks for ln in blk]
     if not big or not lines:
         return []
     # a block of lines no longer than two labels each: a label column, not a paragraph beside a chart
     short = {id(ln) for blk in blocks if all(len(x.text.strip()) <= 2 * MAX_LABEL_CHARS for x in blk) for ln in blk}
-    make_rect = import_pymupdf().Rect
-    # (box, drawing commands): one path may draw a whole series of bars
-    drawn = [(make_rect(d["rect"]), len(d.get("items") or ())) for d in page.get_drawings()]
     out: list[tuple[ImageItem, list[Line]]] = []
     taken: set[int] = set()
     for r in big:
@@ -75,7 +70,7 @@ def labelled_charts(page: Page, blocks: list[list[Line]], avoid: list[BBox],
         if not any(_WORD.search(lines[k].text) for k in over):
             continue  # numbers alone: a photo's callouts and their leader lines, not a chart
         inside = r + (-1, -1, 1, 1)  # a cluster's box is its paths' union, up to rounding
-        if sum(n for box, n in drawn if inside.contains(box)) < MIN_PATHS:
+        if sum(n for box, n in drawings.paths if inside.contains(box)) < MIN_PATHS:
             continue
         kind = figure_kind(page, (float(r.x0), float(r.y0), float(r.x1), float(r.y1)))
         if kind not in CHART_KINDS:

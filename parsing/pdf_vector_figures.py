@@ -15,6 +15,7 @@ a rendering of its box, the way scanned pages are read (`pdf_images.figure_words
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from bookindex.parsing.pdf_images import ImageItem
@@ -35,40 +36,50 @@ DRAWN_LINES_MIN = 10
 LINE_HEIGHT = (4.0, 24.0)  # points: from small print to a heading
 
 
-def drawn_text_page(page: Page) -> bool:
+class PageDrawings:
+    """A page's drawings as the figure finders read them, each extracted on first use and once:
+    `Page.cluster_drawings` and `Page.get_drawings` walk every path of the page, and
+    `drawn_text_page`, `vector_figures` and labelled charts (`pdf_labelled_charts`) all read them."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+
+    @cached_property
+    def clusters(self) -> list[Rect]:
+        """The clusters of touching drawings, none when PyMuPDF cannot group them."""
+        try:
+            return list(self.page.cluster_drawings())
+        except Exception:
+            return []
+
+    @cached_property
+    def paths(self) -> list[tuple[Rect, int]]:
+        """Each path's box and its drawing commands (one path may draw a whole series of bars)."""
+        make_rect = import_pymupdf().Rect
+        return [(make_rect(d["rect"]), len(d.get("items") or ())) for d in self.page.get_drawings()]
+
+
+def drawn_text_page(page: Page, drawings: PageDrawings | None = None) -> bool:
     """Whether the page's text is drawn as outlines (a brochure or annual-report page exported
     with its fonts converted to curves): no text layer to read, but many clusters of paths each
     the height of a line of text and wider than tall, and none the size of a figure (a figure
     drawn as paths is `vector_figures`' job). Such a page is read by OCR, as a scan is."""
-    try:
-        clusters = page.cluster_drawings()
-    except Exception:
-        return False
-    if any(r.width >= MIN_SIDE and r.height >= MIN_SIDE for r in clusters):
+    clusters = (drawings or PageDrawings(page)).clusters
+    if not clusters or any(r.width >= MIN_SIDE and r.height >= MIN_SIDE for r in clusters):
         return False
     lo, hi = LINE_HEIGHT
     return sum(1 for r in clusters if lo <= r.height <= hi and r.width >= r.height) >= DRAWN_LINES_MIN
 
 
-def page_clusters(page: Page) -> list[Rect]:
-    """The page's clusters of touching drawings (`Page.cluster_drawings`), none when PyMuPDF
-    cannot group them; computed once per page for `vector_figures` and labelled charts."""
-    try:
-        return list(page.cluster_drawings())
-    except Exception:
-        return []
-
-
-def vector_figures(page: Page, avoid: list[BBox], clusters: list[Rect] | None = None) -> list[ImageItem]:
+def vector_figures(page: Page, avoid: list[BBox], drawings: PageDrawings | None = None) -> list[ImageItem]:
     """The page's vector figures (see the module's docstring), outside the boxes of `avoid`
     (tables, raster images), as image items without an xref (their box is rendered when saved).
-    `clusters`: the page's (`page_clusters`), when already computed."""
-    if clusters is None:
-        clusters = page_clusters(page)
+    `drawings`: the page's, when another finder has read them already."""
+    drawings = drawings or PageDrawings(page)
+    clusters = drawings.clusters
     if not any(r.width >= MIN_SIDE and r.height >= MIN_SIDE for r in clusters):
         return []
     make_rect = import_pymupdf().Rect
-    drawn = [make_rect(d["rect"]) for d in page.get_drawings()]
     wordless: dict[int, bool] = {}  # per cluster: no text-layer word in it (one extraction each)
 
     def word_free(k: int) -> bool:
@@ -84,7 +95,7 @@ def vector_figures(page: Page, avoid: list[BBox], clusters: list[Rect] | None = 
             continue
         box = _with_labels(make_rect(r), [j for j in clear if j != k], clusters, word_free)
         inside = box + (-1, -1, 1, 1)  # a cluster's box is its paths' union, up to rounding
-        if sum(1 for d in drawn if inside.contains(d)) < MIN_PATHS:
+        if sum(1 for d, _ in drawings.paths if inside.contains(d)) < MIN_PATHS:
             continue
         out.append(ImageItem(bbox=(float(box.x0), float(box.y0), float(box.x1), float(box.y1)), xref=0))
     return out

@@ -21,6 +21,9 @@ NODE_TYPES = ("document", "section") + LEAF_TYPES
 # what an image node's meta["figure_kind"] may say it is (parsing.figure_kind tells it from the
 # figure's pixels; a count of "pie charts" or "photos" counts by it, operators.labels)
 FIGURE_KINDS = ("photo", "pie chart", "bar chart", "line chart")
+# the meta keys whose text a node says beside its own (a figure's or a table's caption and
+# footnote, the words OCR read inside a figure, a chart's labels in rows): searched and shown
+SAID_META_KEYS = ("caption", "footnote", "ocr_text", "chart_text")
 
 
 @dataclass
@@ -81,7 +84,7 @@ class Node:
     def content(self) -> str:
         """Text used for search and extraction: heading + body, plus captions where present."""
         parts = [self.title, self.text]
-        for key in ("caption", "footnote", "ocr_text", "chart_text"):
+        for key in SAID_META_KEYS:
             v = self.meta.get(key)
             if v and v not in self.text:
                 parts.append(str(v))

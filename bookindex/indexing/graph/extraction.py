@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Protocol
 
-from bookindex.core.model import Node
+from bookindex.core.model import SAID_META_KEYS, Node
 
 CONTAINED_IN = "ContainedIn"
 STRUCTURAL_TYPES = ("table", "formula", "image")
@@ -208,8 +208,8 @@ def structural_entity(node: Node) -> RawEntity | None:
 
 
 def image_text(node: Node) -> str:
-    """What an image node says without a VLM: its caption, footnote and OCR text."""
-    parts = [node.text] + [str(node.meta.get(k) or "") for k in ("caption", "footnote", "ocr_text", "chart_text")]
+    """What an image node says without a VLM: its caption, footnote, OCR text and chart rows."""
+    parts = [node.text] + [str(node.meta.get(k) or "") for k in SAID_META_KEYS]
     seen: list[str] = []
     for p in parts:
         p = p.strip()
