@@ -226,6 +226,7 @@ class Asked:
     verb: str = ""
     role: str = ""  # object | subject | passive subject
     said: frozenset[str] = frozenset()  # every word of the question, lower case (stop words too)
+    said_tools: frozenset[str] = frozenset()  # the commands and functions the question names itself (`tools`)
     # "what does the shift builtin do?": the words of the thing described, one of which the
     # document may list as a term ("shift" on a line of its own) over its description
     described: tuple[str, ...] = ()
@@ -287,7 +288,7 @@ def asked(question: str) -> Asked:
     det = wh is not None and (wh.dep_ == "det" or (wh.tag_ == "WDT" and wh.head.pos_ == "NOUN"
                                                    and wh.head.i == wh.i + 1))
     base = Asked(kind="describe", terms=terms, names=names, years=years, described=described,
-                 said=frozenset(t.lower_ for t in doc if t.is_alpha),
+                 said=frozenset(t.lower_ for t in doc if t.is_alpha), said_tools=tools(question),
                  slots=frozenset((t.head.lemma_.lower(), t.lower_) for t in doc if t.dep_ == "prep"
                                  and t.head.pos_ in ("VERB", "AUX") and any(c.dep_ == "pobj" for c in t.children)),
                  unit=_answer_unit(doc),
@@ -958,6 +959,44 @@ _PREV_WORD = re.compile(r"([^\s,;:()]+)\s+$")
 _QUOTES = "`'\"‘’“”"
 
 
+# a command or option as manuals write one: a TeX control sequence ("\\columnbreak", "\\caption*"),
+# a long option ("--mt"), a key set to a value ("margin=2cm")
+_TOOL = re.compile(r"\\[A-Za-z@]{2,}\*?|(?<![\w-])--[A-Za-z][\w-]+|\b[A-Za-z][\w-]*=[\w.]+")
+
+
+def tools(text: str) -> frozenset[str]:
+    """The commands, options and functions a text names by their spelling (`_TOOL`, `_is_code`,
+    a lower-case name with a capital inside: "odbcConnect"; a product's name, "LilyPond", is none),
+    numbers not counted."""
+    out = {m.group(0).rstrip("*") for m in _TOOL.finditer(text)}
+    for word in text.split():
+        w = _unquoted(word.strip("[]{},;:"))
+        w = w if w.endswith("()") else w.strip("()")
+        if (re.search(r"[A-Za-z]{2}", w) and not w.startswith("\\")
+                and (_is_code(w) or re.match(r"[a-z]+[A-Z]", w))):  # not "e.g.", nor "LilyPond"
+            out.add(w.removesuffix("()"))
+    return frozenset(out)
+
+
+def tools_named(text: str, said: frozenset[str]) -> bool:
+    """Whether the text names a command, option or function (`tools`) other than those `said`."""
+    return bool(tools(text) - said)
+
+
+def _shows_tool(passage: Passage, sentence: str, said: frozenset[str]) -> bool:
+    """Whether the answer a sentence gives (`_answer`) names a command, option or function other
+    than those `said`: in the sentence, in its item's synopsis or term line, in the code it leads
+    into ("For example, to set the size to 12 without changing the baseline skip:" over
+    "\\fontsize{12}{\\f@baselineskip}"), or in the sentence after it ("... allows multiplication by
+    real numbers. However, ... you must use \\real{...}")."""
+    if tools_named(sentence, said) or tools_named(item_synopsis(passage, sentence), said) \
+            or tools_named(item_head(passage, sentence)[1], said):
+        return True
+    shown = introduced(passage, sentence) if sentence.rstrip().endswith(":") else \
+        _display_after(passage, sentence) or next_sentence(passage, sentence)
+    return bool(shown) and tools_named(shown, said)
+
+
 def _unquoted(word: str) -> str:
     return word.strip(_QUOTES).rstrip(".")
 
@@ -978,6 +1017,9 @@ ITEM_CHARS = 600  # how far a definition list's item runs after its term at most
 # a sentence that sends the reader elsewhere, never a description: one opening with "See", or a
 # cross-reference's bracketed title and page ("[What is CRAN?], page 9")
 _POINTER = re.compile(r"^\W*see\b|\],?\s+(?:page|p\.)\s*\d+", re.I)
+# what a sentence naming a command, option or function the question does not name adds as the
+# answer to "how do I ..." (`tools_named`): a manual answers with the thing to use
+NAMES_TOOL = 1.5
 INSTRUCTS = 1.0  # what an instruction adds as the answer to "how do I ..." (`_Sentence.imperative`)
 DEFINES = 1.0  # what a sentence saying what the thing named is adds for "what is X?" (`Asked.definition`)
 IN_ITEM = 1.0  # what the first sentence of the item of the term asked about adds (`term_items`)
@@ -1629,6 +1671,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         # Comments": the section the document titles with the term or the thing acted on; its first
         # prose sentence says it, as an item's does, without repeating the name (`titled_with`)
         defining = _first_prose(sents) if p.title_path and titled_with(p.title_path[-1], a) else -1
+        # "how do I ...": the passage's usage line, which an answer from it shows (`_answer`)
+        usage_tool = a.procedure and not a.manner and tools_named(_usage_line(p, a), a.said_tools)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -1683,6 +1727,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc -= LEANS  # "However, block comments do not nest.": the sentence before says what it adds to
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
+            if a.procedure and not a.manner and (usage_tool or _shows_tool(p, text, a.said_tools)):
+                sc += NAMES_TOOL  # "how do I ...": the command, option or function to use, not only the task
             if a.procedure and not a.manner and sent.imperative:
                 sc += INSTRUCTS  # "how do I change the precision?": "Change the precision to ..., by typing \p 100"
             if a.action and a.action not in words and a.action not in title:

@@ -25,6 +25,7 @@ from bookindex.operators.reader import (
     title_words,
     titled_with,
     titles_many,
+    tools,
     unfinished,
 )
 from bookindex.retrieval.planner import counted_unit
@@ -837,6 +838,34 @@ def test_how_do_i_is_answered_by_a_sentence_on_the_action_asked():
                        ("2.4. Binding",), 12)
     text, _ = read("How do I merge two zoo objects?", [creating, merging])
     assert text.startswith('From "2.4. Binding", p. 12: If non-"zoo" objects are included in merging')
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("use the \\caption* command.", {"\\caption"}),
+    ("you can type just \\usepackage[margin=2cm]{geometry}.", {"\\usepackage", "margin=2cm"}),
+    ("ls() See which R objects are now in the R workspace.", {"ls"}),
+    ("Function write.table is more convenient", {"write.table"}),
+    ("configure with --mt=pthread", {"--mt"}),
+    ("odbcConnect opens a connection", {"odbcConnect"}),
+    ("LilyPond reads the input, e.g. a score, (see page 4).", set()),
+])
+def test_the_commands_a_text_names_are_read_by_their_spelling(text, named):
+    assert tools(text) == named
+
+
+def test_how_do_i_is_answered_by_the_sentence_that_names_what_to_use():
+    """"How do I ...": of two sentences on the task, the one naming the command to use answers;
+    without the command's name the one restating the task would."""
+    q = "How do I give a longtable a caption without a table number?"
+    restates = _passage("rs", "A longtable caption without a table number is possible.", ("Captions",), 3)
+    names = _passage("tl", "To give a caption without a number, use \\caption* instead.", ("Captions",), 7)
+    text, _ = read(q, [restates, names])
+    assert text.startswith('From "Captions", p. 7: To give a caption'), text
+    unnamed = _passage("tl", "To give a caption without a number, use a star instead.", ("Captions",), 7)
+    text, _ = read(q, [restates, unnamed])
+    assert text.startswith('From "Captions", p. 3:'), text
+    # a command the question names itself is not what to use
+    assert asked("How can I make a column bold without typing \\bfseries in every cell?").said_tools == {"\\bfseries"}
 
 
 def test_a_code_name_holds_the_words_it_is_built_from():
