@@ -368,6 +368,55 @@ def _page_sequence(tree: DocumentTree, page: int) -> list[Node]:
     return pages.get(page, [])
 
 
+TAIL_CHARS = 240  # the most of the next page a sentence broken by the page break is shown with
+# a prose block that stops mid-sentence: no full stop, colon or closing bracket after its last word
+_OPEN_END = re.compile(r"(?:[^\W_]|,)\s*$")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+_BARE_NUMBER = re.compile(r"\s*(?:\d{1,4}|[ivxlc]{1,6})\s*", re.I)  # a page number left in the text
+
+
+def _font_size(node: Node) -> float | None:
+    size = (node.meta.get("features") or {}).get("font_size")
+    return float(size) if size else None
+
+
+def _aside(node: Node, size: float) -> bool:
+    """Whether a block between a page's last line and the next page's first is not the body's
+    text: a footnote (a smaller font), a page number, a run of leader dots."""
+    text = node.content.strip()
+    letters = sum(c.isalpha() for c in text)
+    own = _font_size(node)
+    return node.type != "section" and (
+        (own is not None and own < size - 0.6) or bool(_BARE_NUMBER.fullmatch(text))
+        or letters < 0.3 * max(1, len(text.replace(" ", ""))))
+
+
+def page_break_tail(tree: DocumentTree, node: Node) -> tuple[str, str]:
+    """The rest of a sentence a page break cuts: (the id of the block it goes on in, its text up
+    to the sentence's end, `TAIL_CHARS` at most); ("", "") when `node` ends no sentence so. The
+    node is a prose block that stops mid-sentence and is its page's last body text (footnotes,
+    a page number or leader dots may follow); the next page's first body block, in the same
+    font, opens in lower case. A passage shows the whole sentence where the parser kept one
+    block per page ("So if you need to obey spaces" / "you can say \\usepackage[obeyspaces]{url}")."""
+    size = _font_size(node)
+    if node.type != "text" or size is None or not _OPEN_END.search(node.content):
+        return "", ""
+    page = _page_sequence(tree, node.page_idx)
+    at = next((i for i, n in enumerate(page) if n.id == node.id), -1)
+    if at < 0 or not all(_aside(n, size) for n in page[at + 1:]):
+        return "", ""
+    after = next((n for n in _page_sequence(tree, node.page_end_idx + 1) if not _aside(n, size)), None)
+    own = _font_size(after) if after is not None else None
+    if after is None or after.type != "text" or own is None or abs(own - size) > 0.6 \
+            or not after.content.lstrip()[:1].islower():
+        return "", ""
+    text = " ".join(after.content.split())
+    end = _SENTENCE_END.search(text)
+    if end is not None and end.end() <= TAIL_CHARS:
+        return after.id, text[:end.end()]
+    return after.id, text[:TAIL_CHARS - 2].rsplit(" ", 1)[0] + " …"
+
+
 def _shown_text(tree: DocumentTree, node: Node, tidy: bool = False) -> str:
     """What a block adds to a passage beyond its section: a heading its title, a leaf its text."""
     return " ".join(node.title.split()) if node.type == "section" else _flat(tree, node, tidy)
@@ -559,6 +608,9 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
             t = focused_text(_flat(tree, n, tidy), room, terms)
         else:
             t = _shown_text(tree, n, tidy)
+        tail_id, tail = page_break_tail(tree, n) if n.type == "text" else ("", "")
+        if tail and tail_id not in {m.id for m in nodes}:
+            t = f"{t} {tail}"  # the sentence the page break cut, whole
         parts.append((t, n.page_idx))
     parts = [(t, pg) for t, pg in parts if t]
     text = "\n".join(t for t, _ in parts)

@@ -18,6 +18,7 @@ from bookindex.operators.passages import (
     focused_text,
     format_passages,
     pack_passages,
+    page_break_tail,
 )
 from bookindex.providers.lexical import tokenize
 
@@ -389,3 +390,32 @@ def test_a_ranked_paragraph_brings_the_chart_row_its_question_asks_for_from_its_
     # no row holds the question's words: the chart is not brought
     other = pack_passages(tree, [_id(tree, "Elsewhere"), ranked], 1000, question="Who was surveyed about crises?")[1]
     assert "Not confident Confident" not in other.text
+
+
+def _body(text: str, page: int, size: float = 10.0) -> Block:
+    return Block(type="text", content=text, page_idx=page, features={"font_size": size})
+
+
+def test_a_sentence_a_page_break_cuts_is_shown_whole():
+    """A block that stops mid-sentence at its page's foot (a footnote and the page number after
+    it) goes on in the next page's first block, in the same font and in lower case: the passage
+    shows the sentence whole, cut at its full stop. A block ending its sentence, or followed by
+    more of its page's text, does not."""
+    tree = _tree([Block(type="title", content="1 Package options", page_idx=0, level=1),
+                  _body("The obeyspaces option allows spaces. So if you need to obey spaces", 0),
+                  _body("*Thanks to Robin for the conversion!", 0, size=8.0),
+                  _body("1", 0),
+                  _body("you can say \\usepackage[obeyspaces]{url}." + " Package option hyphens allows breaks "
+                        "after hyphens, which is rarely needed." * 8, 1),
+                  _body("A paragraph that ends its sentence.", 1),
+                  _body("Another one that stops mid-sentence but has more after it", 1),
+                  _body("on the same page.", 1)])
+    cut = tree.nodes[_id(tree, "The obeyspaces")]
+    nid, tail = page_break_tail(tree, cut)
+    assert tail == "you can say \\usepackage[obeyspaces]{url}." and nid == _id(tree, "you can say")
+    assert page_break_tail(tree, tree.nodes[_id(tree, "A paragraph")]) == ("", "")
+    assert page_break_tail(tree, tree.nodes[_id(tree, "Another one")]) == ("", "")
+    text = build_passages(tree, [cut.id], budget_chars=200)[0].text
+    assert "So if you need to obey spaces you can say \\usepackage[obeyspaces]{url}." in text, text
+    whole = build_passages(tree, [cut.id], budget_chars=5000)[0].text  # the next block shown: said once
+    assert whole.count("you can say") == 1, whole
