@@ -1691,6 +1691,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             in_title = sum(w for t, w in weights.items() if t in title and (t not in words or t in own))
             if (hit + in_title <= 0 and not in_item) or not sent.alpha:
                 continue
+            if not sent.has_verb and heads_listing(p, text):
+                continue  # "Table of Contents", "Index": the heading of a listing names nothing asked
             if a.kind == "describe" and _POINTER.search(text):
                 continue  # "See Section 7.31 [...], page 37, for more details": the answer is there
             if a.described and names_term(text, a.described):
@@ -2219,6 +2221,15 @@ def unfinished(sentence: str) -> bool:
         return False
     # the tagger may read a clause's last verb as a noun ("..., use"): a root that heads a clause
     return last.pos_ in _OPEN_ENDS or (last.dep_ == "ROOT" and bool(deps & {"advcl", "nsubj", "aux"}))
+
+
+def heads_listing(passage: Passage, sentence: str) -> bool:
+    """Whether the passage's next line after `sentence` (a page number passed over) is a contents,
+    index or bibliography line (`is_reference_line`): the sentence heads that listing ("Table of
+    Contents" over "Introduction . . . 1")."""
+    after = _text_after(passage, sentence)
+    lines = [ln for ln in (after or "").splitlines() if ln.strip() and not ln.strip().isdigit()]
+    return bool(lines) and is_reference_line(lines[0])
 
 
 def _text_after(passage: Passage, sentence: str) -> str | None:

@@ -868,6 +868,17 @@ def test_how_do_i_is_answered_by_the_sentence_that_names_what_to_use():
     assert asked("How can I make a column bold without typing \\bfseries in every cell?").said_tools == {"\\bfseries"}
 
 
+def test_the_heading_of_a_table_of_contents_is_no_answer():
+    """"Table of Contents" holds the question's word "contents" in three words, and heads the
+    contents lines: never an answer."""
+    front = _passage("fp", "This manual is for GNU Libtasn1, a library for ASN.1 and DER.\nTable of Contents\n1\n"
+                     "Introduction . . . . . . . . . . . 1\nASN.1 structure handling . . . . . . . 2", (), 1)
+    entry = _passage("pe", "Prints on the out file descriptor the tree of a structure.",
+                     ("asn1_print_structure",), 13)
+    text, _ = read("How do I print the contents of an ASN.1 structure?", [front, entry])
+    assert text.startswith('From "asn1_print_structure", p. 13: Prints on the out file descriptor'), text
+
+
 def test_a_code_name_holds_the_words_it_is_built_from():
     assert identifier_words("update.packages()") >= {"update", "package"}
     assert identifier_words("showConnections()") >= {"show", "connection"}
