@@ -961,7 +961,8 @@ _QUOTES = "`'\"‘’“”"
 
 # a command or option as manuals write one: a TeX control sequence ("\\columnbreak", "\\caption*"),
 # a long option ("--mt"), a key set to a value ("margin=2cm")
-_TOOL = re.compile(r"\\[A-Za-z@]{2,}\*?|(?<![\w-])--[A-Za-z][\w-]+|\b[A-Za-z][\w-]*=[\w.]+")
+# ("\\nThis" in a quoted string is a line break before a word, not a control sequence)
+_TOOL = re.compile(r"\\(?![a-z][A-Z])[A-Za-z@]{2,}\*?|(?<![\w-])--[A-Za-z][\w-]+|\b[A-Za-z][\w-]*=[\w.]+")
 
 
 def tools(text: str) -> frozenset[str]:
@@ -1673,6 +1674,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         defining = _first_prose(sents) if p.title_path and titled_with(p.title_path[-1], a) else -1
         # "how do I ...": the passage's usage line, which an answer from it shows (`_answer`)
         usage_tool = a.procedure and not a.manner and tools_named(_usage_line(p, a), a.said_tools)
+        # "how do I print the contents of a structure?" over a reference manual: the entry whose
+        # name is made of the question's words ("asn1_print_structure") is the function that does it
+        name_parts = identifier_words(p.name) if a.procedure and not a.manner and p.name and entries \
+            and (p.node_id in entries or not entries.isdisjoint(p.node_ids)) else frozenset()
+        named_for = bool(name_parts) and name_parts <= set(weights)
         for order, sent in enumerate(sents):
             if sent is None:
                 continue
@@ -1729,6 +1735,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc -= LEANS  # "However, block comments do not nest.": the sentence before says what it adds to
             if a.kind == "describe" and _CODEISH.search(text) and not named:
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
+            if named_for:
+                sc += NAMES_TOOL  # the entry named for the action: its sentences say what to call
             if a.procedure and not a.manner and (usage_tool or _shows_tool(p, text, a.said_tools)):
                 sc += NAMES_TOOL  # "how do I ...": the command, option or function to use, not only the task
             if a.procedure and not a.manner and sent.imperative:

@@ -848,6 +848,7 @@ def test_how_do_i_is_answered_by_a_sentence_on_the_action_asked():
     ("configure with --mt=pthread", {"--mt"}),
     ("odbcConnect opens a connection", {"odbcConnect"}),
     ("LilyPond reads the input, e.g. a score, (see page 4).", set()),
+    ('set title "A title\\nThis is the x2label"', set()),  # a line break in a string is no command
 ])
 def test_the_commands_a_text_names_are_read_by_their_spelling(text, named):
     assert tools(text) == named
@@ -873,10 +874,23 @@ def test_the_heading_of_a_table_of_contents_is_no_answer():
     contents lines: never an answer."""
     front = _passage("fp", "This manual is for GNU Libtasn1, a library for ASN.1 and DER.\nTable of Contents\n1\n"
                      "Introduction . . . . . . . . . . . 1\nASN.1 structure handling . . . . . . . 2", (), 1)
-    entry = _passage("pe", "Prints on the out file descriptor the tree of a structure.",
+    entry = _passage("pe", "Prints on the out file descriptor the structure's tree.of a structure.",
                      ("asn1_print_structure",), 13)
     text, _ = read("How do I print the contents of an ASN.1 structure?", [front, entry])
     assert text.startswith('From "asn1_print_structure", p. 13: Prints on the out file descriptor'), text
+
+
+def test_how_do_i_over_a_reference_manual_is_answered_from_the_entry_named_for_it():
+    """Of a manual's reference entries, the one whose name is made of the question's words
+    ("asn1_print_structure" for "how do I print ... structure") is the function to call: its
+    sentences outrank a longer one elsewhere that says more of the question's words."""
+    entry = _passage("pe", "Prints on the out file descriptor the structure's tree.", ("asn1_print_structure",), 13)
+    other = _passage("ot", "A structure can be printed in several ways.", ("2.1 Structures",), 5)
+    q = "How do I print the contents of an ASN.1 structure?"
+    text, _ = read(q, [other, entry], entries=frozenset({"pe"}))
+    assert text.startswith('From "asn1_print_structure", p. 13:'), text
+    text, _ = read(q, [other, entry])  # not an entry: the sentence saying more of the question
+    assert text.startswith('From "2.1 Structures", p. 5:'), text
 
 
 def test_a_code_name_holds_the_words_it_is_built_from():
