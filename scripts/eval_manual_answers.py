@@ -7,7 +7,7 @@
 The manuals are Debian's (`apt-get download r-doc-pdf asymptote-doc`; the PDFs are under
 usr/share/R/doc/manual and usr/share/doc/asymptote; docs/benchmarks.md lists every set's
 packages), which neither the development data nor the issues show. The questions
-(tests/data/manual_user_questions.jsonl, sixteen sets of 20; sets eleven to sixteen were written
+(tests/data/manual_user_questions.jsonl, nineteen sets of 20; sets eleven to nineteen were written
 by people who saw neither the code nor an answer) were written as a user would ask them, each
 with the strings that mark a right answer (the function, the value, the key phrase the manual
 gives), read from the PDF by hand. An answer is right when one of them is in
