@@ -401,9 +401,8 @@ def page_break_tail(tree: DocumentTree, node: Node) -> tuple[str, str]:
     size = _font_size(node)
     if node.type != "text" or size is None or not _OPEN_END.search(node.content):
         return "", ""
-    page = _page_sequence(tree, node.page_idx)
-    at = next((i for i, n in enumerate(page) if n.id == node.id), -1)
-    if at < 0 or not all(_aside(n, size) for n in page[at + 1:]):
+    at = _place(tree, node)
+    if at < 0 or not all(_aside(n, size) for n in _page_sequence(tree, node.page_idx)[at + 1:]):
         return "", ""
     after = next((n for n in _page_sequence(tree, node.page_end_idx + 1) if not _aside(n, size)), None)
     own = _font_size(after) if after is not None else None
@@ -595,6 +594,7 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     if chart:
         walk = walk._replace(gaps=walk.gaps | _gaps(tree, nodes))
     parts = [(node.title, node.page_idx)] if node.type == "section" and node.title else []
+    shown_ids = {n.id for n in nodes}
     for n in nodes:
         if n.id in walk.gaps:
             parts.append(("…", n.page_idx))
@@ -608,8 +608,8 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
             t = focused_text(_flat(tree, n, tidy), room, terms)
         else:
             t = _shown_text(tree, n, tidy)
-        tail_id, tail = page_break_tail(tree, n) if n.type == "text" else ("", "")
-        if tail and tail_id not in {m.id for m in nodes}:
+        tail_id, tail = page_break_tail(tree, n)
+        if tail and tail_id not in shown_ids:
             t = f"{t} {tail}"  # the sentence the page break cut, whole
         parts.append((t, n.page_idx))
     parts = [(t, pg) for t, pg in parts if t]

@@ -1652,6 +1652,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     # titles every passage has (the document's own): they tell no passage apart
     everywhere = frozenset(set.intersection(*(set(p.title_path) for _, p, _ in parsed))) \
         if len(parsed) > 1 else frozenset()
+    how_to = a.procedure and not a.manner  # "how do I ...": the reader's own action, not a third party's
     for rank, (k, p, sents) in enumerate(parsed):
         if own_entry and (p.name.lower() not in a.names or not (a.kind == "describe" or is_identifier(p.name))):
             continue
@@ -1673,10 +1674,10 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
         # prose sentence says it, as an item's does, without repeating the name (`titled_with`)
         defining = _first_prose(sents) if p.title_path and titled_with(p.title_path[-1], a) else -1
         # "how do I ...": the passage's usage line, which an answer from it shows (`_answer`)
-        usage_tool = a.procedure and not a.manner and tools_named(_usage_line(p, a), a.said_tools)
+        usage_tool = how_to and tools_named(_usage_line(p, a), a.said_tools)
         # "how do I print the contents of a structure?" over a reference manual: the entry whose
         # name is made of the question's words ("asn1_print_structure") is the function that does it
-        name_parts = identifier_words(p.name) if a.procedure and not a.manner and p.name and entries \
+        name_parts = identifier_words(p.name) if how_to and p.name and entries \
             and (p.node_id in entries or not entries.isdisjoint(p.node_ids)) else frozenset()
         named_for = bool(name_parts) and name_parts <= set(weights)
         for order, sent in enumerate(sents):
@@ -1737,7 +1738,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc += 0.2  # "how do I ...": the sentence naming the function or command that does it
             if named_for:
                 sc += NAMES_TOOL  # the entry named for the action: its sentences say what to call
-            if a.procedure and not a.manner and (usage_tool or _shows_tool(p, text, a.said_tools)):
+            if how_to and (usage_tool or _shows_tool(p, text, a.said_tools)):
                 sc += NAMES_TOOL  # "how do I ...": the command, option or function to use, not only the task
             if a.procedure and not a.manner and sent.imperative:
                 sc += INSTRUCTS  # "how do I change the precision?": "Change the precision to ..., by typing \p 100"
