@@ -204,6 +204,9 @@ class Asked:
     names: list[str] = field(default_factory=list)  # things the question names (lower case)
     years: list[str] = field(default_factory=list)  # years the question names (fiscal years)
     target: str = ""  # the noun a "what N" question asks for
+    # the target's own qualifiers ("default" of "the default width"): a sentence may name the
+    # value by one of them alone ("The default is 4in.", `copula_value`)
+    qualifiers: frozenset[str] = frozenset()
     procedure: bool = False  # "how do I ...": the command or call that does it is part of the answer
     # the verb a "how do I ..." question is built on ("merge" of "how do I merge two series"): a
     # sentence that says nothing of that action does not tell how to do it
@@ -283,10 +286,22 @@ def asked(question: str) -> Asked:
     # dataset that uses Prover9, how many ...", "When using GPT-4 ..., how many ...")
     whs = [t for t in doc if t.tag_ in ("WDT", "WP", "WP$", "WRB")]
     wh = next((t for t in whs if not any(x.dep_ in ("advcl", "relcl", "acl") for x in (t, *t.ancestors))),
-              whs[0] if whs else None)
+              # a question opened by its auxiliary asks yes or no, whatever its clauses ask ("Should I use
+              # -G when running dvips?"); otherwise the parser may have misattached the wh-word
+              None if doc[0].pos_ == "AUX" else whs[0] if whs else None)
     # "which judges' opinions": a WDT before its noun determines it, however the parser attached it
+    # ("Which Kvoptions command specifies ...": a noun with its modifiers after "which", however
+    # the parser attached "which")
+    headed = next((t for t in doc[wh.i + 1:wh.i + 4] if t.pos_ == "NOUN" and all(
+        x.dep_ in ("compound", "amod") and x.head.i == t.i for x in doc[wh.i + 1:t.i])), None) \
+        if wh is not None and wh.tag_ == "WDT" else None
     det = wh is not None and (wh.dep_ == "det" or (wh.tag_ == "WDT" and wh.head.pos_ == "NOUN"
-                                                   and wh.head.i == wh.i + 1))
+                                                   and wh.head.i == wh.i + 1) or headed is not None)
+    if wh is not None and wh.lower_ == "which" and headed is None and _named_in_lower_case(doc, wh.i + 1):
+        # "Which varioref command checks ...": the tagger reads a product named in lower case as a
+        # verb or a noun and loses the noun asked; read as the name it is, capitalised
+        w = doc[wh.i + 1]
+        return asked(question[:w.idx] + w.text[:1].upper() + question[w.idx + 1:])
     base = Asked(kind="describe", terms=terms, names=names, years=years, described=described,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha), said_tools=tools(question),
                  slots=frozenset((t.head.lemma_.lower(), t.lower_) for t in doc if t.dep_ == "prep"
@@ -336,7 +351,7 @@ def asked(question: str) -> Asked:
         base.reason = True
         return base
     # what / which: the noun it determines ("what percentage"), or the subject it asks about
-    target = wh.head if det and wh.head.pos_ == "NOUN" else None
+    target = wh.head if det and wh.head.pos_ == "NOUN" else headed
     if target is None and wh.head.lemma_ == "be":
         target = next((c for c in wh.head.children if c.dep_ == "nsubj" and c.pos_ == "NOUN"), None)
         if target is None and wh.i < wh.head.i:
@@ -350,12 +365,16 @@ def asked(question: str) -> Asked:
         target = target.head  # "which environment variable": the parser sets "which" on the compound's first noun
     if target is not None:
         base.target = target.lemma_.lower()
+        base.qualifiers = frozenset(c.lemma_.lower() for c in target.children
+                                    if c.dep_ in ("amod", "compound") and c.pos_ in ("ADJ", "NOUN"))
         base.member = next((o.lemma_.lower() for c in target.children if c.dep_ == "prep" and c.lower_ == "of"
                             for o in c.children if o.dep_ == "pobj" and o.pos_ == "NOUN"), "")
         if base.target in STRUCTURE_TARGETS:  # "which page / section ...": where the answer is
             base.kind = STRUCTURE_TARGETS[base.target]
             return base
         fits = tuple(lb for lb, words in _label_words().items() if base.target in words) or _temporal(base.target)
+        if fits == ("MONEY",) and base.said_tools:
+            fits = ()  # "the default value of \MetaPrefix": a setting's value, whatever it holds, not money
         if fits:
             base.labels = fits
             base.kind = "quantity" if set(fits) & set(NUMERIC_LABELS) else "entity"
@@ -377,6 +396,17 @@ def asked(question: str) -> Asked:
         and not any(c.dep_ == "prep" for c in target.children) \
         and not any(t.dep_ == "det" and t.lower_ == "the" for t in target.subtree)
     return base
+
+
+def _named_in_lower_case(doc: Any, i: int) -> bool:
+    """Whether token i is a lower-case word set before a noun the way a product's name is
+    ("which varioref command", "which kvoptions command"): an alphabetic lower-case word, no
+    stop word nor adjective, followed by another."""
+    if i + 1 >= len(doc):
+        return False
+    w, nxt = doc[i], doc[i + 1]
+    return w.is_alpha and w.is_lower and not w.is_stop and nxt.is_alpha and nxt.is_lower \
+        and not nxt.is_stop and w.pos_ != "ADJ"
 
 
 def _answer_unit(doc: Any) -> str:
@@ -509,14 +539,14 @@ class _Sentence:
 
 
 # the words an identifier is made of: "update.packages", "showConnections", "R_LIBS_USER"
-_ID_PARTS = re.compile(r"[._]+|(?<=[a-z])(?=[A-Z])")
+_ID_PARTS = re.compile(r"[._=-]+|(?<=[a-z])(?=[A-Z])")
 
 
 def identifier_words(token: str) -> frozenset[str]:
     """The words a code name is built from, lower case, with their lemmas: a manual names the
     function that updates packages `update.packages()` and the one that shows connections
     `showConnections()`, so a question's plain words meet the name's parts. A plain word has none."""
-    name = token.strip("()`'\"")
+    name = token.strip("()`'\"").lstrip("-\\")  # an option's dashes, a TeX command's backslash
     parts = [w for w in _ID_PARTS.split(name) if w.isalpha() and len(w) > 1]
     if len(parts) < 2:
         return frozenset()
@@ -1118,11 +1148,21 @@ def _near(anchors: list[tuple[int, float]], start: int, end: int) -> float:
     return sum(w / (1 + max(start - j, j - end + 1) / 3) for j, w in anchors if not start <= j < end)
 
 
+_OPTION_SPELLED = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?:=[\w.,/-]+)?")
+
+
 def _named_spans(sent: Any, a: Asked, weights: dict[str, float]) -> list[tuple[float, str]]:
     """(closeness, name) for each name the sentence gives the noun asked about (`named_as`) that
     the question does not already say, closeness as `_spans` measures it plus `NAMED_AS`."""
     anchors = _anchors(sent, weights)
     named = named_as(sent, a.target)
+    if a.target == "option":
+        # an option by its spelling ("-with-default-lisp=clisp", "--mt=engine"), where no word of
+        # the line calls it one: a configure line, a synopsis
+        for m in _OPTION_SPELLED.finditer(sent.text):
+            span = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
+            if span is not None:
+                named.append((span.start, span.end, m.group(0)))
     if a.target == "function":
         # a name written as a call is a function by its notation ("... can be found by
         # showConnections()"), where no word of the sentence calls it one
@@ -1189,7 +1229,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
         # a date with no number and no name in it is relative ("the latter half", "the year
         # ahead"): it places nothing in time by itself
         relative = e.label_ in ("DATE", "TIME") and not any(t.like_num or t.pos_ == "PROPN" for t in e)
-        text = e.text
+        text = e.text + (_glued_unit(sent.doc.text, e.end_char) if e.label_ in NUMERIC_LABELS else "")
         if e.label_ in ("DATE", "TIME") and a.target == "year":
             # "which year ...": the year the date holds ("the financial year ended 31st March,
             # 2007" → "2007", "2015-16" as written); a date without one ("the 12th") does not say it
@@ -1208,8 +1248,11 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             at = sent.start_char + m.start()
             if _names_a_part(sent, at, parts) or _cites(sent.doc.text, at, sent.start_char + m.end()):
                 continue
-            if any(lo <= at < hi for lo, hi in dates) or re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2]):
+            unit = _glued_unit(sent.text, m.end())
+            if any(lo <= at < hi for lo, hi in dates) or (
+                    not unit and re.match(r"[.\-–]\d|[A-Za-z]|['’]s", sent.text[m.end():m.end() + 2])):
                 continue
+            txt += unit
             if enumerates(sent.text, m.start(), m.end()):
                 continue
             tok = sent.doc.char_span(sent.start_char + m.start(), sent.start_char + m.end(), alignment_mode="expand")
@@ -1378,6 +1421,18 @@ def _balanced(number: str) -> str:
     return number
 
 
+# a unit written onto its number ("4in", "10pt", "2.5cm", "512MB"): not an ordinal's ending ("3rd")
+# nor one capital, which names rather than measures ("5G", "2D")
+_GLUED_UNIT = re.compile(r"(?!(?:st|nd|rd|th)\b)(?:[A-Za-z]{2,3}|[a-z])\b(?![-.]\w)")
+
+
+def _glued_unit(text: str, end: int) -> str:
+    """The unit written onto the number that ends at `end` of `text`, '' where none is: a
+    dimension in a manual is one word ("The default is 4in."), and the number alone is not it."""
+    m = _GLUED_UNIT.match(text, end)
+    return m.group(0) if m and end > 0 and text[end - 1].isdigit() else ""
+
+
 def _other_unit(a: Asked, text: str) -> float:
     """What a value written in another unit than the one the question asks its answer in loses
     ("Answer in USD millions": a percentage; "in percent": an amount of money): 2.0, else 0."""
@@ -1470,6 +1525,22 @@ def names_something(chunk: Any) -> bool:
                or (t.is_upper and len(t.text) > 1) or not (t.is_alpha or t.is_punct) for t in chunk)
 
 
+def assigned(text: str, names: Collection[str]) -> list[tuple[str, str]]:
+    """(line, value) for each line of `text` that sets one of `names` ("319 \\multicoltolerance =
+    9999", "HISTSIZE=500"): a manual's code gives a setting its value this way."""
+    wanted = {n.lower() for n in names}
+    out = []
+    for line in text.splitlines():
+        for m in _ASSIGNED.finditer(line):
+            if m.group(1).lower() in wanted:
+                out.append((" ".join(line.split()), m.group(2).rstrip(";,")))
+    return out
+
+
+# a name set to a value: "\multicoltolerance = 9999", "HISTSIZE=500", "\LTcapwidth=4in"
+_ASSIGNED = re.compile(r"(?<![\w\\@])(\\?[A-Za-z@][\w@.]*)\s?=\s?([^\s=]+)")
+
+
 def as_subject(words: Collection[str], weights: dict[str, float]) -> float:
     """A short text (a long form, a gloss, a glossed title) scored as `candidates` scores a sentence
     with the thing asked as its subject: the question's words in it by its length, plus what a
@@ -1508,20 +1579,27 @@ def _bound(sent: Any, span: str, target: str, reach: int = 8) -> bool:
 COPULA_VALUE_CHARS = 40  # the longest value "the N is V" gives that reads as a value, not a clause
 
 
-def copula_value(sent: Any, target: str, said: Collection[str] = ()) -> str:
+def copula_value(sent: Any, target: str, said: Collection[str] = (), qualifiers: Collection[str] = ()) -> str:
     """V of "the N is V", N the noun asked ("The default value is ‘> ’." for "what is the default
     value of PS2?"): what the sentence says the value is, whatever it is (a quoted string, a path,
     a word), as a manual states a setting's value; '' when the sentence does not say N is something,
     or says it of an N the question does not ask ("The default zero value is ...": every word of
-    the subject must be one of `said`, when given)."""
+    the subject must be one of `said`, when given). The subject may be one of the noun's
+    `qualifiers` alone: "The default is 4in." says the default width in the item on the width."""
     root = sent.root
-    subject = next((c for c in root.children if c.dep_ == "nsubj" and c.lemma_.lower() == target), None) \
+    subject = next((c for c in root.children if c.dep_ == "nsubj" and (
+        c.lemma_.lower() == target or (c.lemma_.lower() in qualifiers and c.pos_ == "NOUN"))), None) \
         if root.lemma_ == "be" else None
+    # by a qualifier alone the sentence may speak of another thing's default ("The default is
+    # empty." of another option): only a value written as one, a number or code, reads as N's
+    by_qualifier = subject is not None and subject.lemma_.lower() != target
     if subject is None or (said and any(t.is_alpha and t.pos_ != "DET" and t.lower_ not in said
                                         and t.lemma_.lower() not in said for t in subject.subtree)):
         return ""
     rest = sent.doc.text[root.idx + len(root.text):sent.end_char]
     value = re.split(r",\s|;|\.\s|\s\(", rest, maxsplit=1)[0].strip().rstrip(".").strip()
+    if by_qualifier and not (value[:1].isdigit() or tools(value) or _CODEISH.fullmatch(value)):
+        return ""
     return value if 0 < len(value) <= COPULA_VALUE_CHARS and not re.match(r"(?:not|also|set|taken|used)\b", value) \
         else ""
 
@@ -1653,6 +1731,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     everywhere = frozenset(set.intersection(*(set(p.title_path) for _, p, _ in parsed))) \
         if len(parsed) > 1 else frozenset()
     how_to = a.procedure and not a.manner  # "how do I ...": the reader's own action, not a third party's
+    kinds = kinds_by_spelling([p.text for _, p, _ in parsed]) if a.kind == "entity" and a.target and not a.labels \
+        else {}
     for rank, (k, p, sents) in enumerate(parsed):
         if own_entry and (p.name.lower() not in a.names or not (a.kind == "describe" or is_identifier(p.name))):
             continue
@@ -1756,10 +1836,14 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             # synopsis line, "[-d delim]", describes none; the tagger reads a description's
             # opening verb as a plural noun, "Selects a text font ...")
             described = sent.has_verb or (sent.tokens >= 5 and sent.symbols <= 0.3 * sent.tokens)
-            term = item_term(p, text) if listed and described and hit > 0 else ""
+            term = item_term(p, text) if (listed or kinds) and described and hit > 0 else ""
+            if term and not listed and a.target not in kinds.get(spelling(term), ()):
+                term = ""
             if term and term.lower() not in weights and term.lower() not in a.names:
                 # "which variable sets ...": the term of the definition-list item the sentence
-                # opens, where the document titles the list with the noun asked ("5.2 Bash Variables")
+                # opens, where the document titles the list with the noun asked ("5.2 Bash Variables"),
+                # or where the term is spelled the way the document spells names of that kind
+                # ("\autoref{label}" for "which command ...", beside "the usual \ref command")
                 given = [*given, (_near(_anchors(s, weights), s.start, s.start) + NAMED_AS, term)]
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
@@ -1794,7 +1878,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 cands.append(Candidate(span_score(sc + _item_says(p, text, words, weights), 1.0, True), k, p,
                                        sentence, keyed.group(2), order, verb, fits=True))
             # (not for a definition, which the whole sentence gives, nor a value naming what is asked)
-            stated = copula_value(s, a.target, a.said | set(a.terms)) if a.target and not a.definition \
+            stated = copula_value(s, a.target, a.said | set(a.terms), a.qualifiers) if a.target and not a.definition \
                 and (a.value or a.kind == "quantity") else ""
             if stated and not _NUMBER.match(stated) and not any(n in stated.lower() for n in a.names):
                 # "The default value is ‘> ’." under "PS2": the value the sentence gives the N asked,
@@ -1830,7 +1914,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 for close, span in _spans(s, numeric, weights, parts)[:SPANS_PER_SENTENCE]:
                     if a.definition or (a.kind == "entity" and _counts(s, span, a.target)):
                         continue  # "what are promise objects?", "which statements ...": not how many
-                    bound = _bound(s, span, a.target)
+                    bound = _bound(s, span, a.target) or span == stated  # "The default is 4in."
                     cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
                                            fits=bound and a.value))
         for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
@@ -1892,6 +1976,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior + 0.3 * titled
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
                                        fits=a.kind == "quantity" or bound or named >= 2))
+        if a.value and a.said_tools:
+            for line, value in assigned(p.text, a.said_tools):
+                # "what is the default value of \multicoltolerance?": "\multicoltolerance = 9999", the
+                # value the code sets it to, scored as a sentence naming it as its subject
+                said = set(re.findall(r"[\w\\@.]+", line.lower()))
+                cands.append(Candidate(as_subject(said, weights) + prior, k, p, line, value, fits=True))
         if a.kind == "describe" or (a.kind == "entity" and not a.labels):
             for row_score, label, next_cell in table_rows_named(p, a, weights):
                 cands.append(Candidate(row_score + prior, k, p, f"{label}: {next_cell}", next_cell))
@@ -2119,6 +2209,8 @@ def item_synopsis(passage: Passage, sentence: str) -> str:
 _TERM = r"(?:-{1,2}|\\|~?/?\.?)[A-Za-z$@%][\w.$@%+/-]*(?:\([^()]*\))?"
 # ("job-count num", "-P command --process=command": an option and the placeholder of its value)
 _TERM_LINE = re.compile(rf"({_TERM})(\s+[a-z][\w-]*)?(?:\s+[\[(<{{-].*)?")
+# a TeX command's arguments written onto it ("\autoref{label}", "\vpageref[text]{key}")
+_GLUED_ARGUMENTS = re.compile(r"(?<=[A-Za-z@*])(?:\[[^\]{}]*\]|\{[^{}]*\})+$")
 
 
 def term_line(line: str) -> re.Match[str] | None:
@@ -2132,6 +2224,9 @@ def term_line(line: str) -> re.Match[str] | None:
     return m
 
 
+# a term line led by the kind of thing it is, in capitalised words and a colon ("Package Option:
+# hyphens", "Function: sqrt (x)", "— Command: cd [dir]")
+_LABELLED_TERM = re.compile(r"\W{0,2}(?:[A-Z][a-z]+ ){0,2}[A-Z][a-z]+:\s+(\S.*)")
 # a term the layout set on the line of its description ("leqno Place equation numbers on the left.")
 _TERM_AHEAD = re.compile(rf"({_TERM})\s+(?=[A-Z][a-z]*\b)")
 
@@ -2141,6 +2236,38 @@ def _term_like(term: str) -> bool:
     heading: not a capitalised plain word ("Examples", "The"), unless written as a call."""
     word = term.split("(", 1)[0].lstrip("-")
     return bool(word) and ("(" in term or not (word[:1].isupper() and word[1:].islower()))
+
+
+def spelling(word: str) -> str:
+    """How a manual spells a name, which tells its kind within one document: "tex" (`\\ref`),
+    "option" (`-x`, `--mt=engine`), "call" (`read.fwf(file)`), "code" (`read.fwf`, `glp_simplex`);
+    '' for a plain word."""
+    w = word.strip(_QUOTES + ",;:")
+    if re.match(r"\\[A-Za-z@]", w):
+        return "tex"
+    if re.match(r"-{1,2}[A-Za-z]", w):
+        return "option"
+    if _CALL.match(w):
+        return "call"
+    return "code" if re.fullmatch(r"[A-Za-z]\w*(?:[._]\w+)+", w) else ""
+
+
+def kinds_by_spelling(texts: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The nouns the texts set beside names of each `spelling`, singular ("the usual \\ref command",
+    "option --mt", "the read.fwf function"): what the document calls names spelled that way, so a
+    term line spelled so is one of them ("\\autoref{label}" answers "which command ...")."""
+    out: dict[str, set[str]] = {}
+    for text in texts:
+        words = text.split()
+        for i, w in enumerate(words):
+            kind = spelling(w)
+            if not kind:
+                continue
+            for near in (words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else ""):
+                noun = near.strip(_QUOTES + ",;:.()").lower()
+                if noun.isalpha() and len(noun) > 2:
+                    out.setdefault(kind, set()).update({noun, noun[:-1] if noun.endswith("s") else noun})
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def item_term(passage: Passage, sentence: str) -> str:
@@ -2169,6 +2296,14 @@ def item_head(passage: Passage, sentence: str) -> tuple[str, str]:
         before, _, own = passage.text[:at].rpartition("\n")
         written = own.strip() or before.rsplit("\n", 1)[-1].strip()
         line = term_line(written)
+        if line is None and written.startswith("\\"):
+            # "\autoref{label}" over "This is a replacement for ...": a command with its arguments
+            line = term_line(_GLUED_ARGUMENTS.sub("", written))
+        labelled = _LABELLED_TERM.fullmatch(written) if line is None else None
+        if labelled is not None:
+            # "Package Option: hyphens", "Function: sqrt (x)": the term after the kind the
+            # manual files it under
+            line = term_line(labelled.group(1))
         if line is None:
             return "", ""
         term = line.group(1)
@@ -2382,9 +2517,10 @@ def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = No
     text = f"From {where}: {shown_before + ' ' if shown_before else ''}{best.sentence[:600]} [{best.number}]"
     follow = [c for c in cands if c.passage is best.passage and c.order == best.order + 1 and c.verb]
     last = best.sentence
-    if a.kind == "describe" and not unfinished(last):
+    if (a.kind == "describe" or (a.kind == "entity" and a.target)) and not unfinished(last):
         # a description often goes on in its next sentence, one that says none of the question's
-        # words as well ("Anything that is enclosed in %{ and %} is ignored.")
+        # words as well ("Anything that is enclosed in %{ and %} is ignored."); so does a sentence
+        # answering "which N ..." where no name of an N was read from it
         after = follow[0].sentence if follow else next_sentence(best.passage, best.sentence)
         if after:
             text += f" {after[:300]} [{best.number}]"

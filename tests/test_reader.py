@@ -18,9 +18,11 @@ from bookindex.operators.reader import (
     is_identifier,
     is_reference_line,
     item_term,
+    kinds_by_spelling,
     listing_share,
     read,
     recurring_blocks,
+    spelling,
     term_items,
     title_words,
     titled_with,
@@ -53,6 +55,10 @@ def _passage(nid: str, text: str, title: tuple[str, ...] = (), page: int = 1) ->
     # the wh-word of a clause that qualifies something is not the question's
     ("When using GPT-4 as the base model, how many datasets does Logic-LM outperform the baselines in?", "quantity"),
     ("For the dataset that uses Prover9 as the solver, how many examples are used for evaluation?", "quantity"),
+    # opened by its auxiliary: yes or no, whatever a clause of it asks ("when running dvips")
+    ("Should I use the -G flag when running dvips on documents using the TX fonts?", "yesno"),
+    # a setting's value is whatever it holds, not an amount of money ("value" names MONEY)
+    ("What is the default value of \\MetaPrefix in DocStrip?", "describe"),
 ])
 def test_asked_reads_the_answer_type_from_the_parse(question, kind):
     assert asked(question).kind == kind
@@ -1222,3 +1228,66 @@ def test_the_reader_answers_manual_questions(question, passages, opens, holds, n
     text, _ = read(question, [_passage(f"n{i}", t, titles, i + 1) for i, (t, titles) in enumerate(passages)])
     assert text.startswith(opens) and holds in text, text
     assert never is None or not text.startswith(never), text
+
+
+@pytest.mark.parametrize("question", [
+    "Which kvoptions command specifies what to do with unknown options?",
+    "Which varioref command checks whether two labels fall on the same page?",
+    "Which fancyhdr command stops the uppercasing?",
+])
+def test_which_noun_is_read_past_a_product_named_in_lower_case(question):
+    """The tagger reads "kvoptions" as a verb and loses the noun asked; "command" is the target."""
+    a = asked(question)
+    assert (a.kind, a.target) == ("entity", "command")
+
+
+def test_a_term_line_may_lead_with_its_kind_or_carry_its_arguments():
+    p = _passage("u", "Package Option: obeyspaces\nOrdinarily, all spaces are ignored in the url-text.\n"
+                 "Package Option: hyphens\nOrdinarily, breaks are not allowed after “-” characters because "
+                 "this leads to confusion.", ("1 Package options",), 1)
+    assert item_term(p, "Ordinarily, breaks are not allowed after “-” characters because this leads to confusion.") \
+        == "hyphens"
+    text, _ = read("Which url package option lets \\url break lines after '-' characters?", [p])
+    assert text.startswith("hyphens [1]"), text
+    h = _passage("h", "\\vpageref[text]{key}\nThis command produces a page reference.", ("User macros",), 3)
+    assert item_term(h, "This command produces a page reference.") == "\\vpageref"
+
+
+def test_a_term_spelled_as_the_document_spells_the_kind_asked_answers_which_n():
+    """"\\autoref{label}" is a command by its spelling, as "the usual \\ref command" of the same
+    evidence says; under a title that lists no commands it answers "which command ..." all the same."""
+    assert spelling("\\ref") == "tex" and spelling("--mt=engine") == "option" and spelling("read.fwf") == "code"
+    assert spelling("reference") == ""
+    assert "command" in kinds_by_spelling(["This replaces the usual \\ref command."])["tex"]
+    p = _passage("h", "\\hyperget{currentanchor}{}\nThis retrieves the last anchor that has been set.\n"
+                 "\\autoref{label}\nThis is a replacement for the usual \\ref command that places a contextual "
+                 "label in front of the reference.", ("Additional user macros",), 24)
+    text, _ = read("Which command places a contextual label in front of a reference?", [p])
+    assert text.startswith("\\autoref [1]"), text
+
+
+def test_an_option_is_named_by_its_spelling():
+    p = _passage("c", "The default Lisp of CLisp is selected.\n"
+                 "./configure -enable-gcl -enable-cmucl -enable-clisp -with-default-lisp=clisp", ("32.2.1. Configure",), 128)
+    text, _ = read("Which configure option selects the default Lisp?", [p])
+    assert text.startswith("-with-default-lisp=clisp [1]"), text
+
+
+def test_a_value_question_reads_the_default_a_sentence_gives_by_the_qualifier_alone():
+    """"The default is 4in." gives the default width, its unit written onto the number; "The
+    default is empty." of a word would say another setting's, and is not read so."""
+    p = _passage("l", "\\LTcapwidth Width of the parbox containing the caption. The default is 4in.", ("Captions",), 24)
+    text, _ = read("What is the default width of a longtable caption?", [p])
+    assert text.startswith("4in [1]"), text
+
+
+def test_a_setting_s_default_is_the_value_its_code_assigns():
+    """A package's code listing sets its parameters ("319 \\multicoltolerance = 9999"): for "what
+    is the default value of \\multicoltolerance?" that is the value, where no sentence says it."""
+    p = _passage("m", "The registers hold the boxes of the columns while the output routine runs.\n"
+                 "To allow checking whether some macro is used the counter \\col@number gets a default of 1.\n"
+                 "318 %\\col@number = 1\n319 \\multicoltolerance = 9999\n"
+                 "We assign new values to the badness parameters since it is hard to produce good paragraphs.",
+                 ("The output routines",), 33)
+    text, _ = read("What is the default value of \\multicoltolerance?", [p])
+    assert text.startswith("9999 [1]"), text
