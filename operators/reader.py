@@ -217,6 +217,8 @@ class Asked:
     # (verb lemma, preposition) of each prepositional phrase the question attaches to a verb
     # ("performs best on Cladder": ("perform", "on")): a slot the question fills itself
     slots: frozenset[tuple[str, str]] = frozenset()
+    # ("declares an option": ("declare", "option")): each verb of the question with its object
+    objects: frozenset[tuple[str, str]] = frozenset()
     # "what is the N (of X)": the answer is what the document says N is, a number where the
     # evidence gives N one (`_bound`), else the sentence that says it
     value: bool = False
@@ -300,10 +302,12 @@ def asked(question: str) -> Asked:
     if wh is not None and wh.lower_ == "which" and headed is None and _named_in_lower_case(doc, wh.i + 1):
         # "Which varioref command checks ...": the tagger reads a product named in lower case as a
         # verb or a noun and loses the noun asked; read as the name it is, capitalised
-        w = doc[wh.i + 1]
-        return asked(question[:w.idx] + w.text[:1].upper() + question[w.idx + 1:])
+        name = doc[wh.i + 1]
+        return asked(question[:name.idx] + name.text[:1].upper() + question[name.idx + 1:])
     base = Asked(kind="describe", terms=terms, names=names, years=years, described=described,
                  said=frozenset(t.lower_ for t in doc if t.is_alpha), said_tools=tools(question),
+                 objects=frozenset((t.head.lemma_.lower(), t.lemma_.lower()) for t in doc if t.dep_ == "dobj"
+                                   and t.head.pos_ == "VERB" and t.pos_ in ("NOUN", "PROPN")),
                  slots=frozenset((t.head.lemma_.lower(), t.lower_) for t in doc if t.dep_ == "prep"
                                  and t.head.pos_ in ("VERB", "AUX") and any(c.dep_ == "pobj" for c in t.children)),
                  unit=_answer_unit(doc),
@@ -1016,13 +1020,16 @@ def tools_named(text: str, said: frozenset[str]) -> bool:
 
 def _shows_tool(passage: Passage, sentence: str, said: frozenset[str]) -> bool:
     """Whether the answer a sentence gives (`_answer`) names a command, option or function other
-    than those `said`: in the sentence, in its item's synopsis or term line, in the code it leads
+    than those `said`: in the sentence, in its item's synopsis or term line (a term with its
+    arguments, "roots (c)", names what to call however it is spelled), in the code it leads
     into ("For example, to set the size to 12 without changing the baseline skip:" over
     "\\fontsize{12}{\\f@baselineskip}"), or in the sentence after it ("... allows multiplication by
     real numbers. However, ... you must use \\real{...}")."""
-    if tools_named(sentence, said) or tools_named(item_synopsis(passage, sentence), said) \
-            or tools_named(item_head(passage, sentence)[1], said):
+    term, line = item_head(passage, sentence)
+    if tools_named(sentence, said) or tools_named(item_synopsis(passage, sentence), said) or tools_named(line, said):
         return True
+    if term and line.strip() != term and term.lower() not in {t.lower() for t in said}:
+        return True  # "roots (c)" over "Compute the roots of ...": the item's synopsis names it, however spelled
     shown = introduced(passage, sentence) if sentence.rstrip().endswith(":") else \
         _display_after(passage, sentence) or next_sentence(passage, sentence)
     return bool(shown) and tools_named(shown, said)
@@ -1134,6 +1141,25 @@ def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
             if span is not None:
                 out.append((span.start, span.end, word))
     return out
+
+
+def acts_on_another(sent: Any, objects: Collection[tuple[str, str]], words: Collection[str]) -> bool:
+    """Whether the sentence does one of the question's verbs to another of the question's `words`
+    than the question does: the roles swapped ("time2str converts the calendar time to a string"
+    for "which function converts a string to calendar time?"; "it declares a robust command" for
+    "which command declares an option?"). The thing it names does something else. An object the
+    question does not say is no evidence: a manual says the thing in its own words ("Mark each
+    name as readonly." for "which builtin marks a variable as read-only?", "reads the CNF-SAT
+    problem data" for "... reads a CNF-SAT problem"), and a sentence without the verb is not judged."""
+    asked_objects: dict[str, set[str]] = {}
+    for verb, obj in objects:
+        asked_objects.setdefault(verb, set()).add(obj)
+    for t in sent:
+        if t.dep_ == "dobj" and t.head.lemma_.lower() in asked_objects and t.pos_ in ("NOUN", "PROPN"):
+            lemma = t.lemma_.lower()
+            if lemma not in asked_objects[t.head.lemma_.lower()] and lemma in words:
+                return True
+    return False
 
 
 def _anchors(sent: Any, weights: dict[str, float]) -> list[tuple[int, float]]:
@@ -1845,6 +1871,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # or where the term is spelled the way the document spells names of that kind
                 # ("\autoref{label}" for "which command ...", beside "the usual \ref command")
                 given = [*given, (_near(_anchors(s, weights), s.start, s.start) + NAMED_AS, term)]
+            if a.kind == "entity" and a.target and a.objects and acts_on_another(s, a.objects, weights):
+                given = []  # "which command declares an option?": "... it declares a robust command" names another
             if by_entry and p.name and p.name.lower() not in a.names:
                 # "which function / command ...": the reference entry the sentence belongs to; the
                 # rank retrieval gave the entry is the strongest evidence of which one it is. Outside
@@ -2253,10 +2281,12 @@ def spelling(word: str) -> str:
 
 
 def kinds_by_spelling(texts: Sequence[str]) -> dict[str, frozenset[str]]:
-    """The nouns the texts set beside names of each `spelling`, singular ("the usual \\ref command",
+    """The words the texts set beside names of each `spelling`, singular ("the usual \\ref command",
     "option --mt", "the read.fwf function"): what the document calls names spelled that way, so a
-    term line spelled so is one of them ("\\autoref{label}" answers "which command ...")."""
-    out: dict[str, set[str]] = {}
+    term line spelled so is one of them ("\\autoref{label}" answers "which command ..."). One name
+    is enough: a word beside it that is no kind ("\\end file") is rarely the noun a question asks
+    for; requiring two names lost an answer on the tuned sets and gained none."""
+    beside: set[tuple[str, str]] = set()  # (spelling, word)
     for text in texts:
         words = text.split()
         for i, w in enumerate(words):
@@ -2266,7 +2296,10 @@ def kinds_by_spelling(texts: Sequence[str]) -> dict[str, frozenset[str]]:
             for near in (words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else ""):
                 noun = near.strip(_QUOTES + ",;:.()").lower()
                 if noun.isalpha() and len(noun) > 2:
-                    out.setdefault(kind, set()).update({noun, noun[:-1] if noun.endswith("s") else noun})
+                    beside.update({(kind, noun), (kind, noun[:-1] if noun.endswith("s") else noun)})
+    out: dict[str, set[str]] = {}
+    for kind, noun in beside:
+        out.setdefault(kind, set()).add(noun)
     return {k: frozenset(v) for k, v in out.items()}
 
 

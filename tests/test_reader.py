@@ -1198,8 +1198,12 @@ def test_a_numbered_code_listing_is_no_prose():
              "2 of the 3 options are set."]
     assert numbered_listing(lines) == {1, 2, 3}
     assert numbered_listing(["3 options are set.", "Then 10 more.", "12 remain"]) == set()
+    # a listing's line is no sentence: what it says of a setting is only the value it assigns
+    # (`assigned`), never its text read as prose ("319 \\multicolpretolerance = -1" describes nothing)
     text, _ = read("What is the default value of \\multicoltolerance?", [_passage("n", "\n".join(lines))])
-    assert "Its default value is 9999" in text and "319" not in text, text
+    assert text.startswith("9999 [1]"), text
+    text, _ = read("What does multicolpretolerance mean?", [_passage("n", "\n".join(lines))])
+    assert "320" not in text, text
 
 
 def test_the_action_of_a_question_after_a_sentence_of_context():
@@ -1258,10 +1262,11 @@ def test_a_term_spelled_as_the_document_spells_the_kind_asked_answers_which_n():
     evidence says; under a title that lists no commands it answers "which command ..." all the same."""
     assert spelling("\\ref") == "tex" and spelling("--mt=engine") == "option" and spelling("read.fwf") == "code"
     assert spelling("reference") == ""
-    assert "command" in kinds_by_spelling(["This replaces the usual \\ref command."])["tex"]
+    assert "command" in kinds_by_spelling(["This replaces the usual \\ref command. The \\pageref command ..."])["tex"]
     p = _passage("h", "\\hyperget{currentanchor}{}\nThis retrieves the last anchor that has been set.\n"
                  "\\autoref{label}\nThis is a replacement for the usual \\ref command that places a contextual "
-                 "label in front of the reference.", ("Additional user macros",), 24)
+                 "label in front of the reference.\n\\autopageref{label}\nIt replaces the \\pageref command and adds the name "
+                 "for page.", ("Additional user macros",), 24)
     text, _ = read("Which command places a contextual label in front of a reference?", [p])
     assert text.startswith("\\autoref [1]"), text
 
@@ -1291,3 +1296,15 @@ def test_a_setting_s_default_is_the_value_its_code_assigns():
                  ("The output routines",), 33)
     text, _ = read("What is the default value of \\multicoltolerance?", [p])
     assert text.startswith("9999 [1]"), text
+
+
+def test_which_n_is_not_a_name_whose_sentence_does_the_action_to_another_thing():
+    """"time2str converts the calendar time ... to a character string" names a function that
+    converts, but not a string: for "which function converts a string to calendar time?" it is
+    str2time, whose sentence converts a string, though both say every word of the question."""
+    a = _passage("t", "The function time2str(t, f) converts the calendar time specified by its first argument t "
+                 "to a character string.", ("Converting calendar time to character string",), 58)
+    b = _passage("s", "The function str2time(s, f) converts a character string specified by its first argument s "
+                 "to the calendar time.", ("Converting character string to calendar time",), 56)
+    text, _ = read("Which function converts a string to calendar time?", [a, b])
+    assert text.startswith("str2time [2]"), text
