@@ -1736,8 +1736,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
     joined = joined_words(terms, {w for t in texts for w in tokenize(t)}, a.names)
     for j in joined:
         weights[j] = sum(max(weights[t] for t in terms if stem[t] == stem[part]) for part in joined_parts(j, terms))
+    # (a phrase the question says is what it asks about, "batch files": "batchfile"; but a function
+    # the evidence writes as a call is a function's name whatever the question says, "rolling
+    # means": "rollmean()")
+    called = "\n".join(texts).lower() if a.target == "function" else ""
     keys = frozenset(j for j in joined_words([t for t in terms if stem[t] != target_stem],
-                                             joined, a.names) if not _phrase_said(j, a)) \
+                                             joined, a.names)
+                     if not _phrase_said(j, a) or f"{j.lower()}(" in called) \
         if a.kind == "entity" and a.target and joined else frozenset()
     numeric = replace(a, kind="quantity", labels=NUMERIC_LABELS)  # what a value question's number is read as
     about = document_subject(a, [p for _, p, _ in parsed])
@@ -1857,7 +1862,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 a.value and not a.definition and not any(a.target in n for n in a.names))) else []
             if keys and not keys.isdisjoint(words):
                 anchors = _anchors(s, weights)
-                given = [*given, *((_near(anchors, t.i, t.i + 1) + NAMED_AS, t.text) for t in s if t.lower_ in keys)]
+                # (the key's own words are the question's at no distance, as a code name's are)
+                given = [*given, *((_near(anchors, t.i, t.i + 1) + NAMED_AS + weights.get(t.lower_, 0.0), t.text)
+                                   for t in s if t.lower_ in keys)]
             # (a sentence that says none of the question's words describes another term; a
             # synopsis line, "[-d delim]", describes none; the tagger reads a description's
             # opening verb as a plural noun, "Selects a text font ...")

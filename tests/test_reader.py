@@ -1308,3 +1308,12 @@ def test_which_n_is_not_a_name_whose_sentence_does_the_action_to_another_thing()
                  "to the calendar time.", ("Converting character string to calendar time",), 56)
     text, _ = read("Which function converts a string to calendar time?", [a, b])
     assert text.startswith("str2time [2]"), text
+
+
+def test_a_function_written_as_a_call_is_named_by_the_words_the_question_says_as_a_phrase():
+    """"rolling means" is a phrase of the question, and "rollmean" its words run together; the
+    evidence writes it as a call, so it is a function's name, the answer to "which function"."""
+    p = _passage("r", "More efficient functions for computing the rolling mean, median and maximum are "
+                 "rollmean(), rollmedian() and rollmax(), respectively.", ("Rolling functions",), 30)
+    text, _ = read("Which function computes rolling means of a series?", [p])
+    assert text.startswith("rollmean [1]"), text
