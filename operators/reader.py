@@ -1851,7 +1851,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc += NAMES_TOOL  # the entry named for the action: its sentences say what to call
             if how_to and (usage_tool or _shows_tool(p, text, a.said_tools)):
                 sc += NAMES_TOOL  # "how do I ...": the command, option or function to use, not only the task
-            if a.procedure and not a.manner and sent.imperative:
+            if how_to and sent.imperative:
                 sc += INSTRUCTS  # "how do I change the precision?": "Change the precision to ..., by typing \p 100"
             if a.action and a.action not in words and a.action not in title:
                 sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
@@ -2280,7 +2280,7 @@ def spelling(word: str) -> str:
     w = word.strip(_QUOTES + ",;:")
     if re.match(r"\\[A-Za-z@]", w):
         return "tex"
-    if re.match(r"-{1,2}[A-Za-z]", w):
+    if _OPTION_SPELLED.match(w):
         return "option"
     if _CALL.match(w):
         return "call"
@@ -2293,7 +2293,7 @@ def kinds_by_spelling(texts: Sequence[str]) -> dict[str, frozenset[str]]:
     term line spelled so is one of them ("\\autoref{label}" answers "which command ..."). One name
     is enough: a word beside it that is no kind ("\\end file") is rarely the noun a question asks
     for; requiring two names lost an answer on the tuned sets and gained none."""
-    beside: set[tuple[str, str]] = set()  # (spelling, word)
+    out: dict[str, set[str]] = {}
     for text in texts:
         words = text.split()
         for i, w in enumerate(words):
@@ -2303,10 +2303,7 @@ def kinds_by_spelling(texts: Sequence[str]) -> dict[str, frozenset[str]]:
             for near in (words[i - 1] if i else "", words[i + 1] if i + 1 < len(words) else ""):
                 noun = near.strip(_QUOTES + ",;:.()").lower()
                 if noun.isalpha() and len(noun) > 2:
-                    beside.update({(kind, noun), (kind, noun[:-1] if noun.endswith("s") else noun)})
-    out: dict[str, set[str]] = {}
-    for kind, noun in beside:
-        out.setdefault(kind, set()).add(noun)
+                    out.setdefault(kind, set()).update({noun, noun.removesuffix("s")})
     return {k: frozenset(v) for k, v in out.items()}
 
 
