@@ -219,14 +219,42 @@ def split_question(question: str) -> tuple[list[str], str]:
     if nlp is None:
         return _split_by_frame(question), question
     first = nlp(_COMPARISON.sub("", parts[0]))  # each part is looked up alone: "What is the png terminal?"
+    whole = nlp(q)
     subs = [first.text + "?"]
     for part in parts[1:4]:
         doc = nlp(part)
         if _ASKS.match(part) or any(t.pos_ in ("VERB", "AUX") for t in doc):
             subs.append(part + "?")
         else:
-            subs.append(_in_place_of(first, doc) + "?")
+            subs.append(_in_place_of(first, doc, _conjunct_in_place(first, whole, q.find(part), part)) + "?")
     return subs, question
+
+
+def _conjunct_in_place(first: Any, whole: Any, at: int, part: str) -> str | None:
+    """The first part with the conjunct `part`, at character `at` of the whole question, in
+    place of the word it is coordinated with, as spaCy parses the whole question: "... who
+    self-identify as Hispanic or Non-Hispanic" → "... who self-identify as Non-Hispanic" (the
+    parallel of a bare part is the word the parser attaches it to, not a noun chunk that merely
+    comes last). None where the parser sees no coordination there, or its head lies outside the
+    first part."""
+    start = next((t for t in whole if t.idx == at), None)
+    if start is None:
+        return None
+    conj = next((t for t in [start, *start.ancestors] if t.dep_ == "conj" and t.left_edge.i == start.i), None)
+    if conj is None or conj.head.idx + len(conj.head) > len(first.text) or first.text[:conj.head.idx] != whole.text[:conj.head.idx]:
+        return None
+    head = conj.head
+    end = max([head.i, *(c.right_edge.i for c in head.rights if c.i < conj.i and c.dep_ not in ("cc", "punct"))])
+    stop = whole[end].idx + len(whole[end])
+    return f"{first.text[:head.left_edge.idx if head.left_edge.i < head.i and _same_phrase(head) else head.idx]}" \
+           f"{part}{first.text[stop:]}".strip()
+
+
+def _same_phrase(head: Any) -> bool:
+    """Whether the words before `head` in its phrase are its modifiers (a noun phrase replaced
+    whole) rather than a preposition's frame."""
+    return head.pos_ in ("NOUN", "PROPN") and all(t.dep_ in ("compound", "amod", "det", "nummod", "poss")
+                                                   for t in head.lefts)
 
 
 _COMPARISON = re.compile(r"\b(?:the\s+)?(?:differences?|comparison)\s+(?:between|of|in)\s+", re.I)
@@ -235,12 +263,15 @@ _COMPARISON = re.compile(r"\b(?:the\s+)?(?:differences?|comparison)\s+(?:between
 _ASKS = re.compile(r"^(what|which|who|whom|whose|how|when|where|why|is|are|was|were|does|do|did|can)\b", re.I)
 
 
-def _in_place_of(first: Any, part: Any) -> str:
+def _in_place_of(first: Any, part: Any, conjunct: str | None = None) -> str:
     """The first part with `part` (a noun phrase, both parsed by spaCy) in place of its parallel:
     from the noun chunk whose head noun is the part's ("the width of thin lines" / "the width of
-    thick lines"), else its last noun chunk ("... on SituatedQA" / "MMLU Chemistry")."""
+    thick lines"), else the word the parser coordinates it with (`conjunct`), else the first
+    part's last noun chunk ("... on SituatedQA" / "MMLU Chemistry")."""
     head = next((c.root.lemma_.lower() for c in part.noun_chunks), part[-1].lemma_.lower())
     same = next((t for t in first if t.lemma_.lower() == head and t.pos_ in ("NOUN", "PROPN")), None)
+    if same is None and conjunct is not None:
+        return conjunct
     if same is not None:
         start = same.left_edge.idx
     else:

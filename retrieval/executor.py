@@ -9,9 +9,10 @@ sub-results round-robin into one evidence ranking. A step whose operator reports
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
+from bookindex.core.model import entry_of
 from bookindex.operators import OPERATORS
 from bookindex.operators.base import State
 from bookindex.operators.context import IndexContext
@@ -89,7 +90,9 @@ def _for_each(step: Step, state: State, ctx: IndexContext) -> None:
         _run_steps(step.steps or [], sub, ctx)
         whole = {"question": state.question, "trace": sub.trace}
         rankings = [list(sub.ranked)] + rankings
-    state.ranked = merge_round_robin(rankings, ctx.settings.retrieval.max_evidence)
+    tree = ctx.tree
+    state.ranked = merge_round_robin(rankings, ctx.settings.retrieval.max_evidence,
+                                     unit=lambda i: entry_of(tree, i) or tree.nodes[i].page_idx)
     state.candidates = [i for i, _ in state.ranked]
     # each sub-result keeps only the evidence that made it into the merged list (so citations are global)
     kept = set(state.candidates)
@@ -120,18 +123,33 @@ def _embed_together(steps: list[Step], questions: list[str], ctx: IndexContext) 
     prefetch_vectors(ctx, texts)
 
 
-def merge_round_robin(rankings: list[list[tuple[str, float]]], cap: int) -> list[tuple[str, float]]:
-    """Interleave rankings (best of each first), dropping duplicates, up to `cap` items."""
+def merge_round_robin(rankings: list[list[tuple[str, float]]], cap: int,
+                      unit: Callable[[str], Hashable] | None = None) -> list[tuple[str, float]]:
+    """Interleave rankings (best of each first), dropping duplicates, up to `cap` items.
+
+    With `unit` (a node's page, or its reference entry), an item whose unit an earlier item
+    already shows waits behind every first item of a unit, as the Skyline ranking's page
+    diversity orders one ranking: two sub-questions that both find the same page would
+    otherwise spend two of the first slots on it, and push another page out of the top."""
     out: list[tuple[str, float]] = []
     seen: set[str] = set()
     k = 0
-    while len(out) < cap and any(k < len(r) for r in rankings):
+    limit = cap if unit is None else sum(len(r) for r in rankings)
+    while len(out) < limit and any(k < len(r) for r in rankings):
         for r in rankings:
-            if k < len(r) and r[k][0] not in seen and len(out) < cap:
+            if k < len(r) and r[k][0] not in seen and len(out) < limit:
                 out.append(r[k])
                 seen.add(r[k][0])
         k += 1
-    return out
+    if unit is not None:
+        shown: dict[Hashable, int] = {}
+        order: dict[str, int] = {}
+        for i, _ in out:
+            u = unit(i)
+            order[i] = shown.get(u, 0)
+            shown[u] = order[i] + 1
+        out = sorted(out, key=lambda item: order[item[0]])  # stable: the interleaved order within a round
+    return out[:cap]
 
 
 def _ms(t0: float) -> float:

@@ -430,6 +430,14 @@ def test_a_bare_noun_phrase_stands_in_for_its_parallel_in_the_first_part():
     assert subs == ["What is the revenue in 2019?", "how many stores were opened?"]
 
 
+def test_a_conjunct_replaces_the_word_the_parser_coordinates_it_with():
+    # the last noun chunk is "U.S. adults"; the parser coordinates Non-Hispanic with Hispanic
+    subs, _ = split_question("What is the share of U.S. adults with Hispanic ancestry who self-identify as "
+                             "Hispanic or Non-Hispanic?")
+    assert subs == ["What is the share of U.S. adults with Hispanic ancestry who self-identify as Hispanic?",
+                    "What is the share of U.S. adults with Hispanic ancestry who self-identify as Non-Hispanic?"]
+
+
 def test_reduce_count_and_list_are_exact(ctx):
     st = State("How many tables?")
     FilterModal(ctx, {"modal_types": ["table"]}).run(st)

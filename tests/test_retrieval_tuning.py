@@ -135,6 +135,18 @@ def test_multi_hop_merge_is_led_by_the_whole_question() -> None:
     assert st2.ranked[0][0] == st2.sub_results[0]["ranked"][0][0]
 
 
+def test_multi_hop_merge_shows_a_page_once_before_any_page_twice() -> None:
+    from bookindex.retrieval.executor import merge_round_robin
+    page = {"a1": 1, "b1": 1, "a2": 2, "b2": 3, "a3": 4}
+    whole = [("a1", 0.9), ("a2", 0.8), ("a3", 0.7)]
+    sub = [("b1", 0.9), ("b2", 0.8)]
+    # plain round robin: the two sub-rankings' page-1 nodes take the first two slots
+    assert [i for i, _ in merge_round_robin([whole, sub], 3)] == ["a1", "b1", "a2"]
+    # by unit: page 1's second node waits behind every page shown once
+    merged = merge_round_robin([whole, sub], 4, unit=page.get)
+    assert [i for i, _ in merged] == ["a1", "a2", "b2", "a3"]
+
+
 def test_count_with_a_quoted_condition_counts_only_matching_items() -> None:
     from bookindex.retrieval.planner import content_terms, make_plan
 
