@@ -306,8 +306,10 @@ def _kept_rows(head: list[str], body: list[str], room: int, terms: Sequence[str]
     used = sum(len(ln) + 1 for ln in head) + len(omitted) + 1
     keep: set[int] = set()
     for i in sorted(range(len(body)), key=lambda i: (-scores[i], i)):
-        if scores[i] <= 0 or used + len(body[i]) + len(omitted) + 2 > room:
+        if scores[i] <= 0:
             break
+        if used + len(body[i]) + len(omitted) + 2 > room:
+            continue  # a row too long for what is left (a paragraph the parser ran into the table) gives way
         keep.add(i)
         used += len(body[i]) + len(omitted) + 2
     if not keep:
@@ -542,6 +544,37 @@ def _chart_asked(tree: DocumentTree, node: Node, room: int, shown: set[str], ter
     return None
 
 
+# "Table 3 shows …", "(see Figure 2)": a block citing a numbered table or figure by its label
+_CITES = re.compile(r"\b(Table|Figure|Fig\.)\s*(\d+(?:\.\d+)?)\b")
+
+
+def _cited_part(tree: DocumentTree, node: Node, shown: set[str]) -> Node | None:
+    """The table or the chart read in rows on `node`'s page that `node` cites by its label
+    ("Table 3 shows the statistics after the filtration."), not shown already: the label is
+    the start of the part's caption, or of the text block right above or below it. A paragraph
+    that points to a table on its page says where its numbers are; the table is often too long
+    to come along as a neighbour, and the paragraph alone does not hold the number asked."""
+    if _in_rows(node):
+        return None
+    cited = {(m.group(1)[:3].lower(), m.group(2)) for m in _CITES.finditer(_flat(tree, node))}
+    if not cited:
+        return None
+    seq = _page_sequence(tree, node.page_idx)
+
+    def label(text: str) -> tuple[str, str] | None:
+        m = _CITES.match(text.strip())
+        return (m.group(1)[:3].lower(), m.group(2)) if m else None
+
+    for k, c in enumerate(seq):
+        if c.id == node.id or c.id in shown or not _in_rows(c):
+            continue
+        beside = [seq[j] for j in (k - 1, k + 1) if 0 <= j < len(seq) and seq[j].type == "text"]
+        labels = {label(str(c.meta.get("caption") or ""))} | {label(b.text or "") for b in beside}
+        if cited & {lb for lb in labels if lb is not None}:
+            return c
+    return None
+
+
 def _place(tree: DocumentTree, node: Node) -> int:
     """Where `node` stands in its page's sequence of headings and blocks (-1: not in it)."""
     return next((i for i, n in enumerate(_page_sequence(tree, node.page_idx)) if n.id == node.id), -1)
@@ -579,6 +612,9 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
     lead = bool(terms) and section is not None and section.type == "section" \
         and set(terms) <= set(tokenize(section.title))
     chart = _chart_asked(tree, node, room // 2, shown, terms, tidy) if node.type != "section" else None
+    cites = _cited_part(tree, node, shown) if node.type != "section" else None
+    if cites is not None and (chart is None or chart[0].id != cites.id):
+        chart = (cites, _start_of(tree, cites, room // 2, terms, tidy))
     cut = {chart[0].id: chart[1]} if chart else {}
     left = room - len(chart[1]) - 3 if chart else room  # its rows, a line break and a "…" line
     nodes = [node] if long_block else _context(tree, node, left, shown, tidy, lead)

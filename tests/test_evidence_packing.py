@@ -392,6 +392,41 @@ def test_a_ranked_paragraph_brings_the_chart_row_its_question_asks_for_from_its_
     assert "Not confident Confident" not in other.text
 
 
+def test_a_focused_table_passes_over_a_row_too_long_for_its_room():
+    # the parser ran the paragraph below the table into its last row: that line holds most of the
+    # question's words but does not fit; the shorter rows that hold them are still shown
+    rows = "\n".join(f"| # of things {i} | {i} | {i + 1} |" for i in range(12))
+    table = (f"| Dataset | Music | Beauty |\n|---|---|---|\n{rows}\n| Avg. words/user | 990.48 | 466.43 |\n"
+             + "The average number of words per user and the number of users of each dataset are shown. " * 5)
+    shown = focused_table(table, 300, tokenize("What is the average number of words per user?"))
+    assert "| Avg. words/user | 990.48 | 466.43 |" in shown and len(shown) <= 300
+    assert "are shown." not in shown
+
+
+def test_a_ranked_paragraph_brings_the_table_it_cites_on_its_page():
+    rows = "\n".join(f"| # of things {i} | {i} | {i + 1} |" for i in range(30))
+    table = f"| Dataset | Music | Beauty |\n|---|---|---|\n{rows}\n| Avg. words/user | 990.48 | 466.43 |"
+
+    def tree_citing(citation: str) -> DocumentTree:
+        paragraph = (f"We keep the users who wrote at least ten reviews. {citation} the statistics after the "
+                     "filtration. " + "Each of them is described in the next section. " * 6)
+        return _tree([Block(type="title", content="Dataset construction", page_idx=0, level=1),
+                      Block(type="text", content=paragraph, page_idx=0),
+                      Block(type="text", content="Other remarks on the collection. " * 10, page_idx=0),
+                      Block(type="table", content=table, page_idx=0),
+                      Block(type="text", content="Table 3: Statistics of the datasets.", page_idx=0),
+                      Block(type="title", content="Methods", page_idx=1, level=1),
+                      Block(type="text", content="Elsewhere. " * 40, page_idx=1)])
+
+    question = "What is the average number of words per user in the music dataset?"
+    for citation, brought in (("Table 3 shows", True), ("We show", False), ("Table 4 shows", False)):
+        tree = tree_citing(citation)
+        ranked = _id(tree, "We keep the users")
+        p = pack_passages(tree, [_id(tree, "Elsewhere"), ranked], 1000, question=question)[1]
+        assert p.node_id == ranked
+        assert ("| Avg. words/user | 990.48 | 466.43 |" in p.text.splitlines()) is brought, citation
+
+
 def _body(text: str, page: int, size: float = 10.0) -> Block:
     return Block(type="text", content=text, page_idx=page, features={"font_size": size})
 
