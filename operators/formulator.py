@@ -219,13 +219,14 @@ def split_question(question: str) -> tuple[list[str], str]:
     if nlp is None:
         return _split_by_frame(question), question
     first = nlp(_COMPARISON.sub("", parts[0]))  # each part is looked up alone: "What is the png terminal?"
-    whole = nlp(q)
+    whole = None  # the whole question parsed, for a bare part only
     subs = [first.text + "?"]
     for part in parts[1:4]:
         doc = nlp(part)
         if _ASKS.match(part) or any(t.pos_ in ("VERB", "AUX") for t in doc):
             subs.append(part + "?")
         else:
+            whole = whole if whole is not None else nlp(q)
             subs.append(_in_place_of(first, doc, _conjunct_in_place(first, whole, q.find(part), part)) + "?")
     return subs, question
 
