@@ -560,19 +560,20 @@ def _cited_part(tree: DocumentTree, node: Node, shown: set[str]) -> Node | None:
     if not cited:
         return None
     seq = _page_sequence(tree, node.page_idx)
-
-    def label(text: str) -> tuple[str, str] | None:
-        m = _CITES.match(text.strip())
-        return (m.group(1)[:3].lower(), m.group(2)) if m else None
-
     for k, c in enumerate(seq):
         if c.id == node.id or c.id in shown or not _in_rows(c):
             continue
         beside = [seq[j] for j in (k - 1, k + 1) if 0 <= j < len(seq) and seq[j].type == "text"]
-        labels = {label(str(c.meta.get("caption") or ""))} | {label(b.text or "") for b in beside}
-        if cited & {lb for lb in labels if lb is not None}:
+        labels = {_label_at_start(str(c.meta.get("caption") or ""))} | {_label_at_start(b.text or "") for b in beside}
+        if cited & labels:
             return c
     return None
+
+
+def _label_at_start(text: str) -> tuple[str, str] | None:
+    """("tab", "3") for a text that begins "Table 3: …" (a caption), else None."""
+    m = _CITES.match(text.strip())
+    return (m.group(1)[:3].lower(), m.group(2)) if m else None
 
 
 def _place(tree: DocumentTree, node: Node) -> int:
