@@ -10,6 +10,7 @@ or "figure" for what documents caption as figures (charts, plots, images, photos
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -45,6 +46,7 @@ def node_type(unit: str) -> str:
     return "image" if word == "figure" else "section" if word in ("appendix", "chapter", "section", "subsection") else word
 
 
+@functools.lru_cache(maxsize=32)
 def _pattern(word: str) -> re.Pattern[str]:
     """'figure' -> Figure 3 / Fig. 3 / FIGURE 3-1 / Figure A.2 at the start of a text."""
     abbrev = re.escape(word[:3]) + r"\."
@@ -96,6 +98,13 @@ def labelled_parts(tree: DocumentTree, unit: str, scope: set[str] | None = None)
     for key, part in listed.items():
         seen.setdefault(key, part)
     return sorted(seen.values(), key=lambda p: order[p.node_id])
+
+
+def label_at_start(text: str, unit: str) -> str | None:
+    """The number or letter of the part a text labels with `unit`'s word where it begins ("Table
+    3: Statistics …" -> "3" for "table"; "Fig. 2" -> "2" for "figure"), else None."""
+    m = _pattern(label_word(unit)).match(text)
+    return m.group(1) if m else None
 
 
 def find_labelled(tree: DocumentTree, unit: str, key: str) -> Labelled | None:

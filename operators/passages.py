@@ -27,6 +27,7 @@ from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from bookindex.operators.glossary import expansion
+from bookindex.operators.labels import label_at_start
 from bookindex.providers.lexical import TABLE_RULE, joined_words, tokenize
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
@@ -571,9 +572,13 @@ def _cited_part(tree: DocumentTree, node: Node, shown: set[str]) -> Node | None:
 
 
 def _label_at_start(text: str) -> tuple[str, str] | None:
-    """("tab", "3") for a text that begins "Table 3: …" (a caption), else None."""
-    m = _CITES.match(text.strip())
-    return (m.group(1)[:3].lower(), m.group(2)) if m else None
+    """("tab", "3") for a text that begins "Table 3: …" (a caption), ("fig", "2") for "Fig. 2 …",
+    else None: the label as `labels` reads a part's own, in the form `_CITES` reads a citation."""
+    for word in ("table", "figure"):
+        key = label_at_start(text, word)
+        if key is not None:
+            return word[:3], key
+    return None
 
 
 def _place(tree: DocumentTree, node: Node) -> int:
