@@ -29,6 +29,7 @@ from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from bookindex.operators.glossary import expansion
 from bookindex.operators.labels import label_at_start
 from bookindex.providers.lexical import TABLE_RULE, joined_words, tokenize
+from bookindex.providers.nlp import english_if_installed
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
@@ -296,12 +297,17 @@ def _kept_rows(head: list[str], body: list[str], room: int, terms: Sequence[str]
                omitted: str = OMITTED) -> str | None:
     """`head` and the `body` rows that hold most of `terms` within `room` characters, in their
     order, `omitted` where rows are left out (`focused_table`); None when no row holds a term
-    or none fits."""
+    or none fits. When the question asks for an extreme (`Terms.extreme`), a row holding a
+    column's largest or smallest number scores as if it held one more term, one no other row
+    holds (`_extreme_rows`): both ends, since which end the superlative means is in its word."""
     row_words = [set(tokenize(ln)) for ln in body]
     wanted = set(terms).union(joined_words(terms, set().union(*row_words)))  # "urlcolor": URL, color
     row_terms = [wanted.intersection(w) for w in row_words]
     df = {t: sum(t in rt for rt in row_terms) for t in wanted}
     scores = [sum(math.log(1 + len(body) / df[t]) for t in rt) for rt in row_terms]
+    if isinstance(terms, Terms) and terms.extreme:  # a column's extreme counts as one term held by one row
+        for i in _extreme_rows(body):
+            scores[i] += math.log(1 + len(body))
     if not any(scores):
         return None
     used = sum(len(ln) + 1 for ln in head) + len(omitted) + 1
@@ -324,6 +330,48 @@ def _kept_rows(head: list[str], body: list[str], room: int, terms: Sequence[str]
             out.append(omitted)
             gap = True
     return "\n".join(out)
+
+
+_CELL_NUMBER = re.compile(r"(?<![\w.])[-+(]?\$?(\d[\d,]*(?:\.\d+)?)\)?%?(?![\w.])")
+
+
+def _row_values(line: str) -> list[float | None]:
+    """A row's numbers: one per cell of a Markdown table row (None for a cell without one), else
+    every number of the line in order (a chart read in rows)."""
+    def num(t: str) -> float | None:
+        m = _CELL_NUMBER.search(t)
+        if not m:
+            return None
+        v = float(m.group(1).replace(",", ""))
+        return -v if m.group(0).startswith(("-", "(")) else v
+    s = line.strip()
+    if s.startswith("|"):
+        return [num(c) for c in s.strip("|").split("|")]
+    return [num(m.group(0)) for m in _CELL_NUMBER.finditer(s)]
+
+
+def _extreme_rows(body: list[str]) -> set[int]:
+    """The rows holding a column's largest or smallest number: for a question that asks for an
+    extreme ("which subgroup gained most"), the row it names is the one whose number stands out,
+    not one that shares its words. Columns are a table's cells; a chart's rows are lined up by
+    the position of their numbers among the rows with the most common count of them."""
+    values = [_row_values(ln) for ln in body]
+    counts: dict[int, int] = {}
+    for v in values:
+        if sum(x is not None for x in v):
+            counts[len(v)] = counts.get(len(v), 0) + 1
+    if not counts:
+        return set()
+    width = max(counts, key=lambda w: (counts[w], w))
+    rows = [i for i, v in enumerate(values) if len(v) == width]
+    out: set[int] = set()
+    for j in range(width):
+        col = [(values[i][j], i) for i in rows if values[i][j] is not None]
+        if len(col) < 3 or len({x for x, _ in col}) < 2:
+            continue
+        out.add(max(col, key=lambda c: (c[0], -c[1]))[1])
+        out.add(min(col)[1])
+    return out
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
@@ -669,14 +717,31 @@ def _passage(tree: DocumentTree, nid: str, room: int, shown: set[str], terms: Se
                    first_page=min(pages) + 1, last_page=max(pages) + 1, page_starts=tuple(starts))
 
 
-def question_terms(question: str) -> list[str]:
+class Terms(tuple[str, ...]):
+    """The words a passage's focus looks for (`question_terms`), and whether the question asks
+    for an extreme (a superlative: "which group gained most", "the highest hit rate"). Such a
+    question names the row it wants by its number, not its words: a focused table or chart then
+    also keeps the rows holding a column's largest or smallest number (`_extreme_rows`)."""
+
+    extreme: bool
+
+    def __new__(cls, words: Sequence[str] = (), extreme: bool = False) -> Terms:
+        out = super().__new__(cls, words)
+        out.extreme = extreme
+        return out
+
+
+def question_terms(question: str) -> Terms:
     """The words a passage's focus looks for: the question's, and the line items of the financial
     terms it names ("capital expenditure": purchases of property and equipment), the same
     expansion the lexical query gets (`operators.glossary`). A statement prints the line item,
-    not the name the question gives it."""
+    not the name the question gives it. Whether the question asks for an extreme is read from
+    spaCy's tags (JJS, RBS: "most", "highest", "least"), not from a word list."""
     if not question:
-        return []
-    return tokenize(f"{question} {expansion(question)}")
+        return Terms()
+    nlp = english_if_installed()
+    extreme = nlp is not None and any(t.tag_ in ("JJS", "RBS") for t in nlp(question))
+    return Terms(tokenize(f"{question} {expansion(question)}"), extreme)
 
 
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,

@@ -19,6 +19,7 @@ from bookindex.operators.passages import (
     format_passages,
     pack_passages,
     page_break_tail,
+    question_terms,
 )
 from bookindex.providers.lexical import tokenize
 
@@ -167,7 +168,7 @@ def test_a_statement_shows_the_line_item_of_the_financial_term_the_question_name
                   Block(type="table", content=table, page_idx=0)])
     nid = _id(tree, "| Cash Flows")
     question = "What is the FY2018 capital expenditure amount for 3M?"
-    assert "purchases" in question_terms(question) and question_terms("") == []
+    assert "purchases" in question_terms(question) and not question_terms("")
     [p] = pack_passages(tree, [nid], 1000, question=question)
     assert "(1,577)" in p.text  # the statement prints the line item, not "capital expenditure"
 
@@ -401,6 +402,26 @@ def test_a_focused_table_passes_over_a_row_too_long_for_its_room():
     shown = focused_table(table, 300, tokenize("What is the average number of words per user?"))
     assert "| Avg. words/user | 990.48 | 466.43 |" in shown and len(shown) <= 300
     assert "are shown." not in shown
+
+
+def test_a_superlative_question_keeps_the_rows_holding_a_columns_extremes():
+    # "which subgroup gained most": the answer's row shares no word with the question; its number
+    # is the largest of its column
+    rows = [f"Region {chr(65 + i)} {60 + i % 7} {70 + i % 5} +{5 + i % 4}" for i in range(24)]
+    rows[17] = "Some college or more 65 85 +20"
+    chart = "% who expect their finances to improve\n2015 2008 Change '08-'15\nAll Hispanics 67 81 +14\n" \
+        + "\n".join(rows)
+    question = "Which subgroup among Hispanics has gained most confidence from 2008 to 2015?"
+    terms = question_terms(question)
+    assert terms.extreme and not question_terms("Which subgroups gained confidence since 2008?").extreme
+    shown = focused_rows(chart, 300, terms)
+    assert "Some college or more 65 85 +20" in shown.splitlines() and "All Hispanics 67 81 +14" in shown
+    assert "Some college or more" not in focused_rows(chart, 300, tokenize(question))  # words alone
+    # a table's columns are its cells: the smallest value of a column is kept too
+    body = "\n".join(f"| Method {i} | {50 + i} | {0.5 + i / 100:.2f} |" for i in range(30))
+    table = f"| Method | Score | Rate |\n|---|---|---|\n{body}\n| Ours | 12 | 0.93 |"
+    shown = focused_table(table, 200, question_terms("Which method has the lowest score?"))
+    assert "| Ours | 12 | 0.93 |" in shown and len(shown) <= 200
 
 
 def test_a_ranked_paragraph_brings_the_table_it_cites_on_its_page():
