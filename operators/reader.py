@@ -45,7 +45,8 @@ What the document's layout says is read as such:
   N: in apposition ("Function read.fwf provides ...", "from the file /etc/profile"), as its "of"
   or after a copula ("returns a status of 127", "the return status is 126"), a name told by its
   spelling (a path, a dotted or underscored name, a capital inside it, a digit); a section's
-  title answers only a question over a reference entry (its name) or where no sentence names one;
+  title answers only a question over a reference entry (its name) or where no sentence names one,
+  and then only a title that names the noun asked ("SUPERIOR COURT" for "what type of court");
 - a "Key: value" line whose key is the noun asked gives the value; an acronym's long form scores
   as a sentence with the acronym as its subject; the document's own title (every passage's)
   does not answer "which section".
@@ -977,6 +978,14 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
 
 
 PLACED = 1.0  # what the place a sentence gives the question's verb adds to its closeness
+# what every candidate of a passage gains from the passage's rank: PASSAGE_PRIOR / (1 + rank),
+# beside the 0.6 / (1 + rank) a sentence's own score holds (half of it in its spans' scores).
+# Retrieval's order is evidence of which passage answers: without it, 60 of the 102 wrong answers
+# on the tuned manual sets had an accepted answer in the best-ranked passage. The same for every
+# candidate of a passage, it orders passages and leaves the order within one as it was; at 0.6 it
+# also outweighed what a "how do I" question's action and tool say of a passage one rank lower
+# (docs/benchmarks.md, "The best-ranked passage, and a title that names the noun").
+PASSAGE_PRIOR = 0.2
 ACTIONLESS = 1.0  # what a sentence without the action a "how do I ..." question asks loses (`Asked.action`)
 MANNER = 0.05  # what a sentence's phrase on the question's verb adds to its score (`Asked.manner`)
 NAMED_AS = 1.0  # what a name the sentence gives the noun asked about adds to its closeness (`named_as`)
@@ -1893,10 +1902,12 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
                 spans = _spans(s, a, weights, parts, given if not a.labels else [])[:SPANS_PER_SENTENCE]
-            if a.kind == "entity" and a.target and not a.labels and section:
-                # "which directory / step ...": the section the sentence is in, named by its
-                # innermost title that shares a word with the question; against the sentence's
-                # own spans, as a span whose question words are the title's
+            if a.kind == "entity" and a.target and not a.labels and section and _titles_the_noun(section[1], a):
+                # "which step / what type of court ...": the section the sentence is in, named by
+                # its innermost title that shares a word with the question and names the noun asked
+                # ("SUPERIOR COURT"); against the sentence's own spans, as a span whose question
+                # words are the title's. A title that names something else ("3.1 Monitoring your
+                # heart rate" for "what kind of environment") is where the answer is, not what it is.
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
                                        section[1], order))
             verb = has_verb and sent.tokens > 3
@@ -2028,7 +2039,8 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if counted is not None:
                 sc = counted[0] + 1.0 + 0.8 + prior
                 cands.append(Candidate(sc, k, p, counted[2], str(counted[1]), fits=True))
-    return cands
+    rank_of = {k: rank for rank, (k, _, _) in enumerate(parsed)}
+    return [replace(c, score=c.score + PASSAGE_PRIOR / (1 + rank_of[c.number])) for c in cands]
 
 
 def _phrase_said(word: str, a: Asked) -> bool:
@@ -2185,6 +2197,13 @@ def title_words(passage: Passage) -> str:
     the title "2.4. Merging and binding", as it is in a sentence."""
     title = " ".join(passage.title_path).lower()
     return f"{title} {' '.join(sorted(_lemmas(title)))}" if title else ""
+
+
+def _titles_the_noun(title: str, a: Asked) -> bool:
+    """Whether a section title names the kind of thing a "which N" question asks for: one of its
+    words is N or the noun N is of ("type of court": "SUPERIOR COURT"), or their plural."""
+    words = set(re.findall(r"\w+", title.lower()))
+    return any(w in words for t in (a.target, a.member) if t for w in (t, f"{t}s", f"{t}es"))
 
 
 def _section_named(passage: Passage, weights: dict[str, float],

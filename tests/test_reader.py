@@ -630,6 +630,42 @@ def test_what_does_x_verb_is_answered_by_the_object_the_evidence_gives_the_verb(
     assert read("What does /sbin contain?", [q])[0].startswith("System binaries [1]")
 
 
+def test_a_section_title_answers_what_type_of_n_only_when_it_names_n():
+    # "what type of court": the cover's heading names a court
+    cover = _passage("cv", "(Class Action) PROVINCE OF QUÉBEC DISTRICT OF MONTRÉAL No. : 500-06-000914-180",
+                     ("SUPERIOR COURT",), 1)
+    assert read("What type of court is noted on the cover page?", [cover])[0].startswith("SUPERIOR COURT [1]")
+    # "what kind of environment": the section the sentence is in names no environment; the next
+    # sentence of its passage does
+    hr = _passage("hr", 'If "--" is displayed as the resting heart rate reading, it indicates that your watch was '
+                  "unable to measure your resting heart rate. In this case, ensure that you measure your resting "
+                  "heart rate in a quiet and relaxed environment when you are awake.",
+                  ("3 Health management", "3.1 Monitoring your heart rate"), 24)
+    text = read('If "--" is displayed as the resting heart rate reading, what kind of environment should the '
+                "user stay in?", [hr])[0]
+    assert "Monitoring your heart rate [1]" not in text.split(" (from")[0]
+
+
+def test_a_passage_rank_lifts_every_candidate_of_the_passage_alike(monkeypatch):
+    # retrieval's order orders the passages; within one passage the candidates keep their order
+    import bookindex.operators.reader as reader_module
+
+    first = _passage("a", "Function mode gives the mode of an object. The function storage.mode returns the "
+                     "storage mode of its argument.", ("2 Objects",), 7)
+    second = _passage("b", "The R specific function typeof returns the type of an R object.", ("2 Objects",), 8)
+    a = asked("Which function returns the type of an R object?")
+
+    def scores() -> list[tuple[int, str, float]]:
+        return sorted((c.number, c.span, c.score) for c in reader_module.candidates(a, [first, second]))
+
+    with_prior, prior = scores(), reader_module.PASSAGE_PRIOR
+    monkeypatch.setattr(reader_module, "PASSAGE_PRIOR", 0.0)
+    without = scores()
+    assert [x[:2] for x in with_prior] == [x[:2] for x in without] and with_prior
+    for (number, _, lifted), (_, _, plain) in zip(with_prior, without):
+        assert lifted - plain == pytest.approx(prior / number) and prior > 0  # number = rank + 1
+
+
 def test_the_documents_own_title_does_not_answer_which_section():
     from bookindex.operators.reader import _section_named
     p = _passage("a", "x", ("BEST BUY FISCAL 2023 FORM 10-K", "Critical Accounting Estimates"))
