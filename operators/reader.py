@@ -253,13 +253,11 @@ class Asked:
 
 def asked(question: str) -> Asked:
     """What the question asks for, from spaCy's parse (module docstring)."""
-    nlp = english_if_installed()
     years = _FISCAL.findall(question)
-    if nlp is None:
+    doc = parsed_question(question)
+    if doc is None:  # no spaCy: the question's words, a description asked
         words = {w.lower(): 1.0 for w in re.findall(r"[A-Za-z][\w-]{2,}", question)}
         return Asked(kind="describe", terms=words, years=years)
-    doc = parsed_question(question)
-    assert doc is not None  # the pipeline is installed (checked above)
     terms: dict[str, float] = {}
     for t in doc:
         # a verb counts though spaCy lists it as a stop word ("how long does tuning take?", "what
