@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from bookindex.core.model import DocumentTree
+from bookindex.core.pages import differing, printed_label
 from bookindex.operators.labels import Labelled, caption_of, find_labelled
 
 # a part the question names by its label: "Table 3", "Fig. 2", "Appendix B", "Section 4.2"
@@ -91,10 +92,8 @@ def named_evidence(tree: DocumentTree, question: str, scores: dict[str, float],
 
 
 def printed_page(page: int, labels: list[str] | None) -> str:
-    """The number the document prints on 1-based PDF `page`, when it differs from `page`."""
-    if labels and 0 < page <= len(labels) and labels[page - 1] and labels[page - 1] != str(page):
-        return labels[page - 1]
-    return ""
+    """The number the document prints on 1-based PDF `page`, when it differs from `page` (`core.pages`)."""
+    return differing(page, printed_label(labels, page)) or ""
 
 
 def lookup(tree: DocumentTree, question: str, page_labels: list[str] | None = None) -> Lookup | None:

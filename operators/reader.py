@@ -105,6 +105,7 @@ from functools import lru_cache
 from typing import Any
 
 from bookindex.core.model import DocumentTree
+from bookindex.core.pages import cite_page, printed_label
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 from bookindex.providers.lexical import LIGATURES, joined_parts, joined_words, stem_words, tokenize
@@ -2546,17 +2547,23 @@ def best_candidate(cands: list[Candidate]) -> Candidate:
     return max(cands, key=lambda c: (c.fits, c.score, -c.number))
 
 
+def _source(passage: Passage, page: int, page_labels: list[str] | None) -> str:
+    """Where an extractive answer is read from, as it quotes it: '"Section", p. 36 (printed 30)'."""
+    cited = cite_page(page, printed_label(page_labels, page))
+    return f'"{passage.name}", {cited}' if passage.name else cited
+
+
 def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None,
             passages: list[Passage] | None = None) -> tuple[str, list[int]]:
     """The answer text of the best candidate: its span, cited, then the sentence it is read
     from; or the sentence itself (and, for a description, the next one)."""
     best = best_candidate(cands)
-    where = f'"{best.passage.name}", p. {best.passage.first_page}' if best.passage.name else f"p. {best.passage.first_page}"
+    where = _source(best.passage, best.passage.first_page, page_labels)
     if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
         page = _sentence_page(best.passage, best.sentence)
         printed = printed_page(page, page_labels)
         best.span = f"Page {page}" + (f" (printed page {printed})" if printed else "")
-        where = f'"{best.passage.name}", p. {page}' if best.passage.name else f"p. {page}"
+        where = _source(best.passage, page, page_labels)
     elif a.kind == "section" and best.passage.name:
         best.span = best.passage.name
     if best.span and (a.kind == "quantity" or a.value) and spelled_number(best.span):

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from bookindex.core.model import DocumentTree
+from bookindex.core.pages import cite_page
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.computed import NOTE_OPENS, computed_answer
@@ -85,7 +86,8 @@ def best_sentences(tree: DocumentTree, question: str, ids: list[str], n_sent: in
     cands: list[tuple[float, int, int, str, str]] = []
     passages = build_passages(tree, ids[:max_nodes])
     for k, p in zip(numbers or range(1, len(ids) + 1), passages):
-        where = f'"{p.name}", p. {p.first_page}' if p.name else f"p. {p.first_page}"
+        cited = cite_page(p.first_page, tree.page_label(p.first_page - 1))
+        where = f'"{p.name}", {cited}' if p.name else cited
         for j, s in enumerate(x.strip() for x in _SENT.split(p.text)):
             if len(s) < 3:
                 continue

@@ -539,3 +539,37 @@ def build_cover_report(path: Path) -> Path:
     c.showPage()
     c.save()
     return path
+
+
+# (heading, paragraph) of each numbered page of `build_printed_numbers`: one topic a page
+PRINTED_CHAPTERS = [
+    ("1 Berths", "Ships moor at the six berths of the inner basin, each with its own bollards and fenders."),
+    ("2 Crane loads", "The gantry crane on the east quay lifts at most forty tonnes in calm weather."),
+    ("3 Pilotage", "A pilot boards every vessel longer than eighty metres before it enters the channel."),
+    ("4 Tides", "Spring tides raise the water at the lock gates by five metres twice a day."),
+    ("5 Fuel", "Bunker fuel is delivered by barge to the outer berths only, never inside the basin."),
+    ("6 Waste", "Oily waste goes to the reception tank near the harbour office, free of charge."),
+]
+PRINTED_OFFSET = 4  # physical page = printed number + 4: a cover and three front-matter pages
+
+
+def build_printed_numbers(path: Path) -> Path:
+    """A manual whose pages print numbers four behind the physical ones: a cover and three
+    unnumbered front-matter pages, then six pages printing 1-6 in their footers, one topic each
+    (`PRINTED_CHAPTERS`). The PDF has no page-label tree: the numbering is read from the text."""
+    c = _canvas(path)
+    c.setFont("Helvetica-Bold", 24)
+    c.drawString(LEFT, H / 2, "Harbour Operations Manual")
+    c.showPage()
+    for title in ("Contents", "Foreword", "Safety notice"):
+        y = _heading(c, H - 100, title, 1, outline=False)
+        _para(c, y, f"The {title.lower()} of the manual. " + LOREM)
+        c.showPage()
+    for number, (title, text) in enumerate(PRINTED_CHAPTERS, 1):
+        y = _heading(c, H - 100, title, 1, outline=False)
+        _para(c, y, text)
+        c.setFont("Helvetica", 8)
+        c.drawCentredString(W / 2, 30, str(number))
+        c.showPage()
+    c.save()
+    return path

@@ -54,7 +54,7 @@ def render_explain(answer: Any) -> Any:
         _trace_node(root, rec.model_dump(exclude_none=True))
     ev = root.add("[bold]evidence[/bold]")
     for e in answer.evidence:
-        ev.add(f"{e.rank}. p.{e.page} {e.type} [dim]{escape(e.node_id)}[/dim] "
+        ev.add(f"{e.rank}. {e.page_ref} {e.type} [dim]{escape(e.node_id)}[/dim] "
                f"{escape(json.dumps(e.scores))} — {escape(e.snippet[:90])}")
     return root
 
@@ -169,7 +169,7 @@ def _print_answer(answer: Answer, as_json: bool, explain: bool, streamed: bool =
     con.print()
     for e in answer.evidence:
         mark = "*" if e.rank in answer.citations else " "
-        con.print(f"{mark}[{e.rank}] p.{e.page} {e.type:<7} {escape(e.section[:40]):<40} {escape(e.snippet[:80])}")
+        con.print(f"{mark}[{e.rank}] {e.page_ref} {e.type:<7} {escape(e.section[:40]):<40} {escape(e.snippet[:80])}")
     if answer.citation_check:
         con.print(f"[dim]citations: {escape(CHECK_WORDS.get(answer.citation_check, answer.citation_check))}[/dim]")
     usage = answer.usage.llm.total

@@ -452,7 +452,7 @@ def show_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
         typer.echo(json.dumps(n.model_dump(mode="json"), indent=2, ensure_ascii=False, default=str))
         return
     typer.echo(f"{n.id}  [{n.type}, level {n.level}]  in {n.document}")
-    typer.echo(f"page: {_pages(n)} (page_idx {n.page_idx}..{n.page_end_idx})")
+    typer.echo(f"page: {n.page_ref} (page_idx {n.page_idx}..{n.page_end_idx})")
     typer.echo("bbox: " + (", ".join(f"{x:.1f}" for x in n.bbox) if n.bbox else "none"))
     typer.echo("path: " + " > ".join(n.parent_path))
     if n.children:

@@ -28,7 +28,7 @@ def render(ans: LibraryAnswer, explain: bool) -> list[str]:
     titles = {d.doc_id: d.title for d in ans.documents}
     for doc_id in dict.fromkeys(e.doc_id for e in ans.evidence):
         out.append(f"evidence in {titles.get(doc_id, doc_id)}:")
-        out += [f"  [{e.rank}] p.{e.page} {e.type:<7} {e.node_id}  {e.snippet[:80]}"
+        out += [f"  [{e.rank}] {e.page_ref} {e.type:<7} {e.node_id}  {e.snippet[:80]}"
                 for e in ans.evidence if e.doc_id == doc_id]
     if explain:
         out.append("path:")

@@ -13,6 +13,8 @@ from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
+from bookindex.core.pages import cite_page, printed_label
+
 BBox = tuple[float, float, float, float]  # x0, y0, x1, y1 in PDF points, top-left origin
 
 BLOCK_TYPES = ("title", "text", "list", "table", "image", "equation", "code")
@@ -174,6 +176,10 @@ class DocumentTree:
     @property
     def page_count(self) -> int:
         return int(self.meta.get("pages", self.root.page_end_idx + 1))
+
+    def page_label(self, page_idx: int) -> str | None:
+        """What 0-based page `page_idx` prints as its number (`core.pages`); None without one."""
+        return printed_label(self.meta.get("page_labels"), page_idx + 1)
 
     # -- serialization ----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -401,12 +407,21 @@ class Evidence(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict)
     rank: int = 0
     section: str = ""
+    # what the page prints as its number ("30" on the PDF's page 36, "iv"): the number a reader
+    # looks up in the paper copy; None where the page prints none or the folder keeps no labels
+    page_label: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def page(self) -> int:
         """1-based page number, as people and benchmarks count."""
         return self.page_idx + 1
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def page_ref(self) -> str:
+        """The page as every interface names it: "p. 36 (printed 30)", or "p. 36" (`core.pages`)."""
+        return cite_page(self.page, self.page_label)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -421,4 +436,5 @@ class Evidence(BaseModel):
         sec = tree.section_of(node)
         return cls(doc_id=tree.doc_id, node_id=node.id, type=node.type, page_idx=node.page_idx,
                    bbox=node.bbox, snippet=text[:snippet_chars], scores=dict(scores or {}),
-                   rank=rank, section=sec.title if sec.type == "section" else "")
+                   rank=rank, section=sec.title if sec.type == "section" else "",
+                   page_label=tree.page_label(node.page_idx))

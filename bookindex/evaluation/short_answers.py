@@ -28,7 +28,7 @@ from bookindex.operators.grounding import REFUSED_MARK
 from bookindex.retrieval.planner import STRUCT_NOUNS, counted_unit
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
-_SOURCE = re.compile(r'^\s*From\s+(?:"[^"]*",\s*)?pp?\.\s*[\d\-–]+:\s*')
+_SOURCE = re.compile(r'^\s*From\s+(?:"[^"]*",\s*)?pp?\.\s*[\d\-–]+(?:\s*\(printed [^)]*\))?:\s*')
 _NUMBER = re.compile(r"[-−–]?\s?[$€£]?\s?\d[\d,]*(?:\.\d+)?\s?%?|[-−]?[$€£]?\.\d+%?")
 _QUANTITY = re.compile(
     r"\b(?:how many|how much|how long|how old|how far|how large|how big|what percentage|what percent|"

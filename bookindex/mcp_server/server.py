@@ -193,7 +193,8 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
 
     @mcp.tool(description=(
         "Find passages relevant to `query` without writing an answer. Returns up to `k` (default 5) "
-        "ranked hits: node_id, page, section title, scores and the passage text (title path + text). Without `doc` the query "
+        "ranked hits: node_id, page, page_ref (how to cite the page: 'p. 36 (printed 30)' where the page prints "
+        "its own number), section title, scores and the passage text (title path + text). Without `doc` the query "
         "goes to the best-matching document. Use it to gather evidence to read and cite yourself; use "
         "`ask` when you just want the answer."))
     @_guard
@@ -204,14 +205,16 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
         limits.question(query, settings, "query")
         limits.k(k)
         hits = engine.search(query, doc=ref(doc), k=k)
-        return [{"rank": e.rank or i, "node_id": e.node_id, "page": e.page, "section": e.section,
+        return [{"rank": e.rank or i, "node_id": e.node_id, "page": e.page, "page_label": e.page_label,
+                 "page_ref": e.page_ref, "section": e.section,
                  "scores": {n: round(float(v), 4) for n, v in e.scores.items()},
                  "text": engine.passage(e.doc_id, e)} for i, e in enumerate(hits[:k], 1)]
 
     @mcp.tool(description=(
         "Answer a question from the library with bookindex's planned retrieval (section tree + "
         "knowledge graph). Returns the answer text with [n] citations, the cited evidence (node_id, "
-        "page, snippet) and the query type. Without `doc` the question is routed to the best document. "
+        "page, page_ref such as 'p. 36 (printed 30)', snippet) and the query type. Without `doc` the question "
+        "is routed to the best document. "
         "Answers are grounded in the documents only; check cited pages with get_pages if it matters."))
     @_guard
     @bounds.bound("ask")
@@ -221,8 +224,9 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
         a = engine.ask(question, doc=ref(doc))
         return {"answer": a.answer, "query_type": a.query_type, "document": a.doc.get("name"),
                 "citations": a.citations, "citation_check": a.citation_check,
-                "evidence": [{"n": i, "node_id": e.node_id, "page": e.page, "section": e.section,
-                              "snippet": e.snippet} for i, e in enumerate(a.evidence, 1)]}
+                "evidence": [{"n": i, "node_id": e.node_id, "page": e.page, "page_label": e.page_label,
+                              "page_ref": e.page_ref, "section": e.section, "snippet": e.snippet}
+                             for i, e in enumerate(a.evidence, 1)]}
 
     @mcp.tool(description=(
         "Show how bookindex would answer a question without running it: the query type (single-hop, "

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from bookindex.core.model import BBox
+from bookindex.core.pages import cite_pages
 
 
 class DocumentInfo(BaseModel):
@@ -59,6 +60,16 @@ class NodeView(BaseModel):
     children: list[str]
     meta: dict[str, Any]
     image_file: str | None = None
+    # what its first and last pages print as their numbers (`core.pages`); None where a page
+    # prints none or the folder keeps no labels
+    page_label: str | None = None
+    page_end_label: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def page_ref(self) -> str:
+        """Its pages as every interface names them: "p. 36 (printed 30)", "pp. 36-37 (printed 30-31)"."""
+        return cite_pages(self.page_idx + 1, self.page_end_idx + 1, self.page_label, self.page_end_label)
 
 
 class PageInfo(BaseModel):

@@ -14,17 +14,11 @@ import re
 from typing import Any
 
 from bookindex.core.model import BBox, DocumentTree, Node
+from bookindex.core.pages import cite_pages
 
 MAX_BOX_PAGES = 6  # pages of one multi-page node drawn with boxes (a whole chapter would be dozens)
 MAX_VALUE_CHARS = 400  # a parameter or output value shown in a step, beyond which it is cut
 CITATION = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
-
-
-def page_label(labels: list[str] | None, page: int) -> str:
-    """The printed label of 1-based `page` when the PDF has labels that differ from the number."""
-    if labels and 1 <= page <= len(labels) and labels[page - 1] and labels[page - 1] != str(page):
-        return labels[page - 1]
-    return ""
 
 
 def entry_name(node: Node) -> str:
@@ -33,10 +27,13 @@ def entry_name(node: Node) -> str:
 
 
 def node_row(tree: DocumentTree, node: Node) -> dict[str, Any]:
-    """One tree row: id, type, label, 1-based page range, child count, entry name and kind."""
+    """One tree row: id, type, label, 1-based page range (and as cited, with the printed numbers:
+    `core.pages`), child count, entry name and kind."""
     entry = node.meta.get("entry")
-    return {"id": node.id, "type": node.type, "label": node.label or node.type, "page": node.page_idx + 1,
-            "page_end": node.page_end_idx + 1, "children": sum(1 for c in node.children if c in tree.nodes),
+    first, last = node.page_idx + 1, node.page_end_idx + 1
+    return {"id": node.id, "type": node.type, "label": node.label or node.type, "page": first, "page_end": last,
+            "page_ref": cite_pages(first, last, tree.page_label(node.page_idx), tree.page_label(node.page_end_idx)),
+            "children": sum(1 for c in node.children if c in tree.nodes),
             "entry": entry_name(node), "entry_kind": str(entry.get("kind") or "") if isinstance(entry, dict) else ""}
 
 
@@ -72,8 +69,10 @@ def matter_spans(tree: DocumentTree) -> dict[str, tuple[int, int]]:
 def fold_row(tree: DocumentTree, group: str, span: tuple[int, int]) -> dict[str, Any]:
     """The one collapsed row standing for a folded run of the root's children."""
     kids = [tree.nodes[c] for c in tree.root.children if c in tree.nodes][span[0]:span[1]]
+    first, last = min(n.page_idx for n in kids), max(n.page_end_idx for n in kids)
     return {"id": f"{tree.root_id}~{group}", "type": "group", "group": group, "label": FOLDS[group],
-            "page": min(n.page_idx for n in kids) + 1, "page_end": max(n.page_end_idx for n in kids) + 1,
+            "page": first + 1, "page_end": last + 1,
+            "page_ref": cite_pages(first + 1, last + 1, tree.page_label(first), tree.page_label(last)),
             "children": len(kids), "entry": "", "entry_kind": ""}
 
 

@@ -41,7 +41,7 @@ def environment() -> Environment:
     """Jinja2 with autoescape on for every template: no user string is ever markup."""
     env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
                       autoescape=select_autoescape(default=True, default_for_string=True))
-    env.globals.update(prefix=PREFIX, dpi=DPI, page_label=present.page_label)
+    env.globals.update(prefix=PREFIX, dpi=DPI)
     return env
 
 

@@ -110,7 +110,7 @@
       if (r.group) open.append(el("span", { class: "label", text: r.label }));
       else open.append(el("span", { class: `badge t-${r.type}`, text: r.type }), " ", el("span", { class: "label", text: r.label }));
       if (r.entry && r.entry !== r.label) open.append(" ", el("span", { class: "entry", text: r.entry }));
-      const pages = r.page === r.page_end ? `p. ${r.page}` : `pp. ${r.page}–${r.page_end}`;
+      const pages = r.page_ref || (r.page === r.page_end ? `p. ${r.page}` : `pp. ${r.page}–${r.page_end}`);
       open.append(" ", el("span", { class: "muted pages", text: pages }));
       if (r.children) open.append(" ", el("span", { class: "muted count", text: r.group ? `(${r.children} nodes)` : `(${r.children})` }));
       if (r.group) open.addEventListener("click", () => line.querySelector(".twisty").click());  // a fold opens, it is no node
