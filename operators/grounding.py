@@ -5,7 +5,9 @@ check such an answer, so it is checked here: every LLM answer must cite at least
 and every cited n must be an item the prompt showed. An answer that breaks the rule gets one
 repair round (the same prompt, the answer, and the rule it broke); if the repaired answer still
 breaks it, the extractive answer is returned instead. Which of these happened is recorded
-(`check`), so traces and benchmarks can count it. "Not answerable" needs no citation.
+(`check`), so traces and benchmarks can count it. "Not answerable" needs no citation. An answer
+whose only content words are the question's own ("sponsor [2]" to "What is a sponsor?") breaks
+the rule too, however well it cites: it says nothing a reader could check against the evidence.
 
 A refusal can be replaced too (`refusal_fallback`): when the model answers "not answerable" and
 the extractive reader finds an answer in the same evidence, that answer is returned behind
@@ -24,7 +26,8 @@ from typing import Any, Literal
 from bookindex.core.config import Settings
 from bookindex.core.protocols import LLM
 from bookindex.operators import prompts
-from bookindex.providers.lexical import tokenize
+from bookindex.operators.question_shape import asks_yes_or_no, offered_words
+from bookindex.providers.lexical import stem_words, tokenize
 
 NOT_ANSWERABLE = "not answerable from the document"
 # what precedes the extractive answer that replaced a refusal (it must not read as a refusal itself)
@@ -95,8 +98,26 @@ def _span(allowed: Collection[int]) -> str:
     return ", ".join(str(n) for n in nums)
 
 
-def citation_problem(answer: str, allowed: Collection[int]) -> str | None:
-    """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers."""
+def question_words_only(answer: str, question: str) -> list[str]:
+    """The answer's content words when every one of them is a word of the question (stemmed:
+    "sponsors" repeats "sponsor"), else []: "sponsor [2][3]" to "What is a sponsor?" says nothing
+    the evidence adds, whatever it cites. A yes/no question's restatement affirms it, and a word
+    of something the question offers to choose from ("A or B?") picks it (`operators.question_shape`):
+    those answers are kept."""
+    words = tokenize(_CITATION.sub(" ", answer))
+    if not words or not question.strip():
+        return []
+    asked = set(stem_words(tokenize(question)))
+    if any(w not in asked for w in stem_words(words)):
+        return []
+    if asks_yes_or_no(question) or set(words) & offered_words(question):
+        return []
+    return list(dict.fromkeys(words))
+
+
+def citation_problem(answer: str, allowed: Collection[int], question: str = "") -> str | None:
+    """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers;
+    with the `question`, an answer that only repeats its words is wrong too, cited or not."""
     if is_not_answerable(answer):
         return None
     nums = cited_numbers(answer)
@@ -105,6 +126,10 @@ def citation_problem(answer: str, allowed: Collection[int]) -> str | None:
     bad = [n for n in nums if n not in allowed]
     if bad:
         return f"cites {', '.join(f'[{n}]' for n in bad)}, which no evidence item has"
+    repeated = question_words_only(answer, question)
+    if repeated:
+        return (f"only repeats the question's words ({', '.join(repeated)}) and says nothing the evidence "
+                "adds; answer with what the evidence says about them")
     return None
 
 
@@ -139,7 +164,8 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer",
                     sources: Mapping[int, str] | None = None,
                     on_event: AnswerEvents | None = None, refusal_fallback: bool = False,
-                    reader: Callable[[], tuple[str, list[int]]] | None = None) -> GroundedAnswer:
+                    reader: Callable[[], tuple[str, list[int]]] | None = None,
+                    question: str = "") -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
     the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
     With `sources` (number -> the text shown for it), citations of items that share no word
@@ -150,9 +176,10 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
     `refusal_fallback`: a "not answerable" reply gives way to the extractive answer when the
     reader finds one, marked (REFUSED_MARK, check "refused-extractive"; module docstring);
     `reader` is the extractive reader's answer for that (default: `extractive`), where
-    `extractive` is something else (partial answers joined)."""
+    `extractive` is something else (partial answers joined). With the `question`, an answer that
+    only repeats its words breaks the rule too (`question_words_only`)."""
     notes: dict[str, Any] = {}
-    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event)
+    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event, question)
     if refusal_fallback and result.check == "not-answerable":
         result = _instead_of_refusal(result, reader or extractive, notes, on_event)
     if sources and result.check in ("valid", "repaired"):
@@ -184,7 +211,7 @@ def _ask(llm: LLM, prompt: str, stage: str, sink: Callable[[str], None] | None) 
 
 def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
               extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any],
-              on_event: AnswerEvents | None = None) -> GroundedAnswer:
+              on_event: AnswerEvents | None = None, question: str = "") -> GroundedAnswer:
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
@@ -201,7 +228,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
     if llm is not None and llm.available and allowed:
         try:
             first = _ask(llm, prompt, stage, sink) or NOT_ANSWERABLE
-            problem = citation_problem(first, allowed)
+            problem = citation_problem(first, allowed, question)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
                 return GroundedAnswer(first, cited_numbers(first) if check == "valid" else [], check, notes)
@@ -209,7 +236,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
             reset(f"the answer {problem}: one repair round")
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
             second = _ask(llm, repair, f"{stage}-repair", sink)
-            problem2 = citation_problem(second, allowed) if second else "was empty"
+            problem2 = citation_problem(second, allowed, question) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"
                 return GroundedAnswer(second, cited_numbers(second) if check == "repaired" else [], check, notes)

@@ -589,7 +589,7 @@ class Reduce(Operator[ReduceParams]):
                 return state
         res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
                               on_event=state.on_event, refusal_fallback=refusal_fallback_on(self.ctx.settings),
-                              reader=read)
+                              reader=read, question=(state.synthesis or state.question) if merge else state.question)
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
         self.note(source="llm" if res.check in MODEL_CHECKS else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)
