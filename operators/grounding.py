@@ -115,9 +115,23 @@ def question_words_only(answer: str, question: str) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def citation_problem(answer: str, allowed: Collection[int], question: str = "") -> str | None:
+def answered_parts(partials: list[dict[str, Any]], allowed: Collection[int]) -> list[tuple[str, list[int]]]:
+    """(sub-question, the shown numbers its partial answer cites) of each partial that found an
+    answer: what a merged answer to questions joined in one must keep (`citation_problem`)."""
+    out = []
+    for p in partials:
+        text = str(p.get("answer", ""))
+        nums = [n for n in cited_numbers(text) if n in allowed]
+        if nums and not is_not_answerable(text) and prompts.NOT_FOUND not in text.lower():
+            out.append((str(p.get("question", "")), nums))
+    return out
+
+
+def citation_problem(answer: str, allowed: Collection[int], question: str = "",
+                     parts: list[tuple[str, list[int]]] | None = None) -> str | None:
     """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers;
-    with the `question`, an answer that only repeats its words is wrong too, cited or not."""
+    with the `question`, an answer that only repeats its words is wrong too, cited or not; with
+    `parts` (`answered_parts`), an answer citing none of a part's evidence leaves that part out."""
     if is_not_answerable(answer):
         return None
     nums = cited_numbers(answer)
@@ -130,6 +144,10 @@ def citation_problem(answer: str, allowed: Collection[int], question: str = "") 
     if repeated:
         return (f"only repeats the question's words ({', '.join(repeated)}) and says nothing the evidence "
                 "adds; answer with what the evidence says about them")
+    for asked, part_nums in parts or []:
+        if not set(part_nums) & set(nums):
+            return (f"leaves out the answer to {asked!r} (from {''.join(f'[{n}]' for n in part_nums)}); "
+                    "answer every part of the question")
     return None
 
 
@@ -165,7 +183,7 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     sources: Mapping[int, str] | None = None,
                     on_event: AnswerEvents | None = None, refusal_fallback: bool = False,
                     reader: Callable[[], tuple[str, list[int]]] | None = None,
-                    question: str = "") -> GroundedAnswer:
+                    question: str = "", parts: list[tuple[str, list[int]]] | None = None) -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
     the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
     With `sources` (number -> the text shown for it), citations of items that share no word
@@ -177,9 +195,10 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
     reader finds one, marked (REFUSED_MARK, check "refused-extractive"; module docstring);
     `reader` is the extractive reader's answer for that (default: `extractive`), where
     `extractive` is something else (partial answers joined). With the `question`, an answer that
-    only repeats its words breaks the rule too (`question_words_only`)."""
+    only repeats its words breaks the rule too (`question_words_only`); with `parts`, an answer
+    that cites none of a part's evidence (questions joined in one, `answered_parts`)."""
     notes: dict[str, Any] = {}
-    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event, question)
+    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event, (question, parts))
     if refusal_fallback and result.check == "not-answerable":
         result = _instead_of_refusal(result, reader or extractive, notes, on_event)
     if sources and result.check in ("valid", "repaired"):
@@ -211,7 +230,8 @@ def _ask(llm: LLM, prompt: str, stage: str, sink: Callable[[str], None] | None) 
 
 def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
               extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any],
-              on_event: AnswerEvents | None = None, question: str = "") -> GroundedAnswer:
+              on_event: AnswerEvents | None = None,
+              asked: tuple[str, list[tuple[str, list[int]]] | None] = ("", None)) -> GroundedAnswer:
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
@@ -228,7 +248,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
     if llm is not None and llm.available and allowed:
         try:
             first = _ask(llm, prompt, stage, sink) or NOT_ANSWERABLE
-            problem = citation_problem(first, allowed, question)
+            problem = citation_problem(first, allowed, *asked)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
                 return GroundedAnswer(first, cited_numbers(first) if check == "valid" else [], check, notes)
@@ -236,7 +256,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
             reset(f"the answer {problem}: one repair round")
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
             second = _ask(llm, repair, f"{stage}-repair", sink)
-            problem2 = citation_problem(second, allowed, question) if second else "was empty"
+            problem2 = citation_problem(second, allowed, *asked) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"
                 return GroundedAnswer(second, cited_numbers(second) if check == "repaired" else [], check, notes)

@@ -76,7 +76,8 @@ def _linked(a: Any, b: Any) -> bool:
 
 def _clauses(doc: Any, sent: Any, cuts: tuple[int, ...]) -> list[tuple[int, int]] | None:
     """The spans of sentence `sent` between `cuts` when each is a question clause of its own and
-    each clause's head hangs on the one before it as a clause; else None."""
+    each clause's head hangs on the one before it as a clause where a conjunction joins them (a
+    semicolon joins clauses only, however the parser hangs them); else None."""
     edges = [sent.start - 1, *cuts, sent.end]
     spans = [(edges[k] + 1, edges[k + 1]) for k in range(len(edges) - 1)]
     heads = []
@@ -88,7 +89,7 @@ def _clauses(doc: Any, sent: Any, cuts: tuple[int, ...]) -> list[tuple[int, int]
         if head is None:
             return None
         heads.append(head)
-    if not all(_linked(a, b) for a, b in zip(heads, heads[1:])):
+    if not all(doc[cut].text == ";" or _linked(a, b) for cut, a, b in zip(cuts, heads, heads[1:])):
         return None
     return spans
 

@@ -22,6 +22,7 @@ from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import (
     MODEL_CHECKS,
     NOT_ANSWERABLE,
+    answered_parts,
     cited_numbers,
     computed_on,
     extractive_quantities_on,
@@ -305,6 +306,9 @@ class ReduceParams(Params):
     # COUNT/LIST: the words that narrow the unit ("pie" of "pie charts"): the parts whose caption
     # or text names them are counted, every part (with a note) when none does
     qualifiers: list[str] = []
+    # the sub-questions are questions the user joined in one ("Which X ..., and where is Y?"):
+    # a merged answer must answer each one whose partial answer found something (cite its evidence)
+    each_part: bool = False
 
 
 class Reduce(Operator[ReduceParams]):
@@ -587,9 +591,11 @@ class Reduce(Operator[ReduceParams]):
                 self.note(source="extractive: a number of the kind asked, the model not asked",
                           citations="extractive", outputs={"citations": state.citations})
                 return state
+        parts = answered_parts(state.partials, allowed) if merge and self.params.each_part else None
         res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
                               on_event=state.on_event, refusal_fallback=refusal_fallback_on(self.ctx.settings),
-                              reader=read, question=(state.synthesis or state.question) if merge else state.question)
+                              reader=read, question=(state.synthesis or state.question) if merge else state.question,
+                              parts=parts)
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
         self.note(source="llm" if res.check in MODEL_CHECKS else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)

@@ -181,8 +181,11 @@ def multi_hop_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> l
             notes["decompose_fallback"] = holder.record["fallback"]
     dec.params = {"sub_questions": subs, "synthesis": synth}
     notes["decomposer"] = how
+    reduce: dict[str, Any] = {"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]}
+    if joined:
+        reduce["each_part"] = True  # the answer must answer each question, not the first one only
     return [dec, Step(op="ForEach", params={"with_question": True}, steps=retrieval_steps(ctx)), Step(op="Map"),
-            Step(op="Reduce", params={"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]})]
+            Step(op="Reduce", params=reduce)]
 
 
 _MODAL_WORDS = [
