@@ -26,8 +26,8 @@ from typing import Any, Literal
 from bookindex.core.config import Settings
 from bookindex.core.protocols import LLM
 from bookindex.operators import prompts
-from bookindex.operators.question_shape import asks_yes_or_no, offered_words
-from bookindex.providers.lexical import stem_words, tokenize
+from bookindex.operators.question_shape import asks_yes_or_no, offered_words, question_verbs
+from bookindex.providers.lexical import STOPWORDS, stem_words, tokenize
 
 NOT_ANSWERABLE = "not answerable from the document"
 # what precedes the extractive answer that replaced a refusal (it must not read as a refusal itself)
@@ -98,21 +98,50 @@ def _span(allowed: Collection[int]) -> str:
     return ", ".join(str(n) for n in nums)
 
 
+_QUOTES = "\"'“”‘’"
+_SENTENCE_END = ".,;:!?"
+_NUMBER = re.compile(r"[-+$€£]?\d[\d,.]*%?")
+# a negation is a stopword that answers: "no stretch or shrink" says what the question does not
+NEGATIONS = frozenset({"no", "not", "nor", "never", "none", "neither", "nothing", "cannot"})
+
+
+def _written(text: str) -> list[str]:
+    """The words of `text` as written, quotes and sentence punctuation off; a name's own marks
+    stay ("write.csv", "/media", ".gprc", "`quit`"), so a name spelled from the question's words
+    is not one of them."""
+    words = (w.strip(_QUOTES).rstrip(_SENTENCE_END).strip(_QUOTES) for w in text.split())
+    return [w for w in words if w]
+
+
+def _repeats(word: str, asked: set[str], asked_lower: set[str], stems: set[str]) -> bool:
+    """Whether `word` is a word of the question: the same word, or the same stem ("mirrors"),
+    and not a name told by its capitals ("REMOVE" where the question writes "remove")."""
+    if word.isupper() and len(word) > 1 and word not in asked:
+        return False
+    low = word.lower()
+    return low in asked_lower or (low.isalpha() and stem_words([low])[0] in stems)
+
+
 def question_words_only(answer: str, question: str) -> list[str]:
-    """The answer's content words when every one of them is a word of the question (stemmed:
-    "sponsors" repeats "sponsor"), else []: "sponsor [2][3]" to "What is a sponsor?" says nothing
-    the evidence adds, whatever it cites. A yes/no question's restatement affirms it, and a word
-    of something the question offers to choose from ("A or B?") picks it (`operators.question_shape`):
-    those answers are kept."""
-    words = tokenize(_CITATION.sub(" ", answer))
-    if not words or not question.strip():
+    """The answer's content words when every one of them is a word of the question, else []:
+    "mirror [2][3]" to "What is a mirror?" says nothing the evidence adds, whatever it cites.
+    Kept: a number or a negation (a value, a denial), a yes/no question's restatement (it
+    affirms it), a word of something the question offers to choose from ("A or B?": it picks
+    one) and the question's own verb ("quit" to "How do I quit the shell?": a command named by
+    it), as `operators.question_shape` reads them."""
+    written = _written(_CITATION.sub(" ", answer))
+    if not question.strip() or any(_NUMBER.fullmatch(w) or w.lower() in NEGATIONS for w in written):
         return []
-    asked = set(stem_words(tokenize(question)))
-    if any(w not in asked for w in stem_words(words)):
+    words = [w for w in written if w.lower() not in STOPWORDS]
+    asked = set(_written(question))
+    asked_lower = {w.lower() for w in asked}
+    stems = set(stem_words([w for w in asked_lower if w.isalpha()]))
+    if not words or not all(_repeats(w, asked, asked_lower, stems) for w in words):
         return []
-    if asks_yes_or_no(question) or set(words) & offered_words(question):
+    lower = {w.lower() for w in words}
+    if asks_yes_or_no(question) or lower & (offered_words(question) | question_verbs(question)):
         return []
-    return list(dict.fromkeys(words))
+    return list(dict.fromkeys(w.lower() for w in words))
 
 
 def answered_parts(partials: list[dict[str, Any]], allowed: Collection[int]) -> list[tuple[str, list[int]]]:

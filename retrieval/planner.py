@@ -182,10 +182,12 @@ def multi_hop_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> l
     dec.params = {"sub_questions": subs, "synthesis": synth}
     notes["decomposer"] = how
     reduce: dict[str, Any] = {"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]}
+    map_params: dict[str, Any] = {}
     if joined:
         reduce["each_part"] = True  # the answer must answer each question, not the first one only
-    return [dec, Step(op="ForEach", params={"with_question": True}, steps=retrieval_steps(ctx)), Step(op="Map"),
-            Step(op="Reduce", params=reduce)]
+        map_params["read_ranking"] = True
+    return [dec, Step(op="ForEach", params={"with_question": True}, steps=retrieval_steps(ctx)),
+            Step(op="Map", params=map_params), Step(op="Reduce", params=reduce)]
 
 
 _MODAL_WORDS = [

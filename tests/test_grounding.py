@@ -39,6 +39,14 @@ def test_an_answer_that_only_repeats_the_question_breaks_the_rule():
     assert citation_problem("the daemon rotates its log [1]", allowed, "Does the daemon rotate its log?") is None
     assert citation_problem("the thick style [2]", allowed,
                             "Which is wider, the thin style or the thick style?") is None
+    # a number, a denial, a command named by the question's verb, a name spelled from its words
+    kept = [("2 [1]", "How many appendices does part 2 have?"),
+            ("not a mirror [1]", "What is a mirror?"),
+            ("quit [1]", "How do I quit the shell?"),
+            ("save.image [1]", "How do I save an image of the workspace?"),
+            ("PURGE [2]", "How do I purge the cache?")]
+    for answer, question in kept:
+        assert citation_problem(answer, allowed, question) is None, answer
 
 
 def test_a_repeated_question_word_is_repaired_or_replaced_by_the_extractive_answer():
