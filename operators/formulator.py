@@ -12,6 +12,7 @@ from rapidfuzz import fuzz, process
 from bookindex.operators import prompts
 from bookindex.operators.base import LinkedEntity, Operator, Params, State
 from bookindex.operators.context import LINK_CACHE, IndexContext
+from bookindex.operators.question_shape import coordinated_questions
 from bookindex.operators.textscore import prefetch_vectors, query_vector
 from bookindex.providers.lexical import STOPWORDS
 from bookindex.providers.nlp import english_if_installed
@@ -209,8 +210,13 @@ def split_question(question: str) -> tuple[list[str], str]:
     A part that is a question or a clause of its own is asked as it is; a bare noun phrase stands
     for its parallel in the first part (`_in_place_of`): "How much lower is the accuracy of GPT-4
     on SituatedQA compared to MMLU Chemistry?" → "... accuracy of GPT-4 on SituatedQA?", "...
-    accuracy of GPT-4 on MMLU Chemistry?". The original question is the synthesis step.
+    accuracy of GPT-4 on MMLU Chemistry?". Questions joined in one are split where spaCy's parse
+    joins them (`coordinated_questions`), not at every "and". The original question is the
+    synthesis step.
     """
+    joined = coordinated_questions(question)
+    if joined:
+        return list(joined), question
     q = question.strip().rstrip("?").strip()
     parts = [p.strip(" ,") for p in _SPLIT.split(q) if p and p.strip(" ,")]
     if len(parts) < 2:

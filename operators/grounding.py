@@ -5,7 +5,9 @@ check such an answer, so it is checked here: every LLM answer must cite at least
 and every cited n must be an item the prompt showed. An answer that breaks the rule gets one
 repair round (the same prompt, the answer, and the rule it broke); if the repaired answer still
 breaks it, the extractive answer is returned instead. Which of these happened is recorded
-(`check`), so traces and benchmarks can count it. "Not answerable" needs no citation.
+(`check`), so traces and benchmarks can count it. "Not answerable" needs no citation. An answer
+whose only content words are the question's own ("sponsor [2]" to "What is a sponsor?") breaks
+the rule too, however well it cites: it says nothing a reader could check against the evidence.
 
 A refusal can be replaced too (`refusal_fallback`): when the model answers "not answerable" and
 the extractive reader finds an answer in the same evidence, that answer is returned behind
@@ -24,7 +26,8 @@ from typing import Any, Literal
 from bookindex.core.config import Settings
 from bookindex.core.protocols import LLM
 from bookindex.operators import prompts
-from bookindex.providers.lexical import tokenize
+from bookindex.operators.question_shape import asks_yes_or_no, offered_words, question_verbs
+from bookindex.providers.lexical import STOPWORDS, stem_words, tokenize
 
 NOT_ANSWERABLE = "not answerable from the document"
 # what precedes the extractive answer that replaced a refusal (it must not read as a refusal itself)
@@ -95,8 +98,69 @@ def _span(allowed: Collection[int]) -> str:
     return ", ".join(str(n) for n in nums)
 
 
-def citation_problem(answer: str, allowed: Collection[int]) -> str | None:
-    """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers."""
+_QUOTES = "\"'“”‘’"
+_SENTENCE_END = ".,;:!?"
+_NUMBER = re.compile(r"[-+$€£]?\d[\d,.]*%?")
+# a negation is a stopword that answers: "no stretch or shrink" says what the question does not
+NEGATIONS = frozenset({"no", "not", "nor", "never", "none", "neither", "nothing", "cannot"})
+
+
+def _written(text: str) -> list[str]:
+    """The words of `text` as written, quotes and sentence punctuation off; a name's own marks
+    stay ("write.csv", "/media", ".gprc", "`quit`"), so a name spelled from the question's words
+    is not one of them."""
+    words = (w.strip(_QUOTES).rstrip(_SENTENCE_END).strip(_QUOTES) for w in text.split())
+    return [w for w in words if w]
+
+
+def _repeats(word: str, asked: set[str], asked_lower: set[str], stems: set[str]) -> bool:
+    """Whether `word` is a word of the question: the same word, or the same stem ("mirrors"),
+    and not a name told by its capitals ("REMOVE" where the question writes "remove")."""
+    if word.isupper() and len(word) > 1 and word not in asked:
+        return False
+    low = word.lower()
+    return low in asked_lower or (low.isalpha() and stem_words([low])[0] in stems)
+
+
+def question_words_only(answer: str, question: str) -> list[str]:
+    """The answer's content words when every one of them is a word of the question, else []:
+    "mirror [2][3]" to "What is a mirror?" says nothing the evidence adds, whatever it cites.
+    Kept: a number or a negation (a value, a denial), a yes/no question's restatement (it
+    affirms it), a word of something the question offers to choose from ("A or B?": it picks
+    one) and the question's own verb ("quit" to "How do I quit the shell?": a command named by
+    it), as `operators.question_shape` reads them."""
+    written = _written(_CITATION.sub(" ", answer))
+    if not question.strip() or any(_NUMBER.fullmatch(w) or w.lower() in NEGATIONS for w in written):
+        return []
+    words = [w for w in written if w.lower() not in STOPWORDS]
+    asked = set(_written(question))
+    asked_lower = {w.lower() for w in asked}
+    stems = set(stem_words([w for w in asked_lower if w.isalpha()]))
+    if not words or not all(_repeats(w, asked, asked_lower, stems) for w in words):
+        return []
+    lower = {w.lower() for w in words}
+    if asks_yes_or_no(question) or lower & (offered_words(question) | question_verbs(question)):
+        return []
+    return list(dict.fromkeys(w.lower() for w in words))
+
+
+def answered_parts(partials: list[dict[str, Any]], allowed: Collection[int]) -> list[tuple[str, list[int]]]:
+    """(sub-question, the shown numbers its partial answer cites) of each partial that found an
+    answer: what a merged answer to questions joined in one must keep (`citation_problem`)."""
+    out = []
+    for p in partials:
+        text = str(p.get("answer", ""))
+        nums = [n for n in cited_numbers(text) if n in allowed]
+        if nums and not is_not_answerable(text) and prompts.NOT_FOUND not in text.lower():
+            out.append((str(p.get("question", "")), nums))
+    return out
+
+
+def citation_problem(answer: str, allowed: Collection[int], question: str = "",
+                     parts: list[tuple[str, list[int]]] | None = None) -> str | None:
+    """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers;
+    with the `question`, an answer that only repeats its words is wrong too, cited or not; with
+    `parts` (`answered_parts`), an answer citing none of a part's evidence leaves that part out."""
     if is_not_answerable(answer):
         return None
     nums = cited_numbers(answer)
@@ -105,6 +169,14 @@ def citation_problem(answer: str, allowed: Collection[int]) -> str | None:
     bad = [n for n in nums if n not in allowed]
     if bad:
         return f"cites {', '.join(f'[{n}]' for n in bad)}, which no evidence item has"
+    repeated = question_words_only(answer, question)
+    if repeated:
+        return (f"only repeats the question's words ({', '.join(repeated)}) and says nothing the evidence "
+                "adds; answer with what the evidence says about them")
+    for asked, part_nums in parts or []:
+        if not set(part_nums) & set(nums):
+            return (f"leaves out the answer to {asked!r} (from {''.join(f'[{n}]' for n in part_nums)}); "
+                    "answer every part of the question")
     return None
 
 
@@ -139,7 +211,8 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
                     extractive: Callable[[], tuple[str, list[int]]], *, stage: str = "answer",
                     sources: Mapping[int, str] | None = None,
                     on_event: AnswerEvents | None = None, refusal_fallback: bool = False,
-                    reader: Callable[[], tuple[str, list[int]]] | None = None) -> GroundedAnswer:
+                    reader: Callable[[], tuple[str, list[int]]] | None = None,
+                    question: str = "", parts: list[tuple[str, list[int]]] | None = None) -> GroundedAnswer:
     """Answer with `prompt` and check the citations against `allowed`; one repair round, then
     the `extractive` answer. Without an available LLM, or when a call fails, extractive at once.
     With `sources` (number -> the text shown for it), citations of items that share no word
@@ -150,9 +223,11 @@ def grounded_answer(llm: LLM | None, prompt: str, allowed: Collection[int],
     `refusal_fallback`: a "not answerable" reply gives way to the extractive answer when the
     reader finds one, marked (REFUSED_MARK, check "refused-extractive"; module docstring);
     `reader` is the extractive reader's answer for that (default: `extractive`), where
-    `extractive` is something else (partial answers joined)."""
+    `extractive` is something else (partial answers joined). With the `question`, an answer that
+    only repeats its words breaks the rule too (`question_words_only`); with `parts`, an answer
+    that cites none of a part's evidence (questions joined in one, `answered_parts`)."""
     notes: dict[str, Any] = {}
-    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event)
+    result = _grounded(llm, prompt, allowed, extractive, stage, notes, on_event, (question, parts))
     if refusal_fallback and result.check == "not-answerable":
         result = _instead_of_refusal(result, reader or extractive, notes, on_event)
     if sources and result.check in ("valid", "repaired"):
@@ -184,7 +259,8 @@ def _ask(llm: LLM, prompt: str, stage: str, sink: Callable[[str], None] | None) 
 
 def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
               extractive: Callable[[], tuple[str, list[int]]], stage: str, notes: dict[str, Any],
-              on_event: AnswerEvents | None = None) -> GroundedAnswer:
+              on_event: AnswerEvents | None = None,
+              asked: tuple[str, list[tuple[str, list[int]]] | None] = ("", None)) -> GroundedAnswer:
     streamed: list[str] = []
 
     def on_text(text: str) -> None:
@@ -201,7 +277,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
     if llm is not None and llm.available and allowed:
         try:
             first = _ask(llm, prompt, stage, sink) or NOT_ANSWERABLE
-            problem = citation_problem(first, allowed)
+            problem = citation_problem(first, allowed, *asked)
             if problem is None:
                 check: CitationCheck = "not-answerable" if is_not_answerable(first) else "valid"
                 return GroundedAnswer(first, cited_numbers(first) if check == "valid" else [], check, notes)
@@ -209,7 +285,7 @@ def _grounded(llm: LLM | None, prompt: str, allowed: Collection[int],
             reset(f"the answer {problem}: one repair round")
             repair = prompt + prompts.REPAIR_CITATIONS.format(answer=first, problem=problem, allowed=_span(allowed))
             second = _ask(llm, repair, f"{stage}-repair", sink)
-            problem2 = citation_problem(second, allowed) if second else "was empty"
+            problem2 = citation_problem(second, allowed, *asked) if second else "was empty"
             if problem2 is None:
                 check = "not-answerable" if is_not_answerable(second) else "repaired"
                 return GroundedAnswer(second, cited_numbers(second) if check == "repaired" else [], check, notes)

@@ -115,12 +115,14 @@ class SectionChoice(BaseModel):
     sections: list[int] = Field(default_factory=list)
 
 
-MAP = """Use only the evidence below to write a short partial answer to the question. Cite the evidence you use as [n]. If the evidence does not contain the answer, say "not found in this evidence".
+NOT_FOUND = "not found in this evidence"  # what a partial answer says without one (MAP)
 
-Question: {query}
+MAP = f"""Use only the evidence below to write a short partial answer to the question. Cite the evidence you use as [n]. If the evidence does not contain the answer, say "{NOT_FOUND}".
+
+Question: {{query}}
 
 Evidence:
-{evidence}"""
+{{evidence}}"""
 
 
 class Partial(BaseModel):

@@ -23,6 +23,7 @@ from bookindex.operators.context import IndexContext
 from bookindex.operators.grounding import (
     MODEL_CHECKS,
     NOT_ANSWERABLE,
+    answered_parts,
     cited_numbers,
     computed_on,
     extractive_quantities_on,
@@ -196,6 +197,9 @@ class MapParams(Params):
     max_groups: int = 6
     use_llm: bool = True
     max_images: int = 4  # image/chart nodes of a group sent to the VLM as cropped page regions
+    # without a model, a sub-question's partial answer reads the whole merged ranking after its
+    # own evidence (questions asked in one: the whole question's retrieval finds either part)
+    read_ranking: bool = False
 
 
 class Map(Operator[MapParams]):
@@ -218,6 +222,17 @@ class Map(Operator[MapParams]):
         text = prompts.MAP.format(query=question, evidence=format_evidence(self.ctx.tree, ids, nums))
         text += f"\n\nThe {len(images)} attached image(s) show the figure/chart evidence items in order."
         return self.ctx.active_vlm.complete([user_message(text, images)], schema=prompts.Partial, stage="map-vision")
+
+    def _extractive_partial(self, question: str, ids: list[str], nums: list[int] | None,
+                            number: dict[str, int]) -> tuple[str, list[int]]:
+        """The extractive reader's partial answer from the group's evidence (`read_ranking`: then
+        from the rest of the ranking, as the reader reads a single-hop question's)."""
+        tree = self.ctx.tree
+        if not self.params.read_ranking or nums is None:
+            return extractive_answer(self.ctx, question, build_passages(tree, ids, question=question,
+                                                                        focus_blocks=False), nums)
+        read = ids + [i for i in number if i not in ids]
+        return extractive_answer(self.ctx, question, reader_passages(tree, read, question), [number[i] for i in read])
 
     def apply(self, state: State) -> State:
         tree = self.ctx.tree
@@ -268,8 +283,7 @@ class Map(Operator[MapParams]):
                     self.note(fallback=self.llm_failed(exc))
                     use_llm = False
             if "answer" not in part:
-                text, cites = (extractive_answer(self.ctx, question, build_passages(tree, ids, question=question, focus_blocks=False), nums)
-                               if ids else (NOT_ANSWERABLE, []))
+                text, cites = self._extractive_partial(question, ids, nums, number) if ids else (NOT_ANSWERABLE, [])
                 part.update(answer=text, source="extractive", cites=cites)
             state.partials.append(part)
         self.note(outputs=[{"question": p["question"], "evidence": len(p["evidence"]), "source": p["source"]}
@@ -307,6 +321,9 @@ class ReduceParams(Params):
     # COUNT/LIST: the words that narrow the unit ("pie" of "pie charts"): the parts whose caption
     # or text names them are counted, every part (with a note) when none does
     qualifiers: list[str] = []
+    # the sub-questions are questions the user joined in one ("Which X ..., and where is Y?"):
+    # a merged answer must answer each one whose partial answer found something (cite its evidence)
+    each_part: bool = False
 
 
 class Reduce(Operator[ReduceParams]):
@@ -589,9 +606,11 @@ class Reduce(Operator[ReduceParams]):
                 self.note(source="extractive: a number of the kind asked, the model not asked",
                           citations="extractive", outputs={"citations": state.citations})
                 return state
+        each = answered_parts(state.partials, allowed) if merge and self.params.each_part else None
         res = grounded_answer(llm, prompt, allowed, extractive, sources=sources,
                               on_event=state.on_event, refusal_fallback=refusal_fallback_on(self.ctx.settings),
-                              reader=read)
+                              reader=read, question=(state.synthesis or state.question) if merge else state.question,
+                              parts=each)
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
         self.note(source="llm" if res.check in MODEL_CHECKS else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)

@@ -209,4 +209,4 @@ def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listen
                            lambda: (extractive_answer(ctx, question, reader_passages(ctx.tree, ids))
                                     if ids else (NOT_ANSWERABLE, [])),
                            sources=passage_sources(passages), on_event=on_event,
-                           refusal_fallback=refusal_fallback_on(ctx.settings))
+                           refusal_fallback=refusal_fallback_on(ctx.settings), question=question)

@@ -18,6 +18,7 @@ from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
 from bookindex.operators.labels import find_labelled, qualifiers
+from bookindex.operators.question_shape import coordinated_questions
 from bookindex.operators.selector import unit_of
 from bookindex.operators.table_shape import asked_dimension
 from bookindex.retrieval.plans import Plan, Step
@@ -57,6 +58,9 @@ def classify_rules(question: str, ctx: IndexContext | None = None) -> tuple[str,
         m = rx.search(question)
         if m:
             return "global", f"matched {m.group(0)!r}"
+    parts = coordinated_questions(question)
+    if parts:
+        return "multi-hop", f"{len(parts)} questions joined in one: " + " | ".join(parts)
     for rx in _MULTI:
         m = rx.search(question)
         if m:
@@ -103,6 +107,11 @@ def classify(question: str, ctx: IndexContext) -> tuple[str, dict[str, Any]]:
             res = ctx.active_llm.complete(prompts.CLASSIFY.format(query=question), schema=prompts.Classification,
                                    stage="classify")
             cat = {"simple": "single-hop", "complex": "multi-hop"}.get(res.category, res.category)
+            if cat == "single-hop" and coordinated_questions(question):
+                # one single-hop plan answers one of the questions joined; the parse is sure
+                qt, why = classify_rules(question, ctx)
+                return qt, {"classifier": "rules", "reason": why,
+                            "override": "LLM said single-hop but the question joins two questions"}
             if cat == "global" and not _AGGREGATION.search(question):
                 # A global plan filters and aggregates the whole document; without any aggregation
                 # word in the question that is a misclassification (small models make it often,
@@ -161,14 +170,24 @@ def single_hop_plan(question: str, ctx: IndexContext) -> list[Step]:
 
 def multi_hop_plan(question: str, ctx: IndexContext, notes: dict[str, Any]) -> list[Step]:
     dec = Step(op="Decompose")
-    holder = Extract(ctx)  # only to collect a fallback note from decompose()
-    subs, synth, how = decompose(ctx, question, True, holder)
-    if holder.record.get("fallback"):
-        notes["decompose_fallback"] = holder.record["fallback"]
+    joined = coordinated_questions(question)
+    if joined:
+        # questions joined in one: the parse gives each exactly, so no model is asked to split them
+        subs, synth, how = list(joined), question, "rules: questions joined in one"
+    else:
+        holder = Extract(ctx)  # only to collect a fallback note from decompose()
+        subs, synth, how = decompose(ctx, question, True, holder)
+        if holder.record.get("fallback"):
+            notes["decompose_fallback"] = holder.record["fallback"]
     dec.params = {"sub_questions": subs, "synthesis": synth}
     notes["decomposer"] = how
-    return [dec, Step(op="ForEach", params={"with_question": True}, steps=retrieval_steps(ctx)), Step(op="Map"),
-            Step(op="Reduce", params={"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]})]
+    reduce: dict[str, Any] = {"operation": "ANSWER", "max_evidence": _flags(ctx)["cap"]}
+    map_params: dict[str, Any] = {}
+    if joined:
+        reduce["each_part"] = True  # the answer must answer each question, not the first one only
+        map_params["read_ranking"] = True
+    return [dec, Step(op="ForEach", params={"with_question": True}, steps=retrieval_steps(ctx)),
+            Step(op="Map", params=map_params), Step(op="Reduce", params=reduce)]
 
 
 _MODAL_WORDS = [

@@ -182,7 +182,8 @@ def test_reduce_shows_only_what_fits_and_cites_within_it(fake_llm):
     ("Which function decodes a DER encoded buffer into an ASN.1 structure?", True),
     ("What is the default linewidth?", True),
     ("What is the difference between the png terminal and the pdf terminal?", True),  # a multi-hop cue
-    ("What does the linewidth option set and which terminal uses it?", False),  # "and": ask the LLM
+    ("Which terminal uses the cairo library and writes bitmap images?", False),  # "and": ask the LLM
+    ("What does the linewidth option set and which terminal uses it?", True),  # two questions joined
 ])
 def test_rules_decide_when_confident(question, confident):
 
@@ -195,7 +196,7 @@ def test_confident_rules_ask_no_llm_and_unsure_ones_do(fake_llm):
     ctx = make_context(llm=llm)
     qt, notes = classify("What is the default linewidth?", ctx)
     assert (qt, notes["classifier"], llm.stages) == ("single-hop", "rules", [])
-    qt, notes = classify("What does the linewidth option set and which terminal uses it?", ctx)
+    qt, notes = classify("Which terminal uses the cairo library and writes bitmap images?", ctx)
     assert notes["classifier"] == "llm" and llm.stages == ["classify"]
     s = load_settings(overrides={"retrieval.classifier": "llm"}, env={})
     llm2 = fake_llm({"classify": {"category": "single-hop"}})

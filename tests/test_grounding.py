@@ -28,6 +28,48 @@ def test_citation_problem_names_the_broken_rule():
     assert "[7]" in (citation_problem("x [1][7]", allowed) or "")
 
 
+def test_an_answer_that_only_repeats_the_question_breaks_the_rule():
+    allowed = range(1, 4)
+    for answer in ("mirror [2][3]", "Mirrors [1]", "a mirror. [2]"):
+        problem = citation_problem(answer, allowed, "What is a mirror?") or ""
+        assert "only repeats the question's words (mirror" in problem, answer
+    assert citation_problem("mirror [2]", allowed) is None  # without the question: citations only
+    assert citation_problem("a server holding a copy of the archive [2]", allowed, "What is a mirror?") is None
+    # a restatement answers a yes/no question; a word of an alternative picks it
+    assert citation_problem("the daemon rotates its log [1]", allowed, "Does the daemon rotate its log?") is None
+    assert citation_problem("the thick style [2]", allowed,
+                            "Which is wider, the thin style or the thick style?") is None
+    # a number, a denial, a command named by the question's verb, a name spelled from its words
+    kept = [("2 [1]", "How many appendices does part 2 have?"),
+            ("not a mirror [1]", "What is a mirror?"),
+            ("quit [1]", "How do I quit the shell?"),
+            ("save.image [1]", "How do I save an image of the workspace?"),
+            ("PURGE [2]", "How do I purge the cache?")]
+    for answer, question in kept:
+        assert citation_problem(answer, allowed, question) is None, answer
+
+
+def test_a_repeated_question_word_is_repaired_or_replaced_by_the_extractive_answer():
+    q = "What is a mirror?"
+    llm = FakeLLM({"answer": {"answer": "mirror [2]"},
+                   "answer-repair": {"answer": "a server holding a copy of the archive [2]"}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive, question=q)
+    assert (res.answer, res.check) == ("a server holding a copy of the archive [2]", "repaired")
+    assert "only repeats" in llm.calls[1].prompt and "only repeats" in res.notes["citation_problem"]
+    llm = FakeLLM({"answer": {"answer": "mirror"}, "answer-repair": {"answer": "mirror [2][3]"}})
+    res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive, question=q)
+    assert (res.answer, res.check) == ("the best sentence [1]", "fallback")
+    assert "only repeats" in res.notes["repair_problem"] and res.notes["discarded_answer"] == "mirror [2][3]"
+
+
+def test_a_merged_answer_must_keep_each_joined_question_answered():
+    parts = [("Which port does the daemon listen on?", [1]), ("where is its log written?", [3])]
+    allowed = range(1, 5)
+    problem = citation_problem("port 8125 [1]", allowed, "", parts) or ""
+    assert "leaves out the answer to 'where is its log written?'" in problem and "[3]" in problem
+    assert citation_problem("port 8125 [1]; /var/log/statd.log [3]", allowed, "", parts) is None
+
+
 def test_a_valid_answer_is_returned_as_it_is():
     llm = FakeLLM({"answer": {"answer": "It is asn1_der_decoding [2]."}})
     res = grounded_answer(llm, "PROMPT", range(1, 4), _extractive)

@@ -205,3 +205,64 @@ def test_a_decomposed_question_answers_with_its_trace_typed():
     loop = next(r for r in ans.trace if r.op == "ForEach")
     assert loop.sub_questions and all(q.trace for q in loop.sub_questions if not isinstance(q, str))
     assert ans.evidence
+
+
+# -- questions joined in one (issue 63) -------------------------------------------------------
+
+@pytest.mark.parametrize("q,parts", [
+    # "its": the port's or the daemon's? an ambiguous pronoun stays
+    ("Which port does the daemon listen on, and where is its log written?",
+     ["Which port does the daemon listen on?", "where is its log written?"]),
+    # a pronoun for the one thing of its number the first question names is that thing
+    ("Who maintains the archive and how often is it rebuilt?",
+     ["Who maintains the archive?", "how often is the archive rebuilt?"]),
+    ("Is the cache shared between users, or does each user keep a copy?",
+     ["Is the cache shared between users?", "does each user keep a copy?"]),
+    ("What does the first pass compute; which files does the second pass check?",
+     ["What does the first pass compute?", "which files does the second pass check?"]),
+    # a sentence before the question is context each part keeps
+    ("The tool has two modes. Which mode is the default and how is the other one chosen?",
+     ["The tool has two modes. Which mode is the default?", "The tool has two modes. how is the other one chosen?"]),
+])
+def test_two_questions_joined_in_one_are_multi_hop_split_where_the_parse_joins_them(q, parts):
+    qtype, why = classify_rules(q)
+    assert qtype == "multi-hop" and "joined" in why
+    p = plan(make_context(), q)
+    assert p.query_type == "multi-hop"
+    assert p.steps[0].params["sub_questions"] == parts and p.steps[0].params["synthesis"] == q
+    assert p.steps[-1].params["each_part"] is True  # Reduce must answer each of them
+    assert p.steps[-2].params["read_ranking"] is True  # and each partial reads the merged ranking
+
+
+@pytest.mark.parametrize("one,two", [
+    # one subject with two verbs, and two clauses each asking
+    ("What does the installer download and verify?",
+     "What does the installer download, and how does it verify the download?"),
+    # the second verb has no opener of its own, and has one
+    ("Who wrote the guide and maintained it until 2010?", "Who wrote the guide and who maintained it until 2010?"),
+    ("What is the width of thin and thick lines?", "What is the width of thin lines and what is the width of thick lines?"),
+    # a statement before the one question, and a question before another
+    ("My cache is full; how do I empty it?", "Is my cache full; how do I empty it?"),
+    # a relative clause coordinated inside a noun phrase, and two clauses
+    ("What is the day when the store opens and when it closes?", "On which day does the store open, and when does it close?"),
+])
+def test_only_two_clauses_that_each_ask_are_split(one, two):
+    assert classify_rules(one)[0] == "single-hop"
+    assert classify_rules(two)[0] == "multi-hop"
+
+
+def test_rules_first_plans_joined_questions_without_asking_the_model(fake_llm):
+    llm = fake_llm(default={"category": "simple"})
+    q = "Which port does the daemon listen on, and where is its log written?"
+    p = plan(make_context(llm=llm), q)
+    assert p.query_type == "multi-hop" and "classify" not in llm.stages and "decompose" not in llm.stages
+    assert p.planner["decomposer"].startswith("rules")
+
+
+def test_a_model_that_calls_joined_questions_simple_is_overruled(fake_llm):
+    llm = fake_llm({"classify": {"category": "simple"}})
+    s = load_settings(overrides={"retrieval.classifier": "llm"}, env={})
+    p = plan(make_context(llm=llm, settings=s), "What is the default linewidth, and how are colors given?")
+    assert llm.stages == ["classify"]
+    assert p.query_type == "multi-hop" and "single-hop" in p.planner["override"]
+    assert p.steps[0].params["sub_questions"] == ["What is the default linewidth?", "how are colors given?"]
