@@ -106,9 +106,7 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
     """The MCP server of one library or several (name -> Engine): the tools and resources below.
     With several, every tool takes the library by name (`library`); over HTTP a key sees only
     the libraries it may read (others are unknown: "no library"), over stdio the local user sees all."""
-    from mcp.server.mcpserver import Context  # deferred: the SDK's import (~1 s) is paid by `mcp` only
-
-    from bookindex.mcp_server.strict import StrictServer, guard_resource
+    from bookindex.mcp_server.strict import Context, StrictServer, guard_resource  # deferred: imports the SDK (~1 s)
 
     engines = {Path(served.library.root).resolve().name or "library": served} if isinstance(served, Engine) \
         else dict(served)

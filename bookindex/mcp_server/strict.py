@@ -25,7 +25,7 @@ import logging
 import sys
 from typing import Any, Callable
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, MCPServer  # Context: re-used by build_server, importing the SDK once here
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 from mcp.types import Tool as MCPTool
