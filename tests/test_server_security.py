@@ -241,6 +241,9 @@ def test_rest_and_mcp_refuse_the_same_bad_input(one_library: tuple[str, Path, Pa
         ("POST", "/search", {"query": "DER", "k": 0}, "search", {"query": "DER", "k": 0}, "k"),
         ("GET", "/documents/libtasn1.pdf/tree", {"depth": -5}, "get_structure", {"doc": "libtasn1.pdf", "depth": -5}, "depth"),
         ("GET", "/documents/libtasn1.pdf/tree", {"depth": 99}, "get_structure", {"doc": "libtasn1.pdf", "depth": 99}, "depth"),
+        ("POST", "/search", {"query": "DER", "bogus": 1}, "search", {"query": "DER", "bogus": 1}, "unknown argument 'bogus'"),
+        ("POST", "/ask", {"question": "What is DER?", "bogus": 1}, "ask", {"question": "What is DER?", "bogus": 1},
+         "unknown argument 'bogus'"),
     ]
     for method, path, payload, *_ in cases:
         r = rec.client.request(method, path, headers=h, **({"json": payload} if method == "POST" else {"params": payload}))

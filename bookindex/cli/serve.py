@@ -74,6 +74,9 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(8001, "--port", help="HTTP transport: TCP port (endpoint /mcp)."),
         skills: list[Path] = typer.Option([], "--skills", metavar="DIR",
                                           help="A compiled skill folder whose view / get_document tools to offer (repeatable)."),
+        verbose: int = typer.Option(0, "--verbose", "-v", count=True,
+                                    help="Log to stderr: -v INFO (refused calls, tracebacks), -vv DEBUG; "
+                                         "default warnings only."),
     ) -> None:
         """Serve a library to agents over the Model Context Protocol (tools and resources)."""
         if transport not in ("stdio", "http"):
@@ -83,4 +86,4 @@ def register(app: typer.Typer) -> None:
         engines = {name: Engine(path, settings) for name, path in libraries.items()}
         for engine in engines.values():
             engine.require_library()
-        run_mcp(engines, "http" if transport == "http" else "stdio", host=host, port=port)
+        run_mcp(engines, "http" if transport == "http" else "stdio", host=host, port=port, verbosity=verbose)

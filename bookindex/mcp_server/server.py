@@ -3,7 +3,9 @@
 API used (mcp 2.x): `MCPServer(name, instructions=...)`, `@server.tool(description=...)`,
 `@server.resource("bookindex://...{doc}...")` for template resources, `server.run("stdio")` and
 `server.streamable_http_app(...)` (served by uvicorn behind the REST server's `KeyGuard`, so
-the same API keys work). Sync tool functions: the SDK runs them in worker threads.
+the same API keys work). Sync tool functions: the SDK runs them in worker threads. The server is
+`strict.StrictServer`, an `MCPServer` refusing undeclared arguments; resources raise the SDK's
+resource errors (`strict.guard_resource`); `run` owns stderr (`strict.log_to_stderr`).
 
 Every tool returns text or JSON shaped for an agent's context window: outlines as indented
 lines with node ids, evidence with page numbers and node ids, so the agent can cite pages and
@@ -19,18 +21,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
-from pydantic import ValidationError
-
 import bookindex
 from bookindex.core.config import cache_dir
-from bookindex.core.errors import BookIndexError
 from bookindex.core.memory import space_out_collections
 from bookindex.engine import Engine
 from bookindex.mcp_server.bounded import Bounds
 from bookindex.server import limits, validate
 from bookindex.server.auth import OPEN, Grant, Keys, check_bind
 from bookindex.server.middleware import BodyLimit, KeyGuard
-from bookindex.server.problem import Problem
+from bookindex.server.problem import Problem, anticipated
 from bookindex.server.redact import Redactor, default_folders
 from bookindex.server.skill_folders import skill_folders
 from bookindex.server.threads import limit_blas_threads
@@ -72,14 +71,11 @@ def guard_with(redactor: Redactor, context: Any = None) -> Callable[[Any], Any]:
                 kwargs["ctx"] = caller_grant(kwargs["ctx"])
             try:
                 return redactor.value(fn(*args, **kwargs))
-            except BookIndexError as e:
-                raise ToolError(redactor.text(" ".join(str(e).split()))) from None
-            except Problem as e:
-                raise ToolError(redactor.text(e.detail)) from None
-            except ValidationError as e:  # a request model the Engine builds: name the field, as REST does
-                first = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid input"}
-                where = ".".join(str(x) for x in first.get("loc", ()))
-                raise ToolError(redactor.text(f"{where}: {first.get('msg', '')}")) from None
+            except Exception as e:  # an Engine error, a Problem, a request model's ValidationError: REST's detail
+                known = anticipated(e)
+                if known is None:
+                    raise
+                raise ToolError(redactor.text(known[1])) from None
         if context is not None and "ctx" in getattr(fn, "__annotations__", {}):
             call.__annotations__ = {**fn.__annotations__, "ctx": context | None}
         return call
@@ -110,12 +106,12 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
     """The MCP server of one library or several (name -> Engine): the tools and resources below.
     With several, every tool takes the library by name (`library`); over HTTP a key sees only
     the libraries it may read (others are unknown: "no library"), over stdio the local user sees all."""
-    from mcp.server.mcpserver import Context, MCPServer  # deferred: the SDK's import (~1 s) is paid by `mcp` only
+    from bookindex.mcp_server.strict import Context, StrictServer, guard_resource  # deferred: imports the SDK (~1 s)
 
     engines = {Path(served.library.root).resolve().name or "library": served} if isinstance(served, Engine) \
         else dict(served)
     first = next(iter(engines.values()))
-    mcp = MCPServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
+    mcp = StrictServer("bookindex", instructions=INSTRUCTIONS, version=bookindex.__version__, log_level="WARNING")
 
     settings = first.settings.server
     bounds = Bounds(settings.mcp_tool_timeout_s)  # ask, plan, search: time-limited
@@ -243,16 +239,18 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
     if folders:
         add_skill_tools(mcp, first, folders, _guard)
     if len(engines) == 1:
-        add_resources(mcp, first, _guard)
+        add_resources(mcp, first, guard_resource(redactor))
     return mcp
 
 
 def add_resources(mcp: MCPServer, engine: Engine, _guard: Callable[[Any], Any]) -> None:
     """The document list and outlines as resources (a one-library server; with several, the
-    tools take the library by name)."""
+    tools take the library by name). `_guard`: `strict.guard_resource`, so a missing document is
+    a resource error with REST's detail, not a crash."""
 
     @mcp.resource("bookindex://documents", name="documents", mime_type="application/json",
                   description="The library's documents (doc_id, name, pages, nodes, sections).")
+    @_guard
     def documents_resource() -> list[dict[str, Any]]:
         return [summary(d) for d in engine.documents()]
 
@@ -325,9 +323,13 @@ def add_skill_tools(mcp: MCPServer, engine: Engine, folders: dict[str, Path], _g
 
 
 def run(served: Engine | Mapping[str, Engine], transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
-        port: int = 8001) -> None:
+        port: int = 8001, verbosity: int = 0) -> None:
     """Serve one library or several (name -> Engine) over stdio (for an agent that launches the
-    command) or streamable HTTP at /mcp (behind the REST server's key guard and body cap)."""
+    command) or streamable HTTP at /mcp (behind the REST server's key guard and body cap).
+    `verbosity` (`--verbose` count): what reaches stderr besides warnings (`strict.log_to_stderr`)."""
+    from bookindex.mcp_server.strict import log_to_stderr  # deferred with the SDK it imports
+
+    log_to_stderr(verbosity)  # before build_server: the SDK installs its own handler on a bare root logger
     first = served if isinstance(served, Engine) else next(iter(served.values()))
     limit_blas_threads(first.settings.server.blas_threads)
     space_out_collections(first.settings.server.gc_threshold)

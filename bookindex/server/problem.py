@@ -10,6 +10,8 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
+from pydantic import ValidationError
+
 from bookindex.core.errors import BookIndexError, IndexFormatError, InputError
 
 PROBLEM_JSON = "application/problem+json"
@@ -46,3 +48,18 @@ def status_of(exc: BookIndexError) -> int:
                                         or "belongs to no document" in msg):
         return 404
     return 400
+
+
+def anticipated(exc: BaseException) -> tuple[int, str] | None:
+    """The status and one-line detail REST answers for an error it expects (an Engine error, a
+    Problem, a pydantic ValidationError of a request model, named by its first field as the 422
+    handler does); None for anything else, a crash. The MCP server maps the same errors to tool
+    and resource errors, so both protocols refuse the same input with the same words."""
+    if isinstance(exc, BookIndexError):
+        return status_of(exc), " ".join(str(exc).split())
+    if isinstance(exc, Problem):
+        return exc.status, exc.detail
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid input"}
+        return 422, f"{'.'.join(str(x) for x in first.get('loc', ()))}: {first.get('msg', '')}"
+    return None
