@@ -125,6 +125,30 @@ def test_login_session_cookie(md_engine: Engine) -> None:
         assert c.get("/documents").status_code == 401
 
 
+def test_sign_in_page_offers_a_signed_out_user_only_signing_in(md_engine: Engine) -> None:
+    """Signed out, the form is all there is: no Sign out (there is no session to end) and no
+    links to pages that would send the browser back to the form; signed in, both are there."""
+    signed_in_only = ('action="/ui/logout"', "Sign out", 'href="/ui/ask"', 'href="/ui/skills"', 'href="/docs"')
+
+    def offered(html: str) -> list[str]:
+        return [s for s in signed_in_only if s in html]
+
+    with client(md_engine, Keys(frozenset({READ}), frozenset())) as c:
+        form = c.get("/ui/login")
+        assert form.status_code == 200 and 'name="key"' in form.text
+        assert offered(form.text) == []
+        refused = c.post("/ui/login", data={"key": "wrong", "next": "/ui/"})
+        assert refused.status_code == 401 and offered(refused.text) == []
+        c.post("/ui/login", data={"key": READ})
+        assert offered(c.get("/ui/").text) == list(signed_in_only)
+        assert "Sign out" in c.get("/ui/login").text  # signed in, the form page can still end the session
+        c.post("/ui/logout")
+        assert offered(c.get("/ui/login").text) == []
+    with client(md_engine) as c:  # an open server: every page is there to go to, no session to end
+        shown = offered(c.get("/ui/").text)
+        assert shown == ['href="/ui/ask"', 'href="/ui/skills"', 'href="/docs"']
+
+
 def test_upload_and_delete_from_the_library_page(tmp_path: Path) -> None:
     """A write key's library page uploads (an index job, listed with its state) and deletes; a
     read key sees neither form and its posts are refused (403)."""

@@ -10,7 +10,6 @@ from typing import Optional
 
 import typer
 from pydantic import BaseModel, Field
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -21,6 +20,7 @@ from bookindex.cli import serve as cli_serve
 from bookindex.cli import skills as cli_skills
 from bookindex.cli import stats as cli_stats
 from bookindex.cli.context import CLIState, get_settings, set_current
+from bookindex.cli.output import make_console
 from bookindex.core.config import cache_dir, masked_settings
 from bookindex.core.errors import BookIndexError, ConfigError
 from bookindex.engine import Engine
@@ -36,13 +36,9 @@ llm_app = typer.Typer(no_args_is_help=True, help="Check the configured LLM.")
 app.add_typer(config_app, name="config")
 app.add_typer(llm_app, name="llm")
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
-
-
 def _version(value: bool) -> None:
     if value:
-        console.print(f"bookindex {bookindex.__version__}")
+        make_console().print(f"bookindex {bookindex.__version__}")
         raise typer.Exit()
 
 
@@ -79,6 +75,7 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON i
 
     settings = get_settings()
     data = masked_settings(settings)
+    console = make_console(soft_wrap=False)
     if as_json:
         sources = {f"{sec}.{key}": settings.source_of(f"{sec}.{key}")
                    for sec, values in data.items() for key in values}
@@ -118,6 +115,7 @@ def llm_test(section: str = typer.Option("llm", "--section", help="llm or vlm.")
     if section not in ("llm", "vlm"):
         raise ConfigError(f"--section {section!r}: use llm or vlm")
     engine = Engine(settings=get_settings())
+    console = make_console(soft_wrap=False)
     client = engine.providers.llm if section == "llm" else engine.providers.vlm
     if client is None:
         raise ConfigError("vlm.provider is none: configure a vision model first (vlm.provider, vlm.base_url)")
@@ -148,6 +146,7 @@ def embed(text: str = typer.Argument(..., help="Text to embed.")) -> None:
     import numpy as np
 
     embedder = Engine(settings=get_settings()).providers.embedder
+    console = make_console(soft_wrap=False)
     start = time.perf_counter()
     vec = embedder.encode([text])[0]
     console.print(f"model: {embedder.name}")
@@ -192,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
 def _fail(message: str, code: int) -> None:
     set_current(None)
     text = " ".join(message.split())
-    err_console.print(f"[bold red]error:[/bold red] {escape(text)}", soft_wrap=True)
+    make_console(stderr=True).print(f"[bold red]error:[/bold red] {escape(text)}")
     sys.exit(code)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import typer
 
 from bookindex.cli.context import engine_for
+from bookindex.cli.output import make_console
 from bookindex.core.errors import InputError
 from bookindex.engine import AskEvent, AskRequest
 from bookindex.retrieval import METHODS, Answer, Plan
@@ -20,8 +21,7 @@ METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid,
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return make_console(stderr=stderr)
 
 
 def _check(question: str) -> None:

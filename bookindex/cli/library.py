@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from bookindex.cli.context import engine_for, get_settings
+from bookindex.cli.output import make_console
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.model import DocumentTree, Node
 from bookindex.parsing.dispatch import check_path
@@ -26,9 +27,7 @@ DOC_EXT = {".pdf", ".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".json
 
 
 def _console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return make_console(stderr=True)
 
 
 def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
@@ -305,7 +304,6 @@ def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
     if not docs:
         typer.echo(f"no documents in {engine.root}")
         return
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(title=f"{engine.root} ({len(docs)} documents)")
@@ -316,7 +314,7 @@ def list_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
         about = DocumentIdentity.from_dict(m.get("identity")).summary()
         t.add_row(d.doc_id, d.name, about, str(m.get("pages")), str(m.get("parser")), str(m.get("sections")),
                   str(m.get("nodes")), "yes" if m.get("graph") else "no", str(m.get("created", ""))[:19])
-    Console(width=max(100, _term_width())).print(t)
+    make_console(soft_wrap=False, tty_min_width=100).print(t)
 
 
 def remove_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
@@ -467,15 +465,6 @@ def show_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),
     for key, label in (("chart_text", "chart, its labels in rows"), ("ocr_text", "words read by OCR")):
         if n.meta.get(key):
             typer.echo(f"{label}:\n{n.meta[key]}")
-
-
-def _term_width() -> int:
-    """The terminal's width; output to a pipe or a file is not cut at any width (200)."""
-    import shutil
-
-    if not sys.stdout.isatty():
-        return 200
-    return shutil.get_terminal_size((120, 24)).columns
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bookindex.cli.context import get_settings
+from bookindex.cli.output import make_console
 from bookindex.cli.skills_ask import ask_command
 from bookindex.cli.skills_navigate import navigate_command
 from bookindex.engine import (
@@ -41,7 +42,7 @@ def _engine(ctx: typer.Context) -> Engine:
 
 
 def _err() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return make_console(stderr=True)
 
 
 def _echo_json(model: BaseModel) -> None:
@@ -93,7 +94,7 @@ def build_cmd(
 
 
 def _print_build(r: SkillsBuildReport) -> None:
-    c = Console(highlight=False, soft_wrap=True)
+    c = make_console()
     c.print(f"[green]built[/] {escape(r.output)}: {r.documents} documents, {r.clusters} clusters "
             f"({r.leaves} leaves, {r.roots} skills, {r.levels} levels), {r.files} navigation files "
             f"(median {r.median_file_bytes / 1024:.1f} KB), {r.seconds:.1f} s")
@@ -140,7 +141,7 @@ def _print_update(r: SkillsUpdateReport, as_json: bool) -> None:
     if as_json:
         _echo_json(r)
         return
-    c = Console(highlight=False, soft_wrap=True)
+    c = make_console()
     what = f"added {len(r.added)}" if r.added else f"removed {len(r.removed)}"
     c.print(f"[green]{what}[/] in {escape(r.folder)}: now {r.documents} documents, {r.clusters} clusters; "
             f"{r.touched} clusters touched, {r.summaries} re-summarised, {r.splits} split, "
@@ -165,7 +166,7 @@ def tree_cmd(
 
 
 def _print_tree(view: SkillsTreeView, depth: int) -> None:
-    c = Console(highlight=False, soft_wrap=True)
+    c = make_console()
     c.print(f"{escape(view.folder)}: {view.documents} documents, {view.clusters} clusters")
 
     def show(n: SkillNodeView, indent: int) -> None:

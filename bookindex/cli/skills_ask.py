@@ -18,6 +18,7 @@ from typing import Any, Optional
 import typer
 
 from bookindex.cli.context import engine_for, get_settings
+from bookindex.cli.output import make_console
 from bookindex.core.errors import InputError
 from bookindex.engine import Engine
 from bookindex.skills.model import is_hierarchy, load_hierarchy
@@ -25,8 +26,7 @@ from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
 
 
 def _console(stderr: bool = False) -> Any:
-    from rich.console import Console  # deferred like the other commands: only printing needs rich
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    return make_console(stderr=stderr)
 
 
 def render(ans: SkillsAnswer, explain: bool) -> list[str]:

@@ -14,13 +14,13 @@ from typing import Any
 import typer
 
 from bookindex.cli.context import engine_for
+from bookindex.cli.output import make_console
 from bookindex.core.errors import InputError
 from bookindex.skills.navigator.libnav import LibraryAnswer
 
 
 def _console() -> Any:
-    from rich.console import Console  # deferred like the other commands: only printing needs rich
-    return Console(highlight=False, soft_wrap=True)
+    return make_console()
 
 
 def render(ans: LibraryAnswer, explain: bool) -> list[str]:

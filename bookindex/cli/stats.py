@@ -15,10 +15,10 @@ from typing import Any, Optional
 import typer
 
 from bookindex.cli.context import engine_for
+from bookindex.cli.output import make_console
 
 
 def _print(rows: list[tuple[str, dict[str, Any]]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(title="bookindex stats")
@@ -33,9 +33,7 @@ def _print(rows: list[tuple[str, dict[str, Any]]]) -> None:
                   str(s["relations"]), f"{s['density']:.2e}", str(s["components"]), str(s["lcc_diameter"]),
                   str(s["er_merges"]), str(s.get("nodes_failed", 0)), str(int(tot.get("calls", 0))),
                   str(int(tot.get("prompt_tokens", 0) + tot.get("completion_tokens", 0))))
-    import shutil
-
-    console = Console(highlight=False, width=max(140, shutil.get_terminal_size((140, 24)).columns))
+    console = make_console(soft_wrap=False, tty_min_width=140)
     console.print(t)
     for label, s in rows:
         types = ", ".join(f"{k} {v}" for k, v in sorted(s["nodes"].items()))

@@ -59,10 +59,14 @@ def page_prefixes(request: Request) -> tuple[str, str]:
 
 
 def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    """A page; its navigation and its Sign out are there only for a reader the request's key or
+    session lets in (`signed_in`): the sign-in form a signed-out browser sees offers nothing it
+    cannot use (every other page would send it straight back to the form)."""
     srv: Server = request.app.state.server
     prefix, api = page_prefixes(request)
-    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, prefix=prefix, api=api,
-                                             ui=PREFIX, **ctx)
+    signed_in = request.scope.get("state", {}).get("grant") is not None  # KeyGuard's: OPEN on an open server
+    html = ENV.get_template(template).render(request=request, keyed=not srv.keys.open, signed_in=signed_in,
+                                             prefix=prefix, api=api, ui=PREFIX, **ctx)
     return HTMLResponse(html, status_code=status,
                         headers={"Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                  "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
