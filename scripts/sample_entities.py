@@ -18,7 +18,8 @@ extractor's hint), and ContainedIn (table/figure structure).
     python scripts/sample_entities.py LIBRARY [--doc NAME ...] --n 100 --seed 7 --out DIR/before
         # writes DIR/before.json (fill in "term" and "type") and DIR/before.md
     python scripts/sample_entities.py --summarise DIR/before.json DIR/after.json
-        # the judged counts side by side, as a Markdown table (also written next to the first file)
+        # the judged counts side by side, as a Markdown table (summary.md next to the first file;
+        # each judged sample's own table as FILE.md)
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ def main() -> int:
         table = summary_markdown(args.summarise)
         print(table, end="")
         (args.summarise[0].parent / "summary.md").write_text(table)
+        for f in args.summarise:  # each judged sample as a table beside it
+            f.with_suffix(".md").write_text(sample_markdown(json.loads(f.read_text())))
         return 0
     if args.library is None or not args.library.is_dir():
         print(f"error: {args.library}: not a library folder", file=sys.stderr)

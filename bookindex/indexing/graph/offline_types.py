@@ -159,25 +159,26 @@ class TypeVotes:
         self.defined[name_key(name)][etype] += 1
 
     def settle(self, key: str, current: str) -> str:
-        """What the document defines the name as; else the type most of its mentions carry
-        (more than half of them), else UNTYPED. Shape and structure types stay."""
-        if current in KEEP_TYPES:
+        """`identifier` when at least half of the name's mentions are written as code; else what
+        the document defines the name as; else the type most of its mentions carry (more than
+        half of them), else UNTYPED. Structure types stay."""
+        votes = self.mentions.get(key)
+        if votes and key in self.code_spelling and 2 * votes[IDENTIFIER] >= sum(votes.values()):
+            return IDENTIFIER  # mostly written as code: "asn1 parser2tree" in a heading too
+        if current in KEEP_TYPES and current != IDENTIFIER:
             return current
-        if key in self.code_spelling:  # "asn1 parser2tree" in a heading is asn1_parser2tree
-            return IDENTIFIER
         if self.defined.get(key):
             return self.defined[key].most_common(1)[0][0]
-        votes = self.mentions.get(key)
         if not votes:
             return current
-        typed = [(n, t) for t, n in votes.items() if t != UNTYPED]
+        typed = [(n, t) for t, n in votes.items() if t not in (UNTYPED, IDENTIFIER)]
         if not typed:
             return UNTYPED
         n, t = max(typed)
         return t if 2 * n > sum(votes.values()) else UNTYPED
 
     def apply(self, extractions: list[NodeExtraction]) -> None:
-        """Every entity's settled type; a name that is an identifier anywhere is spelled as one."""
+        """Every entity's settled type; an identifier is spelled as the code writes it."""
         for ex in extractions:
             for e in ex.entities:
                 if not e.structural:
