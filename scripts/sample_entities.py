@@ -3,7 +3,8 @@
 
 Sampling: the entities of the chosen documents (all by default) are pooled, less the structural
 ones (a table, formula or image entity stands for its node and is typed by construction), and
-`--n` of them are drawn uniformly with `--seed`. Each comes with its document, type, degree and
+`--n` of them are drawn uniformly with `--seed`: those whose hash of (seed, document, name) is
+lowest, so two builds of the same documents draw the same names where both have them. Each comes with its document, type, degree and
 the sentence it was first seen in, plus empty judgement fields:
 
     "term":  "real" (a term of the document: a name, a noun phrase, an identifier, a path)
@@ -25,8 +26,8 @@ extractor's hint), and ContainedIn (table/figure structure).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import random
 import sys
 from collections import Counter
 from pathlib import Path
@@ -82,7 +83,9 @@ def sample(library: Path, docs: list[str], n: int, seed: int) -> dict[str, Any]:
         pool += [(info.name, e, int(deg.get(e.id, 0))) for e in ents]
         per_doc[info.name] = {"entities": len(ents), "types": dict(Counter(e.type for e in ents).most_common(12)),
                               **relation_counts(g)}
-    picked = random.Random(seed).sample(pool, min(n, len(pool)))
+    # the n entities whose (seed, document, name) hash lowest: a uniform sample that stays the same
+    # for the entities two builds share, so a before/after pair judges the same names where it can
+    picked = sorted(pool, key=lambda p: hashlib.sha256(f"{seed}\0{p[0]}\0{p[1].name}".encode()).digest())[:n]
     rows = [{"i": i + 1, "doc": doc, "id": e.id, "name": e.name, "entity_type": e.type, "degree": deg,
              "nodes": len(e.node_ids), "context": _context(e.description), "term": None,
              "type": "absent" if e.type == UNTYPED else None, "note": ""}

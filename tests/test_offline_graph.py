@@ -39,7 +39,7 @@ def test_term_shapes_on_strings() -> None:
     from bookindex.indexing.graph.term_shape import shape_faults
 
     debris = {"source/}frob-override": "markup", "Run frobtool(1": "unbalanced brackets",
-              "chmod | Utility": "markup", "bit len: number": "label colon", "/home/ guest": "path debris",
+              "chmod | Utility": "markup", "bit len: number": "label colon", "/home/ guest": "path debris", "/usr/bin. ping": "path debris",
               "rc = asn1": "markup", "frequency, deltat, cycle": "list comma", "?CUR- RENT": "broken word",
               "state (optional": "unbalanced brackets", "Copyright ©": "markup", "0].. ider": "unbalanced brackets"}
     for name, fault in debris.items():

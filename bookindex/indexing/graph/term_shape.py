@@ -68,7 +68,7 @@ def _path_debris(name: str) -> bool:
             continue
         if w == "/" or not PATH_WORD.fullmatch(w) or "//" in w.replace("://", ""):
             return True
-        if w.endswith("/") and i + 1 < len(words):  # "/home/ guest": a path broken by the layout
+        if w.endswith(("/", ".")) and i + 1 < len(words):  # "/home/ guest", "/usr/bin. ping"
             return True
     return False
 
