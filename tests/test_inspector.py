@@ -187,14 +187,15 @@ MANUAL = ("Pump Manual\n\nVersion 2\n\nContents\n\n- Priming 1\n- Valves 2\n\n"
           "# Levers\n\nThe Red Lever locks the Pump.\n")
 
 
-def graph_engine(root: Path) -> Engine:
-    """A library holding MANUAL (a cover, a contents list, three sections) with a knowledge graph
-    from the scripted extractor (each capitalised word an entity, the first two of a node related)."""
+def graph_engine(root: Path, text: str = MANUAL, graph: dict[str, Any] | None = None) -> Engine:
+    """A library holding `text` (by default MANUAL: a cover, a contents list, three sections) with
+    a knowledge graph from the scripted extractor (each capitalised word an entity, the first two
+    of a node related); `graph`: more graph.* settings."""
     root.mkdir(parents=True, exist_ok=True)
     src = root / "manual.md"
-    src.write_text(MANUAL)
+    src.write_text(text)
     settings = load_settings(overrides={"llm.provider": "none", "cache.path": str(root / "cache"),
-                                        "graph.extractor": "llm"}, env={})
+                                        "graph.extractor": "llm", **(graph or {})}, env={})
     engine = Engine(root / "lib", settings, embedder=FakeEmbedder(),
                     llm=FakeLLM(ExtractionScript.for_library(), model="scripted"))
     engine.index(src, graph=True)
@@ -489,6 +490,46 @@ def test_graph_neighbourhood_drawn(browser: Any, tmp_path: Path) -> None:
         assert page.evaluate("new URLSearchParams(location.search).get('entity')") == other.id
         assert page.locator("#ent-h").inner_text().startswith(other.name)
         assert problems == [], problems
+        page.close()
+
+
+# A hub related to 24 parts with long names: a drawing of its neighbourhood is crowded
+HUB = "# Parts\n\n" + "".join(f"Gearbox Lubricationcontrollerassembly{i:02d} is fitted.\n\n" for i in range(24))
+OVERLAPS_JS = """() => {
+  const boxes = window.inspectorGraph.nodes().map((n) => n.boundingBox({ includeLabels: true, includeOverlays: false }));
+  let n = 0;
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    if (a.x1 < b.x2 && b.x1 < a.x2 && a.y1 < b.y2 && b.y1 < a.y2) n++;
+  }
+  return n;
+}"""
+
+
+def test_graph_labels_do_not_overlap(browser: Any, tmp_path: Path) -> None:
+    """A crowded neighbourhood (24 neighbours with long names) is drawn with no two labels
+    overlapping and a readable font; a label is cut short until hovered, when the node shows its
+    whole name and its edges their relation."""
+    # one prompt fragment per paragraph (each relates the hub to its part); exact names: the fake
+    # embedder's few buckets would merge the parts
+    engine = graph_engine(tmp_path, HUB, {"graph.er": "exact", "graph.merge_tokens": 1})
+    doc = engine.documents()[0]
+    hub = engine.graph.entities(doc.doc_id, "Gearbox")[0]
+    assert len(engine.graph.entity(doc.doc_id, hub.id).neighbours) >= 24
+    with thread_server(create_app(engine, Keys(frozenset(), frozenset()), isolate_builds=False)) as base:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{base}/ui/documents/{doc.doc_id}/graph?entity={hub.id}")
+        page.wait_for_selector("#graph-canvas[data-ready]")
+        assert int(page.get_attribute("#graph-canvas", "data-nodes") or 0) == 25
+        assert page.evaluate(OVERLAPS_JS) == 0
+        assert page.evaluate("window.inspectorGraph.zoom()") * 12 >= 7  # label pixels on screen
+        other = engine.graph.entity(doc.doc_id, hub.id).neighbours[0].id
+        cut = page.evaluate(f"window.inspectorGraph.getElementById({json.dumps(other)}).renderedBoundingBox({{includeLabels: true}}).w")
+        page.evaluate(f"window.inspectorGraph.getElementById({json.dumps(other)}).emit('mouseover')")
+        whole = page.evaluate(f"window.inspectorGraph.getElementById({json.dumps(other)}).renderedBoundingBox({{includeLabels: true}}).w")
+        assert whole > cut * 1.5
+        assert page.evaluate(f"window.inspectorGraph.getElementById({json.dumps(other)}).connectedEdges('.hover').length") >= 1
+        shot(page, "inspector-graph-crowded.png", docs=False)
         page.close()
 
 

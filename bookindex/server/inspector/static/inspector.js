@@ -282,28 +282,41 @@
     }
     const maxDeg = Math.max(1, ...data.nodes.map((n) => n.degree || 0));
     const maxW = Math.max(1, ...data.edges.map((e) => e.weight || 0));
+    // Rings: the centre, its INNER heaviest neighbours, then the rest (data.nodes is heaviest first).
+    const INNER = 8;
     const elements = [
-      ...data.nodes.map((n) => ({ group: "nodes", data: { id: n.id, name: n.name, type: n.type,
-        size: 18 + 26 * Math.sqrt((n.degree || 0) / maxDeg) }, classes: n.center ? "center" : "" })),
+      ...data.nodes.map((n, i) => ({ group: "nodes", data: { id: n.id, name: n.name, type: n.type,
+        size: 18 + 26 * Math.sqrt((n.degree || 0) / maxDeg), ring: n.center ? 3 : i <= INNER ? 2 : 1 },
+        classes: n.center ? "center" : "" })),
       ...data.edges.map((e, i) => ({ group: "edges", data: { id: `e${i}`, source: e.source, target: e.target,
         label: e.label, width: 1 + 4 * ((e.weight || 0) / maxW) }, classes: e.spoke ? "spoke" : "link" })),
     ];
+    // Labels are cut to LABEL_W pixels (the whole name on hover, and in the list below); the layout
+    // spaces the rings by each node's box with its label, plus the diagonal of two such boxes, so
+    // no two labels overlap. Relation labels show on hover of either end.
+    const LABEL_W = 84;
     const cy = window.cytoscape({
       container: box, elements, minZoom: 0.2, maxZoom: 4,
       style: [
         { selector: "node", style: { label: "data(name)", width: "data(size)", height: "data(size)", "background-color": "#1b98e0",
           color: "#1d2330", "font-size": 12, "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "ellipsis",
-          "text-max-width": 140, "border-width": 1, "border-color": "#fff" } },
+          "text-max-width": LABEL_W, "text-background-color": "#fbfcfe", "text-background-opacity": 0.85,
+          "text-background-padding": 1, "border-width": 1, "border-color": "#fff" } },
         { selector: "node.center", style: { "background-color": "#d7263d", "font-weight": "bold", "font-size": 13 } },
+        { selector: "node.hover", style: { "text-wrap": "wrap", "text-max-width": 320, "z-index": 20,
+          "text-background-opacity": 1, "text-border-width": 1, "text-border-color": "#d3d9e3", "text-border-opacity": 1 } },
         { selector: "edge", style: { width: "data(width)", "line-color": "#d3d9e3", "curve-style": "bezier", opacity: 0.7 } },
-        { selector: "edge.spoke", style: { "line-color": "#8fa3c4", label: "data(label)", "font-size": 8, color: "#5b6474",
-          "text-rotation": "autorotate", "text-background-color": "#fbfcfe", "text-background-opacity": 0.8,
-          "min-zoomed-font-size": 7 } },
+        { selector: "edge.spoke", style: { "line-color": "#8fa3c4" } },
+        { selector: "edge.hover", style: { label: "data(label)", "font-size": 10, color: "#1d2330", opacity: 1, "z-index": 19,
+          "text-rotation": "autorotate", "text-background-color": "#fbfcfe", "text-background-opacity": 1 } },
         { selector: "node:active, node:selected", style: { "overlay-opacity": 0.15 } },
       ],
-      layout: { name: "concentric", concentric: (n) => (n.hasClass("center") ? 2 : 1), levelWidth: () => 1,
-        minNodeSpacing: 24, animate: false, padding: 20 },
+      layout: { name: "concentric", concentric: (n) => n.data("ring"), levelWidth: () => 1,
+        nodeDimensionsIncludeLabels: true, avoidOverlap: true, minNodeSpacing: Math.ceil(LABEL_W * 0.45),
+        animate: false, padding: 12 },
     });
+    cy.on("mouseover", "node", (ev) => { ev.target.addClass("hover"); ev.target.connectedEdges().addClass("hover"); });
+    cy.on("mouseout", "node", (ev) => { ev.target.removeClass("hover"); ev.target.connectedEdges().removeClass("hover"); });
     cy.on("tap", "node", (ev) => {
       const id = ev.target.id();
       if (id === data.center) return;
