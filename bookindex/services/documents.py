@@ -173,7 +173,7 @@ def node_view(d: StoredDocument, node_id: str) -> NodeView:
                     title=n.title, text=n.text, page_idx=n.page_idx, page_end_idx=n.page_end_idx,
                     bbox=n.bbox, parent_path=[p.title for p in tree.parent_path(n)],
                     children=list(n.children), meta=dict(n.meta),
-                    image_file=str(image) if image is not None else None)
+                    image_file=str(image) if image is not None else None, number=n.number, role=n.role)
 
 
 def document_info(d: StoredDocument) -> DocumentInfo:

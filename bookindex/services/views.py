@@ -43,7 +43,8 @@ class IndexReport(BaseModel):
 
 
 class NodeView(BaseModel):
-    """One node with where it sits: text, page, bbox, the titles of its ancestors."""
+    """One node with where it sits: text, page, bbox, the titles of its ancestors; a section's
+    printed `number` and its `role` when it is a contents, list or index (core.model.Node)."""
 
     id: str
     doc_id: str
@@ -59,6 +60,8 @@ class NodeView(BaseModel):
     children: list[str]
     meta: dict[str, Any]
     image_file: str | None = None
+    number: str | None = None
+    role: str | None = None
 
 
 class PageInfo(BaseModel):
