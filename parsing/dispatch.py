@@ -4,7 +4,9 @@
 signature (never the extension alone), MinerU JSON by shape, Markdown and text by extension.
 `to_tree` runs section filtering (outline / rules / LLM) unless the parser already knows the
 final heading levels, groups reference entries (a function's signature, parameters and
-description) into sub-sections named by the entry (parsing.entries), then assembles the tree.
+description) into sub-sections named by the entry (parsing.entries), makes the printed contents,
+lists of figures or tables and the index one section each (parsing.matter), reads each heading's
+number (parsing.heading_numbers), then assembles the tree.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bookindex.core.config import Settings
 from bookindex.core.errors import InputError
-from bookindex.core.model import DocumentTree, build_tree
+from bookindex.core.model import MATTER_KEY, DocumentTree, Node, build_tree, tree_blocks
 from bookindex.core.protocols import LLM
 from bookindex.parsing.base import ParsedDocument
 from bookindex.parsing.entries import mark_entries
+from bookindex.parsing.heading_numbers import number_headings
 from bookindex.parsing.markdown import parse_markdown, parse_text
+from bookindex.parsing.matter import mark_matter
 from bookindex.parsing.mineru import detect_format, find_outputs, load_json, parse_mineru, run_mineru
 from bookindex.parsing.pdf import parse_pdf
 from bookindex.parsing.sections import assign_levels
@@ -153,6 +158,10 @@ def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Settings,
         blocks = mark_entries(blocks)
     except Exception as exc:  # a rule's bug must not lose the document: keep the blocks as they are
         warnings.append(f"reference entries not grouped ({type(exc).__name__}: {exc})")
+    try:
+        blocks = number_headings(mark_matter(blocks))
+    except Exception as exc:  # as above: the document keeps its loose contents lines
+        warnings.append(f"contents, lists and index not grouped ({type(exc).__name__}: {exc})")
     meta = {"pages": parsed.page_count, "parser": parsed.parser, "warnings": warnings,
             "page_sizes": [list(s) for s in parsed.page_sizes]}
     for k in ("mineru_format", "format", "page_labels"):
@@ -161,4 +170,29 @@ def to_tree(parsed: ParsedDocument, doc_id: str, name: str, settings: Settings,
     return build_tree(doc_id, name, blocks, meta)
 
 
-__all__ = ["parse_file", "to_tree", "sniff", "check_path", "SUPPORTED"]
+def regroup_tree(tree: DocumentTree) -> tuple[DocumentTree, int]:
+    """A stored tree brought up to today's grouping without parsing its file (`bookindex
+    refresh`): its contents, lists of figures or tables and index made sections of their kind
+    (parsing.matter) and its headings' numbers read into `Node.number`, from the blocks it was
+    built from (`tree_blocks`). Returns the tree and how many nodes changed parent, role,
+    number or mark as a line of such a part (0: the stored tree, unchanged).
+
+    Only what keeps every node id and every node's searched text: a contents part without a head
+    stays loose (a made head would shift the ids the stored vectors and graph are keyed by), and
+    no number is taken from the contents (it would change a title). What the parser itself now
+    does differently (a heading's number kept on its line, parsing.pdf_lines; bookmarks that no
+    longer claim lines of the contents, parsing.sections) needs `bookindex index` again."""
+    blocks = number_headings(mark_matter(tree_blocks(tree), insert=False), from_contents=False)
+    new = build_tree(tree.doc_id, tree.name, blocks, tree.meta)
+    if set(new.nodes) != set(tree.nodes):  # ids with gaps or of another shape: leave the tree alone
+        return tree, 0
+    changed = sum(1 for nid, n in new.nodes.items() if _grouping(n) != _grouping(tree.nodes[nid]))
+    return (new, changed) if changed else (tree, 0)
+
+
+def _grouping(n: Node) -> tuple[Any, ...]:
+    """What `regroup_tree` may change of a node."""
+    return n.parent, n.role, n.number, n.meta.get(MATTER_KEY)
+
+
+__all__ = ["parse_file", "to_tree", "regroup_tree", "sniff", "check_path", "SUPPORTED"]

@@ -15,6 +15,7 @@ _DOTTED = re.compile(r"^((?:[A-Z]|\d{1,3})(?:\.\d{1,3})+)\.?\s+(\S.*)$")
 _SIMPLE = re.compile(r"^(\d{1,3})\.?\s+(\S.*)$")
 _LETTER = re.compile(r"^([A-Z])\.?\s+([A-Z]\S*.*)$")
 _ROMAN_LEAD = re.compile(rf"^({_ROMAN})\.?\s+(\S.*)$")
+_LABEL_ONLY = re.compile(r"^(?:\d{1,3}|[A-Z])(?:\.\d{1,3})*\.?$|^[IVXLC]{2,7}\.?$")
 
 
 @dataclass
@@ -67,3 +68,23 @@ def norm_title(text: str) -> str:
     """Lower-case words of a title without numbering or punctuation (for matching)."""
     t = strip_numbering(text)
     return " ".join(re.sub(r"[^0-9a-z]+", " ", t.lower()).split())
+
+
+def is_number_label(text: str) -> bool:
+    """Whether a text is a heading number and nothing else ("1.1", "5.10", "A.4", "3.", "IV")."""
+    return bool(_LABEL_ONLY.match(text.strip()))
+
+
+def section_number(title: str) -> str | None:
+    """The number a heading prints, without its word: "5.10 package.init" -> "5.10",
+    "Chapter 4: Usage" -> "4", "Appendix B" -> "B", "Part II Commands" -> "II", "3.4. /bin" -> "3.4".
+
+    A lone capital letter before a word ("A Tale of Two Cities") reads the same as an appendix
+    letter ("A Advanced packaging"): `number_headings` keeps such a letter only when the
+    document's other headings confirm it."""
+    nb = parse_numbering(title)
+    if nb is None:
+        return None
+    if nb.kind.startswith("word:"):
+        return nb.label.split()[-1]
+    return nb.label

@@ -12,6 +12,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from bookindex.parsing.numbering import is_number_label
+
 BBox = tuple[float, float, float, float]
 
 # Font-name cues: flags only mark "bold" for some fonts; Semibold/Demi/Heavy/Black never.
@@ -180,6 +182,7 @@ def _merge_same_baseline(lines: list[Line]) -> list[Line]:
             prev = merged[-1]
             overlap = min(prev.bbox[3], ln.bbox[3]) - max(prev.bbox[1], ln.bbox[1])
             if (len(merged) == 1 and k == 1 and prev.bold and len(prev.text.split()) <= 6
+                    and not is_number_label(prev.text)  # "1.1   Social dynamics": a numbered heading
                     and ln.bbox[0] - prev.bbox[2] >= 0.8 * max(prev.size, 1.0)
                     and overlap > 0.6 * min(prev.height, ln.height) and not prev.text.rstrip().endswith((",", "("))
                     and len(ln.text.split()) >= 3):

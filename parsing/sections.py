@@ -50,7 +50,8 @@ def assign_levels(parsed: ParsedDocument, *, use_outline: bool = True,
 # -- outline ------------------------------------------------------------------------------
 
 def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Block]:
-    """Levels from the bookmarks: each entry claims the best-matching block on its page ±1.
+    """Levels from the bookmarks: each entry claims the best-matching block on its page ±1
+    (not on a neighbouring page of the printed contents: `toc_pages`).
 
     An entry that matches no block still opens its section: a title block is inserted where
     the outline order and the bookmark's target point say it belongs (see _insert_missing).
@@ -60,6 +61,9 @@ def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Bloc
         if b.type in ("title", "text") and len(b.content) <= 250:
             by_page[b.page_idx].append(i)
     norms = {i: norm_title(blocks[i].content) for ids in by_page.values() for i in ids}
+    # a line of the printed contents names the section too, a page before it: only a bookmark
+    # that points at the contents page itself ("Contents") may claim a block there
+    tocs = toc_pages(blocks)
     claimed: dict[int, OutlineEntry] = {}
     placed: list[int | None] = []  # per outline entry: its claimed block, None when missing/no page
     last = -1
@@ -70,6 +74,8 @@ def apply_outline(blocks: list[Block], outline: list[OutlineEntry]) -> list[Bloc
         want = norm_title(e.title)
         best, best_key = None, None
         for p in (e.page_idx, e.page_idx + 1, e.page_idx - 1):
+            if p != e.page_idx and p in tocs:
+                continue
             for i in by_page.get(p, ()):
                 if i in claimed:
                     continue

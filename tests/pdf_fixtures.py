@@ -573,3 +573,79 @@ def build_printed_numbers(path: Path) -> Path:
         c.showPage()
     c.save()
     return path
+
+
+# -- front and back matter (parsing.matter, parsing.heading_numbers) --------------------------
+
+MATTER_CONTENTS = [("1 Priming", "3"), ("1.1 Filling the housing", "3"), ("2 Valves", "4"), ("2.9 Seats", "4"),
+                   ("2.10 Relief and check valves", "4"), ("3 Care", "5"), ("Index", "6")]
+MATTER_FIGURES = [("Figure 1 The pump housing", "3"), ("Figure 2 A valve seat", "4")]
+MATTER_INDEX = [("housing, 3", "priming, 3, 4", "pump, 3"), ("relief valve, 4", "seat, 4", "valve, 4, 5")]
+
+
+def _leader_line(c: canvas.Canvas, y: float, text: str, page: str, x: float = LEFT) -> None:
+    """A contents line: its text, dot leaders, its page number set flush right."""
+    c.setFont(BODY_FONT, BODY_SIZE)
+    right = W - LEFT
+    c.drawString(x, y, text)
+    c.drawRightString(right, y, page)
+    start = x + c.stringWidth(text, BODY_FONT, BODY_SIZE) + 6
+    end = right - c.stringWidth(page, BODY_FONT, BODY_SIZE) - 6
+    dots = " ".join(["."] * max(3, int((end - start) / c.stringWidth(". ", BODY_FONT, BODY_SIZE))))
+    c.drawString(start, y, dots)
+
+
+def build_matter_book(path: Path) -> Path:
+    """A 6-page booklet: a cover; a "Contents" page (numbered entries with dot leaders) that also
+    holds a "List of Figures"; three pages of numbered chapters, one heading ("2.10 Relief and
+    check valves") set as DocBook sets it, the bold number a quad left of the words in another
+    font; and an "Index" on the last page (a letter over each of two columns of "term, page"
+    entries)."""
+    c = _canvas(path)
+    c.setFont("Helvetica-Bold", 24)
+    c.drawString(LEFT, H - 200, "Pump Handbook")
+    c.setFont(BODY_FONT, 12)
+    c.drawString(LEFT, H - 230, "Version 3")
+    c.showPage()
+    c.setFont("Helvetica-Bold", 18)
+    c.drawString(LEFT, H - 90, "Contents")
+    y = H - 130
+    for text, page in MATTER_CONTENTS:
+        _leader_line(c, y, text, page, x=LEFT + (18 if "." in text.split()[0] else 0))
+        y -= 18
+    c.setFont("Helvetica-Bold", 18)
+    c.drawString(LEFT, y - 30, "List of Figures")
+    y -= 70
+    for text, page in MATTER_FIGURES:
+        _leader_line(c, y, text, page)
+        y -= 18
+    c.showPage()
+    chapters = [[("1 Priming", 1, "Priming fills the pump housing with water before the first start."),
+                 ("1.1 Filling the housing", 2, "Open the vent screw and pour water into the housing.")],
+                [("2 Valves", 1, "Every pump has an inlet valve and an outlet valve of brass."),
+                 ("2.9 Seats", 2, "A valve seat wears with every cycle and is replaced every year.")],
+                [("3 Care", 1, "Drain the pump before frost and oil the shaft every spring.")]]
+    for k, chapter in enumerate(chapters):
+        y = H - 90
+        for text, level, body in chapter:
+            y = _heading(c, y, text, level, False)
+            y = _para(c, y, body + " " + LOREM)
+        if k == 1:  # the number in Helvetica-Bold, the words in Courier-Bold, a quad apart
+            c.setFont("Helvetica-Bold", 14)
+            c.drawString(LEFT, y, "2.10")
+            c.setFont("Courier-Bold", 14)
+            c.drawString(LEFT + c.stringWidth("2.10", "Helvetica-Bold", 14) + 14, y, "Relief and check valves")
+            _para(c, y - 24, "A relief valve opens when the pressure passes six bar. " + LOREM)
+        c.showPage()
+    c.setFont("Helvetica-Bold", 18)
+    c.drawString(LEFT, H - 90, "Index")
+    for col, entries in enumerate(MATTER_INDEX):
+        x = LEFT + col * 240
+        c.setFont("Helvetica-Bold", 12)
+        c.drawString(x, H - 130, entries[0][0].upper())
+        c.setFont(BODY_FONT, BODY_SIZE)
+        for r, entry in enumerate(entries):
+            c.drawString(x, H - 150 - 14 * r, entry)
+    c.showPage()
+    c.save()
+    return path

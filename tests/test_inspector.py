@@ -214,18 +214,22 @@ def doc_rows(html: str) -> list[dict[str, Any]]:
 
 
 def test_front_matter_is_one_folded_row(manual_engine: Engine, md_engine: Engine) -> None:
-    """The leaves before the first section (cover lines, the contents list) are one collapsed
-    "Front matter" row; the sections follow it at once; the group opens through its own route.
-    A document whose first child is a section has no group."""
+    """The leaves before the first section (the cover's lines) are one collapsed "Front matter"
+    row; the printed contents is a row of its own, the section of role "contents" the stored tree
+    holds (what `tree` and MCP show), its list inside it; the sections follow; the group opens
+    through its own route. A document whose first child is a section has no group."""
     doc = manual_engine.documents()[0]
     tree = manual_engine.tree(doc.doc_id)
     with client(manual_engine) as c:
         rows = doc_rows(c.get(f"/ui/documents/{doc.doc_id}").text)
-        assert rows[0]["type"] == "group" and rows[0]["label"] == "Front matter" and rows[0]["children"] == 4
-        assert [r["label"] for r in rows[1:]] == ["Priming", "Valves", "Levers"]
+        assert rows[0]["type"] == "group" and rows[0]["label"] == "Front matter" and rows[0]["children"] == 2
+        assert [(r["label"], r["role"]) for r in rows[1:]] == [
+            ("Contents", "contents"), ("Priming", ""), ("Valves", ""), ("Levers", "")]
+        contents = tree.nodes[rows[1]["id"]]
+        assert contents.role == "contents" and [tree.nodes[k].type for k in contents.children] == ["list"]
         inside = c.get(f"/ui/api/documents/{doc.doc_id}/matter/front").json()
-        assert [r["id"] for r in inside] == tree.root.children[:4]
-        assert all(r["children"] == 0 for r in inside) and inside[3]["type"] == "list"
+        assert [r["id"] for r in inside] == tree.root.children[:2]
+        assert all(r["children"] == 0 for r in inside)
         assert c.get(f"/ui/api/documents/{doc.doc_id}/matter/back").status_code == 404  # none here
         assert c.get(f"/ui/api/documents/{doc.doc_id}/matter/evil").status_code == 404
     with client(md_engine) as c:

@@ -232,8 +232,11 @@ def test_index_real_pdf(lib: DocumentLibrary):
     m = doc.manifest
     assert m["pages"] == 36 and m["parser"] == "pymupdf" and m["options"]["use_outline"] is True
     tree = doc.tree
-    assert [s.title for s in tree.sections(depth=1)][:4] == [
-        "1 Introduction", "2 ASN.1 structure handling", "3 Utilities", "4 Function reference"]
+    top = tree.sections(depth=1)
+    assert [s.title for s in top][:5] == [
+        "Table of Contents", "1 Introduction", "2 ASN.1 structure handling", "3 Utilities", "4 Function reference"]
+    assert [(s.title, s.role) for s in top if s.role] == [
+        ("Table of Contents", "contents"), ("Concept Index", "index"), ("Function and Data Index", "index")]
     fr = tree.find_section("4 Function reference")
     assert fr.page_idx + 1 == 11 and fr.page_end_idx + 1 == 26
     assert [tree[c].title for c in fr.children][:2] == ["4.1 ASN.1 schema functions", "4.2 ASN.1 field functions"]

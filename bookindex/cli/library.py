@@ -352,18 +352,20 @@ def _refresh(engine: Any, docs: list[str] | None, write: bool) -> None:
     changed = 0
     lexical = "lexical index stored" if write else "lexical index to store"
     for doc in targets:
-        info, old, new, lexical_stale = engine.refresh_identity(doc, write=write)
+        info, old, new, lexical_stale, regrouped = engine.refresh_identity(doc, write=write)
         before, after = DocumentIdentity.from_dict(old).summary(), DocumentIdentity.from_dict(new).summary()
+        notes = ([lexical] if lexical_stale else []) + ([f"tree {'regrouped' if write else 'to regroup'}: "
+                                                         f"{_n(regrouped, 'node')}"] if regrouped else [])
         if old == new:
-            if lexical_stale:
+            if notes:
                 changed += 1
-                typer.echo(f"{info.name}: {lexical} ({after or 'no identity'})")
+                typer.echo(f"{info.name}: {'; '.join(notes)} ({after or 'no identity'})")
             else:
                 typer.echo(f"{info.name}: unchanged ({after or 'no identity'})")
             continue
         changed += 1
         fields = ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)))
-        note = f"; {lexical}" if lexical_stale else ""
+        note = "".join(f"; {x}" for x in notes)
         typer.echo(f"{info.name}: {before or 'no identity'} -> {after or 'no identity'} ({fields}){note}")
     verb = "refreshed" if write else "would change"
     typer.echo(f"{changed} of {len(targets)} documents {verb}")
@@ -399,7 +401,8 @@ def render_toc(tree: DocumentTree, depth: int | None = None, leaves: bool = Fals
         if n.type == "section":
             if depth is not None and n.level > depth:
                 return
-            lines.append(f"{'  ' * indent}{n.title}  [section L{n.level}, {_pages(n)}, {_kids(tree, n)}]")
+            kind = f"{n.role}, section" if n.role else "section"
+            lines.append(f"{'  ' * indent}{n.title}  [{kind} L{n.level}, {_pages(n)}, {_kids(tree, n)}]")
             for c in n.children:
                 visit(c, indent + 1)
         elif leaves:

@@ -26,6 +26,12 @@ FIGURE_KINDS = ("photo", "pie chart", "bar chart", "line chart")
 # the meta keys whose text a node says beside its own (a figure's or a table's caption and
 # footnote, the words OCR read inside a figure, a chart's labels in rows): searched and shown
 SAID_META_KEYS = ("caption", "footnote", "ocr_text", "chart_text")
+# what a section may stand for beside a part of the text (parsing.matter): a printed table of
+# contents, a list of figures, a list of tables, an index. Its children are the part's lines.
+MATTER_ROLES = ("contents", "figures", "tables", "index")
+# the Block.extra keys build_tree reads beside "after_entry": a part's kind (on its head and its
+# entry lines), the head's mark, the first block after a part, a title's printed number
+MATTER_KEY, MATTER_HEAD_KEY, AFTER_MATTER_KEY, NUMBER_KEY = "matter", "matter_head", "after_matter", "number"
 
 
 @dataclass
@@ -60,7 +66,11 @@ class Node:
 
     `level` is the section level for sections (document = 0) and the enclosing section's
     level + 1 for leaves, so depth comparisons work across types. `page_end_idx` of a section
-    covers all its descendants.
+    covers all its descendants. `number` is the number a section's title prints ("5.10",
+    "4" for "Chapter 4", "B" for "Appendix B"; parsing.heading_numbers), None when it prints
+    none. `role` says what a section stands for when it is front or back matter (MATTER_ROLES:
+    "contents", "figures", "tables", "index"; parsing.matter), None for the document's own
+    sections and for every leaf. A tree stored before these fields existed loads with None.
     """
 
     id: str
@@ -74,6 +84,8 @@ class Node:
     parent: str | None = None
     children: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    number: str | None = None
+    role: str | None = None
 
     @property
     def label(self) -> str:
@@ -150,7 +162,7 @@ class DocumentTree:
         num = re.match(r"^\s*((?:\d+\.)*\d+)\b", title)
         if num:
             for s in secs:
-                if re.match(rf"^\s*{re.escape(num.group(1))}(?:\.)?(?:\s|$)", s.title):
+                if s.number == num.group(1) or re.match(rf"^\s*{re.escape(num.group(1))}(?:\.)?(?:\s|$)", s.title):
                     return s
         for s in secs:
             if want and want in _norm_title(s.title):
@@ -206,7 +218,7 @@ class DocumentTree:
         n = self.nodes[self._id(node)] if node is not None else self.root
         out: dict[str, Any] = {
             "id": n.id, "type": n.type, "level": n.level, "title": n.title or n.label,
-            "page_idx": n.page_idx, "page_end_idx": n.page_end_idx,
+            "page_idx": n.page_idx, "page_end_idx": n.page_end_idx, "number": n.number, "role": n.role,
         }
         if depth is None or depth > 0:
             out["children"] = [self.to_nested(c, None if depth is None else depth - 1) for c in n.children]
@@ -232,8 +244,11 @@ def build_tree(doc_id: str, name: str, blocks: list[Block], meta: dict[str, Any]
     higher level. Title blocks without a level become text. A block marked
     `extra["after_entry"]` (parsing.entries: the first block after a reference entry that is
     not part of it) first closes the open entry sections (`meta["entry"]`), so it goes back to
-    the enclosing section. Node ids are `doc_id` plus the block position, so re-parsing the
-    same file gives the same ids.
+    the enclosing section; one marked `extra["after_matter"]` (parsing.matter: the first block
+    after a contents, list or index part) closes the open part. A title's `extra["number"]`
+    (parsing.heading_numbers) becomes the section's `number`, and a part's head
+    (`extra["matter_head"]`) gives its section the `role` `extra["matter"]` names. Node ids are
+    `doc_id` plus the block position, so re-parsing the same file gives the same ids.
     """
     root_id = f"{doc_id}-root"
     pages = [b.page_idx for b in blocks]
@@ -246,33 +261,43 @@ def build_tree(doc_id: str, name: str, blocks: list[Block], meta: dict[str, Any]
         if b.extra.get("after_entry"):
             while len(stack) > 1 and stack[-1].meta.get("entry"):
                 stack.pop()
+        if b.extra.get(AFTER_MATTER_KEY):
+            del stack[next((k for k, s in enumerate(stack) if s.role), len(stack)):]
         if b.type == "title" and b.level is not None and b.level >= 1:
             while len(stack) > 1 and stack[-1].level >= b.level:
                 stack.pop()
             parent = stack[-1]
-            node = Node(id=nid, type="section", level=b.level, title=b.content.strip(),
-                        page_idx=b.page_idx, page_end_idx=b.page_idx, bbox=b.bbox,
-                        parent=parent.id, meta={"features": b.features, **b.extra})
-            parent.children.append(nid)
-            nodes[nid] = node
+            node = _section_node(nid, b, parent)
             stack.append(node)
-            continue
-        ntype = "text" if b.type == "title" else b.type
-        parent = stack[-1]
-        meta_d = dict(b.extra)
-        if b.features:
-            meta_d["features"] = b.features
-        if b.type == "title":
-            meta_d["demoted_title"] = True
-        node = Node(id=nid, type=ntype, level=parent.level + 1, text=b.content,
-                    page_idx=b.page_idx, page_end_idx=int(b.extra.get("page_end_idx", b.page_idx)),
-                    bbox=b.bbox, parent=parent.id, meta=meta_d)
+        else:
+            parent = stack[-1]
+            node = _leaf_node(nid, b, parent)
         parent.children.append(nid)
         nodes[nid] = node
     tree = DocumentTree(doc_id, name, nodes, root_id, meta)
     _span_pages(tree, root)
     return tree
 
+
+def _section_node(nid: str, b: Block, parent: Node) -> Node:
+    extra = {k: v for k, v in b.extra.items() if k != NUMBER_KEY}
+    number = b.extra.get(NUMBER_KEY)
+    role = extra.get(MATTER_KEY) if extra.get(MATTER_HEAD_KEY) else None
+    return Node(id=nid, type="section", level=int(b.level or 1), title=b.content.strip(),
+                page_idx=b.page_idx, page_end_idx=b.page_idx, bbox=b.bbox, parent=parent.id,
+                meta={"features": b.features, **extra}, number=str(number) if number else None,
+                role=role if role in MATTER_ROLES else None)
+
+
+def _leaf_node(nid: str, b: Block, parent: Node) -> Node:
+    meta_d = dict(b.extra)
+    if b.features:
+        meta_d["features"] = b.features
+    if b.type == "title":
+        meta_d["demoted_title"] = True
+    return Node(id=nid, type="text" if b.type == "title" else b.type, level=parent.level + 1, text=b.content,
+                page_idx=b.page_idx, page_end_idx=int(b.extra.get("page_end_idx", b.page_idx)),
+                bbox=b.bbox, parent=parent.id, meta=meta_d)
 
 
 def is_entry(node: Node) -> bool:
@@ -351,6 +376,8 @@ def tree_blocks(tree: DocumentTree) -> list[Block]:
         features = n.meta.get("features")
         extra = {k: v for k, v in n.meta.items() if k not in ("features", "demoted_title")}
         if n.type == "section":
+            if n.number:
+                extra[NUMBER_KEY] = n.number
             out.append(Block(type="title", content=n.title, page_idx=n.page_idx, bbox=n.bbox,
                              features=dict(features or {}), level=n.level, extra=extra))
         else:

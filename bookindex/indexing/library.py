@@ -32,9 +32,10 @@ from bookindex.indexing.document_folder import (
     read_manifest,
     write_lexical_index,
     write_manifest,
+    write_tree,
 )
 from bookindex.indexing.stored_document import StoredDocument
-from bookindex.parsing.dispatch import check_path, sniff
+from bookindex.parsing.dispatch import check_path, regroup_tree, sniff
 from bookindex.parsing.identity import identify
 from bookindex.providers.embedding import get_embedder
 from bookindex.providers.llm import get_llm
@@ -300,29 +301,36 @@ class DocumentLibrary:
 
         The stored BM25 index is checked the same way (`lexical_index_current`): a library built
         before documents stored one gets it here (`lexical_stale` on the returned document says
-        whether it was missing or of other passages).
+        whether it was missing or of other passages). The tree itself gets today's grouping of
+        its contents, lists and index and its headings' numbers where that keeps every node id
+        and text (`parsing.dispatch.regroup_tree`; `tree_regrouped` says how many nodes changed).
 
-        When either differs (and `write`), the new manifest and/or index replace the old in a new
+        When any differs (and `write`), the new manifest, tree and/or index replace the old in a new
         generation, as a graph retry does: the folder hard-linked under .tmp/, the changed files
         written there, the catalog entry swapped with one os.replace of library.json (so routers
         and caches keyed by the catalog see the change). Status "refreshed", else "unchanged" (or
         "stale" without `write`).
         """
         target = self.get(doc)
-        tree = target.tree
+        tree, regrouped = regroup_tree(target.tree)
         old = dict(target.manifest.get("identity") or {})
         new = identify(tree_blocks(tree)).to_dict()
         lexical_ok = lexical_index_current(target.dir, tree)
         target.unload()
-        if (new == old and lexical_ok) or not write:
-            target.status = "unchanged" if new == old and lexical_ok else "stale"
+        target.tree_regrouped = regrouped
+        if (new == old and lexical_ok and not regrouped) or not write:
+            target.status = "unchanged" if new == old and lexical_ok and not regrouped else "stale"
             target.lexical_stale = not lexical_ok
             return target, old, new
 
         def rewrite(build_dir: Path) -> None:
             target.close()  # the copy holds its files: the old generation can go with the swap
-            if new != old:
-                write_manifest(build_dir, dict(target.manifest, identity=new, updated=now()))
+            manifest = dict(target.manifest, identity=new) if new != old else dict(target.manifest)
+            if regrouped:  # same ids, same texts: the vectors and the graph stay as they are
+                write_tree(build_dir, tree)
+                manifest.update(nodes=len(tree), sections=len(tree.sections()))
+            if manifest != target.manifest:
+                write_manifest(build_dir, dict(manifest, updated=now()))
             if not lexical_ok:  # an index from before the folder stored one, or of other passages
                 write_lexical_index(build_dir, tree)
 
@@ -330,6 +338,7 @@ class DocumentLibrary:
             self._new_generation(target, rewrite, "the refresh", "bookindex refresh")
         refreshed = self._doc(target.doc_id, "refreshed")
         refreshed.lexical_stale = not lexical_ok
+        refreshed.tree_regrouped = regrouped
         return refreshed, old, new
 
     def _new_generation(self, doc: StoredDocument, change: Callable[[Path], T], during: str, again: str) -> T:

@@ -50,6 +50,7 @@ class StoredDocument:
         self.status = status  # "added", "replaced", "unchanged", "retried" after DocumentLibrary.add; else "stored"
         self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
         self.lexical_stale = False  # after refresh_identity: its stored BM25 index was missing or of other passages
+        self.tree_regrouped = 0  # after refresh_identity: nodes its tree regrouped (contents, index, numbers)
         self._tree: DocumentTree | None = None
         self._graph: KnowledgeGraph | None = None
         self._lexical: LexicalIndex | None = None

@@ -16,7 +16,10 @@ MAX_DEPTH = 12
 
 class TreeNode(BaseModel):
     """One node of an outline; `children` is cut at the requested depth (`child_count` says how
-    many there are), so a client can fetch a deeper level with the node endpoint."""
+    many there are), so a client can fetch a deeper level with the node endpoint. `number` is
+    the number a section's title prints ("5.10"), `role` what a section stands for when it is a
+    printed table of contents, list of figures or tables, or index ("contents", "figures",
+    "tables", "index"); both None otherwise."""
 
     id: str
     type: str
@@ -25,6 +28,8 @@ class TreeNode(BaseModel):
     page: int  # 1-based first page
     page_end: int
     child_count: int
+    number: str | None = None
+    role: str | None = None
     children: list["TreeNode"] = Field(default_factory=list)
 
 
@@ -38,15 +43,18 @@ def outline(tree: DocumentTree, depth: int, sections_only: bool = True) -> TreeN
     def build(n: Node, left: int) -> TreeNode:
         kids = [tree.nodes[c] for c in n.children if c in tree.nodes and keep(tree.nodes[c])]
         return TreeNode(id=n.id, type=n.type, level=n.level, title=n.label, page=n.page_idx + 1,
-                        page_end=n.page_end_idx + 1, child_count=len(kids),
+                        page_end=n.page_end_idx + 1, child_count=len(kids), number=n.number, role=n.role,
                         children=[build(k, left - 1) for k in kids] if left > 0 else [])
 
     return build(tree.root, depth)
 
 
 def outline_text(node: TreeNode, indent: int = 0) -> str:
-    """The outline as indented lines `title [pages] (id)`: compact for an agent's context."""
+    """The outline as indented lines `title [pages] (id)`: compact for an agent's context; a
+    contents, list or index section says its role first (`Contents [contents, p4-6] (id)`)."""
     pages = f"p{node.page}" if node.page == node.page_end else f"p{node.page}-{node.page_end}"
+    if node.role:
+        pages = f"{node.role}, {pages}"
     more = f" +{node.child_count} below" if node.child_count and not node.children else ""
     lines = [f"{'  ' * indent}{node.title} [{pages}] ({node.id}){more}"]
     for c in node.children:

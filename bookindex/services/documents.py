@@ -174,7 +174,8 @@ def node_view(d: StoredDocument, node_id: str) -> NodeView:
                     bbox=n.bbox, parent_path=[p.title for p in tree.parent_path(n)],
                     children=list(n.children), meta=dict(n.meta),
                     image_file=str(image) if image is not None else None,
-                    page_label=tree.page_label(n.page_idx), page_end_label=tree.page_label(n.page_end_idx))
+                    page_label=tree.page_label(n.page_idx), page_end_label=tree.page_label(n.page_end_idx),
+                    number=n.number, role=n.role)
 
 
 def document_info(d: StoredDocument) -> DocumentInfo:

@@ -44,7 +44,8 @@ class IndexReport(BaseModel):
 
 
 class NodeView(BaseModel):
-    """One node with where it sits: text, page, bbox, the titles of its ancestors."""
+    """One node with where it sits: text, page, bbox, the titles of its ancestors; a section's
+    printed `number` and its `role` when it is a contents, list or index (core.model.Node)."""
 
     id: str
     doc_id: str
@@ -60,6 +61,8 @@ class NodeView(BaseModel):
     children: list[str]
     meta: dict[str, Any]
     image_file: str | None = None
+    number: str | None = None
+    role: str | None = None
     # what its first and last pages print as their numbers (`core.pages`); None where a page
     # prints none or the folder keeps no labels
     page_label: str | None = None

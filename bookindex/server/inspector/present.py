@@ -28,13 +28,16 @@ def entry_name(node: Node) -> str:
 
 def node_row(tree: DocumentTree, node: Node) -> dict[str, Any]:
     """One tree row: id, type, label, 1-based page range (and as cited, with the printed numbers:
-    `core.pages`), child count, entry name and kind."""
+    `core.pages`), child count, entry name and kind, and the role a contents, list or index
+    section has in the stored tree (parsing.matter: the inspector shows the kind every other
+    reader of the tree sees, it does not guess one)."""
     entry = node.meta.get("entry")
     first, last = node.page_idx + 1, node.page_end_idx + 1
     return {"id": node.id, "type": node.type, "label": node.label or node.type, "page": first, "page_end": last,
             "page_ref": cite_pages(first, last, tree.page_label(node.page_idx), tree.page_label(node.page_end_idx)),
             "children": sum(1 for c in node.children if c in tree.nodes),
-            "entry": entry_name(node), "entry_kind": str(entry.get("kind") or "") if isinstance(entry, dict) else ""}
+            "entry": entry_name(node), "entry_kind": str(entry.get("kind") or "") if isinstance(entry, dict) else "",
+            "role": node.role or ""}
 
 
 def children_rows(tree: DocumentTree, node_id: str) -> list[dict[str, Any]]:
@@ -49,11 +52,12 @@ MIN_FOLD = 2  # a lone leaf before the first section stays a row of its own
 def matter_spans(tree: DocumentTree) -> dict[str, tuple[int, int]]:
     """Where the root's front and back matter lie, as [start, end) slices of its children.
 
-    Front matter is the run of leaves (nodes without children: a cover's lines, the lines of a
-    printed table of contents, a copyright notice) before the root's first child that holds
-    children, i.e. before the first real section; back matter is the run of leaves after the
-    last one (an index's entries). Both follow from the tree's shape, never from words: a
-    parser that found no sections (every child a leaf) leaves the root unfolded."""
+    Front matter is the run of leaves (nodes without children: a cover's lines, a copyright
+    notice) before the root's first child that holds children; back matter is the run of leaves
+    after the last one. A printed table of contents, a list of figures and an index are sections
+    of the stored tree (`Node.role`, parsing.matter), so they stand as rows of their own, as
+    `bookindex tree` and MCP `get_structure` show them; only the loose leaves around them fold.
+    A parser that found no sections (every child a leaf) leaves the root unfolded."""
     kids = [tree.nodes[c] for c in tree.root.children if c in tree.nodes]
     holders = [i for i, n in enumerate(kids) if n.children]
     if not holders:

@@ -108,7 +108,7 @@
       }
       const open = el("button", { type: "button", class: r.group ? "node-link group-link" : "node-link", "data-id": r.id });
       if (r.group) open.append(el("span", { class: "label", text: r.label }));
-      else open.append(el("span", { class: `badge t-${r.type}`, text: r.type }), " ", el("span", { class: "label", text: r.label }));
+      else open.append(el("span", { class: `badge t-${r.type}`, text: r.role || r.type }), " ", el("span", { class: "label", text: r.label }));
       if (r.entry && r.entry !== r.label) open.append(" ", el("span", { class: "entry", text: r.entry }));
       const pages = r.page_ref || (r.page === r.page_end ? `p. ${r.page}` : `pp. ${r.page}–${r.page_end}`);
       open.append(" ", el("span", { class: "muted pages", text: pages }));
