@@ -22,6 +22,7 @@ into `staging_root()` and asks the catalog to commit it, so storage never import
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
@@ -363,6 +364,7 @@ def _reap(root: Path, generations: set[str]) -> bool:
 
 _NAMED: dict[Path, tuple[tuple[int, int, int], set[str]]] = {}  # the sweeping thread's catalog reads
 _REAPER = Reaper(_reap)
+atexit.register(_REAPER.at_exit)
 
 
 def settle(timeout: float = 30.0) -> bool:

@@ -11,6 +11,8 @@ writer lock, that nobody still needs the folder, and removes it.
 The work function (`bookindex.storage.catalog`) returns False when it could not run yet (another
 writer holds the library's lock): the library is then tried again every `RETRY_S` until the work
 is done, so a folder whose lease was released during a build still goes when the build ends.
+At exit the process finishes a sweep in progress and runs one last round (`at_exit`); leases
+it still holds then die with it (a dead `flock`), and the next writer sweeps their folders.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 log = logging.getLogger("bookindex.storage.reaper")
 
 RETRY_S = 1.0  # how often a library whose writer lock was busy is tried again
+EXIT_WAIT_S = 5.0  # at exit, the longest to wait for a sweep in progress
 
 Work = Callable[[Path, set[str]], bool]
 
@@ -40,6 +43,7 @@ class Reaper:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._start_lock = threading.Lock()
+        self._rounds = threading.Lock()  # held for each round: the exit round never overlaps one
 
     def post(self, root: Path, generation: str) -> None:
         """Ask for `docs/<generation>` of library `root` to be removed once unused. Never blocks
@@ -83,29 +87,41 @@ class Reaper:
             time.sleep(min(RETRY_S, max(0.0, deadline - time.monotonic())))
         return False
 
+    def at_exit(self) -> None:
+        """(atexit) Let a sweep in progress finish, so an exiting process never leaves a folder
+        half deleted, then run one last round over what was posted (no retries after it). The
+        lock is kept: the thread starts no round after this one."""
+        if not self.running() or not self._rounds.acquire(timeout=EXIT_WAIT_S):
+            return
+        self._round(None)
+
     def _run(self) -> None:
         while True:
             try:
                 first = self._queue.get(timeout=RETRY_S if self._pending else None)
             except queue.Empty:
                 first = None
-            self._round(first)
+            with self._rounds:
+                self._round(first)
+
+    def _next(self) -> tuple[Path, str] | threading.Event | None:
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            return None
 
     def _round(self, first: tuple[Path, str] | threading.Event | None) -> None:
         """Take every request posted so far (grouped by library, with the pending ones) and run
         the work once per library; keep the libraries whose writer lock was busy."""
         todo, self._pending = self._pending, {}
         waiting: list[threading.Event] = []
-        item = first
+        item = first if first is not None else self._next()
         while item is not None:
             if isinstance(item, threading.Event):
                 waiting.append(item)
             else:
                 todo.setdefault(item[0], set()).add(item[1])
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                item = None
+            item = self._next()
         for root, generations in todo.items():
             try:
                 done = self._work(root, generations)
