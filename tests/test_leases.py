@@ -59,6 +59,7 @@ def test_releasing_the_last_lease_removes_a_replaced_generation(tmp_path: Path) 
     lease.release()
     assert gone(folder), f"{folder.name} stayed after its last lease was released: {folders(cat.root)}"
     assert folders(cat.root) == [second]
+    assert catalog_mod.settle(WAIT_S)  # renamed away first, then deleted: nothing left behind
     assert not (cat.root / ".tmp").exists()
     assert not list((cat.root / ".leases").rglob("*.lease"))
 
