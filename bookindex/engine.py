@@ -147,6 +147,13 @@ class Engine:
             took["router"] = round(time.perf_counter() - t, 2)
         return took
 
+    def refresh(self) -> None:
+        """Re-read the catalog (another process committed: `bookindex index`, a server's build
+        process) and drop the opened versions it no longer names, so their leases go when the
+        requests still using them finish and their folders with them."""
+        self.library.refresh()
+        self.cache.prune()
+
     def documents(self) -> list[DocumentInfo]:
         return [document_info(d) for d in self.library.documents]
 

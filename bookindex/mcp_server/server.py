@@ -141,7 +141,7 @@ def build_server(served: Engine | Mapping[str, Engine]) -> MCPServer:
     @_guard
     def list_documents(library: str | None = None, ctx: "Context | None" = None) -> list[dict[str, Any]]:
         engine = pick(library, ctx)
-        engine.library.refresh()
+        engine.refresh()  # and lets go of the versions replaced since
         return [summary(d) for d in engine.documents()]
 
     @mcp.tool(description=(

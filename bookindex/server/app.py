@@ -120,7 +120,7 @@ class Library:
         except OSError:
             mtime = None
         if mtime != self._catalog_mtime:
-            self.engine.library.refresh()
+            self.engine.refresh()  # and drops the versions it no longer names from the cache
             self._catalog_mtime = mtime
             for hook in self.on_refresh:
                 hook(self.engine)

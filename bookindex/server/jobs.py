@@ -10,7 +10,8 @@ unless a stored document already uses it.
 One worker thread runs the jobs one at a time through `Engine.index`, which writes through the
 library (its lock and atomic catalog swap); queueing here keeps the server itself to one writer.
 In the server each build runs in a child process (`builds`); the catalog is re-read after it
-commits.
+commits and the versions it replaced are dropped from the server's cache, so their folders go as
+soon as the questions still reading them finish (docs/server.md, "Old versions").
 A build running past `server.job_timeout_s` is stopped (the child told to cancel, killed if it
 lingers) and the job fails with a message naming the setting; the library is unchanged. An upload
 whose file name an earlier upload's document has (other content) replaces that document in the
@@ -414,7 +415,7 @@ class JobManager:
     def _index_in_child(self, job: Job, path: Path, replaces: tuple[str, ...]) -> IndexReport:
         report = build_in_process(self.engine, job.name, path, job.options, self._events(job),
                                   lambda: self._cancelled(job), replaces=replaces, timeout_s=self.timeout_s)
-        self.engine.library.refresh()  # the child committed: read the new catalog
+        self.engine.refresh()  # the child committed: the new catalog, the replaced versions let go
         return report
 
     def _earlier_uploads(self, job: Job) -> tuple[str, ...]:

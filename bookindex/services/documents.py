@@ -8,7 +8,10 @@ Two kinds of opened document are kept, each least recently used out:
   clicking through a tree, with no providers loaded (0.2-0.4 s saved per request on a 300-page
   manual).
 Both are keyed by (doc_id, generation folder), so a re-indexed document is opened afresh and the
-superseded generation (with its reader lease) is dropped.
+superseded generation is dropped (`forget`, `prune`). Each holds its generation's reader lease
+for as long as it lives (files are read lazily: tree, graph, vectors, images), so a request still
+using a dropped one reads on undisturbed; when the last one lets go the lease is released and
+storage removes the superseded folder.
 
 It also keeps what is built over all of a library's documents at once (the document router, the
 pooled library-wide index), rebuilt when the catalog changes, and the skill folders opened for
@@ -61,7 +64,9 @@ class DocumentCache:
         return self._library()
 
     def open(self, doc: str) -> IndexContext:
-        """The query context of `doc` (id, file name or stem)."""
+        """The query context of `doc` (id, file name or stem). It holds the reader lease of its
+        generation (through its `StoredDocument`) for as long as anyone holds the context: a
+        request still reading a dropped context keeps its folder on disk until it lets go."""
         stored = self.library.get(doc)
         key = (stored.doc_id, stored.dir.name)
         with self._lock:
@@ -71,12 +76,14 @@ class DocumentCache:
                 return ctx
         ctx = self._context(stored)
         with self._lock:
-            for old in [k for k in self._opened if k[0] == stored.doc_id and k != key]:
+            dropped = [k for k in self._opened if k[0] == stored.doc_id and k != key]
+            for old in dropped:
                 del self._opened[old]  # a superseded generation: its reader lease goes with it
             self._opened[key] = ctx
             evicted = len(self._opened) > self._capacity
             while len(self._opened) > self._capacity:
-                self._opened.popitem(last=False)
+                dropped.append(self._opened.popitem(last=False)[0])
+        self._retire(dropped)
         if evicted:  # a document's tree, graph and indexes were freed: give the memory back
             release_freed_memory()
         return ctx
@@ -91,20 +98,43 @@ class DocumentCache:
                 self._browsed.move_to_end(key)
                 stored.close()
                 return kept
-            for old in [k for k in self._browsed if k[0] == stored.doc_id]:
+            dropped = [k for k in self._browsed if k[0] == stored.doc_id]
+            for old in dropped:
                 del self._browsed[old]
             self._browsed[key] = stored
             while len(self._browsed) > self._browse_capacity:
-                self._browsed.popitem(last=False)
+                dropped.append(self._browsed.popitem(last=False)[0])
+        self._retire(dropped)
         return stored
 
     def forget(self, doc_id: str) -> None:
         """Drop every opened generation of a document (after it was re-indexed or removed)."""
         with self._lock:
-            for key in [k for k in self._opened if k[0] == doc_id]:
-                del self._opened[key]
-            for key in [k for k in self._browsed if k[0] == doc_id]:
-                del self._browsed[key]
+            dropped = [k for k in [*self._opened, *self._browsed] if k[0] == doc_id]
+            for key in dropped:
+                self._opened.pop(key, None)
+                self._browsed.pop(key, None)
+        self._retire(dropped)
+
+    def prune(self) -> None:
+        """Drop the opened generations the catalog no longer names: versions another process
+        (a server's build process, `bookindex index`) replaced or removed. Without this they
+        stayed cached, with their leases, until the same document was next opened."""
+        entries = self.library.catalog.entries()
+        with self._lock:
+            dropped = [k for k in [*self._opened, *self._browsed]
+                       if (entries.get(k[0]) or {}).get("dir") != k[1]]
+            for key in dropped:
+                self._opened.pop(key, None)
+                self._browsed.pop(key, None)
+        self._retire(dropped)
+
+    def _retire(self, dropped: list[tuple[str, str]]) -> None:
+        """After dropping generations: their leases go when the last request using them lets
+        go, and the folder of a superseded one with its last lease (storage's sweeping thread;
+        asked here too, so a version kept only by unreachable objects is collected)."""
+        if dropped:
+            self.library.catalog.sweep_soon({generation for _, generation in dropped})
 
     def library_view(self, name: str, build: Callable[[list[StoredDocument]], T]) -> T:
         """A view over all the library's documents (`build(documents)`), kept until the catalog

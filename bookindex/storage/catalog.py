@@ -11,7 +11,10 @@ The catalog is the single source of truth and is swapped with one `os.replace`, 
 replacing and removing a document are each atomic: a build that fails (or a crash) leaves the
 library as it was. Writers hold the writer lock for the whole build (`Catalog.writer`), so any
 folder under .tmp/ found by the holder belongs to a dead build and is removed at the start of
-the run. A superseded generation folder is removed only when no reader holds a lease on it.
+the run. A superseded generation folder is removed only when no reader holds a lease on it:
+by the writer that superseded it when none does at its commit, else as soon as the last lease
+on it is released (this process's sweeping thread, `bookindex.storage.reaper`, takes the writer
+lock for the moment of the sweep; while a build holds it, that build's commit or end sweeps).
 
 Why it knows nothing of what a generation folder contains: the indexing layer builds a folder
 into `staging_root()` and asks the catalog to commit it, so storage never imports indexing.
@@ -19,6 +22,7 @@ into `staging_root()` and asks the catalog to commit it, so storage never import
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
@@ -36,13 +40,15 @@ from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import IndexFormatError, InputError
 from bookindex.core.events import Events
 from bookindex.storage import leases
-from bookindex.storage.lock import WriterLock, command_line
+from bookindex.storage.lock import LibraryBusy, WriterLock, command_line
+from bookindex.storage.reaper import Reaper
 
 CATALOG = "library.json"
 CATALOG_FORMAT = 1  # library.json's "format_version"
 DOCS = "docs"  # the committed generation folders
 STAGING = ".tmp"  # builds in progress: same file system as docs/, so a commit is a rename
 TRASH = ".tmp/trash-"  # a superseded generation is renamed here (one rename), then deleted
+SWEEPER = "bookindex (removing superseded document versions)"  # the writer lock's holder record while it sweeps
 
 def _noop(event: str, info: dict[str, Any]) -> None:
     return None
@@ -152,8 +158,22 @@ class Catalog:
             if entry is None:
                 raise InputError(f"{self.root}: document {doc_id} was removed by another process")
             folder = self.root / DOCS / entry["dir"]
-            lease = leases.acquire(self.root, entry["dir"], command_line()) if self.root.is_dir() else None
+            lease = None
+            if self.root.is_dir():
+                _REAPER.start()
+                lease = leases.acquire(self.root, entry["dir"], command_line(), on_free=_REAPER.post)
         return entry, folder, lease
+
+    def sweep_soon(self, generations: list[str] | set[str]) -> None:
+        """Ask for these generation folders to be removed once the catalog names none of them
+        and no reader holds them (the sweeping thread checks both; a generation still in use
+        goes when its last lease is released). A cache that dropped superseded versions calls it:
+        a version kept alive only by unreachable objects is then collected and removed."""
+        if not self.root.is_dir():
+            return
+        _REAPER.start()
+        for g in generations:
+            _REAPER.post(self.root, g)
 
     # -- the writer lock -------------------------------------------------------------------
     @contextlib.contextmanager
@@ -298,6 +318,59 @@ class Catalog:
                             d.unlink()
             with contextlib.suppress(OSError):
                 tmp.rmdir()
+
+
+def _named(root: Path) -> set[str] | None:
+    """The generation folders library.json names, read from disk (not from any `Catalog`'s
+    memory: a writer's may hold a commit not yet written); None without a readable catalog."""
+    path = root / CATALOG
+    stat = _stat_of(path)
+    kept = _NAMED.get(root)
+    if stat is not None and kept is not None and kept[0] == stat:
+        return kept[1]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        named = {str(e["dir"]) for e in data["documents"].values()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if stat is not None:
+        _NAMED[root] = (stat, named)
+    return named
+
+
+def _reap(root: Path, generations: set[str]) -> bool:
+    """The sweeping thread's work: when a released (or dropped) generation of `root` is one
+    the catalog no longer names, sweep the library as a writer does, under the writer lock
+    taken without waiting (so no commit is half done while it looks). False when a writer
+    holds the lock: tried again later (that writer's own sweep may do it first)."""
+    named = _named(root)
+    if named is None or not any(g not in named and (root / DOCS / g).is_dir() for g in generations):
+        return True  # still current, already gone, or no library any more
+    lock = WriterLock(root)
+    try:
+        lock.acquire(SWEEPER, wait=False)
+    except LibraryBusy:
+        return False
+    except OSError:  # a library this process cannot write to: nothing to sweep here
+        return True
+    try:
+        Catalog(root)._sweep()
+    except (IndexFormatError, OSError):
+        pass  # a damaged or vanished library: its next writer reports it
+    finally:
+        lock.release()
+    return True
+
+
+_NAMED: dict[Path, tuple[tuple[int, int, int], set[str]]] = {}  # the sweeping thread's catalog reads
+_REAPER = Reaper(_reap)
+atexit.register(_REAPER.at_exit)
+
+
+def settle(timeout: float = 30.0) -> bool:
+    """Wait until this process's sweeping thread has handled every release so far (tests, and
+    a process that wants superseded versions gone before it exits); False on timeout."""
+    return _REAPER.settle(timeout)
 
 
 def remove_if_empty(root: Path) -> None:

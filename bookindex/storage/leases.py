@@ -4,7 +4,10 @@ Why: a re-index commits a new generation folder `docs/<id>.<stamp>` and used
 to delete the old one at once, so a reader that had looked the document up a moment before
 failed with "tree.json is missing". Now a reader takes a lease on the generation it opened and
 keeps it while it holds the document; the writer deletes an old generation only when no live
-lease names it (else a later writer does, at the start of its run or at its commit).
+lease names it. Else the generation goes when its last lease is released: a lease's `on_free`
+hands it to the releasing process's sweeping thread (bookindex.storage.catalog, .reaper), which
+removes it when no lease of any process names it any more. So whichever process lets go last
+frees the folder; one that dies holding a lease leaves it to the next writer (start or commit).
 
 A lease is a file `.leases/<generation>/<pid>-<token>.lease` holding the reader's pid, command
 and start time, kept open with a shared `flock`. Liveness is the flock, not the pid: the kernel
@@ -26,7 +29,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,22 +40,31 @@ _registry: dict[tuple[str, str], "Lease"] = {}
 _registry_lock = threading.Lock()
 
 
-class Lease:
-    """This process's lease on one generation folder; `release()` once per `acquire`."""
+Freed = Callable[[Path, str], None]  # called with (library, generation) when a lease ends
 
-    def __init__(self, root: Path, generation: str, fd: int | None, path: Path | None) -> None:
+
+class Lease:
+    """This process's lease on one generation folder; `release()` once per `acquire`.
+    `on_free(root, generation)` is called once the last holder released it (the flock is gone
+    by then); it may run inside a finalizer, so it must not block or take locks."""
+
+    def __init__(self, root: Path, generation: str, fd: int | None, path: Path | None,
+                 on_free: Freed | None = None) -> None:
         self.root = root
         self.generation = generation
         self.fd = fd
         self.path = path
         self.count = 0
+        self.on_free = on_free
 
     def release(self) -> None:
         with _registry_lock:
             self.count -= 1
             if self.count > 0:
                 return
-            _registry.pop((str(self.root), self.generation), None)
+            key = (str(self.root), self.generation)
+            if _registry.get(key) is self:  # a race's duplicate leaves the shared lease registered
+                del _registry[key]
             fd, self.fd = self.fd, None
         if self.path is not None:
             with contextlib.suppress(OSError):
@@ -61,6 +73,8 @@ class Lease:
                 self.path.parent.rmdir()  # only when no other lease is in it
         if fd is not None:
             os.close(fd)  # closing drops the flock
+        if self.on_free is not None and self.path is not None:
+            self.on_free(self.root, self.generation)
 
 
 @contextlib.contextmanager
@@ -79,8 +93,9 @@ def guard(root: Path, exclusive: bool) -> Iterator[None]:
         os.close(fd)
 
 
-def acquire(root: Path, generation: str, command: str) -> Lease:
-    """A lease on `docs/<generation>` for this process (call under `guard(root, False)`)."""
+def acquire(root: Path, generation: str, command: str, on_free: Freed | None = None) -> Lease:
+    """A lease on `docs/<generation>` for this process (call under `guard(root, False)`);
+    `on_free`: see `Lease` (the first acquire of a generation's shared lease sets it)."""
     key = (str(root), generation)
     with _registry_lock:
         lease = _registry.get(key)
@@ -88,7 +103,7 @@ def acquire(root: Path, generation: str, command: str) -> Lease:
             lease.count += 1
             return lease
     fd, path = _create(root / LEASES / generation, command)
-    lease = Lease(root, generation, fd, path)
+    lease = Lease(root, generation, fd, path, on_free)
     with _registry_lock:
         other = _registry.get(key)
         if other is not None and other.count > 0:  # another thread won the race: share its lease
@@ -98,6 +113,7 @@ def acquire(root: Path, generation: str, command: str) -> Lease:
             _registry[key] = lease
             return lease
     lease.count = 1
+    lease.on_free = None  # a duplicate: its generation is still held through `other`
     lease.release()
     return other
 
