@@ -83,9 +83,11 @@ def former_names(text: str, organisation: str) -> tuple[str, ...]:
 
 def _ends_with_name(before: str, key: str, span: int) -> bool:
     """Whether the text before a "formerly" ends with the organisation's name: some run of its
-    last words, up to `span` of them, has the organisation's key."""
+    last words, up to `span` of them, written as a name is (its first word capitalised), has the
+    organisation's key ("our sales target, formerly ..." is no company "Target")."""
     tokens = _TOKEN.findall(_INITIALS.sub(r"\1", before))
-    return any(organisation_key(" ".join(tokens[-n:])) == key for n in range(1, min(span, len(tokens)) + 1))
+    return any(organisation_key(" ".join(tokens[-n:])) == key and not tokens[-n][:1].islower()
+               for n in range(1, min(span, len(tokens)) + 1))
 
 
 def _opened(text: str, pos: int) -> bool:

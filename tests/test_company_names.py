@@ -53,6 +53,8 @@ def test_a_legal_form_inside_a_name_is_part_of_it() -> None:
     ("we launched the Vega processor, formerly codenamed “Kestrel”, in May", "ORIEL SA", ()),
     ("our licence came from Pardo Gaming S.A. (formerly Sociedade Pardo, S.A.), which", "Oriel S.A.", ()),
     ("we exited the dense server business, formerly SeaLark. Oriel continues", "Oriel S.A.", ()),
+    ("we met our sales target (formerly Project Falcon) in May", "Target Corp.", ()),
+    ("Target Corp. (formerly Project Falcon Inc.) sells", "Target Corp.", ("Project Falcon Inc.",)),
 ])
 def test_the_former_names_a_filing_states_for_its_registrant(text: str, organisation: str, former: tuple) -> None:
     assert former_names(text, organisation) == former
