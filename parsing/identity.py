@@ -14,8 +14,17 @@ which the router matches against what a question names.
   recogniser finds on the cover in the largest type and its first pages name most. Other
   documents get none: on papers and reports the small English model's organisations were column
   titles and acronyms (measured on the MMLongBench dev papers), and their title names what they are.
-- **ticker**: the symbol under the cover's "Trading Symbol(s)" caption, or in a release's
-  "(NYSE: MGM)".
+- **aliases**: the names the first pages say the organisation was formerly known by ("WALMART
+  INC. (formerly "WAL-MART STORES, INC.")", "changed its name from Square, Inc. to Block, Inc.";
+  `parsing.org_names`): a renamed company's older filings print the old name on their covers.
+- **employer_id**: the IRS Employer Identification Number a US filing's cover prints under its
+  caption ("41-0907483"): the registrant's, unchanged when its legal name changes.
+- **ticker**: only where the cover labels a symbol as one: the symbol in the rows under the
+  "Trading Symbol(s)" column caption (its table's column, or the text between the caption and the
+  next part of the cover, "Securities registered pursuant to Section 12(g)" or "Indicate by check
+  mark"), "ticker symbol XYZ", or a listing "(NYSE: XYZ)" / "NYSE: XYZ". A word of the cover's own
+  sentences ("PURSUANT TO SECTION 12(g)") is not a symbol; rows printed all in capitals say
+  nothing by case, so they give none.
 - **form**: the form number a filing prints on its cover ("FORM 10-K" -> "10-K").
 - **period**: "quarter" for a quarterly report (form 10-Q, "quarterly period ended", a title that
   names a quarter), "year" for an annual one (form 10-K, "fiscal year ended" on the cover).
@@ -44,6 +53,7 @@ from typing import Any, Callable
 
 from bookindex.core.errors import ConfigError
 from bookindex.core.model import Block
+from bookindex.parsing.org_names import former_names
 from bookindex.providers.nlp import english
 
 COVER_MIN_CHARS = 200  # a cover with less text than this (a picture) is read with the next page
@@ -65,9 +75,17 @@ _QUARTERLY = re.compile(r"\bquarterly\s+(?:period|report)\b", re.IGNORECASE)
 _QUARTER_TITLE = re.compile(r"\b(?:first|second|third|fourth)\s+quarter\b|\bQ[1-4]\b", re.IGNORECASE)
 _ANNUAL = re.compile(r"\bfiscal\s+year\s+ended\b|\bannual\s+report\s+pursuant\b", re.IGNORECASE)
 _YEAR_ENDED = re.compile(r"\byear\s+ended\s+", re.IGNORECASE)
-_TRADING_SYMBOL = re.compile(r"trading\s+symbol(?:\(s\)|s)?", re.IGNORECASE)
-_SYMBOL = re.compile(r"(?<![\w$.-])[A-Z]{1,5}(?![\w-])")
+_TRADING_SYMBOL = re.compile(r"trading\s+symbols?(?:\(s\))?", re.IGNORECASE)
+_SYMBOL = re.compile(r"(?<![\w$./&-])[A-Z]{1,5}(?:\.[A-Z])?(?![\w/&-])")
 _LISTING = re.compile(r"\(\s*(?:NYSE|NASDAQ|Nasdaq|[A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?)\s*:\s*([A-Z]{1,5}(?:\.[A-Z])?)\s*\)")
+_EXCHANGE_SYMBOL = re.compile(r"\b(?:NYSE|NASDAQ|Nasdaq)\s*:\s*([A-Z]{1,5}(?:\.[A-Z])?)(?![\w-])")
+_TICKER_SYMBOL = re.compile(r"\b(?i:ticker\s+symbol)\s*(?:is\s+)?[:“\"']?\s*([A-Z]{1,5}(?:\.[A-Z])?)(?![\w-])")
+_ROWS_END = re.compile(r"securities\s+registered\s+pursuant\s+to\s+section\s+12\s*\(g\)|indicate\s+by\s+check\s+mark",
+                       re.IGNORECASE)
+_HEADER_END = re.compile(r"on\s+which\s+registered\)?", re.IGNORECASE)
+# the caption, its words apart where two captions' lines interleave ("(I.R.S. Employer incorporation ...) Identification No.)")
+_EMPLOYER = re.compile(r"\bemployer\b.{0,80}?\bidentification\b", re.IGNORECASE | re.DOTALL)
+_EIN = re.compile(r"(?<![\d-])\d{2}-\d{7}(?![\d-])")
 _DATE_OF_REPORT = re.compile(r"date\s+of\s+report\b[^:\n]*:?\s*", re.IGNORECASE)
 SYMBOL_WINDOW = 400  # characters after the "Trading Symbol" caption searched for the symbol
 PRIOR_YEAR_DAYS = 400  # a quarter's fiscal year began at most this long before its period end
@@ -86,9 +104,14 @@ class DocumentIdentity:
     ticker: str = ""
     period: str = ""  # "quarter", "year" or ""
     fiscal_year_end: str = ""  # ISO date
+    aliases: tuple[str, ...] = ()  # former names of the organisation, as its filing says them
+    employer_id: str = ""  # the IRS Employer Identification Number on a US filing's cover
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in ("", None)}
+        out = {k: v for k, v in asdict(self).items() if v not in ("", None, ())}
+        if "aliases" in out:
+            out["aliases"] = list(out["aliases"])  # as JSON holds it, so a stored identity compares equal
+        return out
 
     @classmethod
     def from_dict(cls, data: object) -> DocumentIdentity:
@@ -96,7 +119,11 @@ class DocumentIdentity:
         if not isinstance(data, dict):
             return cls()
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        if "aliases" in values:
+            aliases = values["aliases"]
+            values["aliases"] = tuple(str(a) for a in aliases) if isinstance(aliases, (list, tuple)) else ()
+        return cls(**values)
 
     def years(self) -> set[int]:
         """The fiscal years a question may call this document's: the document's own name for
@@ -142,8 +169,8 @@ def identify(blocks: list[Block], *, nlp: Callable[[], Any] | None = english) ->
         except ConfigError:  # spaCy's English model is not installed: no organisation
             organisation = ""
     period = _period(form, cover_text, title)
-    year_end = _fiscal_year_end(period, period_end,
-                                "\n".join(b.content for b in _first_pages(blocks, PRIOR_YEAR_PAGES)))
+    early_text = "\n".join(b.content for b in _first_pages(blocks, PRIOR_YEAR_PAGES))
+    year_end = _fiscal_year_end(period, period_end, early_text)
     return DocumentIdentity(
         title=title,
         organisation=organisation,
@@ -155,6 +182,8 @@ def identify(blocks: list[Block], *, nlp: Callable[[], Any] | None = english) ->
         ticker=_ticker(cover_text) or (listing.group(1) if listing else ""),
         period=period,
         fiscal_year_end=year_end.isoformat() if year_end else "",
+        aliases=former_names(early_text, organisation),
+        employer_id=_employer_id(cover_text),
     )
 
 
@@ -247,14 +276,59 @@ def _anniversary(day: date, year: int) -> date:
 
 
 def _ticker(cover_text: str) -> str:
-    """The first symbol (1-5 capitals standing alone) after the cover's "Trading Symbol" caption."""
+    """The symbol the cover labels as its trading symbol: under the "Trading Symbol(s)" caption
+    (its table column, else the rows after it), else after "ticker symbol", else in "NYSE: XYZ";
+    "" when the cover labels none."""
     m = _TRADING_SYMBOL.search(cover_text)
-    if not m:
+    if m:
+        found = _column_symbol(cover_text, m) or _row_symbol(cover_text, m.end())
+        if found:
+            return found
+    for labelled in (_TICKER_SYMBOL, _EXCHANGE_SYMBOL):
+        hit = labelled.search(cover_text)
+        if hit:
+            return hit.group(1)
+    return ""
+
+
+def _column_symbol(text: str, caption: re.Match[str]) -> str:
+    """The first symbol in the caption's column of the table (Markdown rows) the caption heads."""
+    lines = text[text.rfind("\n", 0, caption.start()) + 1:].splitlines()
+    header = [c.strip() for c in lines[0].strip().strip("|").split("|")] if lines[0].lstrip().startswith("|") else []
+    column = next((j for j, c in enumerate(header) if _TRADING_SYMBOL.search(c)), None)
+    if column is None:
         return ""
-    for found in _SYMBOL.finditer(cover_text, m.end(), m.end() + SYMBOL_WINDOW):
-        if not re.search(r"\bclass\s*$", cover_text[max(0, found.start() - 12):found.start()], re.IGNORECASE):
+    for line in lines[1:]:
+        if not line.lstrip().startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if column < len(cells) and re.fullmatch(_SYMBOL.pattern, cells[column]):
+            return cells[column]
+    return ""
+
+
+def _row_symbol(text: str, start: int) -> str:
+    """The first symbol (1-5 capitals standing alone) in the rows after the caption: past the rest
+    of the column captions, before the next part of the cover. Rows all in capitals give none:
+    there a symbol and a word of the class's title ("PER SHARE") look alike."""
+    ends = _ROWS_END.search(text, start)
+    end = min(ends.start() if ends else len(text), start + SYMBOL_WINDOW)
+    header = _HEADER_END.search(text, start, end)
+    start = header.end() if header else start
+    if not any(c.islower() for c in text[start:end]):
+        return ""
+    for found in _SYMBOL.finditer(text, start, end):
+        if not re.search(r"\bclass\s*$", text[max(0, found.start() - 12):found.start()], re.IGNORECASE):
             return found.group(0)  # "Class A Common Stock" names a share class, not a symbol
     return ""
+
+
+def _employer_id(cover_text: str) -> str:
+    """The first "NN-NNNNNNN" on a cover that captions an employer identification number."""
+    if not _EMPLOYER.search(cover_text):
+        return ""
+    m = _EIN.search(cover_text)
+    return m.group(0) if m else ""
 
 
 def _issuer(text: str, listing: re.Match[str]) -> str:

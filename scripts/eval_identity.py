@@ -13,7 +13,12 @@ distractors/):
 - form: 10K / 10Q / 8K against the form (earnings releases and annual reports have none);
 - year: the gold year is one of the years the router matches (`DocumentIdentity.years()`); for an
   8-K, which reports an event and no fiscal period, the year of its date of report.
-Prints one line per filing and a table of the wrong or missing fields; exit 0.
+- organisation: the router's organisations (`identity_match.organisation_groups`: names alike but
+  for legal form, former names, one employer id) against the gold companies: a company whose
+  filings fall in more than one organisation is split, an organisation holding filings of more
+  than one company merges them.
+Prints one line per filing, a table of the wrong or missing fields and the split or merged
+companies; exit 0.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.core.model import Block  # noqa: E402
 from bookindex.parsing.dispatch import parse_file  # noqa: E402
 from bookindex.parsing.identity import DocumentIdentity, identify  # noqa: E402
+from bookindex.routing.identity_match import organisation_groups  # noqa: E402
 
 GOLD = re.compile(r"^(?P<company>[A-Z0-9]+)_(?P<year>\d{4})(?:Q\d)?_(?P<form>[A-Za-z0-9]+)")
 FIRST_PAGES = 12  # of a parse kept in the cache: identity reads no further
@@ -86,19 +92,38 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.data}: no documents/*.pdf or distractors/*.pdf", file=sys.stderr)
         return 2
     rows = []
+    idents = []
     for pdf in pdfs:
         ident = identify(blocks_of(pdf, args.cache))
+        idents.append(ident)
         wrong = check(pdf.name, ident)
         rows.append((pdf.name, wrong))
         print(f"{'ok   ' if not wrong else 'WRONG'} {pdf.name}: {ident.summary()} "
-              f"[{ident.period or '-'}, ticker {ident.ticker or '-'}, years {sorted(ident.years())}]", flush=True)
+              f"[{ident.period or '-'}, ticker {ident.ticker or '-'}, years {sorted(ident.years())}, "
+              f"employer id {ident.employer_id or '-'}, formerly {list(ident.aliases) or '-'}]", flush=True)
     print("\n| filing | field | read |\n|---|---|---|")
     for name, wrong in rows:
         for field, got in wrong.items():
             print(f"| {name} | {field} | {got} |")
     counts = {f: sum(1 for _, w in rows if f in w) for f in ("company", "form", "year")}
     print(f"\n{len(rows)} filings; wrong or missing: " + ", ".join(f"{f} {n}" for f, n in counts.items()))
+    print(organisations([p.name for p in pdfs], idents))
     return 0
+
+
+def organisations(names: list[str], idents: list[DocumentIdentity]) -> str:
+    """The gold companies the router's organisations split or merge, as one paragraph."""
+    groups = organisation_groups(idents)
+    company = [m["company"] if (m := GOLD.match(n)) else n for n in names]
+    by_company: dict[str, set[int]] = {}
+    by_group: dict[int, set[str]] = {}
+    for c, g in zip(company, groups):
+        by_company.setdefault(c, set()).add(g)
+        by_group.setdefault(g, set()).add(c)
+    split = sorted(c for c, gs in by_company.items() if len(gs) > 1)
+    merged = sorted("+".join(sorted(cs)) for cs in by_group.values() if len(cs) > 1)
+    return (f"{len(by_company)} companies in {len(by_group)} organisations; "
+            f"split: {', '.join(split) or 'none'}; merged: {', '.join(merged) or 'none'}")
 
 
 if __name__ == "__main__":

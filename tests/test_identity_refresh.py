@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeEmbedder
+from filing_fixtures import Filing, build_filing
 from pdf_fixtures import build_cover_report
 from typer.testing import CliRunner
 
@@ -121,3 +122,30 @@ def test_refresh_stores_a_missing_or_stale_lexical_index(tmp_path: Path, monkeyp
     del held
     r = runner.invoke(app, ["refresh", str(lib)])
     assert r.exit_code == 0 and "0 of 1 documents refreshed" in r.output
+
+
+def test_refresh_gives_an_older_library_the_former_names_and_employer_id(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = FakeEmbedder()
+    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
+    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
+    lib = tmp_path / "lib"
+    newest = Filing("AURELLE BRANDS, INC.", 2022, employer_id="61-2048813", formerly="Brightwater Foods Corporation")
+    oldest = Filing("BRIGHTWATER FOODS CORPORATION", 2019, employer_id="61-2048813")
+    for name, filing in (("scan_1.pdf", newest), ("scan_2.pdf", oldest)):
+        assert runner.invoke(app, ["index", str(build_filing(tmp_path / name, filing)), "-i", str(lib),
+                                   "--no-graph"]).exit_code == 0
+    catalog = json.loads((lib / "library.json").read_text())
+    for entry in catalog["documents"].values():   # what the identity code before former names stored
+        path = lib / "docs" / entry["dir"] / "manifest.json"
+        manifest = json.loads(path.read_text())
+        assert manifest["identity"]["employer_id"] == "61-2048813"
+        older = {k: v for k, v in manifest["identity"].items() if k not in ("aliases", "employer_id")}
+        path.write_text(json.dumps({**manifest, "identity": older}))
+
+    r = runner.invoke(app, ["refresh", str(lib)])
+    assert r.exit_code == 0, r.output
+    assert "scan_1.pdf: " in r.output and "(aliases, employer_id)" in r.output and "(employer_id)" in r.output
+    assert "2 of 2 documents refreshed" in r.output
+    (first,) = [m for m in json.loads(runner.invoke(app, ["list", str(lib), "--json"]).output) if m["name"] == "scan_1.pdf"]
+    assert first["identity"]["aliases"] == ["Brightwater Foods Corporation"]

@@ -200,5 +200,5 @@ def test_main_job_runs_from_the_console_script(installed: Install) -> None:
     text = " ".join(out.split())
     # the extractive answer (no LLM): the span that answers, cited, then where it comes from
     # as `SPAN [k] (from "ENTRY", p. N: sentence)`
-    assert re.search(r'asn1_der_decoding \[\d+\] \(from "asn1_der_decoding", p\. \d+: .+?\)', text), out
+    assert re.search(r'asn1_der_decoding \[\d+\] \(from "asn1_der_decoding", p\. \d+(?: \(printed \w+\))?: .+?\)', text), out
     assert "LLM calls 0" in text, out

@@ -8,12 +8,19 @@ document's cover says it is (`parsing.identity`), never against its file name.
   ("Best Buy" for "BEST BUY CO., INC."), its ticker ("BBY"), or its initials when the name has
   three words or more ("AMD"). A name's first word alone counts when the question writes it in
   capitals ("MGM" for "MGM Resorts International"); a one-word name ("Amazon", "Walmart") counts
-  when the question capitalises it.
+  when the question capitalises it. A company is one organisation across its names: documents
+  whose names differ only by legal form ("NORTHWIND INC.", "Northwind Incorporated"), whose cover
+  prints one employer identification number, or one of which says it was formerly known by the
+  other's name (`DocumentIdentity.aliases`), are grouped (`organisation_groups`), and a question
+  naming any name of the group names every document of it: the older filings of a renamed company
+  print its former legal name ("Northwind Systems Incorporated"), the question its current one.
 - **year**: the fiscal years the question names ("FY2018", "FY 2018"), or a bare year ("growth in
   2022") when a document of the organisation the question names states that year as its own
   (the library says the year is a reporting period of that company); a document matches when
   one of its `years()` is named. The latest named year is the one a comparison is asked in
-  ("between FY2021 and FY2022"): the filing of that year reports both.
+  ("between FY2021 and FY2022"): the filing of that year reports both. Among the organisation's
+  documents a mismatch excludes: one stating only other years comes after all that state a named
+  one, whatever its name or text shares with the question.
 - **form**: the form the question names ("10-Q", "10-K", "8-K"), or a quarter ("Q2", "second
   quarter") for a document that reports on one.
 """
@@ -25,10 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bookindex.parsing.identity import DocumentIdentity
+from bookindex.parsing.org_names import FILLER, name_words, organisation_key
 
-# legal forms and web suffixes of company names: no company is named by them
-LEGAL = frozenset({"inc", "incorporated", "corp", "corporation", "co", "company", "companies", "ltd", "limited",
-                   "llc", "plc", "lp", "llp", "sa", "ag", "nv", "se", "the", "com", "and"})
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'’]*")
 _FISCAL = re.compile(r"\bFY\s?((?:19|20)\d\d)\b|\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
@@ -47,15 +52,19 @@ class OrganisationName:
 
     @classmethod
     def of(cls, ident: DocumentIdentity) -> OrganisationName:
-        words = tuple(w for w in (t.lower().replace("’", "'").removesuffix("'s")
-                                  for t in _TOKEN.findall(ident.organisation)) if w not in LEGAL)
-        return cls(words=words, ticker=ident.ticker.lower(),
+        return cls.called(ident.organisation, ident.ticker)
+
+    @classmethod
+    def called(cls, name: str, ticker: str = "") -> OrganisationName:
+        words = name_words(name)
+        return cls(words=words, ticker=ticker.lower(),
                    initials="".join(w[0] for w in words) if len(words) >= 3 else "")
 
     def named_in(self, tokens: Sequence[str]) -> bool:
         """Whether the question's tokens (original case, possessives removed) name it."""
         if not self.words and not self.ticker:
             return False
+        tokens = [t for t in tokens if t.lower() not in FILLER]   # as the name's words are read
         lower = [t.lower() for t in tokens]
         for code in (self.ticker, self.initials):
             if code and len(code) >= 2 and any(t == code and tok.isupper() for t, tok in zip(lower, tokens)):
@@ -70,8 +79,8 @@ class OrganisationName:
 
 
 def question_tokens(question: str) -> list[str]:
-    """The question's words in their case, possessives ("Walmart's") removed."""
-    return [re.sub(r"['’]s$", "", t) for t in _TOKEN.findall(question)]
+    """The question's words in their case, possessives ("Walmart's", "Brightwater Foods'") removed."""
+    return [re.sub(r"['’]s?$", "", t) for t in _TOKEN.findall(question)]
 
 
 def named_years(question: str) -> set[int]:
@@ -88,18 +97,50 @@ def named_form(question: str) -> str:
     return "quarter" if _QUARTER.search(question) else ""
 
 
+def names_of(ident: DocumentIdentity) -> list[OrganisationName]:
+    """The names a question may call a document's organisation by: its cover's, with its ticker,
+    and each former name its filing states."""
+    return [OrganisationName.of(ident), *(OrganisationName.called(a) for a in ident.aliases)]
+
+
+def organisation_groups(identities: Sequence[DocumentIdentity]) -> list[int]:
+    """Per document, the index of the first document of its organisation: documents are one
+    organisation when their names or former names have one key (legal forms aside), or their
+    covers print one employer identification number; grouped transitively."""
+    parent = list(range(len(identities)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, ident in enumerate(identities):
+        marks = [f"name:{k}" for k in map(organisation_key, (ident.organisation, *ident.aliases)) if k]
+        marks += [f"employer:{ident.employer_id}"] if ident.employer_id else []
+        for mark in marks:
+            j = first.setdefault(mark, i)
+            a, b = root(i), root(j)
+            parent[max(a, b)] = min(a, b)
+    return [root(i) for i in range(len(identities))]
+
+
 class IdentityMatcher:
     """Per document, what a question names of its identity (organisation, year, form)."""
 
     def __init__(self, identities: Sequence[DocumentIdentity]) -> None:
         self.identities = list(identities)
-        self.names = [OrganisationName.of(i) for i in self.identities]
+        self.names = [names_of(i) for i in self.identities]
+        self.groups = organisation_groups(self.identities)
         self.years = [i.years() for i in self.identities]
 
     def organisation(self, question: str) -> list[float]:
-        """1 for each document whose organisation the question names, else 0."""
+        """1 for each document of an organisation the question names by any of its names (of
+        any document of it), else 0."""
         tokens = question_tokens(question)
-        return [1.0 if n.named_in(tokens) else 0.0 for n in self.names]
+        named = {g for g, names in zip(self.groups, self.names) if any(n.named_in(tokens) for n in names)}
+        return [1.0 if g in named else 0.0 for g in self.groups]
 
     def year(self, question: str, among: Sequence[bool] | None = None) -> list[float]:
         """Per document: 2 when it states the latest fiscal year the question names, 1 another

@@ -25,9 +25,11 @@ fails on different questions (measured on MMLongBench dev pooled as one library,
 
 A question that asks about a reporting period (it names a fiscal year, a form or a quarter) is
 then ranked by what the documents' covers say they are (`identity_match`), before the fused
-score: first the documents of the organisation it names (when some document is of it), then by
-fiscal year (a document stating only other years than the named ones comes last, one stating
-the latest named year first), then those of the form it names. For a filing, a wrong company or
+score: first the documents of the organisation it names (when some document is of it: by any of
+the names its documents go by, legal forms aside, with the former names a filing states and the
+documents whose covers print one employer identification number), then by fiscal year among them
+(a document stating only other years than the named ones comes after every one stating a named
+year, one stating the latest named year first), then those of the form it names. For a filing, a wrong company or
 year is a wrong answer, whatever its text shares with the question. A question that names no
 period keeps the fused ranking. The trace's `organisation`, `year` and `form` signals are these
 values, and `decided_by` says which one (or the fused score) put the chosen document first.
@@ -257,12 +259,14 @@ def identity_names(manifest: dict[str, object]) -> str:
 
 
 def _identity_words(ident: DocumentIdentity) -> str:
-    """The organisation, else the cover's title (their runs of capitalised words also joined, as
-    file names and questions write "Best Buy": "bestbuy"), the ticker, and the fiscal years."""
+    """The organisation and its former names, else the cover's title (their runs of capitalised
+    words also joined, as file names and questions write "Best Buy": "bestbuy"), the ticker, and
+    the fiscal years."""
     # a filing's cover title is boilerplate ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION")
     # that names no document: its organisation does
     title_runs = joined_runs(ident.title) if not ident.organisation else []
-    parts = [ident.organisation, *joined_runs(ident.organisation), *title_runs, ident.ticker,
+    names = [ident.organisation, *ident.aliases]
+    parts = [*names, *(run for n in names for run in joined_runs(n)), *title_runs, ident.ticker,
              *(str(y) for y in sorted(ident.years()))]
     return " ".join(p for p in parts if p)
 
