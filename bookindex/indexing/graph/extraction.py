@@ -16,7 +16,6 @@ from html.parser import HTMLParser
 from typing import Protocol
 
 from bookindex.core.model import SAID_META_KEYS, Node
-from bookindex.indexing.graph.term_shape import CLOSE, OPEN, balanced
 
 CONTAINED_IN = "ContainedIn"
 STRUCTURAL_TYPES = ("table", "formula", "image")
@@ -80,29 +79,14 @@ class Extractor(Protocol):
                 on_done: NodesDone | None = None) -> list[NodeExtraction]: ...
 
 
-_STRIP = " \t\"'`.,;:*-–—|<>•·▪◦‣∙●○■□➢►✓→="  # "+", "#", "/" may end a name (C++, C#, /usr/)
-_LEAD = "+#"
+_STRIP = " \t\"'`.,;:()[]{}*#-–—|<>•·▪◦‣∙●○■□➢►✓→=+"
 _QUOTES = re.compile(r"[\"“”„‟]")
 
 
 def clean_name(name: str) -> str:
-    """Collapse whitespace; strip bullets, pipes, quotes and punctuation around an entity name,
-    and the brackets there that are unmatched or enclose the whole name: `lintian(1)` and
-    `state (optional)` keep theirs, `(optional` and `(see below)` do not."""
+    """Collapse whitespace; strip bullets, pipes, quotes and punctuation around an entity name."""
     name = _QUOTES.sub("", " ".join(str(name).split()))
-    while True:
-        before = name
-        name = name.strip(_STRIP).lstrip(_LEAD).strip()
-        if not name:
-            return name
-        if name[0] in OPEN and name[-1] == CLOSE[OPEN.index(name[0])] and balanced(name[1:-1]):
-            name = name[1:-1]
-        elif name[-1] in CLOSE and not balanced(name):
-            name = name[:-1]
-        elif name[0] in OPEN and not balanced(name):
-            name = name[1:]
-        if name == before:
-            return " ".join(name.split())
+    return " ".join(name.strip(_STRIP).split())
 
 
 def _singular(word: str) -> str:
@@ -119,12 +103,10 @@ def _singular(word: str) -> str:
 
 def name_key(name: str) -> str:
     """Normalized name for exact-name matching (the paper's "Basic" merging): case, spacing,
-    separators, a leading article, call brackets and a plural last word do not make a different
-    entity."""
+    separators, a leading article and a plural last word do not make a different entity."""
     s = clean_name(name).lower().replace("’", "'")
     s = re.sub(r"[\s_\-]+", " ", s).strip()
     s = re.sub(r"^(the|a|an)\s+", "", s)
-    s = re.sub(r"\(\)$", "", s)  # a function is one entity with or without its call brackets
     words = s.split(" ")
     words[-1] = _singular(words[-1])
     return " ".join(words)
