@@ -4,7 +4,16 @@ as tests/pdf_fixtures.py) and a snapshot of a library folder. The fake embedder 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from fakes import FakeEmbedder
+from typer.testing import CliRunner
+
+from bookindex.cli.app import app
+from bookindex.indexing.library import DocumentLibrary
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -109,3 +118,20 @@ def handbook_markdown() -> str:
 
 # One tree-shape comparison for every parser's tests: the PDF fixture's.
 from pdf_fixtures import matches_expected, tree_shape  # noqa: E402,F401
+
+# -- one document indexed by the CLI with the fake embedder ---------------------------------------
+
+def index_one(pdf: Path, lib: Path, monkeypatch: Any, cache: Path) -> Callable[[], Path]:
+    """Index `pdf` into `lib` through the CLI (no graph, tests/fakes.py's embedder, the cache in
+    `cache`); return a function giving the document's current folder (it changes with each
+    refresh or re-index, so tests call it again after one)."""
+    emb = FakeEmbedder()
+    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
+    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(cache))
+    result = CliRunner().invoke(app, ["index", str(pdf), "-i", str(lib), "--no-graph"])
+    assert result.exit_code == 0, result.output
+
+    def folder() -> Path:
+        (entry,) = json.loads((lib / "library.json").read_text())["documents"].values()
+        return lib / "docs" / entry["dir"]
+    return folder

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeEmbedder
 from filing_fixtures import Filing, build_filing
+from library_helpers import index_one
 from pdf_fixtures import build_cover_report
 from typer.testing import CliRunner
 
@@ -84,16 +85,8 @@ def test_refresh_rewrites_a_stale_identity_in_a_new_generation(tmp_path: Path, m
 
 
 def test_refresh_stores_a_missing_or_stale_lexical_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    emb = FakeEmbedder()
-    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
-    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     lib = tmp_path / "lib"
-    pdf = build_cover_report(tmp_path / "board.pdf")
-    assert runner.invoke(app, ["index", str(pdf), "-i", str(lib), "--no-graph"]).exit_code == 0
-
-    def folder() -> Path:
-        (entry,) = json.loads((lib / "library.json").read_text())["documents"].values()
-        return lib / "docs" / entry["dir"]
+    folder = index_one(build_cover_report(tmp_path / "board.pdf"), lib, monkeypatch, tmp_path / "cache")
 
     first = folder()
     assert (first / LEXICAL_DIR / "lexical.json").is_file()  # stored at indexing

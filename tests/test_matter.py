@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes import FakeEmbedder
+from library_helpers import index_one
 from pdf_fixtures import MATTER_CONTENTS, MATTER_FIGURES, build_matter_book
 from typer.testing import CliRunner
 
@@ -19,7 +19,6 @@ from bookindex.cli.library import render_toc
 from bookindex.core.config import load_settings
 from bookindex.core.model import Block, DocumentTree, build_tree, tree_blocks
 from bookindex.indexing.document_folder import NODE_VECTORS_FILE, load_tree
-from bookindex.indexing.library import DocumentLibrary
 from bookindex.parsing.base import OutlineEntry
 from bookindex.parsing.dispatch import parse_file, regroup_tree, to_tree
 from bookindex.parsing.heading_numbers import number_headings
@@ -183,16 +182,8 @@ def test_a_bookmark_never_claims_a_line_of_the_contents() -> None:
 
 
 def test_a_library_built_before_opens_and_refresh_groups_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    emb = FakeEmbedder()
-    monkeypatch.setattr(DocumentLibrary, "embedder", property(lambda self: emb))
-    monkeypatch.setenv("BOOKINDEX_CACHE_DIR", str(tmp_path / "cache"))
     lib = tmp_path / "lib"
-    pdf = build_matter_book(tmp_path / "pump.pdf")
-    assert runner.invoke(app, ["index", str(pdf), "-i", str(lib), "--no-graph"]).exit_code == 0
-
-    def folder() -> Path:
-        (entry,) = json.loads((lib / "library.json").read_text())["documents"].values()
-        return lib / "docs" / entry["dir"]
+    folder = index_one(build_matter_book(tmp_path / "pump.pdf"), lib, monkeypatch, tmp_path / "cache")
 
     built = load_tree(folder())
     # what the code before this change stored: no matter marks, no number or role fields
