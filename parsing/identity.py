@@ -14,9 +14,10 @@ which the router matches against what a question names.
   recogniser finds on the cover in the largest type and its first pages name most. Other
   documents get none: on papers and reports the small English model's organisations were column
   titles and acronyms (measured on the MMLongBench dev papers), and their title names what they are.
-- **aliases**: the names the first pages say the organisation was formerly known by ("WALMART
-  INC. (formerly "WAL-MART STORES, INC.")", "changed its name from Square, Inc. to Block, Inc.";
-  `parsing.org_names`): a renamed company's older filings print the old name on their covers.
+- **aliases**: the names the first pages say the organisation was formerly known by ("NORTHWIND
+  INC. (formerly "NORTHWIND SYSTEMS INCORPORATED")", "changed its name from Northwind Systems
+  Incorporated to Northwind Inc."; `parsing.org_names`): a renamed company's older filings print
+  the old name on their covers.
 - **employer_id**: the IRS Employer Identification Number a US filing's cover prints under its
   caption ("41-0907483"): the registrant's, unchanged when its legal name changes.
 - **ticker**: only where the cover labels a symbol as one: the symbol in the rows under the

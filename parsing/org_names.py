@@ -7,9 +7,9 @@ older filings say "Northwind Systems Incorporated", the newest "Northwind Inc.".
 calls it; it is a closed class, kept here as data in one place (`LEGAL_FORMS`) for whatever reads
 a name: the identity's aliases, the router's organisations, a question's naming of them. A former
 name is read only where the filing ties it to its own registrant: "<the registrant's name>
-(formerly known as <name>)" or "changed its name from <name> to <the registrant's name>"; a
-product "formerly codenamed" something, or another company "formerly" something, is not the
-registrant's former name.
+(formerly known as <name>)", "changed its name from <name> to <the registrant's name>" or "name
+change from <name> to <the registrant's name>"; a product "formerly codenamed" something, or
+another company "formerly" something, is not the registrant's former name.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ NAME_SLACK = 3  # words before "formerly" read beyond the registrant name's own 
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'’]*")
 _INITIALS = re.compile(r"\b([A-Za-z])\.(?=[A-Za-z]{1,2}\b)")  # "N.V." -> "NV.", "S.p.A." -> "SpA."
 _FORMERLY = re.compile(r"\b(?:formerly(?:\s+known\s+as)?|f/k/a|previously\s+known\s+as)\b[\s:]*", re.IGNORECASE)
-_RENAMED = re.compile(r"\bchanged\s+(?:its|our|the\s+company['’]s)\s+(?:legal\s+|corporate\s+)?name\s+from\s+",
-                      re.IGNORECASE)
+_RENAMED = re.compile(r"\b(?:changed|changing)\s+(?:its|our|the\s+company['’]s)\s+(?:legal\s+|corporate\s+)?name\s+from\s+"
+                      r"|\bname\s+change\s+from\s+", re.IGNORECASE)
 _TO = re.compile(r"[\s,”\"’']*to\s+", re.IGNORECASE)
 _QUOTES = {'"': '"', "“": "”", "'": "'", "‘": "’"}
 # a run of capitalised words (with "of", "and", "&" between them, and ", Inc." after a comma)

@@ -49,6 +49,9 @@ def test_a_legal_form_inside_a_name_is_part_of_it() -> None:
      ("Brightwater Foods, Inc.",)),
     ("In May 2021 the Company changed its name from Brightwater Foods Corporation to Aurelle Brands, Inc. and",
      "AURELLE BRANDS, INC.", ("Brightwater Foods Corporation",)),
+    ("after our name change from “Brightwater Foods Corp.” to “Aurelle Brands, Inc.” we", "AURELLE BRANDS, INC.",
+     ("Brightwater Foods Corp.",)),
+    ("the Company changed its name from Brightwater Foods Corporation to Tamsin Corp.", "AURELLE BRANDS, INC.", ()),
     # "formerly" about a product or another company names no former name of the registrant
     ("we launched the Vega processor, formerly codenamed “Kestrel”, in May", "ORIEL SA", ()),
     ("our licence came from Pardo Gaming S.A. (formerly Sociedade Pardo, S.A.), which", "Oriel S.A.", ()),
