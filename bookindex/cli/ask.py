@@ -20,10 +20,6 @@ from bookindex.retrieval import METHODS, Answer, Plan
 METHOD_HELP = "bookindex (planned retrieval) or a baseline: bm25, dense, hybrid, chunks, tree."
 
 
-def _console(stderr: bool = False) -> Any:
-    return make_console(stderr=stderr)
-
-
 def _check(question: str) -> None:
     if not question.strip():
         raise InputError('the question is empty: bookindex ask DIR "What is ...?"')
@@ -154,7 +150,7 @@ def _print_answer(answer: Answer, as_json: bool, explain: bool, streamed: bool =
     if as_json:
         print(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
         return
-    con = _console()
+    con = make_console()
     from rich.markup import escape
 
     if explain:
@@ -215,7 +211,7 @@ def register(app: typer.Typer) -> None:
         if streamed:
             from rich.markup import escape
 
-            con = _console()
+            con = make_console()
             con.print(f"[bold]{escape(question)}[/bold]")
             answer = stream_answer(engine_for(index_dir).ask_stream(req), con)
         else:
@@ -254,7 +250,7 @@ def register(app: typer.Typer) -> None:
 
         for s in p.steps:
             add(root, s)
-        _console().print(root)
+        make_console().print(root)
 
     @app.command("run-plan")
     def run_plan_cmd(

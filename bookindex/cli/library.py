@@ -26,10 +26,6 @@ PARSERS = ("auto", "pymupdf", "mineru", "markdown", "text")
 DOC_EXT = {".pdf", ".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".json"}
 
 
-def _console() -> Any:
-    return make_console(stderr=True)
-
-
 def expand_inputs(paths: list[Path], prefer_mineru: bool = False) -> list[Path]:
     """Files to index: files as given; folders searched recursively for PDFs, Markdown, text
     and MinerU JSON (one JSON per MinerU output, and a PDF and its MinerU output only once)."""
@@ -95,10 +91,10 @@ class _Progress:
         from tqdm import tqdm
 
         if event == "lock_wait":
-            _console().print(f"  waiting for the library lock, held by {escape(describe(info.get('holder')))} ...")
+            make_console(stderr=True).print(f"  waiting for the library lock, held by {escape(describe(info.get('holder')))} ...")
             return
         if event == "parsed":
-            c = _console()
+            c = make_console(stderr=True)
             rate = info["pages"] / info["seconds"] if info["seconds"] > 0 else float("inf")
             c.print(f"  parsed {_n(info['pages'], 'page')}, {_n(info['blocks'], 'block')} in {info['seconds']:.2f} s "
                     f"({rate:.1f} pages/s)")
@@ -115,9 +111,9 @@ class _Progress:
             self.bar = None
         elif event in ("graph_start", "graph_retry_start"):
             if event == "graph_start":
-                _console().print("  building the knowledge graph ...")
+                make_console(stderr=True).print("  building the knowledge graph ...")
             else:
-                _console().print(f"  retrying {_n(info['nodes'], 'graph node')} whose extraction failed last time ...")
+                make_console(stderr=True).print(f"  retrying {_n(info['nodes'], 'graph node')} whose extraction failed last time ...")
             if info.get("nodes"):
                 self.bar = tqdm(total=info["nodes"], unit="node", desc="  graph", file=sys.stderr, leave=False)
         elif event == "graph_advance" and self.bar is not None:
@@ -170,7 +166,7 @@ def _index_into(ctx: typer.Context, paths: list[Path], index_dir: Path, parser: 
         opts["graph"] = False
     if no_tables:
         opts["tables"] = False
-    c = _console()
+    c = make_console(stderr=True)
     if workers > 1 or ray:
         _index_parallel(engine, files, opts, workers, ray, ray_cpus, quiet)
         return
@@ -247,7 +243,7 @@ class _BatchProgress:
         from tqdm import tqdm
 
         if event == "lock_wait":
-            _console().print(f"  waiting for the library lock, held by {escape(describe(info.get('holder')))} ...")
+            make_console(stderr=True).print(f"  waiting for the library lock, held by {escape(describe(info.get('holder')))} ...")
         elif event == "planned":
             self.bar = tqdm(total=self.total, unit="doc", desc="index", file=sys.stderr)
         elif event == "cluster" and self.bar is not None:
@@ -256,7 +252,7 @@ class _BatchProgress:
         elif event == "submitted" and self.bar is not None:
             self.bar.set_postfix_str(f"{info['workers']} workers, {info['jobs']} builds")
         elif event == "retry":
-            _console().print(f"  [yellow]retrying[/] {escape(str(info['name']))} (a worker died; attempt {info['attempt']})")
+            make_console(stderr=True).print(f"  [yellow]retrying[/] {escape(str(info['name']))} (a worker died; attempt {info['attempt']})")
 
     def item(self, item: Any) -> None:
         self.counts[item.status] += 1
@@ -266,13 +262,13 @@ class _BatchProgress:
             self.bar.update(1)
         if not self.enabled:
             if item.status == "failed":
-                _console().print(f"[bold red]error:[/] {escape(one_line(item.error or ''))}")
+                make_console(stderr=True).print(f"[bold red]error:[/] {escape(one_line(item.error or ''))}")
             return
         if item.status == "failed":
-            _console().print(f"[bold red]error:[/] {escape(one_line(item.error or ''))}")
+            make_console(stderr=True).print(f"[bold red]error:[/] {escape(one_line(item.error or ''))}")
         elif item.doc is not None:
             where = f" on {item.worker}" if item.worker else ""
-            _console().print(f"  [green]{item.status}[/] {escape(item.doc.name)} -> {item.doc.doc_id}"
+            make_console(stderr=True).print(f"  [green]{item.status}[/] {escape(item.doc.name)} -> {item.doc.doc_id}"
                              f"{where} ({item.seconds:.1f} s)")
 
 
@@ -287,7 +283,7 @@ def _index_parallel(engine: Any, files: list[Path], opts: dict[str, Any], worker
         prog.bar.close()
     summary = ", ".join(f"{v} {k}" for k, v in sorted(prog.counts.items()))
     mode = f"Ray {ray}" if ray else f"{workers} workers"
-    _console().print(f"{summary}; {_n(prog.pages, 'page')} in {time.perf_counter() - t0:.1f} s ({mode}) -> "
+    make_console(stderr=True).print(f"{summary}; {_n(prog.pages, 'page')} in {time.perf_counter() - t0:.1f} s ({mode}) -> "
                      f"{escape(str(engine.root))}")
     if prog.counts["failed"]:
         raise typer.Exit(2)

@@ -13,7 +13,7 @@ build/add/remove/tree.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -23,10 +23,6 @@ from bookindex.core.errors import InputError
 from bookindex.engine import Engine
 from bookindex.skills.model import is_hierarchy, load_hierarchy
 from bookindex.skills.navigator.answer import SkillsAnswer, SkillsAskRequest
-
-
-def _console(stderr: bool = False) -> Any:
-    return make_console(stderr=stderr)
 
 
 def render(ans: SkillsAnswer, explain: bool) -> list[str]:
@@ -107,7 +103,7 @@ def ask_command(
     if as_json:
         typer.echo(ans.model_dump_json(indent=1))
         return
-    con = _console()
+    con = make_console()
     for line in render(ans, explain):
         con.print(line, markup=False)
 

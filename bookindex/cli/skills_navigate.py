@@ -9,7 +9,6 @@ document's retrieval (`search_document`), the section INDEX.md and the block it 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -17,10 +16,6 @@ from bookindex.cli.context import engine_for
 from bookindex.cli.output import make_console
 from bookindex.core.errors import InputError
 from bookindex.skills.navigator.libnav import LibraryAnswer
-
-
-def _console() -> Any:
-    return make_console()
 
 
 def render(ans: LibraryAnswer, explain: bool) -> list[str]:
@@ -55,6 +50,6 @@ def navigate_command(
     if as_json:
         typer.echo(ans.model_dump_json(indent=1))
         return
-    con = _console()
+    con = make_console()
     for line in render(ans, explain):
         con.print(line, markup=False)
