@@ -28,15 +28,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-# a fiscal year as questions write it: "FY2019", "FY 2019", "fiscal 2019", "2019"
-_YEAR = re.compile(r"\b(?:FY\s?'?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
+from bookindex.core.quantities import FISCAL_PREFIX, FISCAL_YEAR, SCALE_WORD, YEAR, YEAR_MAYBE_FISCAL, scale_factor, scale_name, word_number
+
 # "FY2015 - FY2017", "FY2019 – FY2020", "between FY2018 and FY2019", "from FY2016 to FY2017"
-_RANGE = re.compile(r"(?:\bbetween\s+|\bfrom\s+)?\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\s*"
-                    r"(?:-|–|—|\bto\b|\band\b|\bthrough\b)\s*(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
+_RANGE = re.compile(rf"(?:\bbetween\s+|\bfrom\s+)?\b{FISCAL_PREFIX}?({YEAR})\s*"
+                    rf"(?:-|–|—|\bto\b|\band\b|\bthrough\b)\s*{FISCAL_PREFIX}?({YEAR})\b", re.I)
 _DECIMALS = re.compile(r"\bround\w*\s+(?:\w+\s+){0,3}?to\s+(?:the\s+)?(\w+)\s+decimal", re.I)
-_WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_ASKED_SCALE = re.compile(r"\b(?:in\s+(?:units\s+of\s+)?(?:usd|us\$|\$)?\s*|usd\s+)(thousands|millions|billions)\b", re.I)
-_SCALE_WORDS = {"thousands": 1e3, "millions": 1e6, "billions": 1e9}
+_ASKED_SCALE = re.compile(rf"\b(?:in\s+(?:units\s+of\s+)?(?:usd|us\$|\$)?\s*|usd\s+)({SCALE_WORD}s)\b", re.I)
 _PERCENT = re.compile(r"%|\bpercent(?:s|age)?\b", re.I)
 # what a definition looks like: "DPO is defined as: E", "X here is defined as E", "Define X as E"
 _DEFINED = re.compile(r"(?P<name>[^.:;?]{1,80}?)\s+(?:\w+\s+)?(?:is|are)\s+defined\s+as\s*:?\s*(?P<expr>.+)", re.I)
@@ -52,8 +50,8 @@ _FROM_STATEMENT = re.compile(r"\s*\b(?:from|in|on|of)\s+the\s+([\w\s]{0,30}?(?:s
 _FRAME = re.compile(r"^(?:the|a|an|annual|its|their|company's|total\s+amount\s+of)\s+|\s+(?:amount|balance|figure|value)$", re.I)
 _AVERAGE = re.compile(r"^(?:the\s+)?average\s+(?:of\s+)?(?:the\s+)?(.+?)\s+(?:between|from|for)\s+(.+)$", re.I)
 _CHANGE = re.compile(r"^(?:the\s+)?change\s+in\s+(?:the\s+)?(.+?)\s+(?:between|from)\s+(.+)$", re.I)
-_LEADING_YEAR = re.compile(r"^(?:FY\s?|fiscal\s+(?:year\s+)?)((?:19|20)\d\d)\s+(.+)$", re.I)
-_TRAILING_YEAR = re.compile(r"^(.+?)\s+(?:in|for|of|at)\s+(?:the\s+)?(?:FY\s?|fiscal\s+(?:year\s+)?)((?:19|20)\d\d)$", re.I)
+_LEADING_YEAR = re.compile(rf"^{FISCAL_PREFIX}({YEAR})\s+(.+)$", re.I)
+_TRAILING_YEAR = re.compile(rf"^(.+?)\s+(?:in|for|of|at)\s+(?:the\s+)?{FISCAL_PREFIX}({YEAR})$", re.I)
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def definitions(question: str) -> dict[str, str]:
 
 
 def _years(text: str) -> list[str]:
-    return [m.group(1) for m in _YEAR.finditer(text)]
+    return [m.group(1) for m in YEAR_MAYBE_FISCAL.finditer(text)]
 
 
 def _year_span(text: str) -> list[str]:
@@ -351,14 +349,13 @@ def _clean(phrase: str) -> str:
 # a question that asks for a value ("what is", "how much", "calculate"), not a yes/no or a cause
 _ASKS_VALUE = re.compile(r"\bwhat\s+(?:is|was|are|were|would\s+be)\b|\bwhat['’]s\b|\bhow\s+much\b|\bcalculate\b|\bcompute\b", re.I)
 _YES_NO = re.compile(r"^\s*(?:did|does|do|is|was|were|are|has|have|had|can|could|will|would|should)\b", re.I)
-_FISCAL_YEAR = re.compile(r"\b(?:FY\s?'?|fiscal\s+(?:year\s+)?)((?:19|20)\d\d)\b", re.I)
 _ITEM_ASKED = re.compile(r"\bwhat\s+(?:is|was|were|are)\s+(?:the\s+)?(?P<x>.+?)\s*\??$", re.I)
 
 
 def _line_item(ask: str) -> Item | Op | None:
     """"What is the year end FY2019 total amount of inventories for Best Buy?": one line item
     at a fiscal year, asked in a filing's words (a year written "FY2019" or "fiscal 2019")."""
-    if not _FISCAL_YEAR.search(ask):
+    if not FISCAL_YEAR.search(ask):
         return None
     m = _ITEM_ASKED.search(ask)
     if not m:
@@ -366,7 +363,7 @@ def _line_item(ask: str) -> Item | Op | None:
     x = re.sub(r"\([^)]*\)", " ", m.group("x"))  # "(in USD millions)"
     x = re.sub(r"\s+(?:for|of|at|by)\s+(?-i:[A-Z0-9]).*$", "", x, flags=re.I)  # "for Best Buy"
     x = re.sub(r"^(?:[A-Z0-9][\w&.]*(?:\s[A-Z][\w&.]*)*['’]s\s+)", "", x)
-    x = _FISCAL_YEAR.sub(" ", x)
+    x = FISCAL_YEAR.sub(" ", x)
     x = re.sub(r"\b(?:in|for|at)\s*$|\byear[\s-]+end(?:ed|ing)?\b|\b(?:total\s+)?amount(?:\s+of)?\b", " ", x, flags=re.I)
     parts = re.split(r"\s+to\s+", x.strip())
     # "current liabilities to total liabilities" is the first over the second; not "attributable to",
@@ -418,7 +415,7 @@ def formula(question: str) -> Formula | None:
     if f is None:
         return None
     m = _ASKED_SCALE.search(question)
-    return replace(f, scale=_SCALE_WORDS[m.group(1).lower()]) if m and not _divides(f.expr) else f
+    return replace(f, scale=scale_factor(m.group(1))) if m and not _divides(f.expr) else f
 
 
 def _formula(q: str) -> Formula | None:
@@ -432,7 +429,7 @@ def _formula(q: str) -> Formula | None:
     decimals = None
     if m:
         d = m.group(1).lower()
-        decimals = int(d) if d.isdigit() else _WORD_NUMBERS.get(d)
+        decimals = int(d) if d.isdigit() else word_number(d)
     m = _AVERAGE_OF.search(ask)
     if m:
         span = _year_span(ask)
@@ -522,7 +519,7 @@ def render(f: Formula, result: Result) -> str:
         scale, word = (f.scale if scales != {1.0} else 1.0), ""
     else:
         scale = scales.pop() if len(scales) == 1 else 1.0
-        word = {1e3: " thousand", 1e6: " million", 1e9: " billion"}.get(scale, "")
+        word = f" {scale_name(scale)}" if scale_name(scale) else ""
     v = value / scale
     d = f.decimals if f.decimals is not None else (0 if float(v).is_integer() else 2)
     money = any(re.match(r"\s*\(?\s*[$€£]", v2.cell) for _, v2 in result.used) or f.scale is not None

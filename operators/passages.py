@@ -26,9 +26,10 @@ from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
+from bookindex.core.pipe_tables import TABLE_RULE, is_pipe_row, row_cells
 from bookindex.operators.glossary import expansion
 from bookindex.operators.labels import label_at_start
-from bookindex.providers.lexical import TABLE_RULE, joined_words, tokenize
+from bookindex.providers.lexical import joined_words, tokenize
 from bookindex.providers.nlp import parsed_question
 
 ITEM_CHARS = 1200  # the most one passage shows when the budget allows
@@ -345,8 +346,8 @@ def _row_values(line: str) -> list[float | None]:
         v = float(m.group(1).replace(",", ""))
         return -v if m.group(0).startswith(("-", "(")) else v
     s = line.strip()
-    if s.startswith("|"):
-        return [num(c) for c in s.strip("|").split("|")]
+    if is_pipe_row(s):
+        return [num(c) for c in row_cells(s)]
     return [num(m.group(0)) for m in _CELL_NUMBER.finditer(s)]
 
 

@@ -106,6 +106,8 @@ from typing import Any
 
 from bookindex.core.model import DocumentTree
 from bookindex.core.pages import cite_page, printed_label
+from bookindex.core.pipe_tables import pipe_rows, pipe_tables
+from bookindex.core.quantities import SCALE_WORD, SCALES, YEAR_MAYBE_FISCAL, spelled_number
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 from bookindex.providers.lexical import LIGATURES, joined_parts, joined_words, stem_words, tokenize
@@ -125,7 +127,7 @@ _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
 # a sentence ending in a footnote's mark ("... must take the form <username>. 7")
 _FOOTNOTED = re.compile(r"[^\s.…][.!?;:]\s\d{1,3}\s*$")
-_NUMBER = re.compile(r"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|million|billion|thousand)\b)?", re.I)
+_NUMBER = re.compile(rf"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|{SCALE_WORD})\b)?", re.I)
 # an index entry's page number between its words and the next entry's capital: "options 54 Main"
 _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
 _KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ./&-]{0,40}?)\s?:\s+(\S.{0,80}?)[\s.;]*$")  # "Key: value", a short label
@@ -140,27 +142,8 @@ _ENUMERATOR = re.compile(r"^(?:.*[^\w\s,.;:()%$€£\-−–])?\s*$")
 _ITEM_AFTER = re.compile(r"^(?:[.)]\s+|\s+)[A-Z“\"]")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _YEAR = re.compile(r"(?<!\d)(?:1[89]|20)\d\d(?:\s?[-–/]\s?(?:(?:1[89]|20)\d\d|\d\d))?(?!\d)")
-_FISCAL = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d\d)\b", re.I)
 # a call, an identifier with an underscore, quoted code, or a file path ("/usr/local", "/etc/fstab")
 _CODEISH = re.compile(r"\w+\(\)?|\b\w+_\w+\b|`[^`]+`|(?<![\w/])/\w[\w.+-]*(?:/[\w.+-]+)*")
-
-
-_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-          "sixteen seventeen eighteen nineteen").split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-
-
-def spelled_number(text: str) -> str:
-    """A number written in words as digits ("nine" → "9", "twenty-one" → "21", "Two-thirds" →
-    ""); "" when `text` is not one. A count is answered in digits, as it is asked for."""
-    words = re.split(r"[\s-]+", text.strip().lower())
-    if not 1 <= len(words) <= 2:
-        return ""
-    if len(words) == 1 and words[0] in _UNITS:
-        return str(_UNITS.index(words[0]))
-    if words[0] in _TENS and (len(words) == 1 or words[1] in _UNITS[1:10]):
-        return str(20 + 10 * _TENS.index(words[0]) + (_UNITS.index(words[1]) if len(words) == 2 else 0))
-    return ""
 
 
 @lru_cache(maxsize=1)
@@ -254,7 +237,7 @@ class Asked:
 
 def asked(question: str) -> Asked:
     """What the question asks for, from spaCy's parse (module docstring)."""
-    years = _FISCAL.findall(question)
+    years = [m.group(1) for m in YEAR_MAYBE_FISCAL.finditer(question)]
     doc = parsed_question(question)
     if doc is None:  # no spaCy: the question's words, a description asked
         words = {w.lower(): 1.0 for w in re.findall(r"[A-Za-z][\w-]{2,}", question)}
@@ -681,15 +664,6 @@ def _with_entities(nlp: Any, sents: list[_Sentence]) -> None:
             doc.user_data[_NER_DONE] = True
 
 
-def _table_rows(text: str) -> list[list[str]]:
-    rows = []
-    for ln in text.splitlines():
-        s = ln.strip()
-        if s.startswith("|") and not re.fullmatch(r"[|\s:-]+", s):
-            rows.append([c.strip() for c in s.strip("|").split("|")])
-    return rows
-
-
 def _merge_units(cells: list[str]) -> list[str]:
     """'$' | '245.98' → '' | '$245.98': currency and percent signs typeset in their own column
     join their number, which keeps its column (the sign's cell is left empty), so that the
@@ -723,7 +697,7 @@ def table_cell(passage: Passage, a: Asked, weights: dict[str, float],
     sentence does (`span_score`), its column header adds half its words' weight. `subject`: the
     names the question gives that most of the evidence says (`document_subject`), which pick no
     row either."""
-    rows = [_merge_units(r) for r in _table_rows(passage.text)]
+    rows = [_merge_units(r) for r in pipe_rows(passage.text)]
     if len(rows) < 2:
         return None
     width = max(len(r) for r in rows)
@@ -843,7 +817,7 @@ def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
     sentence's list of years: (value, run) pairs, the run being the span of the whole list."""
     if len(a.years) != 1:
         return []
-    years = [m.group(1) for m in _FISCAL.finditer(sent.text)]
+    years = [m.group(1) for m in YEAR_MAYBE_FISCAL.finditer(sent.text)]
     if len(years) < 2 or years.count(a.years[0]) != 1:
         return []
     # the values as written ("$364.39 and $308.45", "approximately $495 and $198": the entity
@@ -1383,22 +1357,21 @@ def _placed(sent: Any, q_words: set[str], slots: frozenset[tuple[str, str]] = fr
     return out
 
 
-SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 # a statement's declared scale: "(in thousands)", "$ in millions", "(Amounts in millions, ...)",
 # "(000's)"; not the scale of another quantity ("shares in thousands")
-_DECLARED = re.compile(r"(?:\(\s*|\$\s*|\b(?:amounts|dollars)\s+)in\s+(thousand|million|billion)s\b|\((000)['’]?s\)", re.I)
-_OWN_SCALE = re.compile(r"\b(thousand|million|billion|trillion)s?\b", re.I)
+_DECLARED = re.compile(rf"(?:\(\s*|\$\s*|\b(?:amounts|dollars)\s+)in\s+({SCALE_WORD})s\b|\((000)['’]?s\)", re.I)
+_TITLE_SCALE = re.compile(rf"\bin\s+({SCALE_WORD})s\b", re.I)  # "In Millions Fiscal 2020"
+_OWN_SCALE = re.compile(rf"\b({SCALE_WORD})s?\b", re.I)
 
 
 def declared_scale(passage: Passage, at: int) -> str:
     """The scale the passage declares for the values after it, the nearest declaration before
     text offset `at` ("(in thousands)" over a statement), else one in its titles ("In Millions
-    Fiscal 2020"): "thousand", "million", "billion", or ""."""
+    Fiscal 2020"): "thousand", "million", "billion", "trillion", or ""."""
     found = [m for m in _DECLARED.finditer(passage.text) if m.start() < at]
     m = found[-1] if found else None
     if m is None:
-        m = next((x for t in passage.title_path if (x := re.search(r"\bin\s+(thousand|million|billion)s\b", t, re.I))),
-                 None)
+        m = next((x for t in passage.title_path if (x := _TITLE_SCALE.search(t))), None)
         return m.group(1).lower() if m else ""
     return "thousand" if m.group(2) else m.group(1).lower()
 
@@ -2054,22 +2027,6 @@ def _phrase_said(word: str, a: Asked) -> bool:
     return all(any(abs(i - j) == 1 for i in x for j in y) for x, y in zip(at, at[1:]))
 
 
-def _tables(text: str) -> list[list[list[str]]]:
-    """The text's tables, each as its rows of cells (separator rows left out)."""
-    out: list[list[list[str]]] = []
-    run: list[list[str]] = []
-    for ln in [*text.splitlines(), ""]:
-        s = ln.strip()
-        if s.startswith("|"):
-            if not re.fullmatch(r"[|\s:-]+", s):
-                run.append([c.strip() for c in s.strip("|").split("|")])
-            continue
-        if run:
-            out.append(run)
-        run = []
-    return out
-
-
 def _cell_words(text: str) -> set[str]:
     """A table cell's (or title's) words, lower case, whole ("/var/log", "read.fwf"), with their lemmas."""
     return {*re.findall(r"[\w/.+-]+", text.lower()), *_lemmas(text)}
@@ -2085,7 +2042,7 @@ def table_rows_named(passage: Passage, a: Asked, weights: dict[str, float]) -> l
     # a key named by the question's words run together ("urlcolor": `candidates`) says two
     joined = {t for t in weights if t not in a.terms}
     out: list[tuple[float, str, str]] = []
-    for rows in _tables(passage.text):
+    for rows in pipe_tables(passage.text):
         for r in rows[1:]:
             cells = [c for c in _merge_units(r) if c]
             if len(cells) < 2 or not re.search(r"[A-Za-z]{2,}.*\s.*[A-Za-z]{2,}|^[A-Za-z]{3,}", cells[1]):
@@ -2118,7 +2075,7 @@ def table_rows_described(passage: Passage, a: Asked, weights: dict[str, float]) 
     a name (one word, or one spelled as code) the question does not say: (score, label, text).
     Its score is a sentence's, the row's text being its words."""
     out: list[tuple[float, str, str]] = []
-    for rows in _tables(passage.text):
+    for rows in pipe_tables(passage.text):
         for r in rows:  # the first too: a table without a header row has its first row there
             cells = [c for c in _merge_units(r) if c]
             if len(cells) < 2 or len(cells[0].split()) != 1 or cells[0].lower() in a.terms:
@@ -2139,7 +2096,7 @@ def table_count(passage: Passage, target: str, weights: dict[str, float]) -> tup
     counted ("Quality levels") lists one per row: (score, rows, "header: first, ..., last").
     The header scores as a sentence's words do; a table the passage cuts short is not counted."""
     best: tuple[float, int, str] | None = None
-    for rows in _tables(passage.text):
+    for rows in pipe_tables(passage.text):
         if len(rows) < 3 or not rows[0] or target not in _lemmas(rows[0][0]):
             continue
         items = [r[0] for r in rows[1:] if r and r[0]]

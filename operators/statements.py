@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from bookindex.core.model import DocumentTree, Node
+from bookindex.core.pipe_tables import pipe_rows
+from bookindex.core.quantities import SCALE_WORD, YEAR, scale_factor
 from bookindex.operators.formula import Item, Value
 from bookindex.operators.glossary import STATEMENT_TITLES, line_item_names
-from bookindex.operators.reader import _column_headers, _merge_units, _row_records, _table_rows, cell_value
+from bookindex.operators.reader import _column_headers, _merge_units, _row_records, cell_value
 from bookindex.providers.lexical import stem_words, word_stems
 
-_SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b|\(\s*(thousands|millions|billions)\b|"
-                    r"\$\s*(?:in\s+)?(000|mm|m)\b", re.I)
-_SCALES = {"thousands": 1e3, "millions": 1e6, "billions": 1e9, "000": 1e3, "mm": 1e6, "m": 1e6}
-_YEAR = re.compile(r"(?:19|20)\d\d")
+_SCALE = re.compile(rf"\bin\s+({SCALE_WORD}s)\b|\(\s*({SCALE_WORD}s)\b|\$\s*(?:in\s+)?(000|mm|m)\b", re.I)
+_YEAR = re.compile(YEAR)
 # names of amounts that may be negative: a result, a change, a balance of gains and losses
 _SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect|earnings|profit|ebit|ebitda|"
                      r"margin|cash\s+flows?|deficit|surplus|balance)\b", re.I)
@@ -93,8 +93,7 @@ def _scale_of(texts: list[str]) -> float:
     for t in texts:
         m = _SCALE.search(t)
         if m:
-            word = next(g for g in m.groups() if g)
-            return _SCALES[word.lower()]
+            return scale_factor(next(g for g in m.groups() if g)) or 1.0
     return 1.0
 
 
@@ -202,7 +201,7 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
     """A table's rows by year: by its header's years, else by the years `listed` above it, each
     row's amounts in order. Returns the rows and the years the table reads."""
     # "Net sales $ | 32,765 $ | 31,657": a currency sign the parser left at a cell's end is the next cell's
-    rows = [_merge_units([_TRAILING_SIGN.sub("", c) for c in r]) for r in _table_rows(node_content)]
+    rows = [_merge_units([_TRAILING_SIGN.sub("", c) for c in r]) for r in pipe_rows(node_content)]
     rows = [part for r in rows for part in _unstack(r)]
     if len(rows) < 2:
         return [], listed

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from bookindex.core.model import DocumentTree, Node
+from bookindex.core.pipe_tables import pipe_rows
 from bookindex.operators.lookup import named_part
 from bookindex.providers.nlp import english_if_installed
 
@@ -45,13 +46,7 @@ def asked_dimension(question: str) -> str | None:
 
 def grid(node: Node) -> list[list[str]]:
     """The table's cells row by row, from its Markdown text (separator lines dropped)."""
-    rows = []
-    for ln in node.text.splitlines():
-        s = ln.strip()
-        if not s.startswith("|") or re.fullmatch(r"\|?[\s:|-]+\|?", s):
-            continue
-        rows.append([c.strip() for c in s.strip("|").split("|")])
-    return rows
+    return pipe_rows(node.text)
 
 
 def shape(node: Node) -> Shape:

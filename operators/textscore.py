@@ -20,6 +20,7 @@ import numpy as np
 
 from bookindex.core.model import DocumentTree, entry_of, is_entry, name_words, node_text
 from bookindex.core.protocols import LexicalIndex
+from bookindex.core.quantities import ORDINALS
 from bookindex.operators.context import IndexContext
 from bookindex.operators.glossary import expansion, statement_titles
 from bookindex.providers.lexical import ANALYSER, Analyser, stem_words, table_titles, word_stems
@@ -306,11 +307,9 @@ def _hybrid(ctx: IndexContext, idx: TextIndex, query: str, lexical_weight: float
     return {i: float(v) for i, v in zip(idx.ids, s)}
 
 
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
-             "eighth": 8, "ninth": 9, "tenth": 10}
 _PAGE_SPAN = re.compile(r"\bpages?\s+(\d+)(?:\s*(?:-|–|to|and|through)\s*(\d+))?", re.I)
 _NTH_PAGE = re.compile(r"\b(\d+)(?:st|nd|rd|th)\s+page\b", re.I)
-_WORD_PAGE = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+page\b", re.I)
+_WORD_PAGE = re.compile(rf"\b({'|'.join(ORDINALS)})\s+page\b", re.I)
 _COVER = re.compile(r"\b(?:front\s+)?cover(?:\s+page)?\b", re.I)
 _LAST_PAGE = re.compile(r"\b(?:last|final)\s+page\b", re.I)
 
@@ -331,7 +330,7 @@ def page_references(question: str, page_count: int, labels: list[str] | None = N
             out.update(range(a, b + 1))
     out.update(int(m.group(1)) for m in _NTH_PAGE.finditer(question))
     numbered = set(out)  # "the second page" counts sheets, not printed numbers
-    out.update(_ORDINALS[m.group(1).lower()] for m in _WORD_PAGE.finditer(question))
+    out.update(ORDINALS[m.group(1).lower()] for m in _WORD_PAGE.finditer(question))
     if _COVER.search(question):
         out.add(1)
     if _LAST_PAGE.search(question):

@@ -54,6 +54,8 @@ from typing import Any, Callable
 
 from bookindex.core.errors import ConfigError
 from bookindex.core.model import Block
+from bookindex.core.pipe_tables import is_pipe_row, row_cells
+from bookindex.core.quantities import FISCAL_SPELLED
 from bookindex.parsing.org_names import former_names
 from bookindex.providers.nlp import english
 
@@ -69,7 +71,6 @@ _MONTHS_ABBR = "|".join(m for m in calendar.month_abbr if m)
 _DATE = re.compile(rf"\b({_MONTHS}|(?:{_MONTHS_ABBR})\.?)\s+(\d{{1,2}}),?\s+(\d{{4}})\b", re.IGNORECASE)
 _ENDED = re.compile(r"\bended\b[\s:]*", re.IGNORECASE)
 _FORM = re.compile(r"\bform\s+(\d{1,2}-[A-Z]{1,2}(?:/A)?)\b", re.IGNORECASE)
-_FISCAL = re.compile(r"\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 _REGISTRANT = re.compile(r"name\s+of\s+registrant", re.IGNORECASE)
 _SPACED_CAPS = re.compile(r"\b([A-Z]) (?=[A-Z]{2,}\b)")  # "R ESORTS": a small-capitals font's split
 _QUARTERLY = re.compile(r"\bquarterly\s+(?:period|report)\b", re.IGNORECASE)
@@ -239,7 +240,7 @@ def _first_pages(blocks: list[Block], n: int = FISCAL_PAGES) -> list[Block]:
 def _stated_fiscal_year(title: str, cover_text: str) -> int | None:
     """The cover's "fiscal YYYY" (its title's first)."""
     for text in (title, cover_text):
-        m = _FISCAL.search(text)
+        m = FISCAL_SPELLED.search(text)
         if m:
             return int(m.group(1))
     return None
@@ -295,14 +296,14 @@ def _ticker(cover_text: str) -> str:
 def _column_symbol(text: str, caption: re.Match[str]) -> str:
     """The first symbol in the caption's column of the table (Markdown rows) the caption heads."""
     lines = text[text.rfind("\n", 0, caption.start()) + 1:].splitlines()
-    header = [c.strip() for c in lines[0].strip().strip("|").split("|")] if lines[0].lstrip().startswith("|") else []
+    header = row_cells(lines[0]) if is_pipe_row(lines[0]) else []
     column = next((j for j, c in enumerate(header) if _TRADING_SYMBOL.search(c)), None)
     if column is None:
         return ""
     for line in lines[1:]:
-        if not line.lstrip().startswith("|"):
+        if not is_pipe_row(line):
             break
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = row_cells(line)
         if column < len(cells) and re.fullmatch(_SYMBOL.pattern, cells[column]):
             return cells[column]
     return ""
@@ -344,7 +345,7 @@ def _issuer(text: str, listing: re.Match[str]) -> str:
 
 def _fiscal_year(blocks: list[Block]) -> int | None:
     """The year the first pages call "fiscal YYYY" most often."""
-    counts = Counter(int(m.group(1)) for b in _first_pages(blocks) for m in _FISCAL.finditer(b.content))
+    counts = Counter(int(m.group(1)) for b in _first_pages(blocks) for m in FISCAL_SPELLED.finditer(b.content))
     if not counts:
         return None
     return counts.most_common(1)[0][0]

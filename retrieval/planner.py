@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bookindex.core.quantities import digits_for_words
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
 from bookindex.operators.formulator import Extract, decompose, noun_chunk_mentions
@@ -198,34 +199,20 @@ _MODAL_WORDS = [
 ]
 
 
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-
-
-def _digits(text: str) -> str:
-    """'page three' → 'page 3', 'first ten pages' → 'first 10 pages'."""
-    return re.sub(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", lambda m: _NUMBER_WORDS[m.group(1).lower()], text,
-                  flags=re.I)
-
-
 def global_spec_rules(question: str) -> tuple[prompts.GlobalSpec, list[str]]:
     """Filters and operation without an LLM: page ranges, section references, modal nouns.
 
     Returns the spec in the paper's filter vocabulary plus extra modal types it lacks
     (equation, code)."""
-    q = _digits(question)
+    q = digits_for_words(question)  # "page three" → "page 3", "first ten pages" → "first 10 pages"
     filters: list[prompts.FilterSpec] = []
     m = (re.search(r"\bpages?\s+(\d+)\s*(?:-|–|to|through|and)\s*(?:page\s+)?(\d+)", q, re.I)
          or re.search(r"\bfrom page\s+(\d+)\s+to\s+(?:page\s+)?(\d+)", q, re.I))
     if m:
         filters.append(prompts.FilterSpec(filter_type="page", filter_value=f"{m.group(1)}-{m.group(2)}"))
     else:
-        m = re.search(r"\b(first|last)\s+(\d+|\w+)\s+pages\b", q, re.I)
-        words = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
-        n = 0
-        if m:
-            n = int(m.group(2)) if m.group(2).isdigit() else words.get(m.group(2).lower(), 0)
+        m = re.search(r"\b(first|last)\s+(\d+)\s+pages\b", q, re.I)
+        n = int(m.group(2)) if m else 0
         if m and n:
             filters.append(prompts.FilterSpec(filter_type="page", filter_value=f"{m.group(1).lower()} {n}"))
         else:

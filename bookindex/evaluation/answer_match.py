@@ -19,14 +19,14 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from bookindex.core.quantities import number_word
+
 # a number as documents print it: thousands groups (1,577,000) or plain digits, with decimals
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|[^\W\d_]+|%")
 _PERCENT_WORD = re.compile(r"\bper\s?cent\b")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
-NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-                "nineteen", "twenty")
+SPELLED_UP_TO = 20  # a gold count this small may be answered in words ("seven")
 
 # what `is_short_answer` admits (MMLongBench answer formats and the length bound of the yardstick)
 SHORT_FORMATS = ("Str", "Int", "Float")
@@ -67,8 +67,8 @@ def answer_forms(answer: str) -> list[list[str]]:
     bare = [t for t in toks if t != "%"]
     if len(bare) == 1 and _NUMBER.fullmatch(bare[0]) and bare != toks:
         forms.append(bare)  # 12.5% shown as 12.5 under a "%" header
-    if len(bare) == 1 and bare[0].isdigit() and int(bare[0]) < len(NUMBER_WORDS):
-        forms.append([NUMBER_WORDS[int(bare[0])]])
+    if len(bare) == 1 and bare[0].isdigit() and int(bare[0]) <= SPELLED_UP_TO:
+        forms.append([number_word(int(bare[0]))])
     return forms
 
 

@@ -31,6 +31,7 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node, node_text
+from bookindex.core.pipe_tables import TABLE_RULE
 
 # NLTK's English list as bm25s ships it ("en_plus"): it also drops question words (what, how,
 # does, which ...), which Lucene's 33-word list ("en") keeps.
@@ -289,7 +290,6 @@ def document_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     return [n.id for n in leaves], [node_text(tree, n, "lexical") for n in leaves]
 
 
-TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")  # a Markdown table's header separator line
 ROWS_DIR = "rows"  # the table-row index, inside the folder of the leaves' index
 
 

@@ -31,12 +31,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bookindex.core.quantities import FISCAL_YEAR, YEAR
 from bookindex.parsing.identity import DocumentIdentity
 from bookindex.parsing.org_names import FILLER, name_words, organisation_key
 
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9&'’]*")
-_FISCAL = re.compile(r"\bFY\s?((?:19|20)\d\d)\b|\bfiscal(?:\s+year)?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
-_YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
+_YEAR = re.compile(rf"\b({YEAR})\b")
 _FORM = re.compile(r"\b(10-K|10-Q|8-K|20-F|10K|10Q|8K)\b", re.IGNORECASE)
 _QUARTER = re.compile(r"\bQ[1-4]\b|\b(?:first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b|\bquarterly\b",
                       re.IGNORECASE)
@@ -85,7 +85,7 @@ def question_tokens(question: str) -> list[str]:
 
 def named_years(question: str) -> set[int]:
     """The fiscal years a question names: "FY2018", "FY 2018", "fiscal 2018", "fiscal year 2018"."""
-    return {int(m.group(1) or m.group(2)) for m in _FISCAL.finditer(question)}
+    return {int(m.group(1)) for m in FISCAL_YEAR.finditer(question)}
 
 
 def named_form(question: str) -> str:

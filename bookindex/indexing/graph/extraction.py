@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from typing import Protocol
 
 from bookindex.core.model import SAID_META_KEYS, Node
+from bookindex.core.pipe_tables import is_pipe_row, is_rule_row, row_cells
+from bookindex.parsing.htmltable import html_table_rows
 
 CONTAINED_IN = "ContainedIn"
 STRUCTURAL_TYPES = ("table", "formula", "image")
@@ -114,50 +115,16 @@ def name_key(name: str) -> str:
 
 # -- tables -------------------------------------------------------------------------------
 
-class _HTMLTable(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: list[list[tuple[str, bool]]] = []
-        self._cell: list[str] | None = None
-        self._is_th = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell, self._is_th = [], tag == "th"
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None:
-            if not self.rows:
-                self.rows.append([])
-            self.rows[-1].append((" ".join("".join(self._cell).split()), self._is_th))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
 def table_rows(node: Node) -> list[list[str]]:
     """The table's cells as rows of strings, from `meta.html`, `meta.markdown` or pipe text."""
     html = node.meta.get("html")
     if html:
-        p = _HTMLTable()
-        p.feed(str(html))
-        rows = [[c for c, _ in r] for r in p.rows if r]
+        rows = [r for r in html_table_rows(str(html)) if any(r)]
         if rows:
             return rows
     md = node.meta.get("markdown") or node.text
-    rows = []
-    for line in str(md).splitlines():
-        line = line.strip()
-        if not line.startswith("|") and line.count("|") < 2:
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if all(re.fullmatch(r":?-{2,}:?", c) or not c for c in cells):
-            continue  # markdown separator row
-        rows.append(cells)
+    rows = [row_cells(ln) for ln in str(md).splitlines()
+            if (is_pipe_row(ln) or ln.count("|") >= 2) and not is_rule_row(ln)]
     if rows:
         return rows
     # Plain text (a parser without table structure): whitespace-aligned columns
