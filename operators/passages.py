@@ -27,6 +27,7 @@ from weakref import WeakKeyDictionary
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
 from bookindex.core.pipe_tables import TABLE_RULE, is_pipe_row, row_cells
+from bookindex.core.quantities import DIGITS
 from bookindex.operators.glossary import expansion
 from bookindex.operators.labels import label_at_start
 from bookindex.providers.lexical import joined_words, tokenize
@@ -333,7 +334,7 @@ def _kept_rows(head: list[str], body: list[str], room: int, terms: Sequence[str]
     return "\n".join(out)
 
 
-_CELL_NUMBER = re.compile(r"(?<![\w.])[-+(]?\$?(\d[\d,]*(?:\.\d+)?)\)?%?(?![\w.])")
+_CELL_NUMBER = re.compile(rf"(?<![\w.])[-+(]?\$?({DIGITS})\)?%?(?![\w.])")
 
 
 def _row_values(line: str) -> list[float | None]:

@@ -107,7 +107,7 @@ from typing import Any
 from bookindex.core.model import DocumentTree
 from bookindex.core.pages import cite_page, printed_label
 from bookindex.core.pipe_tables import pipe_rows, pipe_tables
-from bookindex.core.quantities import SCALE_WORD, SCALES, YEAR_MAYBE_FISCAL, spelled_number
+from bookindex.core.quantities import DIGITS, SCALE_WORD, SCALES, YEAR_MAYBE_FISCAL, spelled_number
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 from bookindex.providers.lexical import LIGATURES, joined_parts, joined_words, stem_words, tokenize
@@ -127,7 +127,7 @@ _YEAR_PAREN = re.compile(r"\((?:1[89]|20)\d\d[a-z]?\)|[,.]\s(?:1[89]|20)\d\d[a-z
 _LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|\s{3,}\d+\s*$|\s\d{1,4}(?:,\s*\d{1,4})*\s*$")
 # a sentence ending in a footnote's mark ("... must take the form <username>. 7")
 _FOOTNOTED = re.compile(r"[^\s.…][.!?;:]\s\d{1,3}\s*$")
-_NUMBER = re.compile(rf"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?\d[\d,]*(?:\.\d+)?\)?(?:\s?%|\s?(?:percent|{SCALE_WORD})\b)?", re.I)
+_NUMBER = re.compile(rf"(?<![\w.])(?<!\w[-−])[-−(]?\$?\s?{DIGITS}\)?(?:\s?%|\s?(?:percent|{SCALE_WORD})\b)?", re.I)
 # an index entry's page number between its words and the next entry's capital: "options 54 Main"
 _INDEX_RUN = re.compile(r"(?<=[a-z)])\s\d{1,4}(?:\s?[,–-]\s?\d{1,4})*\s+(?=[A-Z])")
 _KEY_VALUE = re.compile(r"^\s*([A-Za-z][\w ./&-]{0,40}?)\s?:\s+(\S.{0,80}?)[\s.;]*$")  # "Key: value", a short label
@@ -1384,7 +1384,7 @@ def in_scale(value: str, asked: str, declared: str) -> str:
     scale = own.group(1).lower() if own else declared
     if not asked or not scale or scale == asked or re.search(r"%|percent", value, re.I):
         return ""
-    m = re.search(r"\d[\d,]*(?:\.\d+)?", value)
+    m = re.search(DIGITS, value)
     if m is None:
         return ""
     amount = float(m.group(0).replace(",", "")) * SCALES[scale] / SCALES[asked]

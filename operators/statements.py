@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from bookindex.core.model import DocumentTree, Node
 from bookindex.core.pipe_tables import pipe_rows
-from bookindex.core.quantities import SCALE_WORD, YEAR, scale_factor
+from bookindex.core.quantities import DIGITS, SCALE_WORD, YEAR, scale_factor
 from bookindex.operators.formula import Item, Value
 from bookindex.operators.glossary import STATEMENT_TITLES, line_item_names
 from bookindex.operators.reader import _column_headers, _merge_units, _row_records, cell_value
@@ -126,7 +126,7 @@ def tables(tree: DocumentTree) -> tuple[_Table, ...]:
 
 
 _MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b,?", re.I)
-_AMOUNT_TEXT = r"(?:(?:\$\s?)?\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?%?|[—–](?=\s|$))"  # a dash: nothing
+_AMOUNT_TEXT = rf"(?:(?:\$\s?)?\(?-?\$?\s?{DIGITS}\)?%?|[—–](?=\s|$))"  # a dash: nothing
 
 
 def year_line(text: str, least: int = 2) -> tuple[str, ...]:
@@ -140,7 +140,7 @@ def year_line(text: str, least: int = 2) -> tuple[str, ...]:
     return years if least <= len(years) <= 6 and not re.search(r"\d", rest) else ()
 
 
-_NUMERIC_WORD = re.compile(r"\$?\(?-?\$?\d[\d,]*(?:\.\d+)?\)?%?|[—–]")
+_NUMERIC_WORD = re.compile(rf"\$?\(?-?\$?{DIGITS}\)?%?|[—–]")
 
 
 @lru_cache(maxsize=8)

@@ -20,6 +20,10 @@ import re
 
 from text_to_num import text2num
 
+# a number as documents print it: digits with thousands commas and decimals ("1,234.5"); each
+# module adds the signs, brackets and units its own text puts around it
+DIGITS = r"\d[\d,]*(?:\.\d+)?"
+
 # -- scale words ---------------------------------------------------------------------------
 
 SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
