@@ -6,12 +6,13 @@ Every parser writes a table node's text as a pipe table (`parsing.htmltable.rows
 none honoured the writers' escape: a cell holding "|" is written "\\|" and was read as two cells,
 which shifts every column after it. Here a row is split on unescaped pipes only.
 
-markdown-it-py's table rule was measured against the hand-written reader on stored trees (551
-table nodes of three libraries): it reads the same cells in 523, but it takes the caption line
-under a table for one more row (GitHub's lazy continuation; 28 tables), it reads no table at
-all in a text that starts inside one, without its header rule (every one of 458 such cuts: an
-evidence passage, a table split across pages), and it is 50 to 60 times slower (714-1548 µs a
-table against 12-27), on the reader's per-question path. So the rows are split here.
+markdown-it-py's table rule was measured against this reader (`scripts/bench_lexicon.py`) on the
+stored trees of two libraries, the MMLongBench dev2 and handbook ones (202 table nodes): the same
+cells in 176; in the other 26 it took the caption line under a table for one more row (GitHub's
+lazy continuation); it read no table at all in any of 166 texts starting inside one, below its
+header rule (an evidence passage, a table continued from the page before), where this reader
+reads every one; and it took 714-1081 µs a table against 12-15, on the reader's per-question
+path. So rows are split here.
 """
 
 from __future__ import annotations
