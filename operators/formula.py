@@ -28,7 +28,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from bookindex.core.quantities import FISCAL_PREFIX, FISCAL_YEAR, SCALE_WORD, YEAR, YEAR_MAYBE_FISCAL, scale_factor, scale_name, word_number
+from bookindex.core.quantities import (
+    FISCAL_PREFIX,
+    FISCAL_YEAR,
+    SCALE_WORD,
+    UNITS,
+    YEAR,
+    YEAR_MAYBE_FISCAL,
+    scale_factor,
+    scale_name,
+    word_number,
+)
 
 # "FY2015 - FY2017", "FY2019 – FY2020", "between FY2018 and FY2019", "from FY2016 to FY2017"
 _RANGE = re.compile(rf"(?:\bbetween\s+|\bfrom\s+)?\b{FISCAL_PREFIX}?({YEAR})\s*"
@@ -314,7 +324,7 @@ _AS_SHARE = re.compile(r"(?P<a>[\w&'’\s-]+?)\s+as\s+an?\s+(?:%|percent(?:age)?
 _FRACTION = re.compile(r"\b(?:using|with|taking)\s+(?P<a>[\w&'’\s-]+?)\s+as\s+the\s+numerator\s+and\s+"
                        r"(?P<b>[\w&'’\s-]+?)\s+as\s+the\s+denominator", re.I)
 _MARGIN = re.compile(r"(?P<a>[\w&'’\s-]+?)\s+(?:%\s*)?margins?\b(?=\s*(?:\(|for|in|of|at|from|change|[?.,]|$))", re.I)
-_AVERAGE_OF = re.compile(r"\b(?:\d+|one|two|three|four|five)[\s-]+years?\s+average\s+(?:of\s+)?(?:the\s+)?"
+_AVERAGE_OF = re.compile(rf"\b(?:\d+|{'|'.join(UNITS)})[\s-]+years?\s+average\s+(?:of\s+)?(?:the\s+)?"
                          r"(?P<m>.+?)(?=\s+(?:for|of|in|at)\s+(?-i:[A-Z0-9])|[?]|$)", re.I)
 _GROWTH = re.compile(r"\b(?:(?:year[\s-]+over[\s-]+year|yoy|annual)\s+)?(?:percentage\s+)?(?:change|growth(?:\s+rate)?|increase|decrease)"
                      r"\s+(?:of|in)\s+(?:the\s+)?(?P<x>[\w&'’\s-]+?)\s+(?:from|between)\s+(?P<y>.+?)(?:[?.]|$)", re.I)

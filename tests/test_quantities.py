@@ -123,3 +123,11 @@ def test_graph_extraction_reads_html_spans_as_the_parsers_do() -> None:
     node = Node(id="t", type="table", level=1, text="", meta={"html": html})
     assert table_rows(node) == html_table_rows(html)
     assert table_rows(node)[2] == ["Retail", "2021", "12"]
+
+
+def test_an_average_over_years_counted_in_any_number_word() -> None:
+    """The formula's average knew the words one to five; "six year average" became a line item."""
+    from bookindex.operators.formula import Mean, formula
+
+    f = formula("What is the FY2010 - FY2015 six year average gross margin?")
+    assert f is not None and isinstance(f.expr, Mean) and len(f.expr.parts) == 6
