@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from bookindex.core.quantities import (
+    CURRENCY,
     FISCAL_PREFIX,
     FISCAL_YEAR,
     SCALE_WORD,
@@ -532,7 +533,7 @@ def render(f: Formula, result: Result) -> str:
         word = f" {scale_name(scale)}" if scale_name(scale) else ""
     v = value / scale
     d = f.decimals if f.decimals is not None else (0 if float(v).is_integer() else 2)
-    money = any(re.match(r"\s*\(?\s*[$€£]", v2.cell) for _, v2 in result.used) or f.scale is not None
+    money = any(re.match(rf"\s*\(?\s*[{CURRENCY}]", v2.cell) for _, v2 in result.used) or f.scale is not None
     return f"{'-' if v < 0 else ''}{'$' if money else ''}{abs(v):,.{d}f}{word}"
 
 

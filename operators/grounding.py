@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from bookindex.core.config import Settings
 from bookindex.core.protocols import LLM
+from bookindex.core.quantities import CURRENCY
 from bookindex.operators import prompts
 from bookindex.operators.question_shape import asks_yes_or_no, offered_words, question_verbs
 from bookindex.providers.lexical import STOPWORDS, stem_words, tokenize
@@ -100,7 +101,7 @@ def _span(allowed: Collection[int]) -> str:
 
 _QUOTES = "\"'“”‘’"
 _SENTENCE_END = ".,;:!?"
-_NUMBER = re.compile(r"[-+$€£]?\d[\d,.]*%?")
+_NUMBER = re.compile(rf"[-+{CURRENCY}]?\d[\d,.]*%?")
 # a negation is a stopword that answers: "no stretch or shrink" says what the question does not
 NEGATIONS = frozenset({"no", "not", "nor", "never", "none", "neither", "nothing", "cannot"})
 

@@ -107,7 +107,7 @@ from typing import Any
 from bookindex.core.model import DocumentTree
 from bookindex.core.pages import cite_page, printed_label
 from bookindex.core.pipe_tables import pipe_rows, pipe_tables
-from bookindex.core.quantities import DIGITS, SCALE_WORD, SCALES, YEAR_MAYBE_FISCAL, spelled_number
+from bookindex.core.quantities import CURRENCY, DIGITS, SCALE_WORD, SCALES, YEAR_MAYBE_FISCAL, spelled_number
 from bookindex.operators.lookup import printed_page
 from bookindex.operators.passages import Passage
 from bookindex.providers.lexical import LIGATURES, joined_parts, joined_words, stem_words, tokenize
@@ -138,7 +138,7 @@ _LABEL_BEFORE = re.compile(r"(?:\b[A-Z][A-Za-z]*\.?\s?|[A-Za-z]\.|#\s?)$")
 _TITLE_GLOSS = re.compile(r"^(?:[\dA-Z]+(?:\.\d+)*\.?\s+)?(\S+(?:\s\S+)?)\s+(?::|[-–—])\s+(\w.*)$")
 # "1. From the home screen", "4) Collect", "• 6 Insert ground coffee", "20 Menu pad": a number that
 # opens a sentence or follows a bullet, before an item's first capital word, numbers a list item
-_ENUMERATOR = re.compile(r"^(?:.*[^\w\s,.;:()%$€£\-−–])?\s*$")
+_ENUMERATOR = re.compile(rf"^(?:.*[^\w\s,.;:()%{CURRENCY}\-−–])?\s*$")
 _ITEM_AFTER = re.compile(r"^(?:[.)]\s+|\s+)[A-Z“\"]")
 _PLACEHOLDER = re.compile(r"<[^<>\s]*(?:\s[^<>\s]+)?\s?$")  # "<samples 1>": a number inside a placeholder's name
 _YEAR = re.compile(r"(?<!\d)(?:1[89]|20)\d\d(?:\s?[-–/]\s?(?:(?:1[89]|20)\d\d|\d\d))?(?!\d)")
@@ -808,7 +808,7 @@ def cell_value(cell: str) -> str:
 def _one_number(text: str) -> bool:
     """Whether a cell's text is one number: spaces only beside its signs ("$ 1,234", "(460.8 )",
     "12 %"); "12 12 13 13", a column of values the parser ran into one cell, is not."""
-    return bool(_NUMBER.fullmatch(re.sub(r"(?<=[$€£(−-])\s+|\s+(?=[%)])", "", text.strip())))
+    return bool(_NUMBER.fullmatch(re.sub(rf"(?<=[{CURRENCY}(−-])\s+|\s+(?=[%)])", "", text.strip())))
 
 
 def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
@@ -1389,7 +1389,7 @@ def in_scale(value: str, asked: str, declared: str) -> str:
         return ""
     amount = float(m.group(0).replace(",", "")) * SCALES[scale] / SCALES[asked]
     negative = value.strip().startswith(("(", "-", "−")) and not own
-    currency = next((c for c in "$€£" if c in value), "")
+    currency = next((c for c in CURRENCY if c in value), "")
     number = f"{amount:,.3f}".rstrip("0").rstrip(".")
     return f"{'-' if negative else ''}{currency}{number} {asked}"
 
@@ -1445,7 +1445,7 @@ def _other_unit(a: Asked, text: str) -> float:
     """What a value written in another unit than the one the question asks its answer in loses
     ("Answer in USD millions": a percentage; "in percent": an amount of money): 2.0, else 0."""
     percent = bool(re.search(r"%|percent", text, re.I))
-    if (a.unit == "MONEY" and percent) or (a.unit == "PERCENT" and not percent and re.search(r"[$€£]", text)):
+    if (a.unit == "MONEY" and percent) or (a.unit == "PERCENT" and not percent and re.search(rf"[{CURRENCY}]", text)):
         return 2.0
     return 0.0
 

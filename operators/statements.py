@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from bookindex.core.model import DocumentTree, Node
 from bookindex.core.pipe_tables import pipe_rows
-from bookindex.core.quantities import DIGITS, SCALE_WORD, YEAR, scale_factor
+from bookindex.core.quantities import CURRENCY, DIGITS, SCALE_WORD, YEAR, scale_factor
 from bookindex.operators.formula import Item, Value
 from bookindex.operators.glossary import STATEMENT_TITLES, line_item_names
 from bookindex.operators.reader import _column_headers, _merge_units, _row_records, cell_value
@@ -40,8 +40,7 @@ _SIGNED = re.compile(r"\b(?:net|change|increase|decrease|income|loss|gain|effect
 _JOINED = re.compile(r"\band\b|&(?!\w)|\bor\b", re.I)  # "and", "&", "or" joining two things; "PP&E" joins none
 OWN_WORDS = 0.02  # what a row gains for holding the question's own name of the item, not a glossary one
 MIN_FIT = 0.4  # a label at most 2.5 times as long as the item's name: a longer one is another line item
-_CURRENCY = "$€£"  # the signs a cell's amount may carry, or the parser leave in a cell of its own
-_TRAILING_SIGN = re.compile(rf"\s+[{_CURRENCY}]$")
+_TRAILING_SIGN = re.compile(rf"\s+[{CURRENCY}]$")
 _ASIDE = re.compile(r"\([^()]*\)")  # "(used in)", "(loss)": an aside a label puts in brackets
 
 
@@ -73,7 +72,7 @@ def _amount(cell: str) -> float | None:
     if cell.strip() in ("—", "–", "-"):
         return 0.0
     s = cell.strip().replace("−", "-").replace("–", "-")
-    s = "".join(ch for ch in s if ch not in f"{_CURRENCY}%, ")
+    s = "".join(ch for ch in s if ch not in f"{CURRENCY}%, ")
     neg = s.startswith("(") and s.endswith(")") or s.startswith("-")
     s = s.strip("()-")
     try:
@@ -222,7 +221,7 @@ def _table_rows_read(node_content: str, listed: tuple[str, ...]) -> tuple[list[_
         recs = _row_records(r)
         if not recs:
             words = [c for c in r if c.strip() and not cell_value(c)]
-            if any(cell_value(c) for c in r) and all(len(c.strip()) == 1 and c.strip() in _CURRENCY for c in words):
+            if any(cell_value(c) for c in r) and all(len(c.strip()) == 1 and c.strip() in CURRENCY for c in words):
                 # a row of amounts alone closing the rows under a heading ("Revenues" ... "| | 9,680,140"):
                 # their total, when it is their sum to within one printed unit a row (each was rounded)
                 vals = by_year([(j, cell_value(c), heading) for j, c in enumerate(r) if c and cell_value(c)])

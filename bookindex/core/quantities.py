@@ -23,6 +23,8 @@ from text_to_num import text2num
 # a number as documents print it: digits with thousands commas and decimals ("1,234.5"); each
 # module adds the signs, brackets and units its own text puts around it
 DIGITS = r"\d[\d,]*(?:\.\d+)?"
+# the currency signs an amount may carry, or a parser leave in a table cell of its own
+CURRENCY = "$€£"
 
 # -- scale words ---------------------------------------------------------------------------
 

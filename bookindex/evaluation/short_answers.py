@@ -23,21 +23,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bookindex.core.quantities import DIGITS
+from bookindex.core.quantities import CURRENCY, DIGITS
 from bookindex.evaluation.mmlongbench import score_answer
 from bookindex.operators.grounding import REFUSED_MARK
 from bookindex.retrieval.planner import STRUCT_NOUNS, counted_unit
 
 _CITE = re.compile(r"\s*\[\d+(?:\s*[,\-–]\s*\d+)*\]")
 _SOURCE = re.compile(r'^\s*From\s+(?:"[^"]*",\s*)?pp?\.\s*[\d\-–]+(?:\s*\(printed [^)]*\))?:\s*')
-_NUMBER = re.compile(rf"[-−–]?\s?[$€£]?\s?{DIGITS}\s?%?|[-−]?[$€£]?\.\d+%?")
+_NUMBER = re.compile(rf"[-−–]?\s?[{CURRENCY}]?\s?{DIGITS}\s?%?|[-−]?[{CURRENCY}]?\.\d+%?")
 _QUANTITY = re.compile(
     r"\b(?:how many|how much|how long|how old|how far|how large|how big|what percentage|what percent|"
     r"what proportion|what share|what fraction|what (?:is|was|are|were) the (?:\w+ ){0,4}"
     r"(?:number|amount|total|sum|ratio|rate|percentage|value|average|margin|count|score|cost|price|"
     r"revenue|growth|size|age|year))\b", re.I)
 # A gold string that is one number as documents print it: "$5409.00", "2.8%", "-3.7", "1,577"
-_NUMERIC_GOLD = re.compile(rf"^\s*[-−]?\s?[$€£]?\s?{DIGITS}\s?%?\s*$")
+_NUMERIC_GOLD = re.compile(rf"^\s*[-−]?\s?[{CURRENCY}]?\s?{DIGITS}\s?%?\s*$")
 
 
 def asks_quantity(question: str) -> bool:

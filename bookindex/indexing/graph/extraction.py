@@ -16,6 +16,7 @@ from typing import Protocol
 
 from bookindex.core.model import SAID_META_KEYS, Node
 from bookindex.core.pipe_tables import is_pipe_row, is_rule_row, row_cells
+from bookindex.core.quantities import CURRENCY
 from bookindex.parsing.htmltable import html_table_rows
 
 CONTAINED_IN = "ContainedIn"
@@ -137,7 +138,7 @@ def table_rows(node: Node) -> list[list[str]]:
 
 def _is_header_text(s: str) -> bool:
     s = s.strip()
-    return bool(s) and len(s) <= 60 and not re.fullmatch(r"[\d\s.,%$€£+\-–()/:]+", s)
+    return bool(s) and len(s) <= 60 and not re.fullmatch(rf"[\d\s.,%{CURRENCY}+\-–()/:]+", s)
 
 
 def table_headers(node: Node) -> tuple[list[str], list[str]]:
