@@ -1,7 +1,8 @@
 """HTML tables (MinerU's `table_body`) to rows and Markdown, so table nodes are searchable as text.
 
 MinerU emits tables as HTML; retrieval and LLM prompts read Markdown more reliably. Spans
-(colspan/rowspan) are expanded by repeating the cell text, which keeps columns aligned.
+(colspan/rowspan) are expanded by repeating the cell text, which keeps columns aligned. The one
+HTML-table reader: graph extraction reads a table node's `meta.html` with it too.
 """
 
 from __future__ import annotations
