@@ -4,14 +4,16 @@ One lexicon for every module that reads an amount or a period: the extractive re
 own scale, a statement's declared one), the arithmetic a question asks (`operators.formula`),
 the tables it is read from (`operators.statements`), a cover's fiscal year (`parsing.identity`),
 a question's (`routing.identity_match`), the planner's page ranges and the answer matcher's
-number words. Each of them wrote its own copy of these lists, and the copies disagreed: one knew
-"trillion", another did not; one read "FY'19"-style apostrophes, another not; one valued number
-words up to six, another to twenty, one split "twenty-one" into "20-1". Here each is written
-once, so what one module reads as a quantity every other reads the same.
+number words, and the digits and currency signs of an amount. Each of them wrote its own copy
+of these lists, and the copies disagreed: one knew "trillion", another did not; one read
+"FY'2019", another not; one valued number words up to five, one to six, another to twenty, and
+one split "twenty-one" into "20-1". Here each is written once, so what one module reads as a
+quantity every other reads the same.
 
-Number words are valued by `text2num` (measured against the hand-written table it replaces: it
-reads "one hundred", "two hundred and five", "three thousand" the table could not, and, unlike
-`word2number`, refuses "Two-thirds", "one of them" and "twenty twenty").
+Number words are valued by `text2num` (`scripts/bench_lexicon.py`: 35 of 35 cases against 31 for
+the hand-written table it replaces, which could not read "one hundred", "two hundred and five"
+or "three thousand", and 26 for `word2number`, which reads "Two-thirds" as 2, "one of them" as 1
+and "twenty twenty" as 40).
 """
 
 from __future__ import annotations
