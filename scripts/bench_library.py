@@ -85,6 +85,79 @@ def questions_of(split: Path, limit: int) -> list[dict[str, Any]]:
     return [r for r in rows if str(r.get("question", "")).strip()][:limit]
 
 
+def wait_until_ready(proc: subprocess.Popen[bytes], base: str, log: Path, t0: float) -> dict[str, float]:
+    """Seconds to the first answered `GET /health` and to the log's "ready", with the RSS at each."""
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited ({proc.returncode}); see {log}")
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.perf_counter() - t0 > 300:
+            raise SystemExit(f"server did not answer /health in 300 s; see {log}")
+        time.sleep(0.2)
+    out = {"open_s": round(time.perf_counter() - t0, 2), "rss_open_mb": round(rss_mb(proc.pid)[0], 1)}
+    # the server warms the library up in the background (models, router): asked once it says so
+    while time.perf_counter() - t0 < 600 and proc.poll() is None:
+        said = log.read_text(errors="replace")
+        if "ready in" in said or "warm-up failed" in said:
+            break
+        time.sleep(0.2)
+    out.update(ready_s=round(time.perf_counter() - t0, 2), rss_ready_mb=round(rss_mb(proc.pid)[0], 1))
+    return out
+
+
+def ask_round(http: httpx.Client, qs: list[dict[str, Any]], pid: int, number: int) -> dict[str, Any]:
+    """Every question once, without a document; latency percentiles and the RSS after it."""
+    lat, errors, routed = [], 0, 0
+    for q in qs:
+        t = time.perf_counter()
+        r = http.post("/ask", json={"question": q["question"], "method": "bookindex"})
+        lat.append((time.perf_counter() - t) * 1000)
+        if r.status_code != 200:
+            errors += 1
+            continue
+        routed += 1
+    now, peak = rss_mb(pid)
+    return {"round": number, "asked": len(qs), "answered": routed, "errors": errors,
+            "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(percentile(lat, 95), 1),
+            "max_ms": round(max(lat), 1), "rss_mb": round(now, 1), "peak_rss_mb": round(peak, 1)}
+
+
+def serve_and_ask(library: Path, qs: list[dict[str, Any]], rounds: int, out: Path) -> dict[str, Any]:
+    """Start `bookindex serve LIBRARY` as its own process, time its start, ask `rounds` rounds."""
+    out.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("BOOKINDEX_API_KEYS", "BOOKINDEX_ADMIN_KEYS")}
+    env.update(PYTHONPATH=str(REPO), BOOKINDEX_LLM__PROVIDER="none")
+    log = out / "server.log"
+    t0 = time.perf_counter()
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "bookindex.cli.app", "serve", str(library),
+                                 "--port", str(port)], env=env, stdout=fh, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    result: dict[str, Any] = {"library": str(library), "questions": len(qs),
+                              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
+    try:
+        result.update(wait_until_ready(proc, base, log, t0))
+        docs = httpx.get(f"{base}/documents", timeout=60).json()
+        result["documents"] = len(docs) if isinstance(docs, list) else len(docs.get("documents", []))
+        result["rounds"] = []
+        with httpx.Client(base_url=base, timeout=120) as http:
+            for rnd in range(rounds):
+                result["rounds"].append(ask_round(http, qs, proc.pid, rnd + 1))
+                print(json.dumps(result["rounds"][-1]), flush=True)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("library", type=Path)
@@ -97,66 +170,8 @@ def main() -> int:
         print(f"{args.library}: not a bookindex library (no library.json)", file=sys.stderr)
         return 2
     qs = questions_of(args.split, args.limit)
-    args.out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("BOOKINDEX_API_KEYS", "BOOKINDEX_ADMIN_KEYS")}
-    env.update(PYTHONPATH=str(REPO), BOOKINDEX_LLM__PROVIDER="none")
-    log = args.out / "server.log"
-    t0 = time.perf_counter()
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "bookindex.cli.app", "serve", str(args.library),
-                                 "--port", str(port)], env=env, stdout=fh, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    result: dict[str, Any] = {"library": str(args.library), "split": str(args.split), "questions": len(qs),
-                              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs"}
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited ({proc.returncode}); see {log}")
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.perf_counter() - t0 > 300:
-                raise SystemExit(f"server did not answer /health in 300 s; see {log}")
-            time.sleep(0.2)
-        result["open_s"] = round(time.perf_counter() - t0, 2)
-        result["rss_open_mb"] = round(rss_mb(proc.pid)[0], 1)
-        # the server warms the library up in the background (models, router): asked once it says so
-        while time.perf_counter() - t0 < 600 and proc.poll() is None:
-            said = log.read_text(errors="replace")
-            if "ready in" in said or "warm-up failed" in said:
-                break
-            time.sleep(0.2)
-        result["ready_s"] = round(time.perf_counter() - t0, 2)
-        result["rss_ready_mb"] = round(rss_mb(proc.pid)[0], 1)
-        docs = httpx.get(f"{base}/documents", timeout=60).json()
-        result["documents"] = len(docs) if isinstance(docs, list) else len(docs.get("documents", []))
-        rounds = []
-        with httpx.Client(base_url=base, timeout=120) as http:
-            for rnd in range(args.rounds):
-                lat, errors, routed = [], 0, 0
-                for q in qs:
-                    t = time.perf_counter()
-                    r = http.post("/ask", json={"question": q["question"], "method": "bookindex"})
-                    lat.append((time.perf_counter() - t) * 1000)
-                    if r.status_code != 200:
-                        errors += 1
-                        continue
-                    routed += 1
-                now, peak = rss_mb(proc.pid)
-                rounds.append({"round": rnd + 1, "asked": len(qs), "answered": routed, "errors": errors,
-                               "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(percentile(lat, 95), 1),
-                               "max_ms": round(max(lat), 1), "rss_mb": round(now, 1), "peak_rss_mb": round(peak, 1)})
-                print(json.dumps(rounds[-1]), flush=True)
-        result["rounds"] = rounds
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    result = serve_and_ask(args.library, qs, args.rounds, args.out)
+    result["split"] = str(args.split)
     lines = [f"library {args.library} ({result['documents']} documents), {len(qs)} questions from {args.split}, "
              f"asked without a document; server answering in {result['open_s']} s (RSS {result['rss_open_mb']} MB), "
              f"warmed up in {result['ready_s']} s (RSS {result['rss_ready_mb']} MB)",
