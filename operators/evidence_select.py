@@ -200,27 +200,32 @@ def _passage(tree: DocumentTree, owner: str, units: Sequence[Unit]) -> Passage:
 
 def _block_text(units: Sequence[Unit]) -> str:
     """A block's chosen units (in order) as shown: rows under the header lines with an omission
-    row where rows are left out; prose joined, "…" where it is cut."""
+    row where rows are left out (`_rows_text`); prose joined, "…" where it is cut."""
     first = units[0]
     if first.kind in ("row", "chart_row"):
-        gap = OMITTED if first.kind == "row" else "…"
-        lines = [first.head] if first.head else []
-        last = -1
-        for u in units:
-            if u.index != last + 1:
-                lines.append(gap)
-            lines.append(u.text)
-            last = u.index
-        if last < first.count - 1:
-            lines.append(gap)
-        return "\n".join(lines)
+        return _rows_text(units)
     pieces = ["… "] if first.index > 0 else []
-    last: int | None = None
-    for u in units:
-        if last is not None:
-            pieces.append(" " if u.index == last + 1 else " … ")
+    for prev, u in zip([None, *units], units):
+        if prev is not None:
+            pieces.append(" " if u.index == prev.index + 1 else " … ")
         pieces.append(u.text)
-        last = u.index
-    if last is not None and last < first.count - 1:
+    if units[-1].index < first.count - 1:
         pieces.append(" …")
     return "".join(pieces)
+
+
+def _rows_text(units: Sequence[Unit]) -> str:
+    """A table's or a chart's chosen rows under its header lines, `OMITTED` (a chart: "…") where
+    rows are left out, as `focused_table` shows them."""
+    first = units[0]
+    gap = OMITTED if first.kind == "row" else "…"
+    lines = [first.head] if first.head else []
+    last = -1
+    for u in units:
+        if u.index != last + 1:
+            lines.append(gap)
+        lines.append(u.text)
+        last = u.index
+    if last < first.count - 1:
+        lines.append(gap)
+    return "\n".join(lines)
