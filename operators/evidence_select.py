@@ -129,7 +129,7 @@ def _fill(tree: DocumentTree, units: Sequence[Unit], scores: np.ndarray, budget:
     chosen: set[int] = set()
     heads: set[str] = set()
     owners: set[str] = set()
-    own = np.array([estimate_tokens(u.text) + 1 for u in units], dtype=float)
+    own = np.array([u.tokens + 1 for u in units], dtype=float)
     for i in np.argsort(-(1 / (1 + np.exp(-scores))) / own, kind="stable"):
         u = units[int(i)]
         cost = int(own[i])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
@@ -28,7 +29,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
-from bookindex.operators.passages import _PAGE_TYPES, _flat, _in_rows, _page_sequence, _shown_beside
+from bookindex.operators.passages import _PAGE_TYPES, _flat, _in_rows, _page_sequence, _shown_beside, estimate_tokens
 from bookindex.providers.lexical import ANALYSER, TABLE_RULE
 
 # Hand-set bounds of the candidate pool (no data decides them; they bound the query's cost): how
@@ -76,6 +77,8 @@ class Unit:
     kind: str
     head: str = ""
     count: int = 1  # how many units its block has
+    terms: frozenset[str] = frozenset()  # its analysed words (providers.lexical)
+    tokens: int = 0  # its prompt tokens (passages.estimate_tokens)
 
 
 # each tree's nodes in document order: a passage shows its blocks in that order
@@ -178,25 +181,35 @@ def _table_head(lines: list[str]) -> int:
     return 0 if rule is None else rule + 1
 
 
+# each tree's blocks as their units' (text, kind, head, terms, tokens): the same blocks come back
+# for question after question of a served document, and their splitting and analysis do not change
+_SPLIT: WeakKeyDictionary[DocumentTree, dict[str, list[tuple[str, str, str, frozenset[str], int]]]] = WeakKeyDictionary()
+
+
 def block_units(tree: DocumentTree, block: Block) -> list[Unit]:
     """A block as its units: a heading whole, a table or chart by rows under its header lines,
-    prose by sentences (long ones in parts)."""
-    node = block.node
+    prose by sentences (long ones in parts); split once per tree and block."""
+    known = _SPLIT.setdefault(tree, {})
+    parts = known.get(block.node.id)
+    if parts is None:
+        pieces = _split(tree, block.node)
+        terms = ANALYSER.many([t for t, _, _ in pieces])
+        parts = [(t, k, h, frozenset(w), estimate_tokens(t)) for (t, k, h), w in zip(pieces, terms)]
+        known[block.node.id] = parts
+    return [Unit(block, i, t, k, h, len(parts), w, n) for i, (t, k, h, w, n) in enumerate(parts)]
+
+
+def _split(tree: DocumentTree, node: Node) -> list[tuple[str, str, str]]:
+    """(text, kind, header lines) of each unit of `node`, in order."""
     if node.type == "section":
-        units = [Unit(block, 0, " ".join(node.title.split()), "heading")]
-    elif _in_rows(node):
+        return [(" ".join(node.title.split()), "heading", "")]
+    if _in_rows(node):
         lines = [ln for ln in _flat(tree, node, True).splitlines() if ln.strip()]
         n_head = _table_head(lines) if node.type == "table" else min(2, len(lines) - 1)
         head, kind = "\n".join(lines[:n_head]), "row" if node.type == "table" else "chart_row"
-        units = [Unit(block, i, ln, kind, head) for i, ln in enumerate(lines[n_head:])]
-    else:
-        text = _flat(tree, node, True)
-        kind = node.type if node.type in KINDS else "text"
-        pieces = [p for s in _sentences(text) for p in _parts(s)]
-        units = [Unit(block, i, p, kind) for i, p in enumerate(pieces)]
-    for u in units:
-        u.count = len(units)
-    return units
+        return [(ln, kind, head) for ln in lines[n_head:]]
+    kind = node.type if node.type in KINDS else "text"
+    return [(p, kind, "") for s in _sentences(_flat(tree, node, True)) for p in _parts(s)]
 
 
 def candidate_units(tree: DocumentTree, ids: Sequence[str]) -> list[Unit]:
@@ -204,7 +217,7 @@ def candidate_units(tree: DocumentTree, ids: Sequence[str]) -> list[Unit]:
     return [u for b in candidate_blocks(tree, ids) for u in block_units(tree, b)]
 
 
-def _idf_sums(term_sets: list[set[str]], wanted: set[str], idf: dict[str, float]) -> np.ndarray:
+def _idf_sums(term_sets: Sequence[frozenset[str]], wanted: set[str], idf: dict[str, float]) -> np.ndarray:
     return np.array([sum(idf[t] for t in s & wanted) for s in term_sets], dtype=float)
 
 
@@ -215,10 +228,10 @@ def unit_features(units: Sequence[Unit], terms: Sequence[str], shown: Sequence[s
     the rules' choice against the others."""
     if not units:
         return np.zeros((0, len(FEATURES)))
-    term_sets = [set(t) for t in ANALYSER.many([u.text for u in units])]
+    term_sets = [u.terms for u in units]
     wanted = set(terms)
     n = len(units)
-    df = {t: sum(t in s for s in term_sets) for t in wanted}
+    df = Counter(t for s in term_sets for t in s & wanted)
     idf = {t: math.log(1 + n / df[t]) if df[t] else 0.0 for t in wanted}
     total = sum(idf.values()) or 1.0
     overlap = _idf_sums(term_sets, wanted, idf)
