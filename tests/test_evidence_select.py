@@ -148,3 +148,24 @@ def test_cross_validation_packs_each_question_by_rules_and_by_weights_not_fitted
     table = ef.summary(cases, outcomes)
     assert table["fixture"]["rules"]["n"] == len(cases)
     assert "| fixture | fitted (out of fold) |" in ef.markdown(table)
+
+
+def test_a_model_reads_the_fitted_units_and_its_citations_name_the_nodes_they_came_with():
+    from fakes import FakeLLM
+
+    from bookindex.core.config import load_settings
+    from bookindex.core.graph import KnowledgeGraph
+    from bookindex.operators.context import IndexContext, MemoryIndex
+    from bookindex.retrieval import ask, search
+
+    tree = _tree()
+    llm = FakeLLM(default='{"answer": "812 adults [1]", "citations": [1]}')
+    settings = load_settings(overrides={"retrieval.evidence_selection": "fitted", "retrieval.evidence_tokens": 100})
+    ctx = IndexContext(index=MemoryIndex(tree=tree, graph=KnowledgeGraph()), settings=settings, llm=llm)
+    q = "How many adults did the survey sample hold?"
+    ids = [e.node_id for e in search(ctx, q)]
+    passages = select_passages(tree, ids, 100, question=q, weights=shipped_weights())
+    a = ask(ctx, q)
+    prompt = str(llm.calls[-1].messages[-1]["content"])
+    assert format_passages(passages) in prompt
+    assert a.evidence and a.evidence[0].node_id == passages[0].node_id
