@@ -29,7 +29,15 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
-from bookindex.operators.passages import _PAGE_TYPES, _flat, _in_rows, _page_sequence, _shown_beside, estimate_tokens
+from bookindex.operators.passages import (
+    _PAGE_TYPES,
+    CHART_HEAD_LINES,
+    _flat,
+    _in_rows,
+    _page_sequence,
+    _shown_beside,
+    estimate_tokens,
+)
 from bookindex.providers.lexical import ANALYSER, TABLE_RULE
 
 # Hand-set bounds of the candidate pool (no data decides them; they bound the query's cost): how
@@ -205,7 +213,7 @@ def _split(tree: DocumentTree, node: Node) -> list[tuple[str, str, str]]:
         return [(" ".join(node.title.split()), "heading", "")]
     if _in_rows(node):
         lines = [ln for ln in _flat(tree, node, True).splitlines() if ln.strip()]
-        n_head = _table_head(lines) if node.type == "table" else min(2, len(lines) - 1)
+        n_head = _table_head(lines) if node.type == "table" else min(CHART_HEAD_LINES, len(lines) - 1)
         head, kind = "\n".join(lines[:n_head]), "row" if node.type == "table" else "chart_row"
         return [(ln, kind, head) for ln in lines[n_head:]]
     kind = node.type if node.type in KINDS else "text"
