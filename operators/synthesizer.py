@@ -20,6 +20,7 @@ from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
 from bookindex.operators.computed import NOTE_OPENS, computed_answer
 from bookindex.operators.context import IndexContext
+from bookindex.operators.evidence_select import EvidenceWeights, packed_passages
 from bookindex.operators.grounding import (
     MODEL_CHECKS,
     NOT_ANSWERABLE,
@@ -48,7 +49,6 @@ from bookindex.operators.passages import (
     build_passages,
     estimate_tokens,
     format_passages,
-    pack_passages,
     passage_sources,
 )
 from bookindex.operators.reader import read, read_quantity, recurring_blocks
@@ -121,9 +121,11 @@ def reader_passages(tree: DocumentTree, ids: list[str], question: str = "") -> l
                           focus_blocks=False)
 
 
-def prompt_passages(ctx: IndexContext, ids: list[str], question: str, budget_tokens: int | None = None) -> list[Passage]:
+def prompt_passages(ctx: IndexContext, ids: list[str], question: str, budget_tokens: int | None = None,
+                    weights: EvidenceWeights | None = None) -> list[Passage]:
     """What a model reads for the ranked `ids`: the passages that fit its evidence budget
-    (`pack_passages`). When the question asks for arithmetic over line items the document's
+    (`pack_passages`, or the fitted selection: `evidence_select.packed_passages`; `weights`: a
+    fit being measured). When the question asks for arithmetic over line items the document's
     tables print and the ranking leads with those tables (`Reduce.lead_with_computed`), the first
     passage opens with the computed result and every cell it used (`Computed.note`), unless
     `answer.computed` is "never": a model reads tables and checks a sum better than it does one,
@@ -131,9 +133,9 @@ def prompt_passages(ctx: IndexContext, ids: list[str], question: str, budget_tok
     budget = evidence_tokens(ctx) if budget_tokens is None else budget_tokens
     found = computed_answer(ctx.tree, question) if ctx.settings.answer.computed != "never" and ids else None
     if found is None or ids[:len(found.node_ids)] != found.node_ids:
-        return pack_passages(ctx.tree, ids, budget, question=question)
+        return packed_passages(ctx, ids, budget, question, weights)
     rough = found.note(len(found.node_ids))
-    passages = pack_passages(ctx.tree, ids, budget - estimate_tokens(rough) - 1, question=question)
+    passages = packed_passages(ctx, ids, budget - estimate_tokens(rough) - 1, question, weights)
     if not passages:
         return passages
     first, note = passages[0], found.note(len(passages)) + "\n"
@@ -575,7 +577,7 @@ class Reduce(Operator[ReduceParams]):
                 self.note(computed=passages[0].text.split("\n", 1)[0])  # what the model was told
             if len(passages) < len(ev):
                 self.note(packed=f"{len(passages)} of {len(ev)} evidence items fit {evidence_tokens(self.ctx)} tokens")
-            ev = ev[:len(passages)]
+            ev = [p.node_id for p in passages]  # the ranked nodes shown, in their order (a citation's number)
             prompt = prompts.ANSWER.format(query=state.question, evidence=format_passages(passages))
             sources = passage_sources(passages)
 

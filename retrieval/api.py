@@ -15,8 +15,9 @@ from bookindex.core.errors import InputError
 from bookindex.core.model import Evidence
 from bookindex.operators import prompts
 from bookindex.operators.context import IndexContext
+from bookindex.operators.evidence_select import packed_passages
 from bookindex.operators.grounding import GroundedAnswer, grounded_answer, refusal_fallback_on
-from bookindex.operators.passages import format_passages, pack_passages, passage_sources
+from bookindex.operators.passages import format_passages, passage_sources
 from bookindex.operators.synthesizer import (
     NOT_ANSWERABLE,
     Reduce,
@@ -203,7 +204,7 @@ def _grounded(ctx: IndexContext, question: str, ids: list[str], on_event: Listen
     """A baseline's answer from its top evidence (packed into the same token budget as
     bookindex's), citations verified as bookindex's are; without a model, the extractive reader
     reads every ranked item (`reader_passages`)."""
-    passages = pack_passages(ctx.tree, ids, evidence_tokens(ctx), question=question)
+    passages = packed_passages(ctx, ids, evidence_tokens(ctx), question)
     prompt = prompts.ANSWER.format(query=question, evidence=format_passages(passages))
     return grounded_answer(ctx.llm, prompt, range(1, len(passages) + 1),
                            lambda: (extractive_answer(ctx, question, reader_passages(ctx.tree, ids))

@@ -128,6 +128,11 @@ class RetrievalSettings(_Section):
     # (the LLM's model name as configured, e.g. "qwen2.5-coder-1.5b") where set, else the default.
     evidence_tokens: int = Field(1000, ge=100)
     evidence_tokens_by_model: dict[str, int] = Field(default_factory=dict)
+    # Which units of the ranked nodes fill that budget: "rules" (operators.passages.pack_passages:
+    # each node's paragraph, neighbours and page by hand-written rules) or "fitted" (sentences,
+    # table rows and headings ranked by weights fitted on answer-in-evidence:
+    # operators.evidence_select, scripts/fit_evidence.py)
+    evidence_selection: Literal["rules", "fitted"] = "rules"
 
 
 class AnswerSettings(_Section):

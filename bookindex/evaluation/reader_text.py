@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from bookindex.core.model import Evidence
 from bookindex.operators.context import IndexContext
-from bookindex.operators.passages import Passage, format_passages, pack_passages
+from bookindex.operators.evidence_select import EvidenceWeights, packed_passages
+from bookindex.operators.passages import Passage, format_passages
 from bookindex.operators.synthesizer import evidence_tokens, prompt_passages
 
 
@@ -35,18 +36,20 @@ def reader_ids(ctx: IndexContext, evidence: Sequence[Evidence]) -> list[str]:
 
 
 def reader_passages(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None,
-                    question: str = "", computed: bool = False) -> list[Passage]:
+                    question: str = "", computed: bool = False,
+                    weights: EvidenceWeights | None = None) -> list[Passage]:
     """The passages a reader gets for `evidence` (ranked for `question`) within `budget_tokens`
     (default: the budget `ask` uses for this document's context), best-ranked first. `computed`:
     packed as bookindex's Reduce packs them (`prompt_passages`: a computation the question asks
-    opens the first table's passage); a baseline's answer packs its units plainly."""
+    opens the first table's passage); a baseline's answer packs its units plainly. `weights`: the
+    units chosen by these fitted weights (`operators.evidence_select`), a fit being measured."""
     budget = evidence_tokens(ctx) if budget_tokens is None else budget_tokens
     ids = reader_ids(ctx, evidence)
     if not ids:
         return []
     if computed:
-        return prompt_passages(ctx, ids, question, budget)
-    return pack_passages(ctx.tree, ids, budget, question=question)
+        return prompt_passages(ctx, ids, question, budget, weights)
+    return packed_passages(ctx, ids, budget, question, weights)
 
 
 def reader_text(ctx: IndexContext, evidence: Sequence[Evidence], budget_tokens: int | None = None,
