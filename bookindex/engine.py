@@ -38,7 +38,7 @@ from bookindex.providers.nlp import english_if_installed
 from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.answer import TraceRecord
-from bookindex.services.documents import OPEN_DOCUMENTS, DocumentCache, document_info
+from bookindex.services.documents import DocumentCache, document_info
 from bookindex.services.graph_queries import GraphQueries
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
@@ -68,7 +68,7 @@ from bookindex.skills.navigator.pages import PageText
 from bookindex.storage.catalog import CATALOG
 
 __all__ = ["Engine", "AskRequest", "AskEvent", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
-           "RouteChoice", "Answer", "Plan", "METHODS", "Method", "OPEN_DOCUMENTS",
+           "RouteChoice", "Answer", "Plan", "METHODS", "Method",
            "SkillsBuildRequest", "SkillsBuildReport", "SkillsAddRequest", "SkillsRemoveRequest",
            "SkillsUpdateReport", "SkillsTreeView", "PageInfo", "EntityRef", "EntityView"]
 
@@ -79,7 +79,7 @@ class Engine:
     def __init__(self, library: str | Path | None = None, settings: Settings | None = None, *,
                  llm: LLM | None = None, embedder: Embedder | None = None,
                  reranker: Reranker | None = None, vlm: LLM | None = None,
-                 open_documents: int = OPEN_DOCUMENTS) -> None:
+                 open_documents: int | None = None) -> None:
         self._settings = settings
         self._root = Path(library).expanduser() if library is not None else None
         self._library: DocumentLibrary | None = None

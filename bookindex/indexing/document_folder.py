@@ -236,6 +236,25 @@ def load_entity_vectors(doc_dir: str | Path) -> tuple[list[str], np.ndarray]:
     return stored if stored is not None else ([], np.zeros((0, 0), np.float32))
 
 
+# -- size -------------------------------------------------------------------------------------------
+QUERY_FILES = (TREE_FILE, GRAPH_FILE, NODE_VECTORS_FILE, ENTITY_VECTORS_FILE)
+
+
+def query_files_bytes(doc_dir: Path) -> int:
+    """The bytes on disk of what a question reads of a document (tree, graph, vectors, BM25
+    indexes): the measure the document cache estimates an opened document's memory by."""
+    total = 0
+    for name in QUERY_FILES:
+        try:
+            total += (doc_dir / name).stat().st_size
+        except OSError:
+            continue
+    for sub in (doc_dir / LEXICAL_DIR, doc_dir / NODE_VECTORS_DB, doc_dir / GRAPH_DB):
+        if sub.is_dir():
+            total += sum(f.stat().st_size for f in sub.rglob("*") if f.is_file())
+    return total
+
+
 # -- content hash ---------------------------------------------------------------------------------
 def document_hash(folder: Path) -> dict[str, str]:
     """sha256 (hex) of one generation folder's tree, graph, node vectors and entity vectors: the

@@ -30,6 +30,7 @@ from bookindex.services.documents import DocumentCache
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
 from bookindex.services.skills import SkillsService
+from bookindex.services.stored_router import StoredRouter
 from bookindex.services.views import RouteChoice
 from bookindex.skills.navigator import libnav
 from bookindex.skills.navigator.answer import SkillsAskRequest
@@ -51,7 +52,8 @@ class RoutingService:
     def router(self) -> LibraryRouter:
         """The document router of the library as it is now (rebuilt when the catalog changes)."""
         return self.documents.library_view(
-            "router", lambda docs: router_for(docs, self.providers.embedder, done=StoredDocument.unload))
+            "router", lambda docs: router_for(docs, self.providers.embedder, done=StoredDocument.unload),
+            stored=StoredRouter(self._library().root, lambda: self.providers.embedder))
 
     def rank(self, question: str) -> list[RoutedDocument]:
         """Documents ranked for a question by the library router: what `ask` without a document
