@@ -21,8 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class StoredGraph(KnowledgeGraph):
         self._relations: list[Relation] | None = None
         self._relations_of = relations_of
 
-    @property  # type: ignore[override]
+    @property
     def relations(self) -> list[Relation]:
         if self._relations is None:
             self._relations = list(self._relations_of())
@@ -133,7 +133,8 @@ def read_adjacency(doc_dir: Path, entity_ids: list[str]) -> tuple[list[str], dic
     graph.json's order); None when there is none or it is of another shape."""
     try:
         with np.load(doc_dir / GRAPH_INDEX_DIR / ADJACENCY_FILE) as z:
-            shape = tuple(int(x) for x in z["shape"])
+            rows, cols = (int(x) for x in z["shape"])
+            shape = (rows, cols)
             a = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
     except (OSError, ValueError, KeyError):
         return None

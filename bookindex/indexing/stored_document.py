@@ -21,9 +21,9 @@ from bookindex.indexing.document_folder import (
     LEXICAL_DIR,
     load_entity_vectors,
     load_graph,
-    read_tree,
     read_build_report,
     read_node_vectors,
+    read_tree,
 )
 from bookindex.indexing.graph_index import StoredGraph, read_adjacency, read_graph_index
 from bookindex.providers.lexical import document_lexical_index, document_row_index
