@@ -48,6 +48,7 @@ class StoredView(Protocol[T]):
 
     def save(self, key: tuple[tuple[str, str], ...], view: T) -> None: ...
 
+
 # what an opened document holds in memory, as a multiple of its query files on disk (tree, graph,
 # vectors, BM25 index): parsed JSON, the derived views, the vectors as read. Measured 2.0-4.0x
 # (median 2.4x) on MMLongBench documents, RSS after one question against the files' sizes.
