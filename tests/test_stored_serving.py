@@ -26,6 +26,7 @@ from bookindex.indexing.stored_document import StoredDocument
 from bookindex.operators.reasoner import graph_adjacency
 from bookindex.providers import lexical
 from bookindex.providers.lexical import document_lexical_index, document_row_index, save_document_lexical_index
+from bookindex.routing.pooled import PooledIndex
 from bookindex.services.stored_router import ROUTER_DIR
 
 TOPICS = {
@@ -67,7 +68,7 @@ def test_a_stored_router_ranks_as_the_built_one_and_opens_no_document(three: Pat
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     first = Engine(three, _settings(tmp_path / "cache"), embedder=FakeEmbedder.words())
     built = {q: _ranking(first, q) for q in QUESTIONS}
-    (stored,) = [p for p in (three / ROUTER_DIR).iterdir()]
+    (stored,) = [p for p in (three / ROUTER_DIR).iterdir() if p.name.startswith("router-")]
     assert (stored / "router.json").is_file() and (stored / "node_vectors.npy").is_file()
 
     def no_tree(self: StoredDocument) -> None:
@@ -80,10 +81,25 @@ def test_a_stored_router_ranks_as_the_built_one_and_opens_no_document(three: Pat
     assert embedder.calls == len(QUESTIONS)  # the questions only: no document embedded again
 
 
+def test_the_pooled_index_of_flat_search_is_stored_and_read_back(three: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    first = Engine(three, _settings(tmp_path / "cache"), embedder=FakeEmbedder.words())
+    hits = {q: [(h.node_id, h.scores) for h in first.routing.search(q, k=3)] for q in QUESTIONS}
+    assert [p.name.split("-")[0] for p in sorted((three / ROUTER_DIR).iterdir())] == ["pooled"]
+
+    def no_build(self: PooledIndex, *args: object) -> None:
+        raise AssertionError("the pooled index was built again")
+
+    monkeypatch.setattr(PooledIndex, "__init__", no_build)
+    second = Engine(three, _settings(tmp_path / "cache"), embedder=FakeEmbedder.words())
+    assert {q: [(h.node_id, h.scores) for h in second.routing.search(q, k=3)] for q in QUESTIONS} == hits
+
+
 def test_a_changed_library_stores_a_new_router_and_drops_the_old(three: Path, tmp_path: Path) -> None:
     engine = Engine(three, _settings(tmp_path / "cache"), embedder=FakeEmbedder.words())
     engine.routing.router()
     before = {p.name for p in (three / ROUTER_DIR).iterdir()}
+    assert len(before) == 1
     added = engine.index(_write(tmp_path / "src", "harbour.md"), graph=False)
     ids = engine.routing.router().doc_ids
     assert len(ids) == 4 and added.doc_id in ids

@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,12 @@ import numpy as np
 from bookindex.core.atomic import write_json_atomic
 from bookindex.parsing.identity import DocumentIdentity
 from bookindex.providers.lexical import LexicalIndex
+from bookindex.routing.pooled import PooledIndex
 from bookindex.routing.router import LibraryRouter, PassageScores
 
 ROUTER_FORMAT = 1  # router.json's "format"; another value is not read
 META = "router.json"
+POOLED_META = "pooled.json"
 _log = logging.getLogger(__name__)
 
 
@@ -45,17 +48,52 @@ def save_router(router: LibraryRouter, folder: Path, fingerprint: str) -> bool:
     """Store `router` as `folder` (replacing none: a folder already there is another process's
     identical router). Whether it was written; a library folder this process may not write
     (read-only media) leaves the router in memory only."""
+    return _save(folder, lambda tmp: _write_parts(router, tmp, fingerprint))
+
+
+def save_pooled(pooled: PooledIndex, folder: Path, fingerprint: str) -> bool:
+    """Store the pooled library-wide index (`PooledIndex`) as `folder`, as `save_router` does:
+    `pooled.json` (format, fingerprint, the (document, node) of each row), `vectors.npy`, and
+    its BM25 index in `lexical/`."""
+    def write(tmp: Path) -> None:
+        np.save(tmp / "vectors.npy", pooled.vectors)
+        pooled.lexical.save(tmp / "lexical", fingerprint)
+        write_json_atomic(tmp / POOLED_META, {"format": ROUTER_FORMAT, "fingerprint": fingerprint,
+                                              "keys": [list(k) for k in pooled.keys]}, indent=None)
+    return _save(folder, write)
+
+
+def load_pooled(folder: Path, fingerprint: str) -> PooledIndex | None:
+    """The pooled index `save_pooled` stored under `fingerprint`; None when there is none, it
+    is of another library state, or it cannot be read."""
+    try:
+        meta = json.loads((folder / POOLED_META).read_text(encoding="utf-8"))
+        if meta.get("format") != ROUTER_FORMAT or meta.get("fingerprint") != fingerprint:
+            return None
+        keys = [(str(d), str(n)) for d, n in meta["keys"]]
+        lexical = LexicalIndex.load(folder / "lexical", [f"{d}/{n}" for d, n in keys], fingerprint)
+        if lexical is None:
+            return None
+        return PooledIndex.from_parts(keys, lexical, np.load(folder / "vectors.npy", mmap_mode="r"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _log.warning("%s: stored pooled index unreadable (%s); building it", folder, exc)
+        return None
+
+
+def _save(folder: Path, write: Callable[[Path], None]) -> bool:
     tmp = folder.parent / f".tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir(parents=True)
-        _write_parts(router, tmp, fingerprint)
+        write(tmp)
         try:
             os.rename(tmp, folder)
         except OSError:
-            if not (folder / META).is_file():
+            if not folder.is_dir():  # else another process stored the same view first
                 raise
     except OSError as exc:
-        _log.warning("%s: the library router could not be stored (%s); it is rebuilt at the next start",
+        _log.warning("%s: a library view could not be stored (%s); it is rebuilt at the next start",
                      folder, exc)
         return False
     finally:
