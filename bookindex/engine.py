@@ -38,7 +38,7 @@ from bookindex.providers.nlp import english_if_installed
 from bookindex.retrieval import METHODS, Answer, Plan, evidence_text
 from bookindex.retrieval import api as retrieval_api
 from bookindex.retrieval.answer import TraceRecord
-from bookindex.services.documents import OPEN_DOCUMENTS, DocumentCache, document_info
+from bookindex.services.documents import DocumentCache, document_info
 from bookindex.services.graph_queries import GraphQueries
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
@@ -68,7 +68,7 @@ from bookindex.skills.navigator.pages import PageText
 from bookindex.storage.catalog import CATALOG
 
 __all__ = ["Engine", "AskRequest", "AskEvent", "PlanRequest", "IndexReport", "DocumentInfo", "NodeView",
-           "RouteChoice", "Answer", "Plan", "METHODS", "Method", "OPEN_DOCUMENTS",
+           "RouteChoice", "Answer", "Plan", "METHODS", "Method",
            "SkillsBuildRequest", "SkillsBuildReport", "SkillsAddRequest", "SkillsRemoveRequest",
            "SkillsUpdateReport", "SkillsTreeView", "PageInfo", "EntityRef", "EntityView"]
 
@@ -79,7 +79,7 @@ class Engine:
     def __init__(self, library: str | Path | None = None, settings: Settings | None = None, *,
                  llm: LLM | None = None, embedder: Embedder | None = None,
                  reranker: Reranker | None = None, vlm: LLM | None = None,
-                 open_documents: int = OPEN_DOCUMENTS) -> None:
+                 open_documents: int | None = None) -> None:
         self._settings = settings
         self._root = Path(library).expanduser() if library is not None else None
         self._library: DocumentLibrary | None = None
@@ -202,15 +202,16 @@ class Engine:
         return document_info(d)
 
     def refresh_identity(self, doc: str, *, write: bool = True) -> tuple[DocumentInfo, dict[str, Any], dict[str, Any],
-                                                                         bool, int]:
-        """A document's identity read again from its stored tree, its stored BM25 index written
-        where missing or stale, its tree regrouped where today's build groups it otherwise
-        (DocumentLibrary.refresh_identity): the document, the identity its manifest held, the one
-        read now, whether the index was (or, without `write`, would be) written, and how many
-        tree nodes were (would be) regrouped."""
+                                                                         bool, int, bool]:
+        """A document's identity read again from its stored tree, its stored BM25 index and
+        graph index written where missing or stale, its tree regrouped where today's build groups
+        it otherwise (DocumentLibrary.refresh_identity): the document, the identity its manifest
+        held, the one read now, whether the BM25 index was (or, without `write`, would be)
+        written, how many tree nodes were (would be) regrouped, and whether the graph index was
+        (would be) written."""
         d, old, new = self.library.refresh_identity(doc, write=write)
         self.cache.forget(d.doc_id)
-        return document_info(d), old, new, d.lexical_stale, d.tree_regrouped
+        return document_info(d), old, new, d.lexical_stale, d.tree_regrouped, d.graph_stale
 
     # -- reading a document ------------------------------------------------------------------
     def tree(self, doc: str) -> DocumentTree:

@@ -76,6 +76,9 @@ class MemoryIndex:
             self._rows, self._rows_read = document_row_index(self.tree), True
         return self._rows
 
+    def entity_adjacency(self) -> tuple[list[str], dict[str, int], Any] | None:
+        return None  # in memory: the reasoner builds it from the relations
+
 
 @dataclass
 class DerivedViews:

@@ -172,8 +172,8 @@ class GraphReasoning(Operator[GraphReasoningParams]):
             self.note(skipped="no query entities to seed PageRank")
             return state
         views = self.ctx.views
-        if views.graph_adjacency is None:  # the whole G once per document; G' is a slice
-            views.graph_adjacency = graph_adjacency(graph)
+        if views.graph_adjacency is None:  # the whole G once per document (stored, else built); G' is a slice
+            views.graph_adjacency = self.ctx.index.entity_adjacency() or graph_adjacency(graph)
         nodes, index, a = views.graph_adjacency
         if views.gt_matrix is None:
             views.gt_matrix = gt_matrix(graph, tree, nodes, index)

@@ -347,11 +347,12 @@ def _refresh(engine: Any, docs: list[str] | None, write: bool) -> None:
     targets = docs or [d.doc_id for d in engine.documents()]
     changed = 0
     lexical = "lexical index stored" if write else "lexical index to store"
+    graph = "graph index stored" if write else "graph index to store"
     for doc in targets:
-        info, old, new, lexical_stale, regrouped = engine.refresh_identity(doc, write=write)
+        info, old, new, lexical_stale, regrouped, graph_stale = engine.refresh_identity(doc, write=write)
         before, after = DocumentIdentity.from_dict(old).summary(), DocumentIdentity.from_dict(new).summary()
-        notes = ([lexical] if lexical_stale else []) + ([f"tree {'regrouped' if write else 'to regroup'}: "
-                                                         f"{_n(regrouped, 'node')}"] if regrouped else [])
+        notes = ([lexical] if lexical_stale else []) + ([graph] if graph_stale else []) + \
+            ([f"tree {'regrouped' if write else 'to regroup'}: {_n(regrouped, 'node')}"] if regrouped else [])
         if old == new:
             if notes:
                 changed += 1
@@ -365,6 +366,12 @@ def _refresh(engine: Any, docs: list[str] | None, write: bool) -> None:
         typer.echo(f"{info.name}: {before or 'no identity'} -> {after or 'no identity'} ({fields}){note}")
     verb = "refreshed" if write else "would change"
     typer.echo(f"{changed} of {len(targets)} documents {verb}")
+    if write and len(engine.documents()) > 1:
+        # the router of the library as it is now, stored (.router/): the next server starts
+        # routing without reading a document
+        t = time.perf_counter()
+        engine.routing.router()
+        typer.echo(f"library router stored ({time.perf_counter() - t:.1f} s)")
 
 
 def tree_cmd(index_dir: Path = typer.Argument(..., help="Library folder."),

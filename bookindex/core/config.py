@@ -161,6 +161,9 @@ class StorageSettings(_Section):
     # no extra import) or "lancedb" (LanceDB tables, the optional `bookindex[lancedb]` extra).
     # Queries read whichever a document holds; docs/architecture.md "Vector storage" says why npz.
     vectors: Literal["npz", "lancedb"] = "npz"
+    # memory the opened documents of a query process may hold (estimated from their files: the
+    # document cache, bookindex.services.documents); the least recently used go first
+    open_documents_mb: float = Field(300.0, gt=0)
 
 
 class CacheSettings(_Section):

@@ -161,6 +161,11 @@ ids; None without tables) are read or built once per opened index and shared by 
 
     def table_row_index(self) -> LexicalIndex | None: ...
 
+    def entity_adjacency(self) -> tuple[list[str], dict[str, int], Any] | None:
+        """The graph's weighted entity adjacency (entity ids, their rows, a CSR matrix) when the
+        index stores it; None when it is to be built from the relations."""
+        ...
+
 
 @runtime_checkable
 class LibraryStore(Protocol):

@@ -5,6 +5,8 @@ One generation folder (bookindex.storage.catalog commits it under the library's 
 - `tree.json`           the document tree T;
 - `build.json`          the build report: stage timings, graph report (failed nodes, retries), LLM ledger;
 - `graph.json`          the knowledge graph G with its GT-links M (format GRAPH_FORMAT); absent without a graph;
+- `graph_index/`        G as a question reads it: the entities alone and the entity adjacency
+                        (bookindex.indexing.graph_index, which names these files and graph.json);
 - `node_vectors.npz`    node ids + vectors (storage.vectors = "npz", the default), or `vectors.lance/`
                         (storage.vectors = "lancedb": bookindex.storage.lance_store);
 - `entity_vectors.npz`  entity ids + vectors, or `graph.lance/` with the LanceDB backend;
@@ -19,6 +21,7 @@ the content hash and the scripts all read the same files; this is the only place
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -30,6 +33,7 @@ from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import IndexFormatError
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree
+from bookindex.indexing.graph_index import GRAPH_FILE, GRAPH_INDEX_DIR, write_graph_index
 from bookindex.providers.lexical import save_document_lexical_index, stored_indexes_current
 from bookindex.storage import content_hash, lance_store
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
@@ -47,7 +51,6 @@ FORMAT_VERSION = 1  # the document folder format, recorded in every manifest
 MANIFEST = "manifest.json"
 TREE_FILE = "tree.json"
 BUILD_FILE = "build.json"
-GRAPH_FILE = "graph.json"
 GRAPH_FORMAT = 1  # graph.json's "format"
 # node ids and vectors as numpy (storage.vectors = "npz", the default): reading it takes
 # milliseconds, where importing lancedb alone takes over a second of every query process's start.
@@ -80,20 +83,37 @@ def write_tree(doc_dir: Path, tree: DocumentTree) -> None:
 
 def write_lexical_index(doc_dir: Path, tree: DocumentTree) -> None:
     """Store the tree's BM25 index in `doc_dir` (replacing any there: never written through, since
-    a refreshed generation's files are hard links to the previous generation's)."""
+    a refreshed generation's files are hard links to the previous generation's), marked with the
+    digest of the folder's tree.json (written before it) so a first question opens it at once."""
     shutil.rmtree(doc_dir / LEXICAL_DIR, ignore_errors=True)
-    save_document_lexical_index(tree, doc_dir / LEXICAL_DIR)
+    save_document_lexical_index(tree, doc_dir / LEXICAL_DIR, tree_digest(doc_dir))
 
 
 def lexical_index_current(doc_dir: Path, tree: DocumentTree) -> bool:
-    """Whether `doc_dir` stores the BM25 indexes (passages, table rows) of exactly this tree."""
-    return stored_indexes_current(tree, doc_dir / LEXICAL_DIR)
+    """Whether `doc_dir` stores the BM25 indexes (passages, table rows) of exactly this tree,
+    marked as read from its tree.json (an index stored before they were marked is not current:
+    `bookindex refresh` marks it)."""
+    return stored_indexes_current(tree, doc_dir / LEXICAL_DIR, tree_digest(doc_dir) or None)
+
+
+def tree_digest(doc_dir: Path) -> str:
+    """sha256 of the folder's tree.json ("" without one): what its stored indexes are read from."""
+    try:
+        return hashlib.sha256((doc_dir / TREE_FILE).read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def load_tree(doc_dir: Path) -> DocumentTree:
+    return read_tree(doc_dir)[0]
+
+
+def read_tree(doc_dir: Path) -> tuple[DocumentTree, str]:
+    """The tree and the digest of its file (`tree_digest`, from the same bytes)."""
     f = doc_dir / TREE_FILE
     try:
-        return DocumentTree.from_dict(_loads(f.read_bytes()))
+        data = f.read_bytes()
+        return DocumentTree.from_dict(_loads(data)), hashlib.sha256(data).hexdigest()
     except FileNotFoundError:
         raise IndexFormatError(f"{doc_dir}: {TREE_FILE} is missing; re-index the document") from None
     except (ValueError, KeyError, TypeError) as e:
@@ -202,6 +222,7 @@ def save_graph(graph: KnowledgeGraph, doc_dir: str | Path, embedder: Any = None,
             (doc_dir / ENTITY_VECTORS_FILE).unlink(missing_ok=True)
         lance_store.remove(doc_dir / GRAPH_DB)  # tables of an older build would now be stale
     write_json_atomic(doc_dir / GRAPH_FILE, {"format": GRAPH_FORMAT, **graph.to_dict()}, indent=None)
+    write_graph_index(doc_dir, graph)  # after graph.json: it names the file it indexes
 
 
 def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
@@ -234,6 +255,25 @@ def load_entity_vectors(doc_dir: str | Path) -> tuple[list[str], np.ndarray]:
         return mirrored
     stored = lance_store.read_entity_table(Path(doc_dir) / GRAPH_DB)
     return stored if stored is not None else ([], np.zeros((0, 0), np.float32))
+
+
+# -- size -------------------------------------------------------------------------------------------
+QUERY_FILES = (TREE_FILE, GRAPH_FILE, NODE_VECTORS_FILE, ENTITY_VECTORS_FILE)
+
+
+def query_files_bytes(doc_dir: Path) -> int:
+    """The bytes on disk of what a question reads of a document (tree, graph, vectors, BM25
+    indexes): the measure the document cache estimates an opened document's memory by."""
+    total = 0
+    for name in QUERY_FILES:
+        try:
+            total += (doc_dir / name).stat().st_size
+        except OSError:
+            continue
+    for sub in (doc_dir / LEXICAL_DIR, doc_dir / NODE_VECTORS_DB, doc_dir / GRAPH_DB, doc_dir / GRAPH_INDEX_DIR):
+        if sub.is_dir():
+            total += sum(f.stat().st_size for f in sub.rglob("*") if f.is_file())
+    return total
 
 
 # -- content hash ---------------------------------------------------------------------------------

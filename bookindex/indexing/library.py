@@ -29,11 +29,13 @@ from bookindex.indexing.document_folder import (
     FORMAT_VERSION,
     failed_graph_nodes,
     lexical_index_current,
+    load_graph,
     read_manifest,
     write_lexical_index,
     write_manifest,
     write_tree,
 )
+from bookindex.indexing.graph_index import graph_index_current, write_graph_index
 from bookindex.indexing.stored_document import StoredDocument
 from bookindex.parsing.dispatch import check_path, regroup_tree, sniff
 from bookindex.parsing.identity import identify
@@ -316,11 +318,12 @@ class DocumentLibrary:
         old = dict(target.manifest.get("identity") or {})
         new = identify(tree_blocks(tree)).to_dict()
         lexical_ok = lexical_index_current(target.dir, tree)
+        graph_ok = graph_index_current(target.dir)
         target.unload()
         target.tree_regrouped = regrouped
-        if (new == old and lexical_ok and not regrouped) or not write:
-            target.status = "unchanged" if new == old and lexical_ok and not regrouped else "stale"
-            target.lexical_stale = not lexical_ok
+        if (new == old and lexical_ok and graph_ok and not regrouped) or not write:
+            target.status = "unchanged" if new == old and lexical_ok and graph_ok and not regrouped else "stale"
+            target.lexical_stale, target.graph_stale = not lexical_ok, not graph_ok
             return target, old, new
 
         def rewrite(build_dir: Path) -> None:
@@ -331,13 +334,15 @@ class DocumentLibrary:
                 manifest.update(nodes=len(tree), sections=len(tree.sections()))
             if manifest != target.manifest:
                 write_manifest(build_dir, dict(manifest, updated=now()))
-            if not lexical_ok:  # an index from before the folder stored one, or of other passages
+            if not lexical_ok or regrouped:  # from before the folder stored one, of other passages, or another tree.json
                 write_lexical_index(build_dir, tree)
+            if not graph_ok:  # from before the folder stored G's query form: graph.json read, not rebuilt
+                write_graph_index(build_dir, load_graph(build_dir))
 
         with self.writer("refresh"):
             self._new_generation(target, rewrite, "the refresh", "bookindex refresh")
         refreshed = self._doc(target.doc_id, "refreshed")
-        refreshed.lexical_stale = not lexical_ok
+        refreshed.lexical_stale, refreshed.graph_stale = not lexical_ok, not graph_ok
         refreshed.tree_regrouped = regrouped
         return refreshed, old, new
 

@@ -8,22 +8,24 @@ by the catalog) keeps the folder on disk while the object lives.
 from __future__ import annotations
 
 import weakref
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bookindex.core.graph import KnowledgeGraph
-from bookindex.core.model import DocumentTree, Entity
+from bookindex.core.model import DocumentTree, Entity, Relation
 from bookindex.core.protocols import LexicalIndex
 from bookindex.indexing.document_folder import (
     LEXICAL_DIR,
     load_entity_vectors,
     load_graph,
-    load_tree,
     read_build_report,
     read_node_vectors,
+    read_tree,
 )
+from bookindex.indexing.graph_index import StoredGraph, read_adjacency, read_graph_index
 from bookindex.providers.lexical import document_lexical_index, document_row_index
 from bookindex.storage.leases import Lease
 
@@ -49,9 +51,11 @@ class StoredDocument:
         self.manifest = manifest
         self.status = status  # "added", "replaced", "unchanged", "retried" after DocumentLibrary.add; else "stored"
         self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
+        self.graph_stale = False  # after refresh_identity: its graph index was missing or of another graph.json
         self.lexical_stale = False  # after refresh_identity: its stored BM25 index was missing or of other passages
         self.tree_regrouped = 0  # after refresh_identity: nodes its tree regrouped (contents, index, numbers)
         self._tree: DocumentTree | None = None
+        self._tree_digest = ""  # of the tree.json read: the stored BM25 indexes say which tree they are of
         self._graph: KnowledgeGraph | None = None
         self._lexical: LexicalIndex | None = None
         self._rows: LexicalIndex | None = None  # None is also a value: a document without tables
@@ -87,14 +91,25 @@ class StoredDocument:
     @property
     def tree(self) -> DocumentTree:
         if self._tree is None:
-            self._tree = load_tree(self.dir)
+            self._tree, self._tree_digest = read_tree(self.dir)
         return self._tree
 
     @property
     def graph(self) -> KnowledgeGraph:
+        """G: the stored entities with the relations read on first use (`graph_index`), else
+        graph.json whole (a folder indexed before the graph index was stored)."""
         if self._graph is None:
-            self._graph = load_graph(self.dir)
+            stored = read_graph_index(self.dir, partial(_relations, self.dir))
+            self._graph = stored if stored is not None else load_graph(self.dir)
         return self._graph
+
+    def entity_adjacency(self) -> tuple[list[str], dict[str, int], Any] | None:
+        """The graph's weighted entity adjacency as stored (`graph_index`); None when the folder
+        stores none for its graph (the reasoner then builds it from the relations)."""
+        graph = self.graph
+        if not isinstance(graph, StoredGraph):
+            return None
+        return read_adjacency(self.dir, list(graph.entities))
 
     @property
     def page_labels(self) -> list[str] | None:
@@ -141,12 +156,14 @@ class StoredDocument:
 
     def lexical_index(self) -> LexicalIndex:
         if self._lexical is None:
-            self._lexical = document_lexical_index(self.tree, self.dir / LEXICAL_DIR)
+            tree = self.tree
+            self._lexical = document_lexical_index(tree, self.dir / LEXICAL_DIR, self._tree_digest)
         return self._lexical
 
     def table_row_index(self) -> LexicalIndex | None:
         if not self._rows_read:
-            self._rows, self._rows_read = document_row_index(self.tree, self.dir / LEXICAL_DIR), True
+            tree = self.tree
+            self._rows, self._rows_read = document_row_index(tree, self.dir / LEXICAL_DIR, self._tree_digest), True
         return self._rows
 
     def image_file(self, node_id: str) -> Path | None:
@@ -159,3 +176,9 @@ class StoredDocument:
 
     def __repr__(self) -> str:
         return f"StoredDocument({self.doc_id!r}, {self.name!r}, pages={self.manifest.get('pages')})"
+
+
+def _relations(doc_dir: Path) -> list[Relation]:
+    """The relations of a folder's graph.json (a module function: a bound method would tie each
+    stored graph to its document in a reference cycle)."""
+    return load_graph(doc_dir).relations

@@ -201,15 +201,16 @@ class LexicalIndex:
             self._bm25 = bm25s.BM25(k1=k1, b=b)
             self._bm25.index(corpus, show_progress=False)
 
-    def save(self, folder: Path, fingerprint: str) -> None:
+    def save(self, folder: Path, fingerprint: str, source: str | None = None) -> None:
         """Write the index into `folder`: bm25s's own files, and `lexical.json` with the passage
-        ids and `fingerprint` (`passages_fingerprint` of what was indexed). `folder` belongs to a
+        ids, `fingerprint` (`passages_fingerprint` of what was indexed) and `source` (the digest
+        of the file the passages were read from: `load_for_source`). `folder` belongs to a
         generation being built: no reader sees it half-written."""
         folder.mkdir(parents=True, exist_ok=True)
         if self._bm25 is not None:
             self._bm25.save(str(folder), show_progress=False)
         meta = {"format": STORED_FORMAT, "fingerprint": fingerprint, "ids": self._ids,
-                "empty": self._bm25 is None}
+                "empty": self._bm25 is None, "source": source}
         write_json_atomic(folder / _STORED_META, meta, indent=None)  # last: its presence marks a whole index
 
     @classmethod
@@ -218,15 +219,29 @@ class LexicalIndex:
         """The index `save` wrote under `fingerprint` for these passage ids; None when there is
         none, it was written for other passages or settings (the document changed), or it cannot
         be read: then the caller builds it."""
-        try:
-            meta = json.loads((folder / _STORED_META).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        meta = _stored_meta(folder)
+        if meta is None or meta.get("fingerprint") != fingerprint or meta.get("ids") != list(ids):
             return None
-        if (meta.get("format") != STORED_FORMAT or meta.get("fingerprint") != fingerprint
-                or meta.get("ids") != list(ids)):
+        return cls._read(folder, meta, analyser)
+
+    @classmethod
+    def load_for_source(cls, folder: Path, source: str, *, analyser: Analyser = ANALYSER) -> LexicalIndex | None:
+        """The index `save` stored from the file whose digest is `source` (and with today's
+        analyser, BM25 parameters and bm25s version, `passages_fingerprint` of nothing), without
+        reading the passages again: what a document's first question opens. None when it was
+        stored from another file or before indexes recorded their source (then `load`)."""
+        meta = _stored_meta(folder)
+        if meta is None or not source or meta.get("source") != f"{source}:{_settings_digest(analyser)}":
+            return None
+        return cls._read(folder, meta, analyser)
+
+    @classmethod
+    def _read(cls, folder: Path, meta: dict[str, object], analyser: Analyser) -> LexicalIndex | None:
+        ids = meta.get("ids")
+        if not isinstance(ids, list):
             return None
         index = cls.__new__(cls)
-        index._ids, index.analyser, index._bm25 = list(ids), analyser, None
+        index._ids, index.analyser, index._bm25 = [str(i) for i in ids], analyser, None
         if not meta.get("empty"):
             try:
                 index._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
@@ -267,6 +282,27 @@ class LexicalIndex:
             return np.zeros(len(self._ids), dtype=np.float32)
         terms += self.joined_terms(terms, capitalised(query))
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float32)
+
+
+def _stored_meta(folder: Path) -> dict[str, object] | None:
+    """lexical.json of a stored index, None when missing, unreadable or of another format."""
+    try:
+        meta = json.loads((folder / _STORED_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == STORED_FORMAT else None
+
+
+@lru_cache(maxsize=8)
+def _settings_digest(analyser: Analyser = ANALYSER, k1: float = 1.2, b: float = 0.75) -> str:
+    """What an index is built with besides its passages (`passages_fingerprint` of none)."""
+    return passages_fingerprint([], [], analyser, k1, b)[:16]
+
+
+def source_tag(source: str) -> str:
+    """The `source` an index built from the file of digest `source` is saved with (the settings
+    it was built with appended: another analyser or bm25s version is not read as current)."""
+    return f"{source}:{_settings_digest()}"
 
 
 def passages_fingerprint(ids: Sequence[str], texts: Sequence[str], analyser: Analyser = ANALYSER,
@@ -318,12 +354,16 @@ def table_row_passages(tree: DocumentTree) -> tuple[list[str], list[str]]:
     return ids, texts
 
 
-def document_lexical_index(tree: DocumentTree, stored: Path | None = None) -> LexicalIndex:
+def document_lexical_index(tree: DocumentTree, stored: Path | None = None, source: str | None = None) -> LexicalIndex:
     """BM25 over a document's non-empty leaves, each with its section context, and its reference
     entries (parsing.entries), each indexed whole (`node_text`); read from `stored` (a folder
-    `save_document_lexical_index` wrote) when it holds the index of exactly these passages."""
+    `save_document_lexical_index` wrote) when it holds the index of exactly these passages: at
+    once when it was stored from the tree file of digest `source`, else after reading the
+    passages again to compare (an index stored before indexes recorded their source)."""
     if stored is not None:
-        index = stored_document_lexical_index(tree, stored)
+        index = LexicalIndex.load_for_source(stored, source) if source else None
+        if index is None:
+            index = stored_document_lexical_index(tree, stored)
         if index is not None:
             return index
     return LexicalIndex(*document_passages(tree))
@@ -336,9 +376,17 @@ def stored_document_lexical_index(tree: DocumentTree, stored: Path) -> LexicalIn
     return LexicalIndex.load(stored, ids, passages_fingerprint(ids, texts))
 
 
-def document_row_index(tree: DocumentTree, stored: Path | None = None) -> LexicalIndex | None:
+def document_row_index(tree: DocumentTree, stored: Path | None = None, source: str | None = None) -> LexicalIndex | None:
     """BM25 over the document's table rows (`table_row_passages`; its ids are the tables' node
-    ids, one per row), read from `stored` when it holds exactly these rows; None without tables."""
+    ids, one per row), read from `stored` when it holds exactly these rows (at once when stored
+    from the tree file of digest `source`, as `document_lexical_index`); None without tables."""
+    if stored is not None and source:
+        if (stored / ROWS_DIR / _STORED_META).is_file():
+            index = LexicalIndex.load_for_source(stored / ROWS_DIR, source)
+            if index is not None:
+                return index
+        elif LexicalIndex.load_for_source(stored, source) is not None:
+            return None  # stored from this very tree, without a rows index: it has no tables
     ids, texts = table_row_passages(tree)
     if not ids:
         return None
@@ -349,21 +397,30 @@ def document_row_index(tree: DocumentTree, stored: Path | None = None) -> Lexica
     return LexicalIndex(ids, texts)
 
 
-def stored_indexes_current(tree: DocumentTree, stored: Path) -> bool:
-    """Whether `stored` holds the leaves' index and the table rows' index of exactly this tree."""
+def stored_indexes_current(tree: DocumentTree, stored: Path, source: str | None = None) -> bool:
+    """Whether `stored` holds the leaves' index and the table rows' index of exactly this tree;
+    with `source` (the tree file's digest), also whether they say so (so the first question opens
+    them without reading the passages: `document_lexical_index`)."""
+    if source is not None:
+        ids, _ = table_row_passages(tree)
+        rows = not ids or LexicalIndex.load_for_source(stored / ROWS_DIR, source) is not None
+        if not rows or LexicalIndex.load_for_source(stored, source) is None:
+            return False
     if stored_document_lexical_index(tree, stored) is None:
         return False
     ids, texts = table_row_passages(tree)
     return not ids or LexicalIndex.load(stored / ROWS_DIR, ids, passages_fingerprint(ids, texts)) is not None
 
 
-def save_document_lexical_index(tree: DocumentTree, folder: Path) -> LexicalIndex:
+def save_document_lexical_index(tree: DocumentTree, folder: Path, source: str | None = None) -> LexicalIndex:
     """Build the document's index (`document_lexical_index`) and its table rows' index
-    (`document_row_index`, in `folder/rows` when it has tables), and store them in `folder`."""
+    (`document_row_index`, in `folder/rows` when it has tables), and store them in `folder`, each
+    marked as read from the tree file of digest `source` when given."""
+    tag = source_tag(source) if source else None
     row_ids, row_texts = table_row_passages(tree)
     if row_ids:
-        LexicalIndex(row_ids, row_texts).save(folder / ROWS_DIR, passages_fingerprint(row_ids, row_texts))
+        LexicalIndex(row_ids, row_texts).save(folder / ROWS_DIR, passages_fingerprint(row_ids, row_texts), tag)
     ids, texts = document_passages(tree)
     index = LexicalIndex(ids, texts)
-    index.save(folder, passages_fingerprint(ids, texts))  # last: its lexical.json marks the folder whole
+    index.save(folder, passages_fingerprint(ids, texts), tag)  # last: its lexical.json marks the folder whole
     return index

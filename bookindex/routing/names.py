@@ -69,6 +69,7 @@ class NameMatcher:
     """IDF-weighted overlap between a question's words and each document's name words."""
 
     def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)  # as given: a stored router keeps them (routing.stored)
         self.words = [name_words(n) for n in names]
         df: dict[str, int] = {}
         for ws in self.words:

@@ -48,6 +48,13 @@ class PooledIndex:
                 if i is not None:
                     self.vectors[i] = vec
 
+    @classmethod
+    def from_parts(cls, keys: Sequence[tuple[str, str]], lexical: LexicalIndex, vectors: np.ndarray) -> PooledIndex:
+        """An index of parts already built (`routing.stored` reads them from a folder)."""
+        pooled = cls.__new__(cls)
+        pooled.keys, pooled.lexical, pooled.vectors = list(keys), lexical, vectors
+        return pooled
+
     def search(self, question: str, qvec: np.ndarray, k: int = 10, pool: int = 100) -> list[PooledHit]:
         """The k best blocks: the top `pool` of each ranking (BM25: matches only) fused."""
         lex = np.asarray(self.lexical.scores(question), dtype=np.float32)

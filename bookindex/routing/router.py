@@ -89,12 +89,30 @@ class LibraryRouter:
                  weights: dict[str, float] | None = None,
                  identities: Sequence[DocumentIdentity] | None = None,
                  passages: Sequence[Sequence[str]] | None = None) -> None:
+        self._assemble(doc_ids, LexicalIndex(list(doc_ids), list(texts)),
+                       PassageScores(passages if passages is not None else [[] for _ in doc_ids]),
+                       doc_vectors, node_vectors, names, weights, identities)
+
+    @classmethod
+    def from_parts(cls, doc_ids: Sequence[str], *, lexical: LexicalIndex, passages: PassageScores,
+                   doc_vectors: np.ndarray, node_vectors: Sequence[np.ndarray | None], names: Sequence[str],
+                   identities: Sequence[DocumentIdentity], weights: dict[str, float]) -> LibraryRouter:
+        """A router of indexes already built (`routing.stored` reads them from a router folder):
+        nothing is tokenised or embedded."""
+        router = cls.__new__(cls)
+        router._assemble(doc_ids, lexical, passages, doc_vectors, node_vectors, names, weights, identities)
+        return router
+
+    def _assemble(self, doc_ids: Sequence[str], lexical: LexicalIndex, passages: PassageScores,
+                  doc_vectors: np.ndarray, node_vectors: Sequence[np.ndarray | None],
+                  names: Sequence[str] | None, weights: dict[str, float] | None,
+                  identities: Sequence[DocumentIdentity] | None) -> None:
         self.doc_ids = list(doc_ids)
         # what each document's cover says it is (empty: nothing)
         self.identity = IdentityMatcher(list(identities) if identities is not None
                                         else [DocumentIdentity()] * len(self.doc_ids))
-        self.lexical = LexicalIndex(self.doc_ids, list(texts))
-        self.passages = PassageScores(passages if passages is not None else [[] for _ in self.doc_ids])
+        self.lexical = lexical
+        self.passages = passages
         self.doc_vectors = np.asarray(doc_vectors, dtype=np.float32)
         self.node_vectors = list(node_vectors)
         self.names = NameMatcher(names if names is not None else [""] * len(self.doc_ids))
@@ -102,6 +120,8 @@ class LibraryRouter:
 
     def signals(self, question: str, qvec: np.ndarray) -> dict[str, np.ndarray]:
         """Each signal's value for every document, in `doc_ids` order."""
+        # float32 like the matrices: a float64 vector made numpy copy every matrix per question
+        qvec = np.asarray(qvec, dtype=np.float32)
         nodes = np.array([_top_mean(m, qvec) for m in self.node_vectors], dtype=np.float32)
         return {"nodes": nodes, "lexical": np.asarray(self.lexical.scores(question), dtype=np.float32),
                 "passages": self.passages.scores(question),
@@ -158,6 +178,13 @@ class PassageScores:
         texts = [t for doc in passages for t in doc]
         self.bounds = np.cumsum([0, *(len(doc) for doc in passages)])
         self.index = LexicalIndex([str(i) for i in range(len(texts))], texts) if texts else None
+
+    @classmethod
+    def from_index(cls, bounds: np.ndarray, index: LexicalIndex | None) -> PassageScores:
+        """Scores over an index already built: `bounds[i]:bounds[i + 1]` are document i's rows."""
+        scores = cls.__new__(cls)
+        scores.bounds, scores.index = np.asarray(bounds), index
+        return scores
 
     def scores(self, question: str) -> np.ndarray:
         out = np.zeros(len(self.bounds) - 1, dtype=np.float32)

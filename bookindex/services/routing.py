@@ -30,6 +30,7 @@ from bookindex.services.documents import DocumentCache
 from bookindex.services.library_access import LibraryDocuments
 from bookindex.services.providers import ProviderSet
 from bookindex.services.skills import SkillsService
+from bookindex.services.stored_router import stored_pooled, stored_router
 from bookindex.services.views import RouteChoice
 from bookindex.skills.navigator import libnav
 from bookindex.skills.navigator.answer import SkillsAskRequest
@@ -51,7 +52,8 @@ class RoutingService:
     def router(self) -> LibraryRouter:
         """The document router of the library as it is now (rebuilt when the catalog changes)."""
         return self.documents.library_view(
-            "router", lambda docs: router_for(docs, self.providers.embedder, done=StoredDocument.unload))
+            "router", lambda docs: router_for(docs, self.providers.embedder, done=StoredDocument.unload),
+            stored=stored_router(self._library().root, lambda: self.providers.embedder))
 
     def rank(self, question: str) -> list[RoutedDocument]:
         """Documents ranked for a question by the library router: what `ask` without a document
@@ -62,7 +64,8 @@ class RoutingService:
         """Flat library-wide search: every block of every document in one BM25 index (one IDF)
         and one vector matrix, fused by rank; the top k may come from several documents."""
         pooled = self.documents.library_view(
-            "pooled", lambda docs: PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs]))
+            "pooled", lambda docs: PooledIndex([d.tree for d in docs], [d.node_vectors() for d in docs]),
+            stored=stored_pooled(self._library().root, lambda: self.providers.embedder))
         hits = pooled.search(question, self.query_vector(question), k=k)
         # only the documents with hits are read, and from the cache: not every tree per search
         trees = {d: self.documents.browse(d).tree for d in dict.fromkeys(h.doc_id for h in hits)}
@@ -155,4 +158,3 @@ class RoutingService:
         vec = self.providers.query_vectors.vectors([question])[0]
         n = float(np.linalg.norm(vec))
         return vec / n if n > 0 else vec
-

@@ -7,6 +7,9 @@ bookindex.indexing.document_folder):
     .tmp/                   builds in progress (staging folders), and generations being deleted
     .lock                   the writer lock (bookindex.storage.lock), with its holder's record
     .leases/, .leases.lock  reader leases on generation folders (bookindex.storage.leases)
+    .router/                the library router and pooled search index of the catalog's current
+                            state, stored by query processes (bookindex.services.stored_router);
+                            never read here
 The catalog is the single source of truth and is swapped with one `os.replace`, so adding,
 replacing and removing a document are each atomic: a build that fails (or a crash) leaves the
 library as it was. Writers hold the writer lock for the whole build (`Catalog.writer`), so any
