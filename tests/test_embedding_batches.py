@@ -1,0 +1,93 @@
+"""Index-build embedding: each distinct text encoded once, batches by length, same vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakes import FakeEmbedder
+
+from bookindex.core.config import load_settings
+from bookindex.core.model import node_text
+from bookindex.indexing.library import DocumentLibrary
+
+
+class CountingEmbedder(FakeEmbedder):
+    """FakeEmbedder that records every text it was asked to encode, and each batch."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32, word=r"\w+")
+        self.seen: list[str] = []
+        self.batches: list[list[str]] = []
+
+    def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        self.seen.extend(texts)
+        self.batches.append(list(texts))
+        return super().encode(texts, progress)
+
+
+def _one_by_one(texts: list[str]) -> np.ndarray:
+    plain = FakeEmbedder(dim=32, word=r"\w+")
+    return np.vstack([plain.encode([t]) for t in texts])
+
+
+def test_distinct_keeps_first_seen_order_and_maps_every_input() -> None:
+    from bookindex.providers.embedding_batches import distinct  # new module: imported per test
+
+    uniq, rows = distinct(["b", "a", "b", "c", "a"])
+    assert uniq == ["b", "a", "c"]
+    assert rows.tolist() == [0, 1, 0, 2, 1]
+
+
+def test_encode_distinct_encodes_each_text_once_with_one_by_one_vectors() -> None:
+    texts = ["page 3 of 9", "a long paragraph about valves and pumps", "page 3 of 9", "x",
+             "a long paragraph about valves and pumps", "totals 12 14", "x"]
+    from bookindex.providers.embedding_batches import encode_distinct
+
+    emb = CountingEmbedder()
+    done: list[int] = []
+    vecs = encode_distinct(emb, texts, batch=2, on_batch=done.append)
+    assert sorted(emb.seen) == sorted(set(texts))  # every distinct text, once
+    assert sum(done) == len(texts)  # progress counts the copies too
+    np.testing.assert_allclose(vecs, _one_by_one(texts), atol=1e-6)
+    lengths = [len(t) for b in emb.batches for t in b]
+    assert lengths == sorted(lengths)  # batches cut from the texts sorted by length
+
+
+def test_encode_distinct_of_nothing_has_the_embedder_width() -> None:
+    from bookindex.providers.embedding_batches import encode_distinct
+
+    assert encode_distinct(CountingEmbedder(), []).shape == (0, 32)
+
+
+def test_index_build_embeds_a_repeated_text_once(tmp_path: Path) -> None:
+    md = tmp_path / "manual.md"
+    footer = "Acme pump manual, revision 4. All rights reserved."
+    parts = ["# Manual", "## Install", "Bolt the pump to the floor.", footer,
+             "## Service", "Drain the pump before opening it.", footer, "## Parts", footer]
+    md.write_text("\n\n".join(parts) + "\n")
+    emb = CountingEmbedder()
+    lib = DocumentLibrary.open(tmp_path / "lib", load_settings(env={}, overrides={"cache.enabled": False}),
+                               embedder=emb)
+    doc = lib.add(md, graph=False)
+    ids, vecs = doc.node_vectors()
+    texts = [node_text(doc.tree, doc.tree.nodes[i]) for i in ids]
+    assert texts.count(footer) == 3  # the tree keeps every copy and each gets its vector
+    assert emb.seen.count(footer) == 1
+    assert len(emb.seen) == len(set(texts))
+    assert vecs is not None
+    np.testing.assert_allclose(vecs, _one_by_one(texts), atol=1e-6)
+
+
+def test_onnx_session_threads_do_not_spin() -> None:
+    """Idle ONNX Runtime threads sleep, so a build does not burn shared cores between batches."""
+    pytest.importorskip("onnxruntime")
+    from bookindex.providers.embedding import get_embedder
+    from bookindex.providers.embedding_onnx import OnnxEmbedder
+
+    emb = get_embedder(load_settings(env={}, overrides={"cache.enabled": False}))
+    if not isinstance(emb, OnnxEmbedder):
+        pytest.skip("the ONNX backend is not available here")
+    opts = emb.session.get_session_options()
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
