@@ -1,15 +1,19 @@
-"""Index-build embedding: each distinct text encoded once, batches by length, same vectors."""
+"""Index builds: each distinct text embedded (and parsed by spaCy) once, batches by length, same
+vectors and the same extraction per node."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from fakes import FakeEmbedder
 
 from bookindex.core.config import load_settings
-from bookindex.core.model import node_text
+from bookindex.core.model import Node, node_text
+from bookindex.indexing.graph.extraction import NodeExtraction
 from bookindex.indexing.library import DocumentLibrary
 
 
@@ -91,3 +95,32 @@ def test_onnx_session_threads_do_not_spin() -> None:
         pytest.skip("the ONNX backend is not available here")
     opts = emb.session.get_session_options()
     assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+class CountingPipeline:
+    """Stands in for a spaCy pipeline: records the texts `pipe` parsed, and returns for each
+    a fresh stand-in doc (the text's words), so a reused doc can be told apart from a re-parse."""
+
+    def __init__(self) -> None:
+        self.parsed: list[str] = []
+
+    def pipe(self, texts: list[str], batch_size: int = 64) -> Iterator[list[str]]:
+        for t in texts:
+            self.parsed.append(t)
+            yield t.split()
+
+
+def test_offline_extractor_parses_each_distinct_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bookindex.indexing.graph import extract_offline
+
+    seen: list[tuple[str, Any]] = []
+    pipeline = CountingPipeline()
+    monkeypatch.setattr(extract_offline, "load_nlp", lambda: pipeline)
+    monkeypatch.setattr(extract_offline, "extract_doc",
+                        lambda node, doc: (seen.append((node.id, doc)), NodeExtraction(node.id, [], []))[1])
+    texts = ["Confidential draft", "Valves open slowly.", "Confidential draft", "Pumps", "Confidential draft"]
+    nodes = [Node(id=f"d-{i}", type="text", level=1, text=t) for i, t in enumerate(texts)]
+    out = extract_offline.OfflineExtractor(batch_size=2).extract(nodes)
+    assert [ex.node_id for ex in out] == [n.id for n in nodes]
+    assert sorted(pipeline.parsed) == sorted(set(texts))  # each distinct text parsed once
+    assert [d for _, d in seen] == [t.split() for t in texts]  # every node still gets its text's doc
