@@ -124,3 +124,35 @@ def test_offline_extractor_parses_each_distinct_text_once(monkeypatch: pytest.Mo
     assert [ex.node_id for ex in out] == [n.id for n in nodes]
     assert sorted(pipeline.parsed) == sorted(set(texts))  # each distinct text parsed once
     assert [d for _, d in seen] == [t.split() for t in texts]  # every node still gets its text's doc
+
+
+def test_memo_serves_a_text_encoded_for_an_earlier_document() -> None:
+    from bookindex.providers.embedding_batches import VectorMemo, encode_distinct
+
+    emb = CountingEmbedder()
+    memo = VectorMemo(entries=3, max_chars=20)
+    long_text = "a paragraph longer than twenty characters"
+    first = encode_distinct(emb, ["net sales", "fiscal year", long_text], memo=memo)
+    emb.seen.clear()
+    done: list[int] = []
+    again = encode_distinct(emb, ["fiscal year", "net sales", "net sales", long_text, "cash"], memo=memo,
+                            on_batch=done.append)
+    assert sorted(emb.seen) == [long_text, "cash"]  # memo hits are not encoded; long texts not kept
+    assert sum(done) == 5
+    np.testing.assert_allclose(again, _one_by_one(["fiscal year", "net sales", "net sales", long_text, "cash"]),
+                               atol=1e-6)
+    np.testing.assert_allclose(again[1], first[0], atol=0)
+    assert len(memo) == 3  # bounded: "cash" pushed nothing out yet; one more would
+    encode_distinct(emb, ["fixed assets"], memo=memo)
+    assert len(memo) == 3 and memo.get("fiscal year") is None  # least recently used dropped
+
+
+def test_entity_names_recurring_across_documents_are_embedded_once(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    lib = DocumentLibrary.open(tmp_path / "lib", load_settings(env={}, overrides={"cache.enabled": False}),
+                               embedder=emb)
+    for year in (2021, 2022):
+        md = tmp_path / f"report-{year}.md"
+        md.write_text(f"# Annual report {year}\n\nThe pump division raised net sales in Springfield.\n")
+        lib.add(md)
+    assert emb.seen.count("pump division") == 1
