@@ -15,8 +15,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bookindex.core.errors import BookIndexError, InputError
 from bookindex.core.events import Events
 from bookindex.core.model import DocumentTree, node_text
@@ -36,8 +34,9 @@ from bookindex.indexing.document_folder import (
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
 from bookindex.parsing.dispatch import parse_file, to_tree
 from bookindex.parsing.identity import identify
+from bookindex.providers.embedding_batches import BULK_BATCH, encode_distinct, memo_for
 
-EMBED_BATCH = 64
+EMBED_BATCH = BULK_BATCH
 
 
 def _noop(event: str, info: dict[str, Any]) -> None:
@@ -57,23 +56,11 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
     ids, texts = node_texts(tree)
     on_event("embed_start", {"total": len(texts)})
     t0 = time.perf_counter()
-    # Batches of similar length waste less compute on padding; rows go back to tree order.
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    chunks: list[np.ndarray] = []
-    for k in range(0, len(texts), EMBED_BATCH):
-        batch = [texts[i] for i in order[k:k + EMBED_BATCH]]
-        chunks.append(np.asarray(embedder.encode(batch, progress=False), dtype=np.float32))
-        on_event("embed_advance", {"n": len(batch)})
-    dim = int(getattr(embedder, "dim", 0) or (chunks[0].shape[1] if chunks else 0))
-    vecs = np.zeros((len(texts), dim), dtype=np.float32)
-    if chunks:
-        sorted_vecs = np.vstack(chunks)
-        if sorted_vecs.shape != (len(ids), dim):
-            raise BookIndexError(f"embedder returned shape {sorted_vecs.shape}, expected "
-                                 f"({len(ids)}, {dim})")
-        vecs[np.asarray(order)] = sorted_vecs
-    if vecs.shape != (len(ids), dim):
-        raise BookIndexError(f"embedder returned shape {vecs.shape}, expected ({len(ids)}, {dim})")
+    # Each distinct text once (running heads, repeated rows; short ones across the documents
+    # this process builds), in batches of similar length.
+    vecs = encode_distinct(embedder, texts, batch=EMBED_BATCH, memo=memo_for(embedder),
+                           on_batch=lambda n: on_event("embed_advance", {"n": n}))
+    dim = int(vecs.shape[1])
     write_node_vectors(doc_dir, tree, ids, vecs, vectors_backend)
     secs = time.perf_counter() - t0
     on_event("embed_done", {"n": len(ids), "seconds": secs})

@@ -207,6 +207,10 @@ class OnnxEmbedder:
             opts.intra_op_num_threads = int(threads)
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        # Idle intra-op threads sleep instead of spinning: a spinning thread burns its core
+        # between batches, and on cores other processes share (a `--workers 2` build, a busy
+        # server) that is CPU time taken from them for nothing; vectors are unchanged.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))

