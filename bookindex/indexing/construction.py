@@ -34,9 +34,7 @@ from bookindex.indexing.document_folder import (
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
 from bookindex.parsing.dispatch import parse_file, to_tree
 from bookindex.parsing.identity import identify
-from bookindex.providers.embedding_batches import BULK_BATCH, encode_distinct, memo_for
-
-EMBED_BATCH = BULK_BATCH
+from bookindex.providers.embedding_batches import encode_distinct, memo_for
 
 
 def _noop(event: str, info: dict[str, Any]) -> None:
@@ -58,7 +56,7 @@ def embed_nodes(tree: DocumentTree, embedder: Any, doc_dir: Path, on_event: Even
     t0 = time.perf_counter()
     # Each distinct text once (running heads, repeated rows; short ones across the documents
     # this process builds), in batches of similar length.
-    vecs = encode_distinct(embedder, texts, batch=EMBED_BATCH, memo=memo_for(embedder),
+    vecs = encode_distinct(embedder, texts, memo=memo_for(embedder),
                            on_batch=lambda n: on_event("embed_advance", {"n": n}))
     dim = int(vecs.shape[1])
     write_node_vectors(doc_dir, tree, ids, vecs, vectors_backend)

@@ -31,21 +31,13 @@ import numpy as np
 
 from bookindex.core.atomic import write_json_atomic
 from bookindex.core.errors import IndexFormatError
+from bookindex.core.fastjson import loads as loads_json
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree
 from bookindex.indexing.graph_index import GRAPH_FILE, GRAPH_INDEX_DIR, write_graph_index
 from bookindex.providers.lexical import save_document_lexical_index, stored_indexes_current
 from bookindex.storage import content_hash, lance_store
 from bookindex.storage.vector_mirror import load_mirror, save_mirror
-
-try:  # orjson parses a tree or a graph about twice as fast (a dependency); the stdlib is the fallback
-    import orjson
-
-    def _loads(b: bytes) -> Any:
-        return orjson.loads(b)
-except ImportError:  # pragma: no cover
-    def _loads(b: bytes) -> Any:
-        return json.loads(b)
 
 FORMAT_VERSION = 1  # the document folder format, recorded in every manifest
 MANIFEST = "manifest.json"
@@ -113,7 +105,7 @@ def read_tree(doc_dir: Path) -> tuple[DocumentTree, str]:
     f = doc_dir / TREE_FILE
     try:
         data = f.read_bytes()
-        return DocumentTree.from_dict(_loads(data)), hashlib.sha256(data).hexdigest()
+        return DocumentTree.from_dict(loads_json(data)), hashlib.sha256(data).hexdigest()
     except FileNotFoundError:
         raise IndexFormatError(f"{doc_dir}: {TREE_FILE} is missing; re-index the document") from None
     except (ValueError, KeyError, TypeError) as e:
@@ -233,7 +225,7 @@ def load_graph(doc_dir: str | Path) -> KnowledgeGraph:
     gc_was = gc.isenabled()
     gc.disable()  # tens of thousands of small objects: collection passes would dominate
     try:
-        data = _loads(path.read_bytes())
+        data = loads_json(path.read_bytes())
         if data.get("format") != GRAPH_FORMAT:
             raise IndexFormatError(f"{path}: graph format {data.get('format')!r}, expected {GRAPH_FORMAT}; "
                                    "re-index the document")

@@ -19,7 +19,6 @@ digest (a copied library), decide.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict
@@ -30,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bookindex.core.atomic import atomic_open, write_json_atomic
+from bookindex.core.fastjson import loads as loads_json
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Entity, Relation
 from bookindex.operators.reasoner import graph_adjacency
@@ -38,16 +38,7 @@ GRAPH_INDEX_DIR = "graph_index"
 ENTITIES_FILE = "entities.json"
 ADJACENCY_FILE = "adjacency.npz"
 GRAPH_INDEX_FORMAT = 1
-GRAPH_FILE = "graph.json"  # as bookindex.indexing.document_folder names it
-
-try:  # orjson: the entities of a filing parse several times faster (a dependency)
-    import orjson
-
-    def _loads(b: bytes) -> Any:
-        return orjson.loads(b)
-except ImportError:  # pragma: no cover
-    def _loads(b: bytes) -> Any:
-        return json.loads(b)
+GRAPH_FILE = "graph.json"  # the graph file; bookindex.indexing.document_folder imports the name from here
 
 
 class StoredGraph(KnowledgeGraph):
@@ -96,7 +87,7 @@ def write_graph_index(doc_dir: Path, graph: KnowledgeGraph) -> None:
 def _meta(doc_dir: Path) -> dict[str, Any] | None:
     """entities.json when it is of this folder's graph.json; None otherwise."""
     try:
-        meta = _loads((doc_dir / GRAPH_INDEX_DIR / ENTITIES_FILE).read_bytes())
+        meta = loads_json((doc_dir / GRAPH_INDEX_DIR / ENTITIES_FILE).read_bytes())
         if not isinstance(meta, dict) or meta.get("format") != GRAPH_INDEX_FORMAT:
             return None
         stored = meta.get("graph") or {}

@@ -66,20 +66,33 @@ def save_pooled(pooled: PooledIndex, folder: Path, fingerprint: str) -> bool:
 def load_pooled(folder: Path, fingerprint: str) -> PooledIndex | None:
     """The pooled index `save_pooled` stored under `fingerprint`; None when there is none, it
     is of another library state, or it cannot be read."""
+    meta = _meta(folder / POOLED_META, fingerprint, "stored pooled index")
+    if meta is None:
+        return None
     try:
-        meta = json.loads((folder / POOLED_META).read_text(encoding="utf-8"))
-        if meta.get("format") != ROUTER_FORMAT or meta.get("fingerprint") != fingerprint:
-            return None
         keys = [(str(d), str(n)) for d, n in meta["keys"]]
         lexical = LexicalIndex.load(folder / "lexical", [f"{d}/{n}" for d, n in keys], fingerprint)
         if lexical is None:
             return None
         return PooledIndex.from_parts(keys, lexical, np.load(folder / "vectors.npy", mmap_mode="r"))
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _log.warning("%s: stored pooled index unreadable (%s); building it", folder, exc)
         return None
+
+
+def _meta(path: Path, fingerprint: str, what: str) -> dict[str, Any] | None:
+    """A stored view's JSON description when it is of this format and `fingerprint`; None when
+    it is absent (not stored yet), of another library state, or unreadable (logged)."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        _log.warning("%s: %s unreadable (%s); building it", path.parent, what, exc)
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != ROUTER_FORMAT or meta.get("fingerprint") != fingerprint:
+        return None
+    return meta
 
 
 def _save(folder: Path, write: Callable[[Path], None]) -> bool:
@@ -127,16 +140,10 @@ def _write_parts(router: LibraryRouter, tmp: Path, fingerprint: str) -> None:
 def load_router(folder: Path, fingerprint: str) -> LibraryRouter | None:
     """The router `save_router` stored in `folder` under `fingerprint`; None when there is none,
     it is of another library state, or it cannot be read (the caller then builds it)."""
-    try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None  # not stored yet: an index from before stored routers, or a new library state
-    except (OSError, ValueError) as exc:
-        _log.warning("%s: stored library router unreadable (%s); building it", folder, exc)
+    meta = _meta(folder / META, fingerprint, "stored library router")
+    if meta is None:
         return None
     try:
-        if meta.get("format") != ROUTER_FORMAT or meta.get("fingerprint") != fingerprint:
-            return None
         return _router_of(folder, meta, fingerprint)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _log.warning("%s: stored library router unreadable (%s); building it", folder, exc)
