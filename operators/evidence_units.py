@@ -29,6 +29,7 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from bookindex.core.model import LEAF_TYPES, DocumentTree, Node
+from bookindex.core.pipe_tables import TABLE_RULE
 from bookindex.operators.passages import (
     _PAGE_TYPES,
     CHART_HEAD_LINES,
@@ -38,7 +39,7 @@ from bookindex.operators.passages import (
     _shown_beside,
     estimate_tokens,
 )
-from bookindex.providers.lexical import ANALYSER, TABLE_RULE
+from bookindex.providers.lexical import ANALYSER
 
 # Hand-set bounds of the candidate pool (no data decides them; they bound the query's cost): how
 # many blocks on each side of a ranked node in its section and on its page are candidates, how

@@ -82,7 +82,7 @@ def build_stage(library: Path, new: list[Path], workers: int, log: Path) -> dict
     cmd = [sys.executable, "-m", "bookindex.cli.app", "--set", "llm.provider=none", "index",
            *map(str, new), "-i", str(library), "--workers", str(workers), "--quiet"]
     with open(log, "ab") as fh:
-        done = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=None, check=False)
+        done = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
         raise SystemExit(f"index exited {done.returncode}; see {log}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
