@@ -117,12 +117,15 @@ class SectionChoice(BaseModel):
 
 NOT_FOUND = "not found in this evidence"  # what a partial answer says without one (MAP)
 
-MAP = f"""Use only the evidence below to write a short partial answer to the question. Cite the evidence you use as [n]. If the evidence does not contain the answer, say "{NOT_FOUND}".
-
-Question: {{query}}
+# Laid out as ANSWER is (instructions, evidence, the question last) and for the same reason: with
+# the question first and the evidence after it, the 1.5B model said "not found" to both parts of a
+# two-part question whose evidence held each (docs/benchmarks-log.md, "Two-part questions").
+MAP = f"""Write a short partial answer to the question from the numbered evidence below, using only that evidence, and cite the evidence items you use as [n]. Only if no evidence item is about the question at all, say "{NOT_FOUND}".
 
 Evidence:
-{{evidence}}"""
+{{evidence}}
+
+Question: {{query}}"""
 
 
 class Partial(BaseModel):

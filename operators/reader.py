@@ -649,6 +649,19 @@ def _whole_sentences(doc: Any) -> list[Any]:
     return out
 
 
+_DOC_TEXT = "bookindex_text"  # Doc.user_data: the document's text, read once
+
+
+def doc_text(doc: Any) -> str:
+    """A parsed line's text, kept on the Doc: spaCy's `Doc.text` joins every token again on each
+    access, and the spans of a sentence read their document's text around each number they hold
+    (a quarter of a repeated answer's time on a 10-K, most of it in that join)."""
+    text = doc.user_data.get(_DOC_TEXT)
+    if text is None:
+        text = doc.user_data[_DOC_TEXT] = doc.text
+    return text
+
+
 _NER_DONE = "bookindex_entities"  # Doc.user_data flag: the recogniser has run on it
 _ner_lock = threading.Lock()
 
@@ -836,7 +849,7 @@ def _respectively(sent: Any, a: Asked) -> list[tuple[Any, Any]]:
             values.append(span)
     runs: list[list[Any]] = []
     for e in values:
-        gap = sent.doc.text[runs[-1][-1].end_char:e.start_char] if runs else "x"
+        gap = doc_text(sent.doc)[runs[-1][-1].end_char:e.start_char] if runs else "x"
         if runs and re.fullmatch(r"[\s,;]*(?:and|or)?\s*", gap):
             runs[-1].append(e)
         else:
@@ -944,7 +957,7 @@ def _names_a_part(sent: Any, start_char: int, parts: frozenset[str]) -> bool:
     """Whether the number at `start_char` of the sentence's document follows a word the evidence
     numbers its parts with (`part_labels`), or the word of a part every document has: a page, a
     section, a chapter, an appendix ("see Section 6.9 [Controlling the Prompt], page 104")."""
-    m = re.search(r"([A-Za-z]+)\.?\s*$", sent.doc.text[max(0, start_char - 30):start_char])
+    m = re.search(r"([A-Za-z]+)\.?\s*$", doc_text(sent.doc)[max(0, start_char - 30):start_char])
     if m is None:
         return False
     word = m.group(1).lower()
@@ -1107,7 +1120,7 @@ def named_as(sent: Any, target: str) -> list[tuple[int, int, str]]:
     which function, file or code does a thing this way, and its section title (the place the
     sentence is in) or a plain word next to the noun is not that name."""
     out: list[tuple[int, int, str]] = []
-    text, base = sent.doc.text, sent.start_char
+    text, base = doc_text(sent.doc), sent.start_char
     end_char = sent.end_char
     for t in sent:
         if t.lemma_.lower() != target and t.lower_ != target:
@@ -1222,13 +1235,13 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             continue
         if a.kind == "quantity" and any(y == e.text.strip() for y in a.years):
             continue
-        if e.label_ in NUMERIC_LABELS and re.match(r"['’]s\b", sent.doc.text[e.end_char:e.end_char + 3]):
+        if e.label_ in NUMERIC_LABELS and re.match(r"['’]s\b", doc_text(sent.doc)[e.end_char:e.end_char + 3]):
             continue  # "(000's)", "the 1990's": a unit or a decade, not an amount
         if e.label_ in NUMERIC_LABELS and _names_a_part(sent, e.start_char, parts):
             continue  # "Figure 6", "Unit 16": the number of a part
         if e.label_ in NUMERIC_LABELS and re.fullmatch(r"\d+(?:\.\d+){2,}", e.text.strip()):
             continue  # "6.4.1": a section's (or a version's) number
-        if e.label_ in NUMERIC_LABELS and _cites(sent.doc.text, e.start_char, e.end_char):
+        if e.label_ in NUMERIC_LABELS and _cites(doc_text(sent.doc), e.start_char, e.end_char):
             continue
         if a.measure and e.label_ == "CARDINAL" and _counts_another(e.root, weights):
             continue
@@ -1238,7 +1251,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
         # a date with no number and no name in it is relative ("the latter half", "the year
         # ahead"): it places nothing in time by itself
         relative = e.label_ in ("DATE", "TIME") and not any(t.like_num or t.pos_ == "PROPN" for t in e)
-        text = e.text + (_glued_unit(sent.doc.text, e.end_char) if e.label_ in NUMERIC_LABELS else "")
+        text = e.text + (_glued_unit(doc_text(sent.doc), e.end_char) if e.label_ in NUMERIC_LABELS else "")
         if e.label_ in ("DATE", "TIME") and a.target == "year":
             # "which year ...": the year the date holds ("the financial year ended 31st March,
             # 2007" → "2007", "2015-16" as written); a date without one ("the 12th") does not say it
@@ -1255,7 +1268,7 @@ def _spans(sent: Any, a: Asked, weights: dict[str, float],
             if txt in a.years or not re.search(r"\d", txt) or _LABEL_BEFORE.search(before) or _PLACEHOLDER.search(before):
                 continue
             at = sent.start_char + m.start()
-            if _names_a_part(sent, at, parts) or _cites(sent.doc.text, at, sent.start_char + m.end()):
+            if _names_a_part(sent, at, parts) or _cites(doc_text(sent.doc), at, sent.start_char + m.end()):
                 continue
             unit = _glued_unit(sent.text, m.end())
             if any(lo <= at < hi for lo, hi in dates) or (
@@ -1604,7 +1617,7 @@ def copula_value(sent: Any, target: str, said: Collection[str] = (), qualifiers:
     if subject is None or (said and any(t.is_alpha and t.pos_ != "DET" and t.lower_ not in said
                                         and t.lemma_.lower() not in said for t in subject.subtree)):
         return ""
-    rest = sent.doc.text[root.idx + len(root.text):sent.end_char]
+    rest = doc_text(sent.doc)[root.idx + len(root.text):sent.end_char]
     value = re.split(r",\s|;|\.\s|\s\(", rest, maxsplit=1)[0].strip().rstrip(".").strip()
     if by_qualifier and not (value[:1].isdigit() or tools(value) or _CODEISH.fullmatch(value)):
         return ""
