@@ -202,16 +202,16 @@ class Engine:
         return document_info(d)
 
     def refresh_identity(self, doc: str, *, write: bool = True) -> tuple[DocumentInfo, dict[str, Any], dict[str, Any],
-                                                                         bool, int, bool]:
+                                                                         bool, int, bool, bool]:
         """A document's identity read again from its stored tree, its stored BM25 index and
         graph index written where missing or stale, its tree regrouped where today's build groups
         it otherwise (DocumentLibrary.refresh_identity): the document, the identity its manifest
         held, the one read now, whether the BM25 index was (or, without `write`, would be)
-        written, how many tree nodes were (would be) regrouped, and whether the graph index was
-        (would be) written."""
+        written, how many tree nodes were (would be) regrouped, and whether the graph index and
+        the tables' rows (`statements.json`) were (would be) written."""
         d, old, new = self.library.refresh_identity(doc, write=write)
         self.cache.forget(d.doc_id)
-        return document_info(d), old, new, d.lexical_stale, d.tree_regrouped, d.graph_stale
+        return document_info(d), old, new, d.lexical_stale, d.tree_regrouped, d.graph_stale, d.statements_stale
 
     # -- reading a document ------------------------------------------------------------------
     def tree(self, doc: str) -> DocumentTree:

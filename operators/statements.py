@@ -19,10 +19,15 @@ also looked up by the line items `glossary.line_item_names` gives for it.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from bookindex.core.model import DocumentTree, Node
 from bookindex.core.pipe_tables import pipe_rows
@@ -114,14 +119,61 @@ def _year_columns(rows: list[list[str]], width: int) -> list[str]:
 
 # the tables of each tree in use, dropped with the tree
 _CACHE: weakref.WeakKeyDictionary[DocumentTree, tuple[_Table, ...]] = weakref.WeakKeyDictionary()
+# where a tree's tables were stored when it was indexed (`offer_stored`): the records, or None
+_STORED: weakref.WeakKeyDictionary[DocumentTree, Callable[[], Any]] = weakref.WeakKeyDictionary()
 
 
 def tables(tree: DocumentTree) -> tuple[_Table, ...]:
-    """Every table of `tree` read into rows of (year, cell) by column (cached per tree)."""
+    """Every table of `tree` read into rows of (year, cell) by column (cached per tree): the
+    stored copy where the tree's folder offers one of this code (`offer_stored`), else read from
+    the tree (tens of milliseconds on a filing: most of a first question's open of it)."""
     hit = _CACHE.get(tree)
     if hit is None:
-        hit = _CACHE[tree] = _tables(tree)
+        load = _STORED.pop(tree, None)
+        stored = from_records(load()) if load is not None else None
+        hit = _CACHE[tree] = stored if stored is not None else _tables(tree)
     return hit
+
+
+def offer_stored(tree: DocumentTree, load: Callable[[], Any]) -> None:
+    """`load()` gives the records (`to_records`) stored with `tree` when it was indexed, or None:
+    read on the tree's first `tables` call instead of reading every table again."""
+    _STORED[tree] = load
+
+
+@lru_cache(maxsize=1)
+def reader_fingerprint() -> str:
+    """sha256 of the source of every module that decides how tables are read into rows: stored
+    records of other code are read again, never trusted (the fingerprint of no source is "")."""
+    digest = hashlib.sha256()
+    for module in ("bookindex.operators.statements", "bookindex.operators.reader", "bookindex.operators.glossary",
+                   "bookindex.core.pipe_tables", "bookindex.core.quantities", "bookindex.providers.lexical"):
+        path = getattr(sys.modules.get(module), "__file__", None)
+        try:
+            digest.update(Path(path).read_bytes() if path else b"")
+        except OSError:
+            return ""
+    return digest.hexdigest()
+
+
+def to_records(found: tuple[_Table, ...]) -> dict[str, Any]:
+    """The tables as plain JSON data, marked with the code that read them (`reader_fingerprint`)."""
+    return {"reader": reader_fingerprint(),
+            "tables": [[t.node_id, t.page, t.order, sorted(t.statements), t.scale,
+                        [[r.label, sorted(r.stems), [list(v) for v in r.values]] for r in t.rows]] for t in found]}
+
+
+def from_records(data: Any) -> tuple[_Table, ...] | None:
+    """`to_records`' tables again; None when they were read by other code or are malformed."""
+    if not isinstance(data, dict) or not data.get("reader") or data["reader"] != reader_fingerprint():
+        return None
+    try:
+        return tuple(_Table(str(nid), int(page), int(order), frozenset(sts), float(scale),
+                            tuple(_Row(label, frozenset(stems), tuple((y, c) for y, c in values))
+                                  for label, stems, values in rows))
+                     for nid, page, order, sts, scale, rows in data["tables"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 _MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b,?", re.I)

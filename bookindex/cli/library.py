@@ -329,8 +329,8 @@ def refresh_cmd(index_dir: Path = typer.Argument(..., help="Library folder (or s
                 docs: Optional[list[str]] = typer.Argument(None, help="Document ids or file names (default: all)."),
                 dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing.")) -> None:
     """Re-read each document's identity (organisation, form, fiscal year ...) from its stored tree,
-    without parsing or embedding again, and store its BM25 index where it is missing or stale; a
-    changed document is replaced atomically."""
+    without parsing or embedding again, and store its BM25 index, graph index and table rows where
+    they are missing or stale; a changed document is replaced atomically."""
     remote = s3.parse(index_dir)
     if remote is not None:
         if dry_run:
@@ -348,10 +348,11 @@ def _refresh(engine: Any, docs: list[str] | None, write: bool) -> None:
     changed = 0
     lexical = "lexical index stored" if write else "lexical index to store"
     graph = "graph index stored" if write else "graph index to store"
+    tables = "table rows stored" if write else "table rows to store"
     for doc in targets:
-        info, old, new, lexical_stale, regrouped, graph_stale = engine.refresh_identity(doc, write=write)
+        info, old, new, lexical_stale, regrouped, graph_stale, tables_stale = engine.refresh_identity(doc, write=write)
         before, after = DocumentIdentity.from_dict(old).summary(), DocumentIdentity.from_dict(new).summary()
-        notes = ([lexical] if lexical_stale else []) + ([graph] if graph_stale else []) + \
+        notes = ([lexical] if lexical_stale else []) + ([graph] if graph_stale else []) + ([tables] if tables_stale else []) + \
             ([f"tree {'regrouped' if write else 'to regroup'}: {_n(regrouped, 'node')}"] if regrouped else [])
         if old == new:
             if notes:

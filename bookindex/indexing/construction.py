@@ -26,12 +26,14 @@ from bookindex.indexing.document_folder import (
     load_tree,
     parser_work_dir,
     save_graph,
+    tree_digest,
     write_build_report,
     write_lexical_index,
     write_node_vectors,
     write_tree,
 )
 from bookindex.indexing.graph.build import build_graph, extraction_nodes, update_graph
+from bookindex.indexing.stored_statements import write_statements
 from bookindex.parsing.dispatch import parse_file, to_tree
 from bookindex.parsing.identity import identify
 from bookindex.providers.embedding_batches import encode_distinct, memo_for
@@ -108,6 +110,7 @@ def build_document(path: Path, doc_dir: Path, *, doc_id: str, name: str, setting
     timings["tree_s"] = time.perf_counter() - t1
     write_tree(doc_dir, tree)
     write_lexical_index(doc_dir, tree)
+    write_statements(doc_dir, tree, tree_digest(doc_dir))
     on_event("tree", {"nodes": len(tree), "sections": len(tree.sections())})
     shutil_rm(parser_work_dir(doc_dir))
 

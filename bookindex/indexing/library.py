@@ -31,12 +31,14 @@ from bookindex.indexing.document_folder import (
     lexical_index_current,
     load_graph,
     read_manifest,
+    tree_digest,
     write_lexical_index,
     write_manifest,
     write_tree,
 )
 from bookindex.indexing.graph_index import graph_index_current, write_graph_index
 from bookindex.indexing.stored_document import StoredDocument
+from bookindex.indexing.stored_statements import statements_current, write_statements
 from bookindex.parsing.dispatch import check_path, regroup_tree, sniff
 from bookindex.parsing.identity import identify
 from bookindex.providers.embedding import get_embedder
@@ -319,11 +321,14 @@ class DocumentLibrary:
         new = identify(tree_blocks(tree)).to_dict()
         lexical_ok = lexical_index_current(target.dir, tree)
         graph_ok = graph_index_current(target.dir)
+        statements_ok = statements_current(target.dir, tree_digest(target.dir)) and not regrouped
         target.unload()
         target.tree_regrouped = regrouped
-        if (new == old and lexical_ok and graph_ok and not regrouped) or not write:
-            target.status = "unchanged" if new == old and lexical_ok and graph_ok and not regrouped else "stale"
+        current = new == old and lexical_ok and graph_ok and statements_ok and not regrouped
+        if current or not write:
+            target.status = "unchanged" if current else "stale"
             target.lexical_stale, target.graph_stale = not lexical_ok, not graph_ok
+            target.statements_stale = not statements_ok
             return target, old, new
 
         def rewrite(build_dir: Path) -> None:
@@ -338,11 +343,14 @@ class DocumentLibrary:
                 write_lexical_index(build_dir, tree)
             if not graph_ok:  # from before the folder stored G's query form: graph.json read, not rebuilt
                 write_graph_index(build_dir, load_graph(build_dir))
+            if not statements_ok:  # from before the folder stored its tables' rows, of other code or another tree
+                write_statements(build_dir, tree, tree_digest(build_dir))
 
         with self.writer("refresh"):
             self._new_generation(target, rewrite, "the refresh", "bookindex refresh")
         refreshed = self._doc(target.doc_id, "refreshed")
         refreshed.lexical_stale, refreshed.graph_stale = not lexical_ok, not graph_ok
+        refreshed.statements_stale = not statements_ok
         refreshed.tree_regrouped = regrouped
         return refreshed, old, new
 

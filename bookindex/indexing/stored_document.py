@@ -26,6 +26,7 @@ from bookindex.indexing.document_folder import (
     read_tree,
 )
 from bookindex.indexing.graph_index import StoredGraph, read_adjacency, read_graph_index
+from bookindex.indexing.stored_statements import offer_stored_statements
 from bookindex.providers.lexical import document_lexical_index, document_row_index
 from bookindex.storage.leases import Lease
 
@@ -53,6 +54,7 @@ class StoredDocument:
         self.retry: dict[str, Any] | None = None  # after status "retried": the graph retry outcome
         self.graph_stale = False  # after refresh_identity: its graph index was missing or of another graph.json
         self.lexical_stale = False  # after refresh_identity: its stored BM25 index was missing or of other passages
+        self.statements_stale = False  # after refresh_identity: its stored tables' rows were missing or stale
         self.tree_regrouped = 0  # after refresh_identity: nodes its tree regrouped (contents, index, numbers)
         self._tree: DocumentTree | None = None
         self._tree_digest = ""  # of the tree.json read: the stored BM25 indexes say which tree they are of
@@ -92,6 +94,7 @@ class StoredDocument:
     def tree(self) -> DocumentTree:
         if self._tree is None:
             self._tree, self._tree_digest = read_tree(self.dir)
+            offer_stored_statements(self.dir, self._tree, self._tree_digest)
         return self._tree
 
     @property
