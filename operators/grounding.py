@@ -161,8 +161,12 @@ def citation_problem(answer: str, allowed: Collection[int], question: str = "",
                      parts: list[tuple[str, list[int]]] | None = None) -> str | None:
     """What is wrong with an answer's citations (None: nothing). `allowed`: the shown numbers;
     with the `question`, an answer that only repeats its words is wrong too, cited or not; with
-    `parts` (`answered_parts`), an answer citing none of a part's evidence leaves that part out."""
+    `parts` (`answered_parts`), an answer citing none of a part's evidence leaves that part out,
+    and one saying the document does not answer contradicts the partial answers that found one."""
     if is_not_answerable(answer):
+        if parts:
+            return (f"says the document does not answer, though the evidence answers {parts[0][0]!r} "
+                    f"(from {''.join(f'[{n}]' for n in parts[0][1])}); answer every part of the question")
         return None
     nums = cited_numbers(answer)
     if not nums:
@@ -181,10 +185,12 @@ def citation_problem(answer: str, allowed: Collection[int], question: str = "",
     return None
 
 
-def _reply_text(reply: Any) -> str:
-    """The answer text, with the `citations` field written in when the prose cites nothing."""
+def reply_text(reply: Any, shown: Collection[int] | None = None) -> str:
+    """The answer text, with the `citations` field written in when the prose cites nothing
+    (with `shown`, only the numbers of the evidence the call showed: a Map call shows a group)."""
     text = str(getattr(reply, "answer", reply)).strip()
-    listed = sorted({n for n in getattr(reply, "citations", None) or [] if isinstance(n, int)})
+    listed = sorted({n for n in getattr(reply, "citations", None) or []
+                     if isinstance(n, int) and (shown is None or n in shown)})
     if listed and text and not cited_numbers(text) and not is_not_answerable(text):
         text = f"{text} " + "".join(f"[{n}]" for n in listed)
     return text
@@ -254,7 +260,7 @@ def _instead_of_refusal(refused: GroundedAnswer, extractive: Callable[[], tuple[
 
 def _ask(llm: LLM, prompt: str, stage: str, sink: Callable[[str], None] | None) -> str:
     """One answer call: the Grounded schema, or the reply read as prose when it is not JSON."""
-    return _reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink,
+    return reply_text(llm.complete(prompt, schema=prompts.Grounded, stage=stage, on_text=sink,
                                     from_text=prompts.grounded_from_prose))
 
 

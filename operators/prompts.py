@@ -120,7 +120,7 @@ NOT_FOUND = "not found in this evidence"  # what a partial answer says without o
 # Laid out as ANSWER is (instructions, evidence, the question last) and for the same reason: with
 # the question first and the evidence after it, the 1.5B model said "not found" to both parts of a
 # two-part question whose evidence held each (docs/benchmarks-log.md, "Two-part questions").
-MAP = f"""Write a short partial answer to the question from the numbered evidence below, using only that evidence, and cite the evidence items you use as [n]. Only if no evidence item is about the question at all, say "{NOT_FOUND}".
+MAP = f"""Write a short partial answer to the question from the numbered evidence below, using only that evidence, then the numbers of the evidence items it comes from in square brackets, like [1] or [2][3], and list those numbers in "citations". Only if no evidence item is about the question at all, say "{NOT_FOUND}".
 
 Evidence:
 {{evidence}}
@@ -130,6 +130,9 @@ Question: {{query}}"""
 
 class Partial(BaseModel):
     answer: str
+    # as in Grounded: the numbers as data, written into the answer when its prose cites none, so
+    # that a merged answer can be checked for leaving a part's evidence out (`answered_parts`)
+    citations: list[int] = Field(default_factory=list)
 
 
 # The instructions first (the prefix every answer call shares, which llama.cpp's KV cache keeps),

@@ -30,6 +30,7 @@ from bookindex.operators.grounding import (
     extractive_quantities_on,
     grounded_answer,
     refusal_fallback_on,
+    reply_text,
 )
 from bookindex.operators.labels import (
     Labelled,
@@ -272,7 +273,7 @@ class Map(Operator[MapParams]):
                 try:
                     res = self._ask_vlm(question, ids, nums, visual)
                     if res is not None:
-                        part.update(answer=res.answer, source="vlm", images=visual)
+                        part.update(answer=reply_text(res, nums), source="vlm", images=visual)
                 except Exception as exc:  # noqa: BLE001 - the text path below still answers
                     self.note(vlm_fallback=f"VLM failed ({type(exc).__name__}); used captions and OCR text")
                     use_vlm = False
@@ -280,7 +281,7 @@ class Map(Operator[MapParams]):
                 try:
                     res = self.ctx.active_llm.complete(prompts.MAP.format(query=question, evidence=format_evidence(tree, ids, nums)),
                                                 schema=prompts.Partial, stage="map")
-                    part.update(answer=res.answer, source="llm")
+                    part.update(answer=reply_text(res, nums), source="llm")
                 except Exception as exc:  # noqa: BLE001
                     self.note(fallback=self.llm_failed(exc))
                     use_llm = False

@@ -86,16 +86,24 @@ def _number_of(prompt: str, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in the prompt's evidence")
 
 
-def _scripted(drop_second: bool = False):
+def _partial(text: str, number: int, as_field: bool) -> dict:
+    """A partial answer citing `number` inline, or (`as_field`, as small models do) in `citations`."""
+    return {"answer": text, "citations": [number]} if as_field else {"answer": f"{text} [{number}]"}
+
+
+def _scripted(drop_second: bool = False, as_field: bool = False, refuse_repair: bool = False):
     """A model that answers each sub-question from its evidence and merges the partial answers
-    (or, `drop_second`, merges only the first one, as a small model may)."""
+    (or, `drop_second`, merges only the first one, as a small model may; `refuse_repair`: asked to
+    repair that, it says the document does not answer)."""
     def reply(call: LLMCall):
         if call.stage == "map":
             if "Question: Which link checker" in call.prompt:
-                return {"answer": f"hrefscan [{_number_of(call.prompt, 'hrefscan')}]"}
+                return _partial("hrefscan", _number_of(call.prompt, "hrefscan"), as_field)
             if "Question: where is the theme chosen?" in call.prompt:
-                return {"answer": f"with the palette key in lantern.toml [{_number_of(call.prompt, 'palette key')}]"}
+                return _partial("with the palette key in lantern.toml", _number_of(call.prompt, "palette key"), as_field)
             return {"answer": "not found in this evidence"}
+        if call.stage == "answer-repair" and refuse_repair:
+            return {"answer": "not answerable from the document"}
         if call.stage.startswith("answer"):
             partials = re.findall(r"^- .*?\?: (.*)$", call.prompt, re.M)
             return {"answer": partials[0] if drop_second else "; ".join(partials)}
@@ -117,11 +125,20 @@ def test_with_a_model_each_question_is_asked_and_both_answers_are_kept(libdir):
     assert "hrefscan" in ans.answer and "palette key" in ans.answer and len(ans.citations) == 2
 
 
-def test_a_merge_that_leaves_a_question_out_is_repaired_or_replaced_by_both_partial_answers(libdir):
-    llm = _scripted(drop_second=True)
+@pytest.mark.parametrize("as_field", [False, True], ids=["cited-inline", "cited-in-the-field"])
+def test_a_merge_that_leaves_a_question_out_is_repaired_or_replaced_by_both_partial_answers(libdir, as_field):
+    llm = _scripted(drop_second=True, as_field=as_field)
     ans = _doc(libdir, llm).ask(QUESTION)
     assert llm.stages.count("answer") == 1 and llm.stages.count("answer-repair") == 1
     repair = next(c.prompt for c in llm.calls if c.stage == "answer-repair")
     assert "leaves out the answer to 'where is the theme chosen?'" in repair
     assert ans.citation_check == "fallback"  # the partial answers, each cited, joined
+    assert "hrefscan [" in ans.answer and "palette key in lantern.toml [" in ans.answer
+
+
+def test_a_repair_that_says_not_answerable_is_not_taken_over_the_partial_answers(libdir):
+    llm = _scripted(drop_second=True, as_field=True, refuse_repair=True)
+    ans = _doc(libdir, llm).ask(QUESTION)
+    assert llm.stages.count("answer-repair") == 1
+    assert ans.citation_check == "fallback"
     assert "hrefscan [" in ans.answer and "palette key in lantern.toml [" in ans.answer
