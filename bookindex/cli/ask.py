@@ -95,7 +95,10 @@ def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
 CHECK_WORDS = {
     "valid": "verified (every [n] is shown evidence)",
     "repaired": "verified after one repair round",
-    "fallback": "the LLM answer failed the citation check twice; the extractive answer (for a question in parts, the cited partial answers) is shown instead",
+    "fallback": (
+        "the LLM answer failed the citation check twice; the extractive answer"
+        " (for a question in parts, the cited partial answers) is shown instead"
+    ),
     "extractive": "extractive answer (no LLM)",
     "not-answerable": "none needed (not answerable)",
     "refused-extractive": "the LLM found no answer; the extractive reader's answer is shown instead",
