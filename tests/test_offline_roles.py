@@ -25,7 +25,8 @@ def _entities(exs: list[NodeExtraction]) -> dict[str, str]:
 
 @pytest.mark.parametrize("name, ok", [
     ("control file", True), ("lintian(1)", True), ("/etc/opt", True),
-    ("source/}lintian-override", False), ("Run lintian(1", False), ("<b>tag", False),
+    ("source/}lintian-override", False), ("Run lintian(1", False), ("\\textbf tag", False),
+    ("man<section> directory", True),
 ])
 def test_term_shape(name: str, ok: bool) -> None:
     from bookindex.indexing.graph.offline_roles import term_shape_ok
@@ -33,12 +34,22 @@ def test_term_shape(name: str, ok: bool) -> None:
     assert term_shape_ok(name) is ok
 
 
+@pytest.mark.parametrize("start, end, cut", [(10, 15, True), (4, 9, True), (4, 20, False), (0, 3, False), (16, 20, True)])
+def test_a_piece_of_a_longer_word_is_cut(start: int, end: int, cut: bool) -> None:
+    from bookindex.indexing.graph.offline_roles import cut_from_word
+
+    text = "See /home/staff_dirs now"   # pieces of the path are cut, the whole path is not
+    assert cut_from_word(text, start, end) is cut
+
+
 def test_layout_fragments_and_imperatives_are_not_entities() -> None:
     names = _entities(_extract("Run lintian(1 on the package before the upload.",
-                               "Overrides live in debian/source/}lintian-overrides of the package."))
+                               "Overrides live in debian/source/}lintian-overrides of the package.",
+                               "Subdivision uses subdirectories such as /home/staff and /home/guests."))
     assert names, "the sentences still give entities"
     assert not [n for n in names if "}" in n or n.count("(") != n.count(")")]
     assert not [n for n in names if n.split()[0] == "Run"]
+    assert not {"staff", "guest"} & set(names)
 
 
 def test_a_definition_types_its_subject_and_the_type_holds_across_the_document() -> None:
@@ -68,8 +79,7 @@ def test_ner_labels_stand_only_where_the_document_agrees() -> None:
     exs[0].entities.append(RawEntity("2019", "date"))
     exs[1].entities[1].type = "concept"  # the manual's title seen untyped in another node
     votes = TypeVotes()
-    for i in range(3):
-        votes.ner["acme corp"]["organization"] += 1
+    votes.ner["acme corp"]["organization"] += 3
     votes.ner["zed manual"]["person"] += 1
     votes.ner["2019"]["date"] += 1
     settle_types(exs, votes, {"organization", "person", "date", "concept"})

@@ -4,7 +4,8 @@ This is bookindex's documented *no-LLM mode* (graph.extractor = offline, or auto
 LLM). Entities are normalized noun chunks (leading determiners/pronouns and a sentence-initial
 imperative dropped, plural heads lemmatized), spaCy named entities (numbers and percentages
 skipped) and code identifiers (`snake_case`, `name()`), which matter in technical manuals; a
-name of a fragment's shape (unbalanced brackets, markup) is no term (offline_roles). A name's
+name of a fragment's shape (unbalanced brackets, escapes, a piece of a longer word such as a
+path) is no term (offline_roles). A name's
 type is what the document says it is ("X is a Y"), else a NER label the document is consistent
 about, else none (offline_roles.settle_types). Relations link each mention to the next few
 mentions of its sentence, so relation counts stay linear in the text; a pair the sentence joins
@@ -39,6 +40,7 @@ from bookindex.indexing.graph.extraction import (
 from bookindex.indexing.graph.offline_roles import (
     UNTYPED,
     TypeVotes,
+    cut_from_word,
     definitions,
     settle_types,
     term_shape_ok,
@@ -108,14 +110,14 @@ def _mentions(doc: Doc) -> list[tuple[int, int, str, str, Span | None]]:
         taken.append((m.start(), m.end()))
     for ent in doc.ents:
         t = NER_TYPES.get(ent.label_)
-        if t is None or overlaps(ent.start_char, ent.end_char):
+        if t is None or overlaps(ent.start_char, ent.end_char) or cut_from_word(doc.text, ent.start_char, ent.end_char):
             continue
         name = _chunk_name(ent) if t not in ("date", "money") else clean_name(ent.text)
         if name:
             found.append((ent.start_char, ent.end_char, name, t, ent.sent))
             taken.append((ent.start_char, ent.end_char))
     for ch in doc.noun_chunks:
-        if overlaps(ch.start_char, ch.end_char):
+        if overlaps(ch.start_char, ch.end_char) or cut_from_word(doc.text, ch.start_char, ch.end_char):
             continue
         name = _chunk_name(ch)
         if name:

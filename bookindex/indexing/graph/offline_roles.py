@@ -2,8 +2,9 @@
 
 Three readings of spaCy's parse, each from the document's own words rather than a list of
 expected names:
-- a *term shape*: a name with unbalanced brackets or markup characters is a fragment the layout
-  cut (``source/}lintian-override``, ``Run lintian(1``), not a term of the document;
+- a *term shape*: a name with unbalanced brackets or escape characters, or one cut out of a
+  longer word (a piece of a path), is a fragment the layout left (``source/}lintian-override``,
+  ``Run lintian(1``, ``staff`` of ``/home/staff``), not a term of the document;
 - a *type the document gives*: "X is a Y" and "X, a Y," with an indefinite article state that X
   belongs to the class Y (a definite one, "X is the Y", states identity, not a class), and
   "X is a kind of Y" names Y as the class;
@@ -30,7 +31,8 @@ FORMAT_TYPES = ("date", "money")   # NER labels read from the form of the text: 
 MIN_NER_NODES = 2                  # another NER label needs this many nodes agreeing ...
 MIN_NER_SHARE = 2 / 3              # ... and this share of the nodes that mention the name
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
-_MARKUP = set("{}<>\\")
+_MARKUP = set("\\")               # TeX and escape debris (angle brackets are manuals' placeholders)
+_IN_WORD = set("/_\\")             # besides letters and digits: characters a word continues with
 _INDEFINITE = {"a", "an"}
 _KIND_WORDS = {"kind", "type", "sort", "form", "variant"}   # "a kind of Y": the class is Y
 _SUBJECTS = {"nsubj", "nsubjpass"}
@@ -49,6 +51,14 @@ def term_shape_ok(name: str) -> bool:
     if any(c in _MARKUP for c in name):
         return False
     return all(name.count(a) == name.count(b) for a, b in _PAIRS)
+
+
+def cut_from_word(text: str, start: int, end: int) -> bool:
+    """True when text[start:end] begins or ends inside a longer word of `text`: a piece of a path
+    ("staff" of /home/staff) or of a glued token is no term of its own."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return any(c.isalnum() or c in _IN_WORD for c in (before, after))
 
 
 def _class_name(head: Token) -> str:
