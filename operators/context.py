@@ -79,6 +79,9 @@ class MemoryIndex:
     def entity_adjacency(self) -> tuple[list[str], dict[str, int], Any] | None:
         return None  # in memory: the reasoner builds it from the relations
 
+    def gt_links(self) -> tuple[list[str], Any, Any] | None:
+        return None  # in memory: the reasoner reads the entities' node lists
+
 
 @dataclass
 class DerivedViews:

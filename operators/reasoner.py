@@ -10,9 +10,7 @@ weighted top-k over the frontier's layers (`weighted` mode).
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal
 
@@ -23,6 +21,8 @@ import scipy.sparse as sp
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, entry_of, node_text
 from bookindex.operators.base import Operator, Params, State, top_items
+from bookindex.operators.gt_links import GTMatrix, gt_matrix, gt_matrix_from_links
+from bookindex.operators.gt_links import entity_idf as entity_idf  # re-exported: the idf's old home
 from bookindex.operators.lookup import named_evidence
 from bookindex.operators.structure import doc_structure, unit_ids
 from bookindex.operators.textscore import hybrid_scores, page_references
@@ -102,50 +102,6 @@ def pagerank_vector(a: sp.csr_matrix, p: np.ndarray, alpha: float = 0.85, max_it
     return x
 
 
-@dataclass
-class GTMatrix:
-    """M, the GT-links, as a sparse entities × nodes matrix in the graph adjacency's entity order,
-    built once per document: a question's subgraph G' and its S_G = I_G × M are then a column
-    slice and one sparse product instead of Python loops over thousands of nodes."""
-
-    node_ids: list[str]  # columns: the tree's nodes first, then linked ids the tree lacks
-    column: dict[str, int]
-    n_tree: int  # the first n_tree columns are tree nodes
-    by_entity: sp.csr_matrix
-    by_node: sp.csc_matrix
-    idf: np.ndarray  # entity_idf per entity row
-
-
-def gt_matrix(graph: Any, tree: DocumentTree, entities: list[str], entity_row: dict[str, int]) -> GTMatrix:
-    node_ids = list(tree.nodes)
-    column = {n: i for i, n in enumerate(node_ids)}
-    rows: list[int] = []
-    cols: list[int] = []
-    for eid, ent in graph.entities.items():
-        r = entity_row.get(eid)
-        if r is None:
-            continue
-        for nid in ent.node_ids:
-            c = column.get(nid)
-            if c is None:
-                c = column[nid] = len(node_ids)
-                node_ids.append(nid)
-            rows.append(r)
-            cols.append(c)
-    shape = (len(entities), len(node_ids))
-    m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)  # duplicate links add up
-    n_nodes = max(1, len(tree.nodes))
-    idf = np.array([entity_idf(len(graph.entities[e].node_ids), n_nodes) if e in graph.entities else 1.0
-                    for e in entities])
-    return GTMatrix(node_ids, column, len(tree.nodes), m, m.tocsc(), idf)
-
-
-def entity_idf(linked_nodes: int, n_nodes: int) -> float:
-    """log(1 + N / df): an entity GT-linked to most of the tree (the company, "the user") says
-    little about which node answers, however much PageRank mass it holds."""
-    return math.log(1.0 + n_nodes / max(1, linked_nodes))
-
-
 class GraphReasoningParams(Params):
     alpha: float = 0.85
     entity_idf: bool = True
@@ -175,8 +131,10 @@ class GraphReasoning(Operator[GraphReasoningParams]):
         if views.graph_adjacency is None:  # the whole G once per document (stored, else built); G' is a slice
             views.graph_adjacency = self.ctx.index.entity_adjacency() or graph_adjacency(graph)
         nodes, index, a = views.graph_adjacency
-        if views.gt_matrix is None:
-            views.gt_matrix = gt_matrix(graph, tree, nodes, index)
+        if views.gt_matrix is None:  # M: stored links when the index has them for these entities
+            links = self.ctx.index.gt_links()
+            views.gt_matrix = gt_matrix_from_links(tree, links) if links is not None and len(links[1]) == len(nodes) + 1 \
+                else gt_matrix(graph, tree, nodes, index)
         gm: GTMatrix = views.gt_matrix
         if state.candidates is None:
             cand_cols = np.arange(gm.n_tree)

@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakes import ExtractionScript, FakeEmbedder, FakeLLM
 from library_helpers import handbook_markdown
@@ -20,9 +21,10 @@ from bookindex.core.config import load_settings
 from bookindex.engine import Engine
 from bookindex.indexing import stored_document
 from bookindex.indexing.document_folder import LEXICAL_DIR, load_graph, load_tree, tree_digest
-from bookindex.indexing.graph_index import GRAPH_INDEX_DIR, StoredGraph, graph_index_current
+from bookindex.indexing.graph_index import GRAPH_INDEX_DIR, GT_LINKS_FILE, StoredGraph, graph_index_current
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.indexing.stored_document import StoredDocument
+from bookindex.operators.gt_links import gt_matrix, gt_matrix_from_links
 from bookindex.operators.reasoner import graph_adjacency
 from bookindex.providers import lexical
 from bookindex.providers.lexical import document_lexical_index, document_row_index, save_document_lexical_index
@@ -188,6 +190,22 @@ def test_the_stored_graph_reads_entities_and_adjacency_and_relations_only_when_a
     assert ids == want_ids and index == want_index and a is not None and (a != want).nnz == 0
     assert reads == []  # neither the relations nor graph.json were read for them
     assert g.relations == whole.relations and len(reads) == 1
+
+
+def test_the_stored_gt_links_give_the_matrix_the_entities_give(tmp_path: Path) -> None:
+    _, lib = _graph_library(tmp_path)
+    (doc,) = lib.documents
+    whole, tree = load_graph(doc.dir), load_tree(doc.dir)
+    links = doc.gt_links()
+    assert links is not None and len(links[1]) == len(whole.entities) + 1
+    ids = list(whole.entities)
+    want = gt_matrix(whole, tree, ids, {e: i for i, e in enumerate(ids)})
+    got = gt_matrix_from_links(tree, links)
+    assert got.node_ids == want.node_ids and got.column == want.column and got.n_tree == want.n_tree
+    assert got.by_entity.shape == want.by_entity.shape and (got.by_entity != want.by_entity).nnz == 0
+    assert np.array_equal(got.idf, want.idf) and want.by_entity.nnz > 0
+    (doc.dir / GRAPH_INDEX_DIR / GT_LINKS_FILE).unlink()  # an index written before the links
+    assert doc.gt_links() is None
 
 
 def test_a_library_from_before_the_stored_files_answers_and_refresh_adds_them_without_parsing(

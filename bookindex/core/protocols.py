@@ -166,6 +166,11 @@ ids; None without tables) are read or built once per opened index and shared by 
         index stores it; None when it is to be built from the relations."""
         ...
 
+    def gt_links(self) -> tuple[list[str], Any, Any] | None:
+        """The GT-links of the graph's entities in their order (operators.gt_links.GTLinks) when
+        the index stores them; None when they are to be read from the entities."""
+        ...
+
 
 @runtime_checkable
 class LibraryStore(Protocol):

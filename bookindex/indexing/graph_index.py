@@ -7,6 +7,8 @@ relation when the document was first asked about: parsing graph.json and buildin
 took 0.5-0.7 s of a filing's first question on a loaded machine. Stored beside it:
 - `graph_index/adjacency.npz`  the symmetric entity adjacency (CSR arrays, entities in
                                graph.json's order), as `operators.reasoner.graph_adjacency` builds it;
+- `graph_index/gt_links.npz`   the entities' GT-links (entity -> tree nodes) as CSR arrays, so a
+                               question's M is one sparse build, not a loop over every link;
 - `graph_index/entities.json`  the entities alone, and what graph.json they come from (its size,
                                modification time and sha256); written last, so its presence
                                marks a whole index.
@@ -32,11 +34,13 @@ from bookindex.core.atomic import atomic_open, write_json_atomic
 from bookindex.core.fastjson import loads as loads_json
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Entity, Relation
+from bookindex.operators.gt_links import GTLinks, gt_links
 from bookindex.operators.reasoner import graph_adjacency
 
 GRAPH_INDEX_DIR = "graph_index"
 ENTITIES_FILE = "entities.json"
 ADJACENCY_FILE = "adjacency.npz"
+GT_LINKS_FILE = "gt_links.npz"
 GRAPH_INDEX_FORMAT = 1
 GRAPH_FILE = "graph.json"  # the graph file; bookindex.indexing.document_folder imports the name from here
 
@@ -79,6 +83,9 @@ def write_graph_index(doc_dir: Path, graph: KnowledgeGraph) -> None:
     with atomic_open(folder / ADJACENCY_FILE) as fh:
         np.savez(fh, data=a.data.astype(np.float64), indices=a.indices.astype(np.int32),
                  indptr=a.indptr.astype(np.int64), shape=np.asarray(a.shape, dtype=np.int64))
+    linked, indptr, indices = gt_links(graph)
+    with atomic_open(folder / GT_LINKS_FILE) as fh:
+        np.savez(fh, linked=np.asarray(linked, dtype=str), indptr=indptr, indices=indices.astype(np.int32))
     meta = {"format": GRAPH_INDEX_FORMAT, "graph": _source(doc_dir / GRAPH_FILE, digest=True),
             "entities": [asdict(e) for e in graph.entities.values()]}
     write_json_atomic(folder / ENTITIES_FILE, meta, indent=None)
@@ -102,8 +109,11 @@ def _meta(doc_dir: Path) -> dict[str, Any] | None:
 
 
 def graph_index_current(doc_dir: Path) -> bool:
-    """Whether `doc_dir` stores the graph index of its graph.json (True without a graph)."""
-    return not (doc_dir / GRAPH_FILE).exists() or _meta(doc_dir) is not None
+    """Whether `doc_dir` stores the whole graph index of its graph.json, GT-links included (True
+    without a graph): `bookindex refresh` writes it where not."""
+    if not (doc_dir / GRAPH_FILE).exists():
+        return True
+    return (doc_dir / GRAPH_INDEX_DIR / GT_LINKS_FILE).exists() and _meta(doc_dir) is not None
 
 
 def read_graph_index(doc_dir: Path, relations_of: Callable[[], list[Relation]]) -> StoredGraph | None:
@@ -132,3 +142,16 @@ def read_adjacency(doc_dir: Path, entity_ids: list[str]) -> tuple[list[str], dic
     if shape != (len(entity_ids), len(entity_ids)):
         return None
     return list(entity_ids), {e: i for i, e in enumerate(entity_ids)}, a
+
+
+def read_gt_links(doc_dir: Path, n_entities: int) -> GTLinks | None:
+    """The stored GT-links (operators.gt_links.GTLinks) of a graph of `n_entities` entities;
+    None when there are none (an index written before them) or they are of another graph."""
+    try:
+        with np.load(doc_dir / GRAPH_INDEX_DIR / GT_LINKS_FILE) as z:
+            linked, indptr, indices = z["linked"].tolist(), z["indptr"], z["indices"].astype(np.int64)
+    except (OSError, ValueError, KeyError):
+        return None
+    if len(indptr) != n_entities + 1 or (len(indices) and int(indices.max()) >= len(linked)):
+        return None
+    return linked, indptr, indices

@@ -25,7 +25,7 @@ from bookindex.indexing.document_folder import (
     read_node_vectors,
     read_tree,
 )
-from bookindex.indexing.graph_index import StoredGraph, read_adjacency, read_graph_index
+from bookindex.indexing.graph_index import StoredGraph, read_adjacency, read_graph_index, read_gt_links
 from bookindex.indexing.stored_statements import offer_stored_statements
 from bookindex.providers.lexical import document_lexical_index, document_row_index
 from bookindex.storage.leases import Lease
@@ -113,6 +113,13 @@ class StoredDocument:
         if not isinstance(graph, StoredGraph):
             return None
         return read_adjacency(self.dir, list(graph.entities))
+
+    def gt_links(self) -> tuple[list[str], Any, Any] | None:
+        """The graph's GT-links as stored (`graph_index`); None when the folder stores none."""
+        graph = self.graph
+        if not isinstance(graph, StoredGraph):
+            return None
+        return read_gt_links(self.dir, len(graph.entities))
 
     @property
     def page_labels(self) -> list[str] | None:

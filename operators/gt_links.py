@@ -1,0 +1,102 @@
+"""M, the GT-links of BookRAG's graph (entity -> tree nodes), as the sparse matrices Graph_Reasoning
+multiplies (S_G = I_G x M, eq. 7).
+
+Built once per document from the entities' node lists (`gt_matrix`), or from the links stored at
+index time (`gt_links`, written by indexing.graph_index): a filing's 20,000 links cost 15 ms of
+Python at its first question otherwise. Both give the same matrices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from bookindex.core.model import DocumentTree
+
+# (linked node ids in first-seen order, per-entity row pointers, indices into those ids)
+GTLinks = tuple[list[str], np.ndarray, np.ndarray]
+
+
+@dataclass
+class GTMatrix:
+    """M, the GT-links, as a sparse entities × nodes matrix in the graph adjacency's entity order,
+    built once per document: a question's subgraph G' and its S_G = I_G × M are then a column
+    slice and one sparse product instead of Python loops over thousands of nodes."""
+
+    node_ids: list[str]  # columns: the tree's nodes first, then linked ids the tree lacks
+    column: dict[str, int]
+    n_tree: int  # the first n_tree columns are tree nodes
+    by_entity: sp.csr_matrix
+    by_node: sp.csc_matrix
+    idf: np.ndarray  # entity_idf per entity row
+
+
+def gt_matrix(graph: Any, tree: DocumentTree, entities: list[str], entity_row: dict[str, int]) -> GTMatrix:
+    node_ids = list(tree.nodes)
+    column = {n: i for i, n in enumerate(node_ids)}
+    rows: list[int] = []
+    cols: list[int] = []
+    for eid, ent in graph.entities.items():
+        r = entity_row.get(eid)
+        if r is None:
+            continue
+        for nid in ent.node_ids:
+            c = column.get(nid)
+            if c is None:
+                c = column[nid] = len(node_ids)
+                node_ids.append(nid)
+            rows.append(r)
+            cols.append(c)
+    shape = (len(entities), len(node_ids))
+    m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)  # duplicate links add up
+    n_nodes = max(1, len(tree.nodes))
+    idf = np.array([entity_idf(len(graph.entities[e].node_ids), n_nodes) if e in graph.entities else 1.0
+                    for e in entities])
+    return GTMatrix(node_ids, column, len(tree.nodes), m, m.tocsc(), idf)
+
+
+def entity_idf(linked_nodes: int, n_nodes: int) -> float:
+    """log(1 + N / df): an entity GT-linked to most of the tree (the company, "the user") says
+    little about which node answers, however much PageRank mass it holds."""
+    return math.log(1.0 + n_nodes / max(1, linked_nodes))
+
+
+def gt_links(graph: Any) -> GTLinks:
+    """The GT-links of `graph.entities`, in their order, as CSR arrays over the linked node ids."""
+    seen: dict[str, int] = {}
+    indptr = [0]
+    indices: list[int] = []
+    for ent in graph.entities.values():
+        for nid in ent.node_ids:
+            j = seen.get(nid)
+            if j is None:
+                j = seen[nid] = len(seen)
+            indices.append(j)
+        indptr.append(len(indices))
+    return list(seen), np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
+
+
+def gt_matrix_from_links(tree: DocumentTree, links: GTLinks) -> GTMatrix:
+    """`gt_matrix` for the entities in graph order (the adjacency's rows) from stored links."""
+    linked, indptr, indices = links
+    node_ids = list(tree.nodes)
+    column = {n: i for i, n in enumerate(node_ids)}
+    remap = np.empty(len(linked), np.int64)
+    for j, nid in enumerate(linked):  # node ids the tree lacks follow it, first seen first
+        c = column.get(nid)
+        if c is None:
+            c = column[nid] = len(node_ids)
+            node_ids.append(nid)
+        remap[j] = c
+    counts = np.diff(indptr)
+    rows = np.repeat(np.arange(len(counts)), counts)
+    m = sp.csr_matrix((np.ones(len(indices)), (rows, remap[indices])), shape=(len(counts), len(node_ids)))
+    n_nodes = max(1, len(tree.nodes))
+    distinct, inverse = np.unique(counts, return_inverse=True)
+    idf = np.array([entity_idf(int(c), n_nodes) for c in distinct], dtype=np.float64)[inverse] \
+        if len(counts) else np.zeros(0)
+    return GTMatrix(node_ids, column, len(tree.nodes), m, m.tocsc(), idf)
