@@ -18,44 +18,13 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree, entry_of, node_text
 from bookindex.operators.base import Operator, Params, State, top_items
-from bookindex.operators.gt_links import GTMatrix, gt_matrix, gt_matrix_from_links
-from bookindex.operators.gt_links import entity_idf as entity_idf  # re-exported: the idf's old home
+from bookindex.operators.graph_matrices import GTMatrix, adjacency, graph_adjacency, gt_matrix, gt_matrix_from_links
+from bookindex.operators.graph_matrices import entity_idf as entity_idf  # re-exported: the idf's old home
 from bookindex.operators.lookup import named_evidence
 from bookindex.operators.structure import doc_structure, unit_ids
 from bookindex.operators.textscore import hybrid_scores, page_references
-
-
-def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:
-    """Symmetric weighted adjacency of `g` (node list, index, CSR matrix)."""
-    nodes = list(g.nodes)
-    index = {n: i for i, n in enumerate(nodes)}
-    rows, cols, vals = [], [], []
-    for u, v, d in g.edges(data=True):
-        w = float(d.get("weight", 1.0))
-        rows += [index[u], index[v]]
-        cols += [index[v], index[u]]
-        vals += [w, w]
-    return nodes, index, sp.csr_matrix((vals, (rows, cols)), shape=(len(nodes), len(nodes)))
-
-
-def graph_adjacency(graph: KnowledgeGraph) -> tuple[list[str], dict[str, int], sp.csr_matrix]:
-    """`adjacency(graph.nx)` without building the networkx graph (half a second a filing's graph
-    when a document is first asked about): the entities in their order, parallel relations
-    adding their weights, self-relations and dangling ends left out, as `KnowledgeGraph.nx`."""
-    nodes = list(graph.entities)
-    index = {n: i for i, n in enumerate(nodes)}
-    pairs = [(index[r.source], index[r.target], float(r.weight)) for r in graph.relations
-             if r.source != r.target and r.source in index and r.target in index]
-    if not pairs:
-        return nodes, index, sp.csr_matrix((len(nodes), len(nodes)))
-    src, dst, w = (np.array(x) for x in zip(*pairs))
-    a = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([src, dst]), np.concatenate([dst, src]))),
-                      shape=(len(nodes), len(nodes)))
-    a.sum_duplicates()
-    return nodes, index, a
 
 
 def personalized_pagerank(g: nx.Graph | tuple[list[Any], sp.csr_matrix], seeds: dict[Any, float],

@@ -24,8 +24,7 @@ from bookindex.indexing.document_folder import LEXICAL_DIR, load_graph, load_tre
 from bookindex.indexing.graph_index import GRAPH_INDEX_DIR, GT_LINKS_FILE, StoredGraph, graph_index_current
 from bookindex.indexing.library import DocumentLibrary
 from bookindex.indexing.stored_document import StoredDocument
-from bookindex.operators.gt_links import gt_matrix, gt_matrix_from_links
-from bookindex.operators.reasoner import graph_adjacency
+from bookindex.operators.graph_matrices import graph_adjacency, gt_matrix, gt_matrix_from_links
 from bookindex.providers import lexical
 from bookindex.providers.lexical import document_lexical_index, document_row_index, save_document_lexical_index
 from bookindex.routing.pooled import PooledIndex

@@ -167,7 +167,7 @@ ids; None without tables) are read or built once per opened index and shared by 
         ...
 
     def gt_links(self) -> tuple[list[str], Any, Any] | None:
-        """The GT-links of the graph's entities in their order (operators.gt_links.GTLinks) when
+        """The GT-links of the graph's entities in their order (operators.graph_matrices.GTLinks) when
         the index stores them; None when they are to be read from the entities."""
         ...
 

@@ -34,8 +34,7 @@ from bookindex.core.atomic import atomic_open, write_json_atomic
 from bookindex.core.fastjson import loads as loads_json
 from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import Entity, Relation
-from bookindex.operators.gt_links import GTLinks, gt_links
-from bookindex.operators.reasoner import graph_adjacency
+from bookindex.operators.graph_matrices import GTLinks, graph_adjacency, gt_links
 
 GRAPH_INDEX_DIR = "graph_index"
 ENTITIES_FILE = "entities.json"
@@ -145,7 +144,7 @@ def read_adjacency(doc_dir: Path, entity_ids: list[str]) -> tuple[list[str], dic
 
 
 def read_gt_links(doc_dir: Path, n_entities: int) -> GTLinks | None:
-    """The stored GT-links (operators.gt_links.GTLinks) of a graph of `n_entities` entities;
+    """The stored GT-links (operators.graph_matrices.GTLinks) of a graph of `n_entities` entities;
     None when there are none (an index written before them) or they are of another graph."""
     try:
         with np.load(doc_dir / GRAPH_INDEX_DIR / GT_LINKS_FILE) as z:

@@ -1,9 +1,10 @@
-"""M, the GT-links of BookRAG's graph (entity -> tree nodes), as the sparse matrices Graph_Reasoning
-multiplies (S_G = I_G x M, eq. 7).
+"""The sparse matrices Graph_Reasoning multiplies (BookRAG eqs. 6-7): the entity adjacency A that
+PageRank walks, and M, the GT-links (entity -> tree nodes) that map I_G to S_G = I_G x M.
 
-Built once per document from the entities' node lists (`gt_matrix`), or from the links stored at
-index time (`gt_links`, written by indexing.graph_index): a filing's 20,000 links cost 15 ms of
-Python at its first question otherwise. Both give the same matrices.
+Each is built once per document, or read as stored at index time (indexing.graph_index). M is
+built from the entities' node lists (`gt_matrix`) or from the stored links (`gt_links`,
+`gt_matrix_from_links`): a filing's 20,000 links cost 15 ms of Python at its first question
+otherwise. Both give the same matrices.
 """
 
 from __future__ import annotations
@@ -12,13 +13,45 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from bookindex.core.graph import KnowledgeGraph
 from bookindex.core.model import DocumentTree
 
 # (linked node ids in first-seen order, per-entity row pointers, indices into those ids)
 GTLinks = tuple[list[str], np.ndarray, np.ndarray]
+
+
+def adjacency(g: nx.Graph) -> tuple[list[Any], dict[Any, int], sp.csr_matrix]:
+    """Symmetric weighted adjacency of `g` (node list, index, CSR matrix)."""
+    nodes = list(g.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    rows, cols, vals = [], [], []
+    for u, v, d in g.edges(data=True):
+        w = float(d.get("weight", 1.0))
+        rows += [index[u], index[v]]
+        cols += [index[v], index[u]]
+        vals += [w, w]
+    return nodes, index, sp.csr_matrix((vals, (rows, cols)), shape=(len(nodes), len(nodes)))
+
+
+def graph_adjacency(graph: KnowledgeGraph) -> tuple[list[str], dict[str, int], sp.csr_matrix]:
+    """`adjacency(graph.nx)` without building the networkx graph (half a second a filing's graph
+    when a document is first asked about): the entities in their order, parallel relations
+    adding their weights, self-relations and dangling ends left out, as `KnowledgeGraph.nx`."""
+    nodes = list(graph.entities)
+    index = {n: i for i, n in enumerate(nodes)}
+    pairs = [(index[r.source], index[r.target], float(r.weight)) for r in graph.relations
+             if r.source != r.target and r.source in index and r.target in index]
+    if not pairs:
+        return nodes, index, sp.csr_matrix((len(nodes), len(nodes)))
+    src, dst, w = (np.array(x) for x in zip(*pairs))
+    a = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([src, dst]), np.concatenate([dst, src]))),
+                      shape=(len(nodes), len(nodes)))
+    a.sum_duplicates()
+    return nodes, index, a
 
 
 @dataclass
