@@ -2,9 +2,9 @@
 PageRank walks, and M, the GT-links (entity -> tree nodes) that map I_G to S_G = I_G x M.
 
 Each is built once per document, or read as stored at index time (indexing.graph_index). M is
-built from the entities' node lists (`gt_matrix`) or from the stored links (`gt_links`,
-`gt_matrix_from_links`): a filing's 20,000 links cost 15 ms of Python at its first question
-otherwise. Both give the same matrices.
+built from the links `gt_links` reads off the entities' node lists, or from the same links as
+stored at index time (`gt_matrix_from_links`): reading them off a filing's 20,000 links costs
+15 ms of Python at its first question.
 """
 
 from __future__ import annotations
@@ -68,28 +68,9 @@ class GTMatrix:
     idf: np.ndarray  # entity_idf per entity row
 
 
-def gt_matrix(graph: Any, tree: DocumentTree, entities: list[str], entity_row: dict[str, int]) -> GTMatrix:
-    node_ids = list(tree.nodes)
-    column = {n: i for i, n in enumerate(node_ids)}
-    rows: list[int] = []
-    cols: list[int] = []
-    for eid, ent in graph.entities.items():
-        r = entity_row.get(eid)
-        if r is None:
-            continue
-        for nid in ent.node_ids:
-            c = column.get(nid)
-            if c is None:
-                c = column[nid] = len(node_ids)
-                node_ids.append(nid)
-            rows.append(r)
-            cols.append(c)
-    shape = (len(entities), len(node_ids))
-    m = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)  # duplicate links add up
-    n_nodes = max(1, len(tree.nodes))
-    idf = np.array([entity_idf(len(graph.entities[e].node_ids), n_nodes) if e in graph.entities else 1.0
-                    for e in entities])
-    return GTMatrix(node_ids, column, len(tree.nodes), m, m.tocsc(), idf)
+def gt_matrix(graph: Any, tree: DocumentTree) -> GTMatrix:
+    """M for `graph.entities` in their order (the adjacency's rows), from their node lists."""
+    return gt_matrix_from_links(tree, gt_links(graph))
 
 
 def entity_idf(linked_nodes: int, n_nodes: int) -> float:
@@ -114,7 +95,8 @@ def gt_links(graph: Any) -> GTLinks:
 
 
 def gt_matrix_from_links(tree: DocumentTree, links: GTLinks) -> GTMatrix:
-    """`gt_matrix` for the entities in graph order (the adjacency's rows) from stored links."""
+    """M for the entities in graph order (the adjacency's rows) from their links, as stored or as
+    `gt_links` reads them."""
     linked, indptr, indices = links
     node_ids = list(tree.nodes)
     column = {n: i for i, n in enumerate(node_ids)}

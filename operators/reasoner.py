@@ -103,7 +103,7 @@ class GraphReasoning(Operator[GraphReasoningParams]):
         if views.gt_matrix is None:  # M: stored links when the index has them for these entities
             links = self.ctx.index.gt_links()
             views.gt_matrix = gt_matrix_from_links(tree, links) if links is not None and len(links[1]) == len(nodes) + 1 \
-                else gt_matrix(graph, tree, nodes, index)
+                else gt_matrix(graph, tree)
         gm: GTMatrix = views.gt_matrix
         if state.candidates is None:
             cand_cols = np.arange(gm.n_tree)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from tqdm import tqdm
@@ -134,29 +134,33 @@ def _sentence_of(doc: Doc, start: int, cache: dict[int, Span | None]) -> Span | 
     return span.sent if span is not None else None
 
 
-def _key_at(mentions: list[tuple[int, int, str]], starts: list[int], offset: int) -> str | None:
-    """The name key of the mention covering character `offset`, if any."""
-    i = bisect_right(starts, offset) - 1
-    return mentions[i][2] if i >= 0 and mentions[i][0] <= offset < mentions[i][1] else None
+def _mention_keys(spans: list[tuple[int, int, str]]) -> Callable[[int], str | None]:
+    """offset -> the name key of the mention (start, end, key) covering it, if any."""
+    starts = [a for a, _, _ in spans]
+
+    def key_at(offset: int) -> str | None:
+        i = bisect_right(starts, offset) - 1
+        return spans[i][2] if i >= 0 and spans[i][0] <= offset < spans[i][1] else None
+    return key_at
 
 
 def _name_verbs(rel_acc: dict[tuple[str, str], RawRelation], ents: dict[str, RawEntity], doc: Doc,
-                spans: list[tuple[int, int, str]]) -> None:
+                key_at: Callable[[int], str | None]) -> None:
     """Name a co-occurrence by its verb where the sentence makes one the subject and the other
     the object (offline_roles.verb_links); the relation then points subject -> object."""
-    starts = [a for a, _, _ in spans]
     for s_off, o_off, phrase in verb_links(doc):
-        ks, ko = _key_at(spans, starts, s_off), _key_at(spans, starts, o_off)
-        r = rel_acc.get((ks, ko) if (ks or "") < (ko or "") else (ko, ks)) if ks and ko and ks != ko else None
-        if r is not None and ks and ko and CO_OCCURS in r.keywords:
+        ks, ko = key_at(s_off), key_at(o_off)
+        if not ks or not ko or ks == ko:
+            continue
+        r = rel_acc.get((ks, ko) if ks < ko else (ko, ks))
+        if r is not None and CO_OCCURS in r.keywords:
             r.source, r.target, r.keywords = ents[ks].name, ents[ko].name, [phrase]
 
 
-def _vote_types(votes: TypeVotes, ents: dict[str, RawEntity], doc: Doc, spans: list[tuple[int, int, str]]) -> None:
+def _vote_types(votes: TypeVotes, ents: dict[str, RawEntity], doc: Doc, key_at: Callable[[int], str | None]) -> None:
     """A node's say on its names' types: each definition's class, each NER label (once a node)."""
-    starts = [a for a, _, _ in spans]
     for offset, cls in definitions(doc):
-        key = _key_at(spans, starts, offset)
+        key = key_at(offset)
         if key is not None:
             votes.defined[key][cls] += 1
     for key, e in ents.items():
@@ -197,9 +201,10 @@ def extract_doc(node: Node, doc: Doc, votes: TypeVotes | None = None) -> NodeExt
                                                 description="", keywords=[CO_OCCURS], weight=1.0)
                 else:
                     r.weight += 1.0
-    _name_verbs(rel_acc, ents, doc, spans)
+    key_at = _mention_keys(spans)
+    _name_verbs(rel_acc, ents, doc, key_at)
     if votes is not None:
-        _vote_types(votes, ents, doc, spans)
+        _vote_types(votes, ents, doc, key_at)
     return add_structure(node, NodeExtraction(node.id, list(ents.values()), list(rel_acc.values())))
 
 
