@@ -99,7 +99,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -484,6 +484,9 @@ def recurring_blocks(tree: DocumentTree, min_pages: int = 3) -> frozenset[str]:
 
 # -- candidates ------------------------------------------------------------------------------
 
+# picks the answering candidate of a question's candidates (`read`'s `choose`)
+Chooser = Callable[["Asked", list["Candidate"]], "Candidate"]
+
 @dataclass
 class Candidate:
     score: float
@@ -496,6 +499,10 @@ class Candidate:
     # it holds an answer of the type asked (a quantity's number, the value a "what is the N"
     # sentence gives N): any such candidate answers before one that does not
     fits: bool = False
+    via: str = ""  # the generator that proposed it (`candidate_features.GENERATORS`)
+    # the parts of its sentence's score (`candidate_features.SENTENCE_PARTS`); empty for a
+    # candidate read from a passage's titles, lines or tables rather than from a sentence
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 def _idf(terms: dict[str, float], texts: list[str]) -> dict[str, float]:
@@ -1664,18 +1671,20 @@ def _lemmas(text: str) -> frozenset[str]:
 
 def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
          furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset(),
-         page_labels: list[str] | None = None) -> tuple[str, list[int]]:
+         page_labels: list[str] | None = None, choose: Chooser | None = None) -> tuple[str, list[int]]:
     """The extractive answer to `question` from the numbered `passages`: (text, citations);
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries and of their blocks,
     an entry's name answering a "which function / command ..." question asked of its passage;
     `page_labels`: the numbers the document prints on its pages, named in a which-page answer
-    where they differ from the PDF's."""
+    where they differ from the PDF's; `choose`: which candidate answers (`best_candidate`'s hand-set
+    order when None; `candidate_scorer.fitted_choice` with fitted weights)."""
     a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
-    return _answer(a, cands, page_labels, passages)
+    chosen = choose(a, cands) if choose is not None else best_candidate(cands)
+    return render_answer(a, chosen, cands, page_labels, passages)
 
 
 def read_quantity(question: str, passages: list[Passage], numbers: list[int] | None = None,
@@ -1851,6 +1860,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
             if a.action and a.action not in words and a.action not in title:
                 sc -= ACTIONLESS  # "how do I merge ...": a sentence on creating objects does not say
             sentence = " ".join(text.split())
+            first_new = len(cands)
+            sent_parts = {"hit": hit, "in_title": in_title, "named": float(named), "subject": float(subject),
+                          "opens_item": float(opens_item), "tokens": float(sent.tokens), "sentence": sc}
             # "which function ...": the names the sentence gives the noun asked about (`named_as`)
             # ("what is the N": not where N is a piece of a name the question gives, "/var/tmp")
             given = _named_spans(s, a, weights) if a.target and (a.kind == "entity" or (
@@ -1882,8 +1894,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # ...") is the answer, and the section's name only where the sentence gives none.
                 entry_score = 0.1 * sc + 2.0 / (1 + rank)
                 for close, word in ([] if in_entry else given):
-                    cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, fits=True))
-                cands.append(Candidate(entry_score, k, p, sentence, p.name))
+                    cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, fits=True,
+                                           via="entry_given", parts=sent_parts))
+                cands.append(Candidate(entry_score, k, p, sentence, p.name, via="entry_name", parts=sent_parts))
                 continue
             spans: list[tuple[float, str]] = []
             if a.kind in ("quantity", "date", "entity"):
@@ -1895,11 +1908,11 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # words are the title's. A title that names something else ("3.1 Monitoring your
                 # heart rate" for "what kind of environment") is where the answer is, not what it is.
                 cands.append(Candidate(span_score(sc, section[0], False) if spans else sc + 0.9, k, p, sentence,
-                                       section[1], order))
+                                       section[1], order, via="section_title"))
             verb = has_verb and sent.tokens > 3
             if a.verb and _says_the_rest(words, a, weights):
                 for filler in _fillers(s, a, weights):
-                    cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True))
+                    cands.append(Candidate(span_score(sc, 1.0, True), k, p, sentence, filler, order, verb, fits=True, via="verb_filler"))
             # a "Key: value" line gives a value, which answers neither a how nor a why
             keyed = _KEY_VALUE.match(sentence) if (a.target or a.kind == "describe") \
                 and not (a.procedure or a.reason) else None
@@ -1908,7 +1921,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # as its key gives its value; in a definition list's item ("Default: "a4"" under
                 # "paper-size ..."), with what the item says of the rest of the question
                 cands.append(Candidate(span_score(sc + _item_says(p, text, words, weights), 1.0, True), k, p,
-                                       sentence, keyed.group(2), order, verb, fits=True))
+                                       sentence, keyed.group(2), order, verb, fits=True, via="key_value"))
             # (not for a definition, which the whole sentence gives, nor a value naming what is asked)
             stated = copula_value(s, a.target, a.said | set(a.terms), a.qualifiers) if a.target and not a.definition \
                 and (a.value or a.kind == "quantity") else ""
@@ -1916,30 +1929,31 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # "The default value is ‘> ’." under "PS2": the value the sentence gives the N asked,
                 # a number or not (a number is read by the numeric spans), with its item's words
                 cands.append(Candidate(span_score(sc + _item_says(p, text, words, weights), 1.0, True), k, p,
-                                       sentence, stated, order, verb, fits=True))
+                                       sentence, stated, order, verb, fits=True, via="copula_value"))
             if a.kind in ("quantity", "date", "entity") and not spans:
                 # a sentence without an answer of the asked type is a fallback, a quantity's most
-                cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb))
+                cands.append(Candidate(sc - (2.0 if a.kind == "quantity" else 0.8), k, p, sentence, "", order, verb,
+                                       via="untyped_sentence"))
             named_kind = {w for _, w in given} if not a.labels else set()  # of the kind asked
             for close, span in spans:
                 # each span of the sentence, scored by how closely the question's words surround it
                 bound = bool(a.target) and _bound(s, span, a.target)
                 cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
-                                       fits=bool(a.labels) or span in named_kind))
+                                       fits=bool(a.labels) or span in named_kind, via="typed_span"))
             if not spans and a.kind not in ("quantity", "date", "entity"):
-                cands.append(Candidate(sc, k, p, sentence, "", order, verb))
+                cands.append(Candidate(sc, k, p, sentence, "", order, verb, via="sentence"))
             if a.manner and verb:
                 # "how does X record Y?": the sentence's own phrase on the question's verb ("at the
                 # lower of cost ..."), the sentence's answer when it is the best one
                 for _, _, placed in _placed(s, set(weights), a.slots)[:1]:
-                    cands.append(Candidate(sc + MANNER, k, p, sentence, placed, order, verb))
+                    cands.append(Candidate(sc + MANNER, k, p, sentence, placed, order, verb, via="manner_phrase"))
             if a.value:
                 # "what is the default prefix?": a name the sentence gives the N ("the default
                 # prefix is /usr/local"), as "which N" is answered (`named_as`)
                 for close, word in given:
                     if _NUMBER.fullmatch(word):
                         continue  # a number is read whole by the numeric spans below ("$3,215.4")
-                    cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, verb, fits=True))
+                    cands.append(Candidate(span_score(sc, close, True), k, p, sentence, word, order, verb, fits=True, via="given_name"))
             if a.value or (a.kind == "entity" and a.target and not a.labels and not in_entry):
                 # "what goodwill does X have": a number the sentence gives as the N asked about
                 # answers as well as a name does; a "what is the N" answers with it first
@@ -1948,7 +1962,9 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                         continue  # "what are promise objects?", "which statements ...": not how many
                     bound = _bound(s, span, a.target) or span == stated  # "The default is 4in."
                     cands.append(Candidate(span_score(sc, close, bound), k, p, sentence, span, order, verb,
-                                           fits=bound and a.value))
+                                           fits=bound and a.value, via="numeric_span"))
+            for c in cands[first_new:]:
+                c.parts = sent_parts
         for name in (n for n in a.names if n.isalpha() and 2 <= len(n) <= 8):
             long_form = expansion(name, "\n".join([*p.title_path, p.text]))
             if long_form and a.kind in ("describe", "entity") and not a.target:
@@ -1959,13 +1975,13 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 # one that says more of what the question asks ("what does NARL study?") is better
                 said = {*re.findall(r"\w+", long_form.lower()), name}
                 sc = max(3.0, as_subject(said, weights)) + prior
-                cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form))
+                cands.append(Candidate(sc, k, p, " ".join(where.split())[:300], long_form, via="long_form"))
         if a.kind == "describe" and not a.procedure:
             for name, gloss in entry_glosses(p.text, a.names):
                 # "na.locf impute NAs by carrying forward ...": the entry's own words on a line of
                 # entries (a reference card), scored as a sentence with the name as its subject
                 said = {*re.findall(r"[\w.]+", gloss.lower()), name}
-                cands.append(Candidate(as_subject(said, weights) + prior, k, p, f"{name} {gloss}", ""))
+                cands.append(Candidate(as_subject(said, weights) + prior, k, p, f"{name} {gloss}", "", via="entry_gloss"))
             for title in p.title_path:
                 # "3.16. /sbin : System binaries": a title that names the thing asked about and
                 # says what it is, after a colon or a dash
@@ -1973,14 +1989,15 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 if m and m.group(1).strip().lower() in a.names:
                     # scored as a sentence with the name as its subject: "/sbin is system binaries"
                     glossed = set(re.findall(r"\S+", title.lower()))
-                    cands.append(Candidate(as_subject(glossed, weights) + prior, k, p, title, m.group(2).strip()))
+                    cands.append(Candidate(as_subject(glossed, weights) + prior, k, p, title, m.group(2).strip(), via="title_gloss"))
         if a.kind == "entity" and a.target and not a.labels:
             for term, gloss in glossed_list(p.text):
                 # "which function is the parallel version of sum?": "parsum: parallel version of
                 # sum", scored as a sentence with the term as its subject
                 said = set(_lemmas(gloss))
                 if term.lower() not in weights and sum(1 for t in weights if t in said) >= 2:
-                    cands.append(Candidate(as_subject(said, weights) + prior, k, p, f"{term}: {gloss}", term, fits=True))
+                    cands.append(Candidate(as_subject(said, weights) + prior, k, p, f"{term}: {gloss}", term, fits=True,
+                                           via="glossed_term"))
         if a.kind == "entity" and a.labels == _LABELS_BY_WH["where"]:
             for title in p.title_path:
                 # "5.10. /var/log : Log files and directories": a title that names a place of the
@@ -1992,7 +2009,7 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                     hit = sum(w for t, w in weights.items() if t in glossed)
                     if hit > 0:
                         sc = hit / math.sqrt(len(glossed) + 4) * 3 + 0.8 + 1.2 + prior
-                        cands.append(Candidate(sc, k, p, title, m.group(1).strip(), fits=True))
+                        cands.append(Candidate(sc, k, p, title, m.group(1).strip(), fits=True, via="titled_place"))
         if a.kind == "quantity" or a.value or (a.kind == "entity" and a.target and not a.labels and not in_entry):
             # "what goodwill does X have", "what score did X achieve in Y": a number the table
             # gives the row and column the question names answers as well as a name does
@@ -2007,24 +2024,24 @@ def candidates(a: Asked, passages: list[Passage], numbers: list[int] | None = No
                 titled = sum(w for t, w in weights.items() if t in titles[rank] and t not in cell[2])
                 sc = cell[0] + (1.0 if bound else 0.0) + 0.8 + prior + 0.3 * titled
                 cands.append(Candidate(sc, k, p, f"{cell[2]}: {cell[1]}", cell[1],
-                                       fits=a.kind == "quantity" or bound or named >= 2))
+                                       fits=a.kind == "quantity" or bound or named >= 2, via="table_cell"))
         if a.value and a.said_tools:
             for line, value in assigned(p.text, a.said_tools):
                 # "what is the default value of \multicoltolerance?": "\multicoltolerance = 9999", the
                 # value the code sets it to, scored as a sentence naming it as its subject
                 said = set(re.findall(r"[\w\\@.]+", line.lower()))
-                cands.append(Candidate(as_subject(said, weights) + prior, k, p, line, value, fits=True))
+                cands.append(Candidate(as_subject(said, weights) + prior, k, p, line, value, fits=True, via="assigned_value"))
         if a.kind == "describe" or (a.kind == "entity" and not a.labels):
             for row_score, label, next_cell in table_rows_named(p, a, weights):
-                cands.append(Candidate(row_score + prior, k, p, f"{label}: {next_cell}", next_cell))
+                cands.append(Candidate(row_score + prior, k, p, f"{label}: {next_cell}", next_cell, via="row_named"))
         if a.kind == "entity" and a.target and not a.labels:
             for row_score, label, text in table_rows_described(p, a, weights):
-                cands.append(Candidate(row_score + prior, k, p, f"{label}: {text}", label, fits=True))
+                cands.append(Candidate(row_score + prior, k, p, f"{label}: {text}", label, fits=True, via="row_described"))
         if a.kind == "quantity" and a.target:
             counted = table_count(p, a.target, weights)
             if counted is not None:
                 sc = counted[0] + 1.0 + 0.8 + prior
-                cands.append(Candidate(sc, k, p, counted[2], str(counted[1]), fits=True))
+                cands.append(Candidate(sc, k, p, counted[2], str(counted[1]), fits=True, via="table_count"))
     rank_of = {k: rank for rank, (k, _, _) in enumerate(parsed)}
     for c in cands:
         c.score += PASSAGE_PRIOR / (1 + rank_of[c.number])
@@ -2525,9 +2542,17 @@ def _source(passage: Passage, page: int, page_labels: list[str] | None) -> str:
 
 def _answer(a: Asked, cands: list[Candidate], page_labels: list[str] | None = None,
             passages: list[Passage] | None = None) -> tuple[str, list[int]]:
-    """The answer text of the best candidate: its span, cited, then the sentence it is read
-    from; or the sentence itself (and, for a description, the next one)."""
-    best = best_candidate(cands)
+    """The answer text of the best candidate (`best_candidate`)."""
+    return render_answer(a, best_candidate(cands), cands, page_labels, passages)
+
+
+def render_answer(a: Asked, chosen: Candidate, cands: list[Candidate], page_labels: list[str] | None = None,
+                  passages: list[Passage] | None = None) -> tuple[str, list[int]]:
+    """The answer text of the `chosen` candidate: its span, cited, then the sentence it is read
+    from; or the sentence itself (and, for a description, the next one). `cands` (all of them)
+    give the sentence that follows it. `chosen` itself is left as it is: any candidate can be
+    rendered, which is how a fit labels every one."""
+    best = replace(chosen)
     where = _source(best.passage, best.passage.first_page, page_labels)
     if a.kind == "page":  # the page the deciding sentence is on (a passage can span pages)
         page = _sentence_page(best.passage, best.sentence)

@@ -12,12 +12,15 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal
 
+from bookindex.core.errors import ConfigError
 from bookindex.core.model import DocumentTree
 from bookindex.core.pages import cite_page
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
+from bookindex.operators.candidate_scorer import fitted_choice, shipped_weights
 from bookindex.operators.computed import NOTE_OPENS, computed_answer
 from bookindex.operators.context import IndexContext
 from bookindex.operators.evidence_select import EvidenceWeights, packed_passages
@@ -52,7 +55,7 @@ from bookindex.operators.passages import (
     format_passages,
     passage_sources,
 )
-from bookindex.operators.reader import read, read_quantity, recurring_blocks
+from bookindex.operators.reader import Chooser, read, read_quantity, recurring_blocks
 from bookindex.operators.selector import parse_page_range
 from bookindex.operators.structure import doc_structure
 from bookindex.operators.table_shape import pick_table, shape
@@ -154,12 +157,24 @@ def _reader_units(ctx: IndexContext) -> tuple[frozenset[str], frozenset[str]]:
     return ctx.views.furniture, frozenset(entry_of) | frozenset(entry_of.values())
 
 
+def reader_chooser(ctx: IndexContext) -> Chooser | None:
+    """How the reader picks its answer (`answer.reader_choice`): None for the hand-set order,
+    else the shipped fitted weights' choice (a ConfigError when none ship)."""
+    if ctx.settings.answer.reader_choice != "fitted":
+        return None
+    weights = shipped_weights()
+    if weights is None:
+        raise ConfigError("answer.reader_choice is 'fitted' but no fitted weights ship "
+                          "(bookindex/operators/candidate_weights.json): run scripts/fit_reader.py --write")
+    return partial(fitted_choice, weights=weights)
+
+
 def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
                       numbers: list[int] | None = None) -> tuple[str, list[int]]:
     """The no-LLM answer: the extractive reader's span or sentence (`operators.reader`), or the
     best-matching sentences when the reader finds no sentence holding the question's words."""
     furniture, entries = _reader_units(ctx)
-    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels)
+    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels, reader_chooser(ctx))
     if text:
         return text, cites
     ids = [p.node_id for p in passages]

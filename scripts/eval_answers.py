@@ -42,20 +42,12 @@ from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.engine import Engine  # noqa: E402
 from bookindex.evaluation.mmlongbench_run import MMLongBenchQuestion, load_questions  # noqa: E402
 from bookindex.evaluation.reference_run import load_reference_questions, names_entry  # noqa: E402
-from bookindex.evaluation.short_answers import question_kind, score_short, short_answer  # noqa: E402
+from bookindex.evaluation.short_answers import question_kind, score_short, short_answer, short_gold  # noqa: E402
 from bookindex.operators.reader import asked  # noqa: E402
 from bookindex.retrieval.api import METHODS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_GOLD_CHARS = 60
 QUESTION_KINDS = ("date", "number", "structure", "text", "yes-no")  # short_answers.question_kind's values
-
-
-def short_gold(q: MMLongBenchQuestion) -> bool:
-    """A question whose gold answer is short: Str/Int/Float, answerable, <= 60 characters."""
-    gold = str(q.answer or "").strip()
-    return (q.answer_format in ("Str", "Int", "Float") and bool(gold) and gold.lower() != "not answerable"
-            and len(gold) <= MAX_GOLD_CHARS)
 
 
 def ask_one(engine: Engine, q: MMLongBenchQuestion, method: str, k: int) -> dict[str, Any]:
@@ -182,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     engines = {name: Engine(lib, settings) for name, lib in jobs}
     questions: dict[str, list[MMLongBenchQuestion]] = {}
     for name, _ in jobs:
-        qs = [q for q in load_questions(a.data / name) if short_gold(q)
+        qs = [q for q in load_questions(a.data / name) if short_gold(q.answer, q.answer_format)
               and (a.kind is None or question_kind(q.text, q.answer, q.answer_format) == a.kind)]
         questions[name] = qs[:a.limit] if a.limit else qs
     runs = {m: run_name(m, a.k, llm) for m in methods}

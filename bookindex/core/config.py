@@ -154,6 +154,10 @@ class AnswerSettings(_Section):
     # was wrong on 2 quantity questions, the reader where the model was wrong on 11; why:
     # docs/configuration.md), "always" for every model too, "never" asks the model.
     extractive_quantities: Literal["auto", "always", "never"] = "auto"
+    # Which of the extractive reader's candidates answers: "rules", the hand-set order
+    # (operators.reader.best_candidate), or "fitted", the weights scripts/fit_reader.py fitted on
+    # the development sets (operators.candidate_weights.json; the figures: docs/benchmarks.md).
+    reader_choice: Literal["rules", "fitted"] = "rules"
 
 
 class StorageSettings(_Section):

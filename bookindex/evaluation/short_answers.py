@@ -40,6 +40,17 @@ _QUANTITY = re.compile(
 _NUMERIC_GOLD = re.compile(rf"^\s*[-−]?\s?[{CURRENCY}]?\s?{DIGITS}\s?%?\s*$")
 
 
+MAX_GOLD_CHARS = 60
+
+
+def short_gold(answer: Any, answer_format: str | None) -> bool:
+    """A question whose gold answer is short: Str/Int/Float, answerable, <= 60 characters (the
+    questions `scripts/eval_answers.py` and `scripts/fit_reader.py` ask)."""
+    gold = str(answer or "").strip()
+    return (answer_format in ("Str", "Int", "Float") and bool(gold) and gold.lower() != "not answerable"
+            and len(gold) <= MAX_GOLD_CHARS)
+
+
 def asks_quantity(question: str) -> bool:
     """Whether the question asks for a number (count, amount, percentage, ratio)."""
     return bool(_QUANTITY.search(question))
