@@ -38,7 +38,7 @@ _CANDIDATE: tuple[str, ...] = (
     "rule_score", "rule_gap", "rule_rank", "rule_best", "fits", "passage_rank", "order", "verb",
     "has_span", "span_words", "span_numeric", "span_code", "span_repeats_question",
     "span_question_share", "sentence_words", "sentence_question_share", "title_question_share",
-    "has_parts",
+    "has_parts", "span_votes", "span_passages", "span_in_title",
 )
 FEATURES: tuple[str, ...] = (
     *_CANDIDATE,
@@ -71,6 +71,18 @@ def _rule_order(cands: Sequence[Any]) -> dict[int, int]:
     """Each candidate's place (0 = the rule's answer) in `reader.best_candidate`'s order."""
     ranked = sorted(range(len(cands)), key=lambda i: (not cands[i].fits, -cands[i].score, cands[i].number, i))
     return {i: place for place, i in enumerate(ranked)}
+
+
+def _span_support(cands: Sequence[Any]) -> dict[str, tuple[int, int]]:
+    """Each span (lower case) with how many candidates propose it and from how many passages."""
+    votes: dict[str, int] = {}
+    passages: dict[str, set[int]] = {}
+    for c in cands:
+        key = " ".join((c.span or "").lower().split())
+        if key:
+            votes[key] = votes.get(key, 0) + 1
+            passages.setdefault(key, set()).add(c.number)
+    return {k: (v, len(passages[k])) for k, v in votes.items()}
 
 
 def _candidate_values(a: Any, c: Any, place: int, best_score: float, terms: list[str]) -> dict[str, float]:
@@ -109,8 +121,14 @@ def feature_rows(a: Any, cands: Sequence[Any]) -> np.ndarray:
     best_score = max(c.score for c in cands)
     terms = list(a.terms)
     asked = _question_values(a)
+    support = _span_support(cands)
     for i, c in enumerate(cands):
         values = {**asked, **_candidate_values(a, c, order[i], best_score, terms)}
+        key = " ".join((c.span or "").lower().split())
+        votes, passages = support.get(key, (0, 0))
+        values["span_votes"] = math.log1p(votes)
+        values["span_passages"] = math.log1p(passages)
+        values["span_in_title"] = float(bool(key) and key in " ".join(c.passage.title_path).lower())
         for part in SENTENCE_PARTS:
             raw = c.parts.get(part, 0.0)
             values[f"part_{part}"] = math.log1p(raw) if part == "tokens" else raw

@@ -63,3 +63,34 @@ def shipped_weights() -> CandidateWeights | None:
 def fitted_choice(a: Any, cands: list[Any], weights: CandidateWeights) -> Any:
     """The candidate the weights score best (ties: the earlier one)."""
     return cands[int(np.argmax(weights.scores(feature_rows(a, cands))))]
+
+
+def _contributions(weights: CandidateWeights, row: np.ndarray, top: int = 3) -> dict[str, float]:
+    """The features that moved a candidate's fitted score most, with what each added."""
+    parts = (row - np.asarray(weights.mean)) / np.asarray(weights.scale) * np.asarray(weights.coef)
+    order = np.argsort(-np.abs(parts))[:top]
+    return {FEATURES[i]: round(float(parts[i]), 3) for i in order}
+
+
+def choice_report(a: Any, cands: list[Any], chosen: Any, weights: CandidateWeights | None, top: int = 5
+                  ) -> dict[str, Any]:
+    """What `--explain` shows of the reader's choice: how it chose, among how many candidates,
+    and the best `top` by that choice's order, each with its generator, passage, span, sentence
+    start and scores (with fitted weights: the features that decided)."""
+    rows = feature_rows(a, cands)
+    fitted = weights.scores(rows) if weights is not None else None
+    if fitted is not None:
+        order = list(np.argsort(-fitted, kind="stable"))
+    else:
+        order = sorted(range(len(cands)), key=lambda i: (not cands[i].fits, -cands[i].score, cands[i].number, i))
+    shown = []
+    for i in order[:top]:
+        c = cands[i]
+        entry = {"via": c.via, "passage": c.number, "span": c.span[:80], "sentence": c.sentence[:80],
+                 "rule_score": round(c.score, 3), "fits": c.fits, "chosen": c is chosen}
+        if fitted is not None and weights is not None:
+            entry["fitted_score"] = round(float(fitted[i]), 3)
+            entry["features"] = _contributions(weights, rows[i])
+        shown.append(entry)
+    return {"choice": "fitted" if weights is not None else "rules", "kind": a.kind, "candidates": len(cands),
+            "top": shown}

@@ -1671,19 +1671,23 @@ def _lemmas(text: str) -> frozenset[str]:
 
 def read(question: str, passages: list[Passage], numbers: list[int] | None = None,
          furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset(),
-         page_labels: list[str] | None = None, choose: Chooser | None = None) -> tuple[str, list[int]]:
+         page_labels: list[str] | None = None, choose: Chooser | None = None,
+         explain: Callable[[Asked, list[Candidate], Candidate], None] | None = None) -> tuple[str, list[int]]:
     """The extractive answer to `question` from the numbered `passages`: (text, citations);
     ("", []) when no sentence holds any of the question's words. `furniture`: running headers
     and footers (`recurring_blocks`); `entries`: the ids of reference entries and of their blocks,
     an entry's name answering a "which function / command ..." question asked of its passage;
     `page_labels`: the numbers the document prints on its pages, named in a which-page answer
     where they differ from the PDF's; `choose`: which candidate answers (`best_candidate`'s hand-set
-    order when None; `candidate_scorer.fitted_choice` with fitted weights)."""
+    order when None; `candidate_scorer.fitted_choice` with fitted weights); `explain`: called with
+    the question read, every candidate and the chosen one (what `--explain` shows)."""
     a = _asked_once(question)
     cands = candidates(a, passages, numbers, furniture, entries)
     if not cands:
         return "", []
     chosen = choose(a, cands) if choose is not None else best_candidate(cands)
+    if explain is not None:
+        explain(a, cands, chosen)
     return render_answer(a, chosen, cands, page_labels, passages)
 
 

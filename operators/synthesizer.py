@@ -20,7 +20,7 @@ from bookindex.core.model import DocumentTree
 from bookindex.core.pages import cite_page
 from bookindex.operators import prompts
 from bookindex.operators.base import Operator, Params, State
-from bookindex.operators.candidate_scorer import fitted_choice, shipped_weights
+from bookindex.operators.candidate_scorer import CandidateWeights, choice_report, fitted_choice, shipped_weights
 from bookindex.operators.computed import NOTE_OPENS, computed_answer
 from bookindex.operators.context import IndexContext
 from bookindex.operators.evidence_select import EvidenceWeights, packed_passages
@@ -55,7 +55,7 @@ from bookindex.operators.passages import (
     format_passages,
     passage_sources,
 )
-from bookindex.operators.reader import Chooser, read, read_quantity, recurring_blocks
+from bookindex.operators.reader import read, read_quantity, recurring_blocks
 from bookindex.operators.selector import parse_page_range
 from bookindex.operators.structure import doc_structure
 from bookindex.operators.table_shape import pick_table, shape
@@ -157,24 +157,33 @@ def _reader_units(ctx: IndexContext) -> tuple[frozenset[str], frozenset[str]]:
     return ctx.views.furniture, frozenset(entry_of) | frozenset(entry_of.values())
 
 
-def reader_chooser(ctx: IndexContext) -> Chooser | None:
-    """How the reader picks its answer (`answer.reader_choice`): None for the hand-set order,
-    else the shipped fitted weights' choice (a ConfigError when none ship)."""
+def reader_weights(ctx: IndexContext) -> CandidateWeights | None:
+    """The weights the reader picks its answer by (`answer.reader_choice`): None for the hand-set
+    order, else the shipped fitted weights (a ConfigError when none ship)."""
     if ctx.settings.answer.reader_choice != "fitted":
         return None
     weights = shipped_weights()
     if weights is None:
         raise ConfigError("answer.reader_choice is 'fitted' but no fitted weights ship "
                           "(bookindex/operators/candidate_weights.json): run scripts/fit_reader.py --write")
-    return partial(fitted_choice, weights=weights)
+    return weights
 
 
 def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
-                      numbers: list[int] | None = None) -> tuple[str, list[int]]:
+                      numbers: list[int] | None = None, reports: list[dict[str, Any]] | None = None
+                      ) -> tuple[str, list[int]]:
     """The no-LLM answer: the extractive reader's span or sentence (`operators.reader`), or the
-    best-matching sentences when the reader finds no sentence holding the question's words."""
+    best-matching sentences when the reader finds no sentence holding the question's words.
+    `reports`: where the reader's choice is recorded for `--explain` (`choice_report`)."""
     furniture, entries = _reader_units(ctx)
-    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels, reader_chooser(ctx))
+    weights = reader_weights(ctx)
+    choose = partial(fitted_choice, weights=weights) if weights is not None else None
+
+    def explain(a: Any, cands: list[Any], chosen: Any) -> None:
+        if reports is not None:
+            reports.append(choice_report(a, cands, chosen, weights))
+
+    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels, choose, explain)
     if text:
         return text, cites
     ids = [p.node_id for p in passages]
@@ -601,10 +610,13 @@ class Reduce(Operator[ReduceParams]):
         # highest number cited (build_answer)
         allowed = range(1, (len(state.ranked) if merge and state.ranked else len(ev)) + 1)
 
+        reader_reports: list[dict[str, Any]] = []
+
         def read() -> tuple[str, list[int]]:
             if not read_ids:
                 return NOT_ANSWERABLE, []
-            return extractive_answer(self.ctx, state.question, reader_passages(tree, read_ids, state.question))
+            return extractive_answer(self.ctx, state.question, reader_passages(tree, read_ids, state.question),
+                                     reports=reader_reports)
 
         def extractive() -> tuple[str, list[int]]:
             if state.partials and state.sub_results:
@@ -632,4 +644,6 @@ class Reduce(Operator[ReduceParams]):
         state.answer, state.citations, state.citation_check = res.answer, res.citations, res.check
         self.note(source="llm" if res.check in MODEL_CHECKS else "extractive",
                   citations=res.check, outputs={"citations": state.citations}, **res.notes)
+        if reader_reports and res.check not in MODEL_CHECKS:
+            self.note(reader=reader_reports[-1])
         return state

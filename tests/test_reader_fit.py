@@ -135,7 +135,7 @@ def test_a_fitted_choice_without_shipped_weights_is_a_clear_error(monkeypatch):
     ctx = SimpleNamespace(settings=load_settings(overrides={"answer.reader_choice": "fitted"}, env={}))
     monkeypatch.setattr(synthesizer, "shipped_weights", lambda: None)
     with pytest.raises(ConfigError, match="fit_reader"):
-        synthesizer.reader_chooser(ctx)
+        synthesizer.reader_weights(ctx)
 
 
 def test_cases_recorded_from_ask_label_the_rules_answer(libtasn1_library):

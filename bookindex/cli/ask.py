@@ -78,6 +78,8 @@ def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
             node.add(f"[{style}]{key}: {escape(json.dumps(rec[key], ensure_ascii=False)[:300])}[/{style}]")
     if "outputs" in rec:
         node.add(f"kept: {escape(json.dumps(rec['outputs'], ensure_ascii=False)[:400])}")
+    if isinstance(rec.get("reader"), dict):
+        _reader_node(node, rec["reader"])
     for b in rec.get("branches", []):
         _trace_node(node, b)
     if rec.get("op") == "ForEach":
@@ -90,6 +92,21 @@ def _trace_node(parent: Any, rec: dict[str, Any]) -> None:
             sub = node.add(f"[bold]sub-question:[/bold] {escape(sq['question'])}")
             for r in sq["trace"]:
                 _trace_node(sub, r)
+
+
+def _reader_node(parent: Any, report: dict[str, Any]) -> None:
+    """The extractive reader's choice: how it chose and its best candidates with what decided."""
+    from rich.markup import escape
+
+    node = parent.add(f"reader: {report.get('choice')} choice among {report.get('candidates')} candidates "
+                      f"(question kind: {report.get('kind')})")
+    for c in report.get("top", []):
+        mark = "[bold]→[/bold] " if c.get("chosen") else "  "
+        scores = f"rule {c.get('rule_score')}" + (f", fitted {c['fitted_score']}" if "fitted_score" in c else "")
+        line = f"{mark}[{c.get('passage')}] {c.get('via')} ({scores}) {escape(repr(c.get('span') or c.get('sentence')))}"
+        if c.get("features"):
+            line += f"  [dim]{escape(json.dumps(c['features']))}[/dim]"
+        node.add(line)
 
 
 CHECK_WORDS = {
