@@ -151,3 +151,21 @@ def test_cases_recorded_from_ask_label_the_rules_answer(libtasn1_library):
     assert lab.texts[lab.rule_choice] == cases[0].answer
     summary = report(cases, {0: lab}, {0: lab.rule_choice})
     assert summary["all"]["rule"] == summary["all"]["today"] == summary["all"]["fitted"]
+
+
+def test_explain_shows_the_readers_choice_and_its_best_candidates(libtasn1_library):
+    from rich.console import Console
+
+    from bookindex.cli.ask import render_explain
+
+    lib, cache = libtasn1_library
+    engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={}))
+    answer = engine.ask("Which function returns the value of an element?", doc="libtasn1.pdf")
+    reports = [r.model_dump().get("reader") for r in answer.trace if r.model_dump().get("reader")]
+    assert reports and reports[-1]["choice"] == "rules"
+    top = reports[-1]["top"]
+    assert 1 <= len(top) <= 5 and sum(c["chosen"] for c in top) == 1
+    assert all(c["via"] in GENERATORS for c in top)
+    console = Console(width=200, record=True)
+    console.print(render_explain(answer))
+    assert "reader: rules choice among" in console.export_text()

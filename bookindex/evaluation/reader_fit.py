@@ -96,9 +96,9 @@ class _ObservedReader:
 
     def __call__(self, question: str, passages: list[Any], numbers: list[int] | None = None,
                  furniture: frozenset[str] = frozenset(), entries: frozenset[str] = frozenset(),
-                 page_labels: list[str] | None = None, choose: Any = None) -> tuple[str, list[int]]:
+                 page_labels: list[str] | None = None, *rest: Any) -> tuple[str, list[int]]:
         self.calls.append((question, passages, numbers, furniture, entries, page_labels))
-        return self.real(question, passages, numbers, furniture, entries, page_labels, choose)
+        return self.real(question, passages, numbers, furniture, entries, page_labels, *rest)
 
 
 def collect_cases(engine: Any, items: Sequence[Item], progress: Callable[[int, int], None] | None = None
