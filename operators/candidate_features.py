@@ -67,10 +67,14 @@ def _share(terms: Sequence[str], text: str) -> float:
     return sum(1 for t in terms if t in held) / len(terms)
 
 
+def rule_ranked(cands: Sequence[Any]) -> list[int]:
+    """The candidates' indices in `reader.best_candidate`'s order (its answer first)."""
+    return sorted(range(len(cands)), key=lambda i: (not cands[i].fits, -cands[i].score, cands[i].number, i))
+
+
 def _rule_order(cands: Sequence[Any]) -> dict[int, int]:
     """Each candidate's place (0 = the rule's answer) in `reader.best_candidate`'s order."""
-    ranked = sorted(range(len(cands)), key=lambda i: (not cands[i].fits, -cands[i].score, cands[i].number, i))
-    return {i: place for place, i in enumerate(ranked)}
+    return {i: place for place, i in enumerate(rule_ranked(cands))}
 
 
 def _span_support(cands: Sequence[Any]) -> dict[str, tuple[int, int]]:

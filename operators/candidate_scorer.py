@@ -17,21 +17,29 @@ from typing import Any
 
 import numpy as np
 
-from bookindex.operators.candidate_features import FEATURES, feature_rows
+from bookindex.operators.candidate_features import FEATURES, feature_rows, rule_ranked
 
 WEIGHTS_FILE = Path(__file__).with_name("candidate_weights.json")
 
 
 @dataclass
 class CandidateWeights:
-    """A linear score over standardised features: (x - mean) / scale · coef + intercept."""
+    """A linear score over standardised features: (x - mean) / scale · coef + intercept, that
+    re-ranks the `top_k` candidates of the hand-set order (0: every candidate)."""
 
     features: tuple[str, ...]
     mean: list[float]
     scale: list[float]
     coef: list[float]
     intercept: float
+    top_k: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def pool(self, cands: list[Any]) -> list[int]:
+        """The indices of the candidates the weights choose among: the hand-set order's first
+        `top_k`, in that order."""
+        ranked = rule_ranked(cands)
+        return ranked[:self.top_k] if self.top_k else ranked
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         """Each row's score (a log-odds of being right)."""
@@ -40,7 +48,7 @@ class CandidateWeights:
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "mean": self.mean, "scale": self.scale, "coef": self.coef,
-                "intercept": self.intercept, "meta": self.meta}
+                "intercept": self.intercept, "top_k": self.top_k, "meta": self.meta}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CandidateWeights:
@@ -49,7 +57,7 @@ class CandidateWeights:
         if tuple(data["features"]) != FEATURES:
             raise ValueError("candidate weights were fitted on other features than candidate_features.FEATURES")
         return cls(FEATURES, list(data["mean"]), list(data["scale"]), list(data["coef"]),
-                   float(data["intercept"]), dict(data.get("meta", {})))
+                   float(data["intercept"]), int(data.get("top_k", 0)), dict(data.get("meta", {})))
 
 
 @lru_cache(maxsize=1)
@@ -61,8 +69,10 @@ def shipped_weights() -> CandidateWeights | None:
 
 
 def fitted_choice(a: Any, cands: list[Any], weights: CandidateWeights) -> Any:
-    """The candidate the weights score best (ties: the earlier one)."""
-    return cands[int(np.argmax(weights.scores(feature_rows(a, cands))))]
+    """The candidate of the weights' pool they score best (ties: the hand-set order's)."""
+    pool = weights.pool(cands)
+    rows = feature_rows(a, cands)[pool]
+    return cands[pool[int(np.argmax(weights.scores(rows)))]]
 
 
 def _contributions(weights: CandidateWeights, row: np.ndarray, top: int = 3) -> dict[str, float]:
@@ -79,10 +89,10 @@ def choice_report(a: Any, cands: list[Any], chosen: Any, weights: CandidateWeigh
     start and scores (with fitted weights: the features that decided)."""
     rows = feature_rows(a, cands)
     fitted = weights.scores(rows) if weights is not None else None
-    if fitted is not None:
-        order = list(np.argsort(-fitted, kind="stable"))
-    else:
-        order = sorted(range(len(cands)), key=lambda i: (not cands[i].fits, -cands[i].score, cands[i].number, i))
+    order = rule_ranked(cands)
+    if fitted is not None and weights is not None:
+        pool = weights.pool(cands)
+        order = sorted(pool, key=lambda i: -fitted[i]) + [i for i in order if i not in set(pool)]
     shown = []
     for i in order[:top]:
         c = cands[i]

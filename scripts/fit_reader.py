@@ -63,6 +63,26 @@ def _split_items(data: Path, set_name: str) -> list:
             for q in load_questions(data) if short_gold(q.answer, q.answer_format)]
 
 
+def _labelled(cases: list, cache: Path) -> dict:
+    """Each case's labelled candidates (`reader_fit.label`), cached by the cases and the reader's
+    code; the feature rows are recomputed every run, so a change of features needs no relabel."""
+    import pickle
+
+    from bookindex.evaluation.reader_fit import label, relabel_rows
+    from bookindex.operators import reader
+
+    key = hashlib.sha256(pickle.dumps([(c.item, c.answer) for c in cases]) + Path(reader.__file__).read_bytes())
+    path = cache / f"labelled-{key.hexdigest()[:16]}.pkl"
+    if path.is_file():
+        labelled = pickle.loads(path.read_bytes())  # noqa: S301 - this tool's own cache
+        relabel_rows(list(labelled.values()))
+        return labelled
+    labelled = {i: lab for i, c in enumerate(cases) if (lab := label(c)) is not None}
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(labelled))
+    return labelled
+
+
 def _cases(library: Path, items_of, cache: Path) -> list:
     """The library's cases: from the cache when it holds them for these questions, else asked."""
     from bookindex.evaluation.reader_fit import collect_cases, load_cases, save_cases
@@ -98,35 +118,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=Path("bench-out/reader-cases"))
     ap.add_argument("--out", type=Path, default=Path("bench-out/fit-reader"))
     ap.add_argument("--c", type=float, default=0.1, help="inverse regularisation strength")
+    ap.add_argument("--top-k", type=int, default=3, help="re-rank the hand-set order's first K candidates (0: all)")
     ap.add_argument("--write", action="store_true", help="ship the weights fitted on every question")
     args = ap.parse_args(argv)
     from bookindex.core.atomic import write_json_atomic, write_text_atomic
-    from bookindex.evaluation.reader_fit import fit_weights, label, markdown, out_of_fold, report
+    from bookindex.evaluation.reader_fit import fit_weights, markdown, out_of_fold, report
     from bookindex.operators.candidate_scorer import WEIGHTS_FILE
 
-    cases = []
+    cases: list = []
+    labelled: dict = {}
+
+    def add(library_cases: list) -> None:
+        labelled.update({len(cases) + i: lab for i, lab in _labelled(library_cases, args.cache).items()})
+        cases.extend(library_cases)
+
     for lib in args.manual:
-        cases += _cases(lib, _manual_items, args.cache)
+        add(_cases(lib, _manual_items, args.cache))
     for spec in args.set:
         name, _, where = spec.partition("=")
         data, _, lib = where.rpartition(":")
         if not (name and data and lib):
             ap.error(f"--set {spec!r}: expected NAME=DATA:LIB")
-        cases += _cases(Path(lib), lambda _e, d=Path(data), n=name: _split_items(d, n), args.cache)
+        add(_cases(Path(lib), lambda _e, d=Path(data), n=name: _split_items(d, n), args.cache))
     if not cases:
         ap.error("no questions: give --manual or --set")
-    labelled = {i: lab for i, c in enumerate(cases) if (lab := label(c)) is not None}
     keys = sorted(labelled)
-    oof = out_of_fold([labelled[i] for i in keys], c=args.c)
+    oof = out_of_fold([labelled[i] for i in keys], c=args.c, top_k=args.top_k)
     summary = report(cases, labelled, dict(zip(keys, oof)))
-    summary["fitted_on"] = {"commit": _commit(), "questions": len(keys), "c": args.c,
-                            "sets": sorted({c.item.set for c in cases})}
+    summary["fitted_on"] = {"commit": _commit(), "questions": len(keys), "c": args.c, "top_k": args.top_k,
+                            "sets": {s: r["questions"] for s, r in summary["sets"].items()}}
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "fit_reader.json", summary)
     write_text_atomic(args.out / "fit_reader.md", markdown(summary))
     print(markdown(summary))
     if args.write:
-        weights = fit_weights([labelled[i] for i in keys], args.c, summary["fitted_on"])
+        weights = fit_weights([labelled[i] for i in keys], args.c, args.top_k, summary["fitted_on"])
         write_json_atomic(WEIGHTS_FILE, weights.to_json())
         print(f"wrote {WEIGHTS_FILE}")
     return 0

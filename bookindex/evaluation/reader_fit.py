@@ -27,7 +27,7 @@ import numpy as np
 from bookindex.evaluation.reference_run import names_entry
 from bookindex.evaluation.short_answers import score_short, short_answer
 from bookindex.operators import synthesizer
-from bookindex.operators.candidate_features import FEATURES, feature_rows
+from bookindex.operators.candidate_features import FEATURES, feature_rows, rule_ranked
 from bookindex.operators.candidate_scorer import CandidateWeights
 from bookindex.operators.reader import asked, best_candidate, candidates, render_answer
 
@@ -84,6 +84,11 @@ class Labelled:
     rule_choice: int
     answer_right: bool
     texts: list[str] = field(default_factory=list)
+    asked: Any = None  # the question as the reader read it, and its candidates: features can be
+    cands: list[Any] = field(default_factory=list)  # recomputed from them (`relabel_rows`)
+    # the rule's choice rendered is the answer `ask` gave: the reader decided it (not a computed
+    # answer, a Map's merge or a later step)
+    decides: bool = True
 
 
 class _ObservedReader:
@@ -141,52 +146,83 @@ def label(case: ReaderCase) -> Labelled | None:
     right = np.array([case.item.gold.right(question, t) for t in texts], dtype=bool)
     rule = next(i for i, c in enumerate(cands) if c is best_candidate(cands))
     return Labelled(case.item, feature_rows(a, cands), right, rule,
-                    case.item.gold.right(question, case.answer), texts)
+                    case.item.gold.right(question, case.answer), texts, a, cands, texts[rule] == case.answer)
 
 
-def _fit(rows: np.ndarray, right: np.ndarray, c: float) -> CandidateWeights:
+def relabel_rows(labelled: Sequence[Labelled]) -> None:
+    """Recompute each case's feature rows from its kept candidates (after FEATURES changed)."""
+    for lab in labelled:
+        lab.rows = feature_rows(lab.asked, lab.cands)
+
+
+def _fit(rows: np.ndarray, right: np.ndarray, sample_weight: np.ndarray, c: float, top_k: int) -> CandidateWeights:
     """A logistic regression of rightness on standardised features (scikit-learn)."""
     from sklearn.linear_model import LogisticRegression
 
     mean = rows.mean(axis=0)
     scale = rows.std(axis=0)
     scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced")
-    model.fit((rows - mean) / scale, right)
+    model = LogisticRegression(C=c, max_iter=3000)
+    model.fit((rows - mean) / scale, right, sample_weight=sample_weight)
     return CandidateWeights(FEATURES, mean.tolist(), scale.tolist(), model.coef_[0].tolist(),
-                            float(model.intercept_[0]))
+                            float(model.intercept_[0]), top_k)
 
 
-def fit_weights(labelled: Sequence[Labelled], c: float = 0.1, meta: dict[str, Any] | None = None) -> CandidateWeights:
-    """Weights fitted on every labelled case (what ships)."""
-    rows = np.vstack([lab.rows for lab in labelled])
-    right = np.concatenate([lab.right for lab in labelled])
-    weights = _fit(rows, right, c)
+def _question_weights(right: np.ndarray) -> np.ndarray:
+    """Each question weighs the same whatever its number of candidates: its right candidates
+    share one half, its wrong ones the other (a question with only one kind gives it all)."""
+    n_right, n_wrong = int(right.sum()), int((~right).sum())
+    if not n_right or not n_wrong:
+        return np.full(len(right), 1.0 / len(right))
+    return np.where(right, 0.5 / n_right, 0.5 / n_wrong)
+
+
+def _pool(lab: Labelled, top_k: int) -> list[int]:
+    """The candidates a fit with `top_k` chooses among (`CandidateWeights.pool`)."""
+    ranked = rule_ranked(lab.cands) if lab.cands else list(range(len(lab.right)))
+    return ranked[:top_k] if top_k else ranked
+
+
+def fit_weights(labelled: Sequence[Labelled], c: float = 0.1, top_k: int = 3,
+                meta: dict[str, Any] | None = None) -> CandidateWeights:
+    """Weights fitted on every labelled case (what ships), over each question's pool of
+    candidates. Pools whose candidates are all right or all wrong teach no choice and are left out."""
+    pools = [(lab, _pool(lab, top_k)) for lab in labelled]
+    useful = [(lab.rows[p], lab.right[p]) for lab, p in pools if 0 < lab.right[p].sum() < len(p)]
+    if not useful:
+        useful = [(lab.rows[p], lab.right[p]) for lab, p in pools]
+    rows = np.vstack([r for r, _ in useful])
+    right = np.concatenate([y for _, y in useful])
+    sample_weight = np.concatenate([_question_weights(y) for _, y in useful]) * len(useful)
+    weights = _fit(rows, right, sample_weight, c, top_k)
     weights.meta = dict(meta or {})
     return weights
 
 
-def out_of_fold(labelled: Sequence[Labelled], folds: int = 5, c: float = 0.1) -> list[int]:
+def out_of_fold(labelled: Sequence[Labelled], folds: int = 5, c: float = 0.1, top_k: int = 3) -> list[int]:
     """Each case's fitted choice, from weights fitted without its document's cases."""
     from sklearn.model_selection import GroupKFold
 
     groups = [f"{lab.item.set}/{lab.item.doc}" for lab in labelled]
     choice = [0] * len(labelled)
     for train, test in GroupKFold(n_splits=min(folds, len(set(groups)))).split(labelled, groups=groups):
-        weights = fit_weights([labelled[i] for i in train], c)
+        weights = fit_weights([labelled[i] for i in train], c, top_k)
         for i in test:
-            choice[i] = int(np.argmax(weights.scores(labelled[i].rows)))
+            pool = _pool(labelled[i], top_k)
+            choice[i] = pool[int(np.argmax(weights.scores(labelled[i].rows[pool])))]
     return choice
 
 
 def report(cases: Sequence[ReaderCase], labelled: dict[int, Labelled], choice: dict[int, int]) -> dict[str, Any]:
     """Per set: questions, right by `ask` today, by the rule's choice and by the fitted one (a
-    question without candidates counts its own answer for both), and the best any choice could do."""
+    question whose answer the reader did not decide counts `ask`'s answer for both), and the best
+    any choice could do."""
     sets: dict[str, dict[str, int]] = {}
     for i, case in enumerate(cases):
         row = sets.setdefault(case.item.set, {"questions": 0, "today": 0, "rule": 0, "fitted": 0, "oracle": 0})
         today = case.item.gold.right(case.item.question, case.answer)
         lab = labelled.get(i)
+        lab = lab if lab is not None and lab.decides else None
         row["questions"] += 1
         row["today"] += today
         row["rule"] += bool(lab.right[lab.rule_choice]) if lab else today
