@@ -117,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], help="NAME=DATA:LIB, a split folder and its library")
     ap.add_argument("--cache", type=Path, default=Path("bench-out/reader-cases"))
     ap.add_argument("--out", type=Path, default=Path("bench-out/fit-reader"))
-    ap.add_argument("--c", type=float, default=0.1, help="inverse regularisation strength")
-    ap.add_argument("--top-k", type=int, default=3, help="re-rank the hand-set order's first K candidates (0: all)")
+    ap.add_argument("--c", type=float, default=0.03, help="inverse regularisation strength")
+    ap.add_argument("--top-k", type=int, default=2, help="re-rank the hand-set order's first K candidates (0: all)")
     ap.add_argument("--write", action="store_true", help="ship the weights fitted on every question")
     args = ap.parse_args(argv)
     from bookindex.core.atomic import write_json_atomic, write_text_atomic

@@ -183,7 +183,7 @@ def _pool(lab: Labelled, top_k: int) -> list[int]:
     return ranked[:top_k] if top_k else ranked
 
 
-def fit_weights(labelled: Sequence[Labelled], c: float = 0.1, top_k: int = 3,
+def fit_weights(labelled: Sequence[Labelled], c: float = 0.03, top_k: int = 2,
                 meta: dict[str, Any] | None = None) -> CandidateWeights:
     """Weights fitted on every labelled case (what ships), over each question's pool of
     candidates. Pools whose candidates are all right or all wrong teach no choice and are left out."""
@@ -199,7 +199,7 @@ def fit_weights(labelled: Sequence[Labelled], c: float = 0.1, top_k: int = 3,
     return weights
 
 
-def out_of_fold(labelled: Sequence[Labelled], folds: int = 5, c: float = 0.1, top_k: int = 3) -> list[int]:
+def out_of_fold(labelled: Sequence[Labelled], folds: int = 5, c: float = 0.03, top_k: int = 2) -> list[int]:
     """Each case's fitted choice, from weights fitted without its document's cases."""
     from sklearn.model_selection import GroupKFold
 
