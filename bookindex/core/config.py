@@ -157,7 +157,7 @@ class AnswerSettings(_Section):
     # Which of the extractive reader's candidates answers: "rules", the hand-set order
     # (operators.reader.best_candidate), or "fitted", the weights scripts/fit_reader.py fitted on
     # the development sets (operators.candidate_weights.json; the figures: docs/benchmarks.md).
-    reader_choice: Literal["rules", "fitted"] = "rules"
+    reader_choice: Literal["rules", "fitted"] = "fitted"
 
 
 class StorageSettings(_Section):
