@@ -140,7 +140,8 @@ def test_a_fitted_choice_without_shipped_weights_is_a_clear_error(monkeypatch):
 
 def test_cases_recorded_from_ask_label_the_rules_answer(libtasn1_library):
     lib, cache = libtasn1_library
-    engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={}))
+    engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache),
+                                                  "answer.reader_choice": "rules"}, env={}))
     items = [Item("tests", "libtasn1.pdf", "Which function returns the value of an element?",
                   Gold("entry", ("asn1_read_value",)))]
     cases = collect_cases(engine, items)
@@ -162,10 +163,11 @@ def test_explain_shows_the_readers_choice_and_its_best_candidates(libtasn1_libra
     engine = Engine(lib, load_settings(overrides={"llm.provider": "none", "cache.path": str(cache)}, env={}))
     answer = engine.ask("Which function returns the value of an element?", doc="libtasn1.pdf")
     reports = [r.model_dump().get("reader") for r in answer.trace if r.model_dump().get("reader")]
-    assert reports and reports[-1]["choice"] == "rules"
+    assert reports and reports[-1]["choice"] == "fitted"  # the default, with the shipped weights
     top = reports[-1]["top"]
     assert 1 <= len(top) <= 5 and sum(c["chosen"] for c in top) == 1
+    assert top[0]["chosen"] and "fitted_score" in top[0] and top[0]["features"]
     assert all(c["via"] in GENERATORS for c in top)
     console = Console(width=200, record=True)
     console.print(render_explain(answer))
-    assert "reader: rules choice among" in console.export_text()
+    assert "reader: fitted choice among" in console.export_text()
