@@ -116,9 +116,11 @@ def _question_values(a: Any) -> dict[str, float]:
     return values
 
 
-def feature_rows(a: Any, cands: Sequence[Any]) -> np.ndarray:
-    """One row of `FEATURES` per candidate of the question `a` (an `Asked`), in their order."""
-    rows = np.zeros((len(cands), len(FEATURES)), dtype=np.float64)
+def feature_rows(a: Any, cands: Sequence[Any], only: Sequence[int] | None = None) -> np.ndarray:
+    """One row of `FEATURES` per candidate of the question `a` (an `Asked`), in their order; with
+    `only`, the rows of those candidates alone, in that order (features still read them all)."""
+    chosen = list(range(len(cands))) if only is None else list(only)
+    rows = np.zeros((len(chosen), len(FEATURES)), dtype=np.float64)
     if not cands:
         return rows
     order = _rule_order(cands)
@@ -126,7 +128,8 @@ def feature_rows(a: Any, cands: Sequence[Any]) -> np.ndarray:
     terms = list(a.terms)
     asked = _question_values(a)
     support = _span_support(cands)
-    for i, c in enumerate(cands):
+    for row, i in enumerate(chosen):
+        c = cands[i]
         values = {**asked, **_candidate_values(a, c, order[i], best_score, terms)}
         key = " ".join((c.span or "").lower().split())
         votes, passages = support.get(key, (0, 0))
@@ -142,5 +145,5 @@ def feature_rows(a: Any, cands: Sequence[Any]) -> np.ndarray:
             values[f"span_for_{a.kind}"] = values["has_span"]
             values[f"fits_for_{a.kind}"] = values["fits"]
         for name, value in values.items():
-            rows[i, _INDEX[name]] = value
+            rows[row, _INDEX[name]] = value
     return rows

@@ -71,7 +71,7 @@ def shipped_weights() -> CandidateWeights | None:
 def fitted_choice(a: Any, cands: list[Any], weights: CandidateWeights) -> Any:
     """The candidate of the weights' pool they score best (ties: the hand-set order's)."""
     pool = weights.pool(cands)
-    rows = feature_rows(a, cands)[pool]
+    rows = feature_rows(a, cands, only=pool)
     return cands[pool[int(np.argmax(weights.scores(rows)))]]
 
 
@@ -87,20 +87,23 @@ def choice_report(a: Any, cands: list[Any], chosen: Any, weights: CandidateWeigh
     """What `--explain` shows of the reader's choice: how it chose, among how many candidates,
     and the best `top` by that choice's order, each with its generator, passage, span, sentence
     start and scores (with fitted weights: the features that decided)."""
-    rows = feature_rows(a, cands)
-    fitted = weights.scores(rows) if weights is not None else None
     order = rule_ranked(cands)
-    if fitted is not None and weights is not None:
+    fitted: dict[int, float] = {}
+    if weights is not None:  # the pool in the weights' order, then the rest in the rules'
         pool = weights.pool(cands)
-        order = sorted(pool, key=lambda i: -fitted[i]) + [i for i in order if i not in set(pool)]
+        fitted = dict(zip(pool, weights.scores(feature_rows(a, cands, only=pool)).tolist()))
+        order = sorted(pool, key=lambda i: -fitted[i]) + [i for i in order if i not in fitted]
+    picked = order[:top]
+    rows = feature_rows(a, cands, only=picked) if weights is not None else None
     shown = []
-    for i in order[:top]:
+    for n, i in enumerate(picked):
         c = cands[i]
         entry = {"via": c.via, "passage": c.number, "span": c.span[:80], "sentence": c.sentence[:80],
                  "rule_score": round(c.score, 3), "fits": c.fits, "chosen": c is chosen}
-        if fitted is not None and weights is not None:
-            entry["fitted_score"] = round(float(fitted[i]), 3)
-            entry["features"] = _contributions(weights, rows[i])
+        if weights is not None and rows is not None:
+            if i in fitted:
+                entry["fitted_score"] = round(fitted[i], 3)
+            entry["features"] = _contributions(weights, rows[n])
         shown.append(entry)
     return {"choice": "fitted" if weights is not None else "rules", "kind": a.kind, "candidates": len(cands),
             "top": shown}

@@ -171,3 +171,10 @@ def test_explain_shows_the_readers_choice_and_its_best_candidates(libtasn1_libra
     console = Console(width=200, record=True)
     console.print(render_explain(answer))
     assert "reader: fitted choice among" in console.export_text()
+
+
+def test_rows_of_some_candidates_equal_those_rows_of_all():
+    a = asked("What is the default port of the frobnicator?")
+    cands = candidates(a, _passages())
+    some = [len(cands) - 1, 0]
+    assert np.array_equal(feature_rows(a, cands, only=some), feature_rows(a, cands)[some])
