@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from bookindex.operators.reader import hand_set_key
+
 # every generator of `reader.candidates`, by the name it tags its candidates with
 GENERATORS: tuple[str, ...] = (
     "sentence", "untyped_sentence", "typed_span", "numeric_span", "given_name", "verb_filler",
@@ -68,8 +70,16 @@ def _share(terms: Sequence[str], text: str) -> float:
 
 
 def rule_ranked(cands: Sequence[Any]) -> list[int]:
-    """The candidates' indices in `reader.best_candidate`'s order (its answer first)."""
-    return sorted(range(len(cands)), key=lambda i: (not cands[i].fits, -cands[i].score, cands[i].number, i))
+    """The candidates' indices in `reader.best_candidate`'s order (its answer first; ties keep
+    their order, as `max` does)."""
+    return sorted(range(len(cands)), key=lambda i: hand_set_key(cands[i]), reverse=True)
+
+
+def hand_set_pool(cands: Sequence[Any], top_k: int) -> list[int]:
+    """The first `top_k` candidates of the hand-set order (every one for 0): what fitted weights
+    choose among."""
+    ranked = rule_ranked(cands)
+    return ranked[:top_k] if top_k else ranked
 
 
 def _rule_order(cands: Sequence[Any]) -> dict[int, int]:

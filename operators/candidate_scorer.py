@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from bookindex.operators.candidate_features import FEATURES, feature_rows, rule_ranked
+from bookindex.operators.candidate_features import FEATURES, feature_rows, hand_set_pool, rule_ranked
 
 WEIGHTS_FILE = Path(__file__).with_name("candidate_weights.json")
 
@@ -38,8 +38,7 @@ class CandidateWeights:
     def pool(self, cands: list[Any]) -> list[int]:
         """The indices of the candidates the weights choose among: the hand-set order's first
         `top_k`, in that order."""
-        ranked = rule_ranked(cands)
-        return ranked[:self.top_k] if self.top_k else ranked
+        return hand_set_pool(cands, self.top_k)
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         """Each row's score (a log-odds of being right)."""
@@ -87,23 +86,24 @@ def choice_report(a: Any, cands: list[Any], chosen: Any, weights: CandidateWeigh
     """What `--explain` shows of the reader's choice: how it chose, among how many candidates,
     and the best `top` by that choice's order, each with its generator, passage, span, sentence
     start and scores (with fitted weights: the features that decided)."""
-    order = rule_ranked(cands)
+    # the hand-set order's head; with weights, their pool (its first top_k) re-ordered by them
+    n_pool = (weights.top_k or len(cands)) if weights is not None else 0
+    head = rule_ranked(cands)[:max(top, n_pool)]
+    rows = dict(zip(head, feature_rows(a, cands, only=head))) if weights is not None else {}
     fitted: dict[int, float] = {}
-    if weights is not None:  # the pool in the weights' order, then the rest in the rules'
-        pool = weights.pool(cands)
-        fitted = dict(zip(pool, weights.scores(feature_rows(a, cands, only=pool)).tolist()))
-        order = sorted(pool, key=lambda i: -fitted[i]) + [i for i in order if i not in fitted]
-    picked = order[:top]
-    rows = feature_rows(a, cands, only=picked) if weights is not None else None
+    if weights is not None:
+        pool = head[:n_pool]
+        fitted = dict(zip(pool, weights.scores(np.array([rows[i] for i in pool])).tolist()))
+        head = sorted(pool, key=lambda i: -fitted[i]) + head[n_pool:]
     shown = []
-    for n, i in enumerate(picked):
+    for i in head[:top]:
         c = cands[i]
         entry = {"via": c.via, "passage": c.number, "span": c.span[:80], "sentence": c.sentence[:80],
                  "rule_score": round(c.score, 3), "fits": c.fits, "chosen": c is chosen}
-        if weights is not None and rows is not None:
+        if weights is not None:
             if i in fitted:
                 entry["fitted_score"] = round(fitted[i], 3)
-            entry["features"] = _contributions(weights, rows[n])
+            entry["features"] = _contributions(weights, rows[i])
         shown.append(entry)
     return {"choice": "fitted" if weights is not None else "rules", "kind": a.kind, "candidates": len(cands),
             "top": shown}

@@ -2532,10 +2532,15 @@ def _sentence_page(passage: Passage, sentence: str) -> int:
     return passage.first_page
 
 
+def hand_set_key(c: Candidate) -> tuple[bool, float, int]:
+    """The hand-set order of candidates, best last: one of the kind asked first, then the best
+    scored, then the best-ranked passage's."""
+    return c.fits, c.score, -c.number
+
+
 def best_candidate(cands: list[Candidate]) -> Candidate:
-    """The answer among the candidates: one of the kind asked first, then the best scored, then
-    the best-ranked passage's."""
-    return max(cands, key=lambda c: (c.fits, c.score, -c.number))
+    """The answer among the candidates by the hand-set order (`hand_set_key`; ties: the first)."""
+    return max(cands, key=hand_set_key)
 
 
 def _source(passage: Passage, page: int, page_labels: list[str] | None) -> str:

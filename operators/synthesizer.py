@@ -183,7 +183,8 @@ def extractive_answer(ctx: IndexContext, question: str, passages: list[Passage],
         if reports is not None:
             reports.append(choice_report(a, cands, chosen, weights))
 
-    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels, choose, explain)
+    text, cites = read(question, passages, numbers, furniture, entries, ctx.page_labels, choose,
+                       explain if reports is not None else None)
     if text:
         return text, cites
     ids = [p.node_id for p in passages]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,16 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bookindex.core.config import load_settings  # noqa: E402
 from bookindex.engine import Engine  # noqa: E402
 from bookindex.evaluation import evidence_fit as ef  # noqa: E402
+from bookindex.evaluation.report import source_commit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _cases(spec: str, cache: Path) -> tuple[list[ef.Case], Path]:
@@ -79,7 +71,7 @@ def main() -> int:
     if not args.no_write:
         data = {name: sum(c.set == name for c in cases) for name in engines}
         weights = ef.fit_all(cases, lambda c: engines[c.set].open(c.doc_id),
-                             {"commit": _commit(), "fitted_on": data, "model": f"LogisticRegression(C={ef.C})"})
+                             {"commit": source_commit(ROOT), "fitted_on": data, "model": f"LogisticRegression(C={ef.C})"})
         args.weights.write_text(json.dumps(weights.to_json(), indent=1) + "\n")
         print(f"weights: {args.weights}")
     return 0

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -103,14 +102,6 @@ def _cases(library: Path, items_of, cache: Path) -> list:
     return cases
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--manual", type=Path, action="append", default=[], help="a library of manuals (tests/data questions)")
@@ -123,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from bookindex.core.atomic import write_json_atomic, write_text_atomic
     from bookindex.evaluation.reader_fit import fit_weights, markdown, out_of_fold, report
+    from bookindex.evaluation.report import source_commit
     from bookindex.operators.candidate_scorer import WEIGHTS_FILE
 
     cases: list = []
@@ -145,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     keys = sorted(labelled)
     oof = out_of_fold([labelled[i] for i in keys], c=args.c, top_k=args.top_k)
     summary = report(cases, labelled, dict(zip(keys, oof)))
-    summary["fitted_on"] = {"commit": _commit(), "questions": len(keys), "c": args.c, "top_k": args.top_k,
+    summary["fitted_on"] = {"commit": source_commit(ROOT), "questions": len(keys), "c": args.c, "top_k": args.top_k,
                             "sets": {s: r["questions"] for s, r in summary["sets"].items()}}
     args.out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(args.out / "fit_reader.json", summary)

@@ -27,9 +27,9 @@ import numpy as np
 from bookindex.evaluation.reference_run import names_entry
 from bookindex.evaluation.short_answers import score_short, short_answer
 from bookindex.operators import synthesizer
-from bookindex.operators.candidate_features import FEATURES, feature_rows, rule_ranked
+from bookindex.operators.candidate_features import FEATURES, feature_rows, hand_set_pool, rule_ranked
 from bookindex.operators.candidate_scorer import CandidateWeights
-from bookindex.operators.reader import asked, best_candidate, candidates, render_answer
+from bookindex.operators.reader import asked, candidates, render_answer
 
 SHOWN = 300  # the characters of an answer a reader takes in at a glance (`eval_manual_answers`)
 
@@ -144,7 +144,7 @@ def label(case: ReaderCase) -> Labelled | None:
         return None
     texts = [render_answer(a, c, cands, page_labels, passages)[0] for c in cands]
     right = np.array([case.item.gold.right(question, t) for t in texts], dtype=bool)
-    rule = next(i for i, c in enumerate(cands) if c is best_candidate(cands))
+    rule = rule_ranked(cands)[0]  # `best_candidate`'s answer
     return Labelled(case.item, feature_rows(a, cands), right, rule,
                     case.item.gold.right(question, case.answer), texts, a, cands, texts[rule] == case.answer)
 
@@ -178,9 +178,11 @@ def _question_weights(right: np.ndarray) -> np.ndarray:
 
 
 def _pool(lab: Labelled, top_k: int) -> list[int]:
-    """The candidates a fit with `top_k` chooses among (`CandidateWeights.pool`)."""
-    ranked = rule_ranked(lab.cands) if lab.cands else list(range(len(lab.right)))
-    return ranked[:top_k] if top_k else ranked
+    """The candidates a fit with `top_k` chooses among (`CandidateWeights.pool`); a case made of
+    rows alone (a test's fixture) has them in the hand-set order already."""
+    if lab.cands:
+        return hand_set_pool(lab.cands, top_k)
+    return list(range(len(lab.right)))[:top_k or None]
 
 
 def fit_weights(labelled: Sequence[Labelled], c: float = 0.03, top_k: int = 2,

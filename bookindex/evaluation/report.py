@@ -8,6 +8,7 @@ and `f1`, and `groups` (e.g. evidence source, document type) for breakdowns.
 
 from __future__ import annotations
 
+import subprocess
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +21,16 @@ from bookindex.evaluation.benchmark import Benchmark, Meta, Q, Record, Summary
 # no LLM. A refusal is "not-answerable", or "refused-extractive" where the extractive answer replaced it.
 REFUSALS = ("not-answerable", "refused-extractive")
 LLM_CHECKS = ("valid", "repaired", "fallback", *REFUSALS)
+
+
+def source_commit(root: Path) -> str:
+    """The git commit `root` is checked out at ("unknown" outside a checkout): what a fit's shipped
+    weights record they were fitted by."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def _mean(xs: Sequence[float]) -> float | None:
